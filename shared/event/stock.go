@@ -1,0 +1,40 @@
+package event
+
+import "strings"
+
+// StockData is the data of an inventory.* event: a stock level that needs
+// attention and who must hear about it.
+type StockData struct {
+	Stock      Stock       `json:"stock"`
+	Recipients []Recipient `json:"recipients"`
+}
+
+// Stock is the item and warehouse an inventory event concerns.
+type Stock struct {
+	SKU          string  `json:"sku"`
+	Description  string  `json:"description,omitempty"`
+	Warehouse    string  `json:"warehouse"`
+	OnHand       Decimal `json:"on_hand"`
+	ReorderPoint Decimal `json:"reorder_point,omitempty"`
+	Unit         string  `json:"unit,omitempty"`
+	Locale       string  `json:"locale,omitempty"`
+}
+
+// StockData decodes and validates the data of an inventory.* event.
+func (ev Event) StockData() (StockData, error) {
+	var d StockData
+	if err := decodeData(ev, &d); err != nil {
+		return StockData{}, err
+	}
+	var p problems
+	if strings.TrimSpace(d.Stock.SKU) == "" {
+		p.add("data.stock.sku", "is required")
+	}
+	if strings.TrimSpace(d.Stock.Warehouse) == "" {
+		p.add("data.stock.warehouse", "is required")
+	}
+	d.Stock.OnHand.check(&p, "data.stock.on_hand", true)
+	d.Stock.ReorderPoint.check(&p, "data.stock.reorder_point", false)
+	validateRecipients(&p, d.Recipients)
+	return d, p.err()
+}

@@ -1,0 +1,131 @@
+package notification
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/shared/event"
+)
+
+// Priority orders work within a channel.
+type Priority string
+
+const (
+	PriorityCritical Priority = "critical"
+	PriorityNormal   Priority = "normal"
+	PriorityLow      Priority = "low"
+)
+
+// Priorities lists every priority, most urgent first.
+var Priorities = []Priority{PriorityCritical, PriorityNormal, PriorityLow}
+
+// Delivery is one notification to one recipient on one channel. It carries
+// everything a worker needs to render and send it, and nothing it would need
+// business rules to interpret.
+type Delivery struct {
+	ID        string        `json:"id"`
+	DedupeKey string        `json:"dedupe_key"`
+	Tenant    string        `json:"tenant"`
+	Channel   event.Channel `json:"channel"`
+	Priority  Priority      `json:"priority"`
+	Recipient Recipient     `json:"recipient"`
+	Template  string        `json:"template"`
+	Locale    string        `json:"locale"`
+	Document  *Document     `json:"document,omitempty"`
+	Event     EventRef      `json:"event"`
+	Order     *OrderSummary `json:"order,omitempty"`
+	Stock     *event.Stock  `json:"stock,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
+}
+
+// Recipient is the single address this delivery goes to.
+type Recipient struct {
+	Name    string `json:"name,omitempty"`
+	Role    string `json:"role,omitempty"`
+	Address string `json:"address"`
+}
+
+// Document names the business document a delivery concerns. Object and
+// SHA256 are set once the document is rendered and stored.
+type Document struct {
+	Type   string `json:"type"`
+	Object string `json:"object,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// EventRef points back at the event that caused the delivery.
+type EventRef struct {
+	ID     string    `json:"id"`
+	Type   string    `json:"type"`
+	Source string    `json:"source"`
+	Time   time.Time `json:"time,omitzero"`
+}
+
+// OrderSummary is what a template may say about an order.
+type OrderSummary struct {
+	ID       string       `json:"id"`
+	Kind     event.Kind   `json:"kind"`
+	Revision int          `json:"revision"`
+	IssuedAt time.Time    `json:"issued_at,omitzero"`
+	Currency string       `json:"currency"`
+	Buyer    string       `json:"buyer"`
+	Supplier string       `json:"supplier"`
+	Lines    int          `json:"lines"`
+	Totals   event.Totals `json:"totals"`
+}
+
+// Key identifies a notification. Its String form is the dedupe key.
+type Key struct {
+	Tenant    string
+	Subject   string // the order id, or the event id for notifications without an order
+	Revision  int
+	Document  string // document type, or the template for notifications without a document
+	Channel   event.Channel
+	Recipient string
+}
+
+func (k Key) String() string {
+	return strings.Join([]string{
+		k.Tenant, k.Subject, strconv.Itoa(k.Revision), k.Document, string(k.Channel), k.Recipient,
+	}, ":")
+}
+
+// ID derives a stable notification id from a dedupe key, so a republished
+// delivery keeps its id and a mail client can recognise a resend.
+func ID(dedupeKey string) string {
+	sum := sha256.Sum256([]byte(dedupeKey))
+	return "ntf_" + hex.EncodeToString(sum[:12])
+}
+
+// Subject is the NATS subject a delivery is published on.
+func Subject(c event.Channel, p Priority, tenant string) string {
+	return fmt.Sprintf("notify.%s.%s.%s", c, p, tenant)
+}
+
+// Decode parses and checks a delivery message.
+func Decode(b []byte) (Delivery, error) {
+	var d Delivery
+	if err := json.Unmarshal(b, &d); err != nil {
+		return Delivery{}, fmt.Errorf("malformed delivery: %w", err)
+	}
+	var missing []string
+	for field, v := range map[string]string{
+		"id": d.ID, "dedupe_key": d.DedupeKey, "tenant": d.Tenant, "channel": string(d.Channel),
+		"recipient.address": d.Recipient.Address, "template": d.Template,
+	} {
+		if v == "" {
+			missing = append(missing, field)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return Delivery{}, fmt.Errorf("malformed delivery: missing %s", strings.Join(missing, ", "))
+	}
+	return d, nil
+}
