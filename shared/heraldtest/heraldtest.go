@@ -1,0 +1,70 @@
+// Package heraldtest starts the real servers Herald's tests run against:
+// an embedded nats-server on a random loopback port with its store in
+// t.TempDir(), and Redis — the server REDIS_URL points at (CI runs a real
+// redis-server), or else an embedded Redis-protocol server.
+package heraldtest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/streams"
+)
+
+// NATS is a running test server with a connected client.
+type NATS struct {
+	Server *embedded.NATS
+	Conn   *nats.Conn
+	JS     jetstream.JetStream
+}
+
+// StartNATS starts a server for this test; it stops when the test ends.
+func StartNATS(t testing.TB) *NATS {
+	t.Helper()
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return &NATS{Server: srv, Conn: nc, JS: js}
+}
+
+// StartNATSWithStreams also applies Herald's stream declarations.
+func StartNATSWithStreams(t testing.TB) *NATS {
+	t.Helper()
+	n := StartNATS(t)
+	report, err := streams.Apply(Context(t), n.JS, streams.Options{})
+	require.NoError(t, err)
+	require.NoError(t, report.Err())
+	return n
+}
+
+// RedisURL is REDIS_URL when set, else the URL of an embedded server
+// started for this test.
+func RedisURL(t testing.TB) string {
+	t.Helper()
+	if url := os.Getenv("REDIS_URL"); url != "" {
+		return url
+	}
+	r, err := embedded.StartRedis("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(r.Close)
+	return r.URL()
+}
+
+// Context is a context bounded by 30 s, cancelled when the test ends.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,184 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Action is what Apply did with one declaration.
+type Action string
+
+const (
+	Created   Action = "created"
+	Updated   Action = "updated"
+	Unchanged Action = "unchanged"
+	Refused   Action = "refused"
+)
+
+// Result is the outcome of applying one stream or consumer.
+type Result struct {
+	Kind    string // "stream" or "consumer"
+	Stream  string
+	Name    string
+	File    string
+	Action  Action
+	Changes []string // "field: server → declared", for Updated and Refused
+	Err     error    // set when Action is Refused
+}
+
+func (r Result) String() string {
+	name := r.Stream
+	if r.Kind == "consumer" {
+		name += " > " + r.Name
+	}
+	s := fmt.Sprintf("%-9s %-8s %s", r.Action, r.Kind, name)
+	for _, c := range r.Changes {
+		s += "\n            " + c
+	}
+	if r.Err != nil {
+		s += "\n            " + r.Err.Error()
+	}
+	return s
+}
+
+// Report is every result of one Apply, in declaration order.
+type Report []Result
+
+// Err joins the refusals, naming each declaration file and the server's
+// reason; nil when everything now matches the declarations.
+func (r Report) Err() error {
+	var errs []error
+	for _, res := range r {
+		if res.Action == Refused {
+			errs = append(errs, fmt.Errorf("streams/%s: %w", res.File, res.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Refused counts the declarations the server refused.
+func (r Report) Refused() int {
+	n := 0
+	for _, res := range r {
+		if res.Action == Refused {
+			n++
+		}
+	}
+	return n
+}
+
+// Options adjust declarations to a deployment.
+type Options struct {
+	// Replicas overrides num_replicas of every stream, for clustered
+	// deployments (3 in production). Defaults to the declared value.
+	Replicas int
+}
+
+// Apply makes the server match the declarations: it creates what is missing
+// and updates what differs. A change the server refuses (retention or
+// storage of an existing stream, say) is reported as Refused with the
+// differing fields; the report's Err says so. The returned error is for
+// failures to talk to the server at all.
+func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, error) {
+	all, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	var report Report
+	for _, s := range all {
+		if opts.Replicas > 0 {
+			s.Config.Replicas = opts.Replicas
+		}
+		res, err := applyStream(ctx, js, s)
+		if err != nil {
+			return report, err
+		}
+		report = append(report, res)
+		if errors.Is(res.Err, errNotCreated) { // its consumers cannot exist either
+			continue
+		}
+		for _, c := range s.Consumers {
+			res, err := applyConsumer(ctx, js, c)
+			if err != nil {
+				return report, err
+			}
+			report = append(report, res)
+		}
+	}
+	return report, nil
+}
+
+var errNotCreated = errors.New("not created")
+
+func applyStream(ctx context.Context, js jetstream.JetStream, s Stream) (Result, error) {
+	res := Result{Kind: "stream", Stream: s.Config.Name, Name: s.Config.Name, File: s.File}
+	stream, err := js.Stream(ctx, s.Config.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := js.CreateStream(ctx, s.Config); err != nil {
+			return refuse(res, nil, fmt.Errorf("%w: %w", errNotCreated, err))
+		}
+		res.Action = Created
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("stream %s: %w", s.Config.Name, err)
+	}
+	changes, err := diff(s.Config, stream.CachedInfo().Config)
+	if err != nil || len(changes) == 0 {
+		res.Action = Unchanged
+		return res, err
+	}
+	updated, err := js.UpdateStream(ctx, s.Config)
+	if err != nil {
+		return refuse(res, changes, err)
+	}
+	return verify(res, changes, s.Config, updated.CachedInfo().Config)
+}
+
+func applyConsumer(ctx context.Context, js jetstream.JetStream, c Consumer) (Result, error) {
+	res := Result{Kind: "consumer", Stream: c.Stream, Name: c.Config.Durable, File: c.File}
+	cons, err := js.Consumer(ctx, c.Stream, c.Config.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if _, err := js.CreateConsumer(ctx, c.Stream, c.Config); err != nil {
+			return refuse(res, nil, fmt.Errorf("%w: %w", errNotCreated, err))
+		}
+		res.Action = Created
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("consumer %s > %s: %w", c.Stream, c.Config.Durable, err)
+	}
+	changes, err := diff(c.Config, cons.CachedInfo().Config)
+	if err != nil || len(changes) == 0 {
+		res.Action = Unchanged
+		return res, err
+	}
+	updated, err := js.UpdateConsumer(ctx, c.Stream, c.Config)
+	if err != nil {
+		return refuse(res, changes, err)
+	}
+	return verify(res, changes, c.Config, updated.CachedInfo().Config)
+}
+
+func refuse(res Result, changes []string, err error) (Result, error) {
+	res.Action, res.Changes, res.Err = Refused, changes, err
+	return res, nil
+}
+
+// verify checks the server kept what it accepted: a server that ignores a
+// field (an older version, say) must not pass for one that applied it.
+func verify(res Result, changes []string, declared, now any) (Result, error) {
+	left, err := diff(declared, now)
+	if err != nil {
+		return res, err
+	}
+	if len(left) > 0 {
+		return refuse(res, left, errors.New("the server accepted the update but still differs: "+strings.Join(left, "; ")))
+	}
+	res.Action, res.Changes = Updated, changes
+	return res, nil
+}

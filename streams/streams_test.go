@@ -1,0 +1,244 @@
+package streams_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jsm.go/api"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/streams"
+)
+
+// declarationFiles walks the directory on disk, not the embedded copy, so a
+// file the embed pattern misses is caught too.
+func declarationFiles(t *testing.T) (streamFiles, consumerFiles []string) {
+	t.Helper()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil || d.IsDir() || !strings.HasSuffix(path, ".json"):
+			return err
+		case filepath.Base(path) == "stream.json":
+			streamFiles = append(streamFiles, path)
+		case filepath.Base(filepath.Dir(path)) == "consumers":
+			consumerFiles = append(consumerFiles, path)
+		default:
+			t.Errorf("%s: a declaration is either <STREAM>/stream.json or <STREAM>/consumers/<name>.json", path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return streamFiles, consumerFiles
+}
+
+// strictly decodes b into v, refusing fields v does not know.
+func strictly(t *testing.T, path string, b []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(v), "%s does not decode into %T", path, v)
+}
+
+// The nats CLI (natscli v0.5.0) reads `--config FILE` into jsm.go's api
+// types; the server validates against its own. Every field of every file
+// must mean something to both.
+func TestFilesAreWhatTheNATSCLIAndServerRead(t *testing.T) {
+	t.Parallel()
+	streamFiles, consumerFiles := declarationFiles(t)
+	require.NotEmpty(t, streamFiles)
+	for _, path := range streamFiles {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var cli api.StreamConfig
+		strictly(t, path, b, &cli)
+		require.Equal(t, filepath.Base(filepath.Dir(path)), cli.Name, path)
+		strictly(t, path, b, &server.StreamConfig{})
+	}
+	for _, path := range consumerFiles {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var cli api.ConsumerConfig
+		strictly(t, path, b, &cli)
+		require.Equal(t, strings.TrimSuffix(filepath.Base(path), ".json"), cli.Durable, path)
+		strictly(t, path, b, &server.ConsumerConfig{})
+	}
+}
+
+func TestEveryFileIsEmbedded(t *testing.T) {
+	t.Parallel()
+	streamFiles, consumerFiles := declarationFiles(t)
+	all, err := streams.Load()
+	require.NoError(t, err)
+	var embedded []string
+	for _, s := range all {
+		embedded = append(embedded, filepath.FromSlash(s.File))
+		for _, c := range s.Consumers {
+			embedded = append(embedded, filepath.FromSlash(c.File))
+		}
+	}
+	onDisk := append(streamFiles, consumerFiles...)
+	slices.Sort(onDisk)
+	slices.Sort(embedded)
+	require.Equal(t, onDisk, embedded)
+}
+
+// DESIGN.md's table, as the files must declare it.
+func TestDeclaresDesignLayout(t *testing.T) {
+	t.Parallel()
+	want := map[string]struct {
+		retention jetstream.RetentionPolicy
+		subjects  []string
+		consumers []string
+	}{
+		"ORDERS":        {jetstream.LimitsPolicy, []string{"orders.*"}, []string{"router"}},
+		"INVENTORY":     {jetstream.LimitsPolicy, []string{"inventory.*"}, []string{"router"}},
+		"DOCS":          {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
+		"NOTIFY":        {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal"}},
+		"STATUS":        {jetstream.LimitsPolicy, []string{"notify.status.*"}, nil},
+		"ADVISORIES":    {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, nil},
+		"DLQ":           {jetstream.LimitsPolicy, []string{"dlq.*.*"}, nil},
+		"KV_deliveries": {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
+		"OBJ_documents": {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
+	}
+	all, err := streams.Load()
+	require.NoError(t, err)
+	require.Len(t, all, len(want))
+	for _, s := range all {
+		w, ok := want[s.Config.Name]
+		require.True(t, ok, "unexpected stream %s", s.Config.Name)
+		require.Equal(t, w.retention, s.Config.Retention, s.Config.Name)
+		require.Equal(t, w.subjects, s.Config.Subjects, s.Config.Name)
+		var consumers []string
+		for _, c := range s.Consumers {
+			consumers = append(consumers, c.Config.Durable)
+		}
+		require.Equal(t, w.consumers, consumers, s.Config.Name)
+	}
+	orders, err := streams.Find("ORDERS")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, orders.Config.Duplicates, 10*time.Minute, "DESIGN.md: ORDERS duplicate window ≥ 10 min")
+}
+
+func TestApplyCreatesThenLeavesAlone(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATS(t)
+	ctx := heraldtest.Context(t)
+
+	report, err := streams.Apply(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	require.NoError(t, report.Err())
+	require.Len(t, report, 15)
+	for _, r := range report {
+		require.Equal(t, streams.Created, r.Action, r.String())
+	}
+
+	report, err = streams.Apply(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	for _, r := range report {
+		require.Equal(t, streams.Unchanged, r.Action, r.String())
+	}
+}
+
+func TestApplyUpdatesWhatDiffers(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+
+	// An operator edits the stream and a consumer by hand.
+	orders, err := streams.Find("ORDERS")
+	require.NoError(t, err)
+	edited := orders.Config
+	edited.MaxAge = time.Hour
+	_, err = n.JS.UpdateStream(ctx, edited)
+	require.NoError(t, err)
+	router, err := orders.Consumer("router")
+	require.NoError(t, err)
+	editedConsumer := router.Config
+	editedConsumer.MaxDeliver = 3
+	_, err = n.JS.UpdateConsumer(ctx, "ORDERS", editedConsumer)
+	require.NoError(t, err)
+
+	report, err := streams.Apply(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	require.NoError(t, report.Err())
+	changed := map[string][]string{}
+	for _, r := range report {
+		if r.Action != streams.Unchanged {
+			require.Equal(t, streams.Updated, r.Action, r.String())
+			changed[r.Stream+"/"+r.Name] = r.Changes
+		}
+	}
+	require.Equal(t, map[string][]string{
+		"ORDERS/ORDERS": {"max_age: 1h0m0s → 168h0m0s"},
+		"ORDERS/router": {"max_deliver: 3 → 20"},
+	}, changed)
+
+	info, err := n.JS.Stream(ctx, "ORDERS")
+	require.NoError(t, err)
+	require.Equal(t, 7*24*time.Hour, info.CachedInfo().Config.MaxAge)
+}
+
+func TestApplyReportsRefusedChange(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATS(t)
+	ctx := heraldtest.Context(t)
+
+	// Someone created NOTIFY by hand with the wrong retention, which the
+	// server cannot change in place.
+	notify, err := streams.Find("NOTIFY")
+	require.NoError(t, err)
+	wrong := notify.Config
+	wrong.Retention = jetstream.LimitsPolicy
+	_, err = n.JS.CreateStream(ctx, wrong)
+	require.NoError(t, err)
+
+	report, err := streams.Apply(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	var refused []streams.Result
+	for _, r := range report {
+		if r.Action == streams.Refused {
+			refused = append(refused, r)
+		}
+	}
+	require.Len(t, refused, 1, "only the stream is refused; its consumers still apply")
+	require.Equal(t, "NOTIFY", refused[0].Name)
+	require.Equal(t, []string{`retention: "limits" → "workqueue"`}, refused[0].Changes)
+	require.ErrorContains(t, report.Err(), "streams/NOTIFY/stream.json")
+
+	info, err := n.JS.Stream(ctx, "NOTIFY")
+	require.NoError(t, err)
+	require.Equal(t, jetstream.LimitsPolicy, info.CachedInfo().Config.Retention, "a refused change is not forced")
+}
+
+// The KV and object store declarations must be buckets the client
+// libraries recognise and use as such.
+func TestBucketsWorkAsBuckets(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+
+	kv, err := n.JS.KeyValue(ctx, "deliveries")
+	require.NoError(t, err)
+	_, err = kv.Create(ctx, "acme.key", []byte("claimed"))
+	require.NoError(t, err)
+	_, err = kv.Create(ctx, "acme.key", []byte("again"))
+	require.ErrorIs(t, err, jetstream.ErrKeyExists, "Create is the ledger's atomic claim")
+
+	obj, err := n.JS.ObjectStore(ctx, "documents")
+	require.NoError(t, err)
+	_, err = obj.PutBytes(ctx, "acme/PO-1/purchase_order-r1.pdf", []byte("%PDF-1.7"))
+	require.NoError(t, err)
+	got, err := obj.GetBytes(ctx, "acme/PO-1/purchase_order-r1.pdf")
+	require.NoError(t, err)
+	require.Equal(t, []byte("%PDF-1.7"), got)
+}
