@@ -1,0 +1,101 @@
+// Package consumer runs a handler over a durable JetStream pull consumer with
+// bounded concurrency, and drains on shutdown: it stops pulling, lets every
+// buffered and in-flight message be settled, then returns.
+//
+// The client-side buffer is kept small (twice the concurrency by default) so
+// a message does not sit in the buffer past its AckWait.
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Handler processes one message and settles it: Ack, Nak, or Term.
+// Its ctx is cancelled only when a shutdown runs out of time.
+type Handler func(ctx context.Context, msg jetstream.Msg)
+
+// Config tunes a Loop.
+type Config struct {
+	// Concurrency is how many messages are handled at once. Defaults to 1.
+	Concurrency int
+	// Buffer is how many messages the client pulls ahead. Defaults to
+	// twice Concurrency.
+	Buffer int
+	// Logger reports pull errors (missed heartbeats, a deleted consumer).
+	// Defaults to discarding them.
+	Logger *slog.Logger
+}
+
+// Loop is a running consumer.
+type Loop struct {
+	cc      jetstream.ConsumeContext
+	work    chan jetstream.Msg
+	quit    chan struct{}
+	workers sync.WaitGroup
+	cancel  context.CancelFunc
+}
+
+// Start begins consuming. Handlers run with a context derived from ctx's
+// values but not its cancellation: stopping is Stop's job, so that a
+// shutdown finishes what it started.
+func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*Loop, error) {
+	n := max(cfg.Concurrency, 1)
+	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &Loop{work: make(chan jetstream.Msg), quit: make(chan struct{}), cancel: cancel}
+	for range n {
+		l.workers.Go(func() {
+			for msg := range l.work {
+				h(hctx, msg)
+			}
+		})
+	}
+	cc, err := c.Consume(l.dispatch,
+		jetstream.PullMaxMessages(cmp.Or(cfg.Buffer, 2*n)),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			logger.WarnContext(ctx, "pull consumer", "consumer", c.CachedInfo().Name, "error", err)
+		}))
+	if err != nil {
+		close(l.work)
+		l.workers.Wait()
+		cancel()
+		return nil, err
+	}
+	l.cc = cc
+	return l, nil
+}
+
+// dispatch hands a message to a free worker. After a shutdown ran out of
+// time it drops the message instead; the server redelivers it after AckWait.
+func (l *Loop) dispatch(msg jetstream.Msg) {
+	select {
+	case l.work <- msg:
+	case <-l.quit:
+	}
+}
+
+// Stop stops pulling and waits until every buffered and in-flight message
+// is settled. If ctx ends first, handlers are cancelled, unstarted messages
+// are left for redelivery, and ctx's error is returned.
+func (l *Loop) Stop(ctx context.Context) error {
+	l.cc.Drain()
+	var err error
+	select {
+	case <-l.cc.Closed():
+	case <-ctx.Done():
+		err = ctx.Err()
+		close(l.quit)
+		l.cancel()
+		l.cc.Stop()
+		<-l.cc.Closed()
+	}
+	close(l.work)
+	l.workers.Wait()
+	l.cancel()
+	return err
+}
