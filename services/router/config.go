@@ -1,0 +1,78 @@
+package router
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/heraldhq/herald/shared/event"
+)
+
+// Config configures the router.
+type Config struct {
+	// Routes decide who hears about which event. Setting them replaces the
+	// built-in routes entirely. Defaults to DefaultRoutes().
+	Routes []Route `yaml:"routes"`
+	// Channels are the channels this deployment delivers on; deliveries for
+	// other channels are not published (and are counted as skipped), so no
+	// message waits for a worker that does not exist. Defaults to [email].
+	Channels []event.Channel `yaml:"channels"`
+	// Concurrency is how many events are routed at once. Defaults to 4.
+	Concurrency int `yaml:"concurrency"`
+
+	// Logger defaults to discarding.
+	Logger *slog.Logger `yaml:"-"`
+	// MeterProvider defaults to a no-op provider.
+	MeterProvider metric.MeterProvider `yaml:"-"`
+}
+
+// WithDefaults returns the config with every unset field filled in.
+func (c Config) WithDefaults() Config {
+	if c.Routes == nil {
+		c.Routes = DefaultRoutes()
+	}
+	routes := make([]Route, len(c.Routes))
+	for i, r := range c.Routes {
+		routes[i] = r.withDefaults()
+	}
+	c.Routes = routes
+	if c.Channels == nil {
+		c.Channels = []event.Channel{event.ChannelEmail}
+	}
+	c.Concurrency = cmp.Or(c.Concurrency, 4)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.MeterProvider == nil {
+		c.MeterProvider = noop.NewMeterProvider()
+	}
+	return c
+}
+
+// Validate reports every problem with a defaulted config, each naming its
+// field as it appears in the YAML file (under router:).
+func (c Config) Validate() error {
+	var problems []string
+	if len(c.Routes) == 0 {
+		problems = append(problems, "router.routes: at least one route is required")
+	}
+	for i, r := range c.Routes {
+		problems = append(problems, r.validate(fmt.Sprintf("router.routes[%d]", i))...)
+	}
+	for _, ch := range c.Channels {
+		if !slices.Contains(event.Channels, ch) {
+			problems = append(problems, fmt.Sprintf("router.channels: %q is not a channel (want some of %v)", ch, event.Channels))
+		}
+	}
+	if c.Concurrency < 1 {
+		problems = append(problems, fmt.Sprintf("router.concurrency: must be 1 or more (got %d)", c.Concurrency))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package router
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// Outcome is what became of one event.
+type Outcome string
+
+const (
+	// Routed: at least one delivery was planned.
+	Routed Outcome = "routed"
+	// Unrouted: no route applies to the event's type (or order kind).
+	// Such events are acknowledged and counted, not errors.
+	Unrouted Outcome = "unrouted"
+	// NoRecipients: routes applied but no recipient has a matching role and
+	// a deployed channel.
+	NoRecipients Outcome = "no_recipients"
+	// Invalid: the event is malformed or fails validation; it is dead-lettered.
+	Invalid Outcome = "invalid"
+)
+
+// Decision is the router's verdict on one event: the deliveries to publish.
+type Decision struct {
+	Event      event.Event
+	Outcome    Outcome
+	Deliveries []notification.Delivery
+	// Skipped counts recipient channels not deployed here (Config.Channels).
+	Skipped int
+}
+
+// decide parses an event and plans its deliveries. It does no I/O, so every
+// routing rule can be tested as a table. The error, when set, says why the
+// event is invalid.
+func (c Config) decide(payload []byte, now time.Time) (Decision, error) {
+	ev, err := event.Decode(payload)
+	if err != nil {
+		return Decision{Event: ev, Outcome: Invalid}, err
+	}
+	d := Decision{Event: ev, Outcome: Unrouted}
+	if !slices.ContainsFunc(c.Routes, func(r Route) bool { return r.Event == ev.Type }) {
+		return d, nil
+	}
+	p := planner{cfg: c, ev: ev, now: now, seen: map[string]bool{}}
+	if strings.HasPrefix(ev.Type, "inventory.") {
+		err = p.stock()
+	} else {
+		err = p.order()
+	}
+	if err != nil {
+		return Decision{Event: ev, Outcome: Invalid}, err
+	}
+	d.Deliveries, d.Skipped = p.out, p.skipped
+	switch {
+	case len(d.Deliveries) > 0:
+		d.Outcome = Routed
+	case p.matched:
+		d.Outcome = NoRecipients
+	}
+	return d, nil
+}
+
+// planner fans one event out into deliveries, one per recipient per channel,
+// without repeating a dedupe key when several routes reach the same person.
+type planner struct {
+	cfg     Config
+	ev      event.Event
+	now     time.Time
+	seen    map[string]bool
+	out     []notification.Delivery
+	skipped int
+	matched bool
+}
+
+func (p *planner) order() error {
+	data, err := p.ev.OrderData()
+	if err != nil {
+		return err
+	}
+	o := data.Order
+	summary := &notification.OrderSummary{
+		ID: o.ID, Kind: o.Kind, Revision: o.Revision, IssuedAt: o.IssuedAt, Currency: o.Currency,
+		Buyer: o.Buyer.Name, Supplier: o.Supplier.Name, Lines: len(o.Lines), Totals: o.Totals,
+	}
+	for _, r := range p.cfg.Routes {
+		if !r.matches(p.ev.Type, o.Kind) {
+			continue
+		}
+		p.matched = true
+		for _, rcpt := range data.Recipients {
+			p.fanOut(r, rcpt, o.ID, o.Revision, cmp.Or(rcpt.Locale, o.Locale), func(d *notification.Delivery) {
+				d.Order = summary
+			})
+		}
+	}
+	return nil
+}
+
+func (p *planner) stock() error {
+	data, err := p.ev.StockData()
+	if err != nil {
+		return err
+	}
+	for _, r := range p.cfg.Routes {
+		if !r.matches(p.ev.Type, "") {
+			continue
+		}
+		p.matched = true
+		for _, rcpt := range data.Recipients {
+			// A stock alert has no order: the event itself is the subject,
+			// and there is no revision.
+			p.fanOut(r, rcpt, p.ev.ID, 0, cmp.Or(rcpt.Locale, data.Stock.Locale), func(d *notification.Delivery) {
+				d.Stock = &data.Stock
+			})
+		}
+	}
+	return nil
+}
+
+func (p *planner) fanOut(r Route, rcpt event.Recipient, subject string, revision int, locale string, fill func(*notification.Delivery)) {
+	if !r.wants(rcpt.Role) {
+		return
+	}
+	for _, ch := range r.Channels {
+		if !slices.Contains(rcpt.Channels, ch) {
+			continue
+		}
+		if !slices.Contains(p.cfg.Channels, ch) {
+			p.skipped++
+			continue
+		}
+		key := notification.Key{
+			Tenant: p.ev.Tenant, Subject: subject, Revision: revision,
+			Document: cmp.Or(r.Document, r.Template), Channel: ch, Recipient: rcpt.Address(ch),
+		}.String()
+		if p.seen[key] {
+			continue
+		}
+		p.seen[key] = true
+		d := notification.Delivery{
+			ID: notification.ID(key), DedupeKey: key, Tenant: p.ev.Tenant, Channel: ch, Priority: r.Priority,
+			Recipient: notification.Recipient{Name: rcpt.Name, Role: rcpt.Role, Address: rcpt.Address(ch)},
+			Template:  r.Template, Locale: cmp.Or(locale, "en"),
+			Event:     notification.EventRef{ID: p.ev.ID, Type: p.ev.Type, Source: p.ev.Source, Time: p.ev.Time},
+			CreatedAt: p.now,
+		}
+		if r.Document != "" {
+			d.Document = &notification.Document{Type: r.Document}
+		}
+		fill(&d)
+		p.out = append(p.out, d)
+	}
+}

@@ -1,0 +1,222 @@
+package router
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+var now = time.Date(2026, 11, 30, 9, 0, 1, 0, time.UTC)
+
+func sampleEvent(t *testing.T, edit func(m map[string]any)) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/events/order.created.json")
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	if edit != nil {
+		edit(m)
+	}
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	return b
+}
+
+func order(m map[string]any) map[string]any {
+	return m["data"].(map[string]any)["order"].(map[string]any)
+}
+
+func keys(d Decision) []string {
+	var out []string
+	for _, del := range d.Deliveries {
+		out = append(out, del.DedupeKey)
+	}
+	return out
+}
+
+func TestDecideSample(t *testing.T) {
+	t.Parallel()
+	d, err := Config{}.WithDefaults().decide(sampleEvent(t, nil), now)
+	require.NoError(t, err)
+	require.Equal(t, Routed, d.Outcome)
+	require.Equal(t, []string{
+		"acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example",
+		"acme:PO-2026-0042:1:purchase_order:email:compras@frutasdelsur.example",
+	}, keys(d))
+	require.Equal(t, 0, d.Skipped, "the default route sends documents by email only")
+
+	olga := d.Deliveries[0]
+	require.Equal(t, notification.ID(olga.DedupeKey), olga.ID)
+	require.Equal(t, "ru", olga.Locale, "the recipient's locale wins")
+	require.Equal(t, "es", d.Deliveries[1].Locale, "else the order's")
+	require.Equal(t, notification.PriorityNormal, olga.Priority)
+	require.Equal(t, "purchase_order", olga.Template)
+	require.Equal(t, &notification.Document{Type: "purchase_order"}, olga.Document)
+	require.Equal(t, notification.Recipient{Name: "Ольга Петрова", Role: "supplier", Address: "olga@zarya.example"}, olga.Recipient)
+	require.Equal(t, "Frutas del Sur S.L.", olga.Order.Buyer)
+	require.Equal(t, event.Decimal("183.48"), olga.Order.Totals.Gross)
+	require.Equal(t, "notify.email.normal.acme", notification.Subject(olga.Channel, olga.Priority, olga.Tenant))
+}
+
+func TestDecideRoutes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cfg     Config
+		edit    func(m map[string]any)
+		outcome Outcome
+		keys    []string
+		skipped int
+	}{
+		{
+			name:    "a revision is a new notification",
+			edit:    func(m map[string]any) { m["type"] = "order.updated"; order(m)["revision"] = 2 },
+			outcome: Routed,
+			keys: []string{
+				"acme:PO-2026-0042:2:purchase_order:email:olga@zarya.example",
+				"acme:PO-2026-0042:2:purchase_order:email:compras@frutasdelsur.example",
+			},
+		},
+		{
+			name:    "an invoice for the same order is a different notification",
+			edit:    func(m map[string]any) { m["type"] = "order.invoiced" },
+			outcome: Routed,
+			keys:    []string{"acme:PO-2026-0042:1:invoice:email:compras@frutasdelsur.example"},
+		},
+		{
+			name:    "a sales order goes to the customer's contacts, not a supplier",
+			edit:    func(m map[string]any) { order(m)["kind"] = "sales" },
+			outcome: NoRecipients,
+		},
+		{
+			name:    "a type no route mentions is unrouted",
+			edit:    func(m map[string]any) { m["type"] = "order.cancelled" },
+			outcome: Unrouted,
+		},
+		{
+			name: "a kind no route covers is unrouted",
+			cfg: Config{Routes: []Route{{Event: "order.created", Kind: event.KindSales, Document: "sales_order",
+				Channels: []event.Channel{event.ChannelEmail}}}},
+			outcome: Unrouted,
+		},
+		{
+			name: "channels this deployment does not deliver on are skipped and counted",
+			cfg: Config{Routes: []Route{{Event: "order.created", Document: "purchase_order",
+				Channels: []event.Channel{event.ChannelEmail, event.ChannelWhatsApp}}}},
+			outcome: Routed,
+			keys: []string{
+				"acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example",
+				"acme:PO-2026-0042:1:purchase_order:email:compras@frutasdelsur.example",
+			},
+			skipped: 1,
+		},
+		{
+			name: "deployed channels fan out per channel",
+			cfg: Config{Channels: []event.Channel{event.ChannelEmail, event.ChannelWhatsApp},
+				Routes: []Route{{Event: "order.created", Document: "purchase_order", Roles: []string{"SUPPLIER"},
+					Channels: []event.Channel{event.ChannelEmail, event.ChannelWhatsApp}, Priority: notification.PriorityCritical}}},
+			outcome: Routed,
+			keys: []string{
+				"acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example",
+				"acme:PO-2026-0042:1:purchase_order:whatsapp:+79990001122",
+			},
+		},
+		{
+			name: "two routes reaching one person send once",
+			cfg: Config{Routes: []Route{
+				{Event: "order.created", Document: "purchase_order", Roles: []string{"supplier"}, Channels: []event.Channel{event.ChannelEmail}},
+				{Event: "order.created", Document: "purchase_order", Channels: []event.Channel{event.ChannelEmail}},
+			}},
+			outcome: Routed,
+			keys: []string{
+				"acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example",
+				"acme:PO-2026-0042:1:purchase_order:email:compras@frutasdelsur.example",
+			},
+		},
+		{
+			name: "addresses are compared in lower case",
+			edit: func(m map[string]any) {
+				m["data"].(map[string]any)["recipients"].([]any)[0].(map[string]any)["email"] = "Olga@Zarya.Example"
+			},
+			outcome: Routed,
+			keys: []string{
+				"acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example",
+				"acme:PO-2026-0042:1:purchase_order:email:compras@frutasdelsur.example",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := tt.cfg.WithDefaults()
+			require.NoError(t, cfg.Validate())
+			d, err := cfg.decide(sampleEvent(t, tt.edit), now)
+			require.NoError(t, err)
+			require.Equal(t, tt.outcome, d.Outcome)
+			require.Equal(t, tt.keys, keys(d))
+			require.Equal(t, tt.skipped, d.Skipped)
+		})
+	}
+}
+
+func TestDecideInvalid(t *testing.T) {
+	t.Parallel()
+	cfg := Config{}.WithDefaults()
+	for name, payload := range map[string][]byte{
+		"bad JSON":           []byte(`{"specversion":`),
+		"missing tenant":     sampleEvent(t, func(m map[string]any) { delete(m, "tenant") }),
+		"missing recipients": sampleEvent(t, func(m map[string]any) { delete(m["data"].(map[string]any), "recipients") }),
+		"missing revision":   sampleEvent(t, func(m map[string]any) { delete(order(m), "revision") }),
+	} {
+		d, err := cfg.decide(payload, now)
+		require.Error(t, err, name)
+		require.Equal(t, Invalid, d.Outcome, name)
+		require.Empty(t, d.Deliveries, name)
+	}
+}
+
+func TestDecideStockAlert(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	cfg := Config{Channels: []event.Channel{event.ChannelSMS}}.WithDefaults()
+	d, err := cfg.decide(b, now)
+	require.NoError(t, err)
+	require.Equal(t, []string{"acme:evt-2026-11-30-0100:0:low_stock:sms:+34600111222"}, keys(d))
+	require.Equal(t, 1, d.Skipped, "whatsapp is not deployed")
+	require.Equal(t, notification.PriorityCritical, d.Deliveries[0].Priority)
+	require.Nil(t, d.Deliveries[0].Document)
+	require.Equal(t, "SEV-01", d.Deliveries[0].Stock.Warehouse)
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	cfg := Config{
+		Channels: []event.Channel{"pigeon"},
+		Routes: []Route{
+			{Event: "order.created", Document: "quote", Channels: []event.Channel{event.ChannelEmail}},
+			{Event: "payment.captured", Template: "paid", Channels: []event.Channel{event.ChannelEmail}},
+			{Event: "inventory.low_stock", Document: "invoice", Kind: event.KindSales, Channels: nil, Priority: "urgent"},
+		},
+	}.WithDefaults()
+	err := cfg.Validate()
+	require.Error(t, err)
+	for _, want := range []string{
+		`router.routes[0].document: "quote" is not a document type`,
+		`router.routes[1].event: event type "payment.captured": family "payment" has no stream`,
+		`router.routes[2].document: inventory events carry no document`,
+		`router.routes[2].kind: "sales" applies only to order events`,
+		`router.routes[2].channels: at least one channel is required`,
+		`router.routes[2].priority: "urgent" is not a priority`,
+		`router.channels: "pigeon" is not a channel`,
+	} {
+		require.ErrorContains(t, err, want)
+	}
+	require.NoError(t, Config{}.WithDefaults().Validate(), "the defaults are valid")
+}

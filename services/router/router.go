@@ -1,0 +1,173 @@
+// Package router decides who hears about each business event. It consumes
+// ORDERS and INVENTORY with the durable consumer "router", applies the routes
+// (YAML config, DESIGN.md's defaults built in), and publishes one delivery per
+// recipient per channel to notify.<channel>.<priority>.<tenant> with
+// Nats-Msg-Id set to the delivery's dedupe key. It never talks to a provider.
+//
+// An event is acknowledged only after every delivery it produced is stored,
+// so a crash mid-way redelivers the event and the republished deliveries are
+// dropped by NOTIFY's duplicate window. A malformed event is dead-lettered
+// with its reason and terminated; an event no route applies to is acknowledged
+// and counted.
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// Durable is the router's consumer name on each input stream.
+const Durable = "router"
+
+// Streams are the input streams the router consumes.
+var Streams = []string{"ORDERS", "INVENTORY"}
+
+// Service is the router.
+type Service struct {
+	cfg     Config
+	js      jetstream.JetStream
+	loops   []*consumer.Loop
+	events  metric.Int64Counter
+	planned metric.Int64Counter
+	skipped metric.Int64Counter
+}
+
+// New validates cfg (after filling its defaults) and returns a router.
+func New(js jetstream.JetStream, cfg Config) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, js: js}
+	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
+	var errs [3]error
+	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid)."))
+	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published, by channel and priority."))
+	s.skipped, errs[2] = m.Int64Counter("herald.router.skipped", metric.WithDescription("Recipient channels not published because this deployment does not deliver on them."))
+	return s, errors.Join(errs[:]...)
+}
+
+// Start consumes every input stream.
+func (s *Service) Start(ctx context.Context) error {
+	for _, stream := range Streams {
+		c, err := s.js.Consumer(ctx, stream, Durable)
+		if err != nil {
+			return fmt.Errorf("router: consumer %s > %s: %w", stream, Durable, err)
+		}
+		loop, err := consumer.Start(ctx, c, s.handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger})
+		if err != nil {
+			return fmt.Errorf("router: consuming %s: %w", stream, err)
+		}
+		s.loops = append(s.loops, loop)
+	}
+	return nil
+}
+
+// Stop drains: events being routed finish and are acknowledged.
+func (s *Service) Stop(ctx context.Context) error {
+	var errs []error
+	for _, l := range s.loops {
+		errs = append(errs, l.Stop(ctx))
+	}
+	s.loops = nil
+	return errors.Join(errs...)
+}
+
+func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
+	d, invalid := s.cfg.decide(msg.Data(), time.Now().UTC())
+	log := s.cfg.Logger.With("event_id", d.Event.ID, "type", d.Event.Type, "tenant", d.Event.Tenant, "subject", msg.Subject())
+	s.events.Add(ctx, 1, metric.WithAttributes(
+		attribute.String("type", label(d.Event.Type, typeLabel.MatchString)), attribute.String("tenant", label(d.Event.Tenant, event.ValidTenant)),
+		attribute.String("outcome", string(d.Outcome))))
+	if d.Skipped > 0 {
+		s.skipped.Add(ctx, int64(d.Skipped), metric.WithAttributes(attribute.String("tenant", d.Event.Tenant)))
+	}
+	if invalid != nil {
+		log.WarnContext(ctx, "dead-lettering invalid event", "reason", invalid.Error())
+		if err := deadletter.Terminate(ctx, s.js, msg, invalid.Error()); err != nil {
+			log.ErrorContext(ctx, "dead-lettering failed; the event will be redelivered", "error", err)
+			retry(msg)
+		}
+		return
+	}
+	if err := s.publish(ctx, d.Deliveries); err != nil {
+		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
+		retry(msg)
+		return
+	}
+	if err := msg.DoubleAck(ctx); err != nil {
+		log.WarnContext(ctx, "ack not confirmed; the event may be redelivered and its deliveries deduplicated", "error", err)
+		return
+	}
+	log.DebugContext(ctx, "event routed", "outcome", d.Outcome, "deliveries", len(d.Deliveries), "skipped", d.Skipped)
+}
+
+// publish sends every delivery asynchronously, then waits until NOTIFY has
+// stored (or recognised as duplicate) each one.
+func (s *Service) publish(ctx context.Context, deliveries []notification.Delivery) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(deliveries))
+	for _, d := range deliveries {
+		body, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		msg := nats.NewMsg(notification.Subject(d.Channel, d.Priority, d.Tenant))
+		msg.Data = body
+		msg.Header.Set(jetstream.MsgIDHeader, d.DedupeKey)
+		f, err := s.js.PublishMsgAsync(msg)
+		if err != nil {
+			return fmt.Errorf("publishing %s: %w", msg.Subject, err)
+		}
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+			s.planned.Add(ctx, 1, metric.WithAttributes(
+				attribute.String("channel", string(deliveries[i].Channel)),
+				attribute.String("priority", string(deliveries[i].Priority)),
+				attribute.String("tenant", deliveries[i].Tenant)))
+		case err := <-f.Err():
+			return fmt.Errorf("publishing %s: %w", f.Msg().Subject, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+var typeLabel = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$`)
+
+// label keeps a metric label to values of a sane shape, so a stream of
+// garbage events cannot create unbounded time series.
+func label(value string, valid func(string) bool) string {
+	if value == "" || valid(value) {
+		return value
+	}
+	return "invalid"
+}
+
+// retry asks for redelivery with a delay growing with each attempt, so a
+// NATS outage is not met with a hot loop. (Consumer BackOff applies only
+// to ack timeouts, not to naks.)
+func retry(msg jetstream.Msg) {
+	n := uint64(1)
+	if md, err := msg.Metadata(); err == nil {
+		n = md.NumDelivered
+	}
+	_ = msg.NakWithDelay(min(time.Second<<min(n, 6), time.Minute))
+}

@@ -1,0 +1,114 @@
+package router
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// Route is one rule: events of this type (and order kind) notify the
+// recipients in these roles, on these channels, about this document.
+type Route struct {
+	// Event is the CloudEvents type, e.g. order.created.
+	Event string `yaml:"event" json:"event"`
+	// Kind restricts an order route to purchase or sales orders.
+	// Defaults to any kind.
+	Kind event.Kind `yaml:"kind,omitempty" json:"kind,omitempty"`
+	// Document is the business document the notification carries. Empty for
+	// notifications without one (stock alerts).
+	Document string `yaml:"document,omitempty" json:"document,omitempty"`
+	// Template renders the message. Defaults to Document.
+	Template string `yaml:"template,omitempty" json:"template,omitempty"`
+	// Roles are the recipient roles notified (case-insensitive).
+	// Defaults to every recipient the event lists.
+	Roles []string `yaml:"roles,omitempty" json:"roles,omitempty"`
+	// Channels are the channels used, where the recipient has them too.
+	Channels []event.Channel `yaml:"channels" json:"channels"`
+	// Priority of the deliveries. Defaults to normal.
+	Priority notification.Priority `yaml:"priority,omitempty" json:"priority,omitempty"`
+}
+
+// DefaultRoutes are the routes DESIGN.md describes. A purchase order goes to
+// the supplier and, as the buyer's copy, to the buyer's own contacts; each
+// later document goes to the party that must act on it.
+func DefaultRoutes() []Route {
+	docs := []event.Channel{event.ChannelEmail}
+	return []Route{
+		{Event: "order.created", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}, Channels: docs},
+		{Event: "order.created", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}, Channels: docs},
+		{Event: "order.updated", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}, Channels: docs},
+		{Event: "order.updated", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}, Channels: docs},
+		{Event: "order.shipped", Document: notification.DeliveryNote, Roles: []string{"buyer", "customer"}, Channels: docs},
+		{Event: "order.received", Document: notification.GoodsReceivedNote, Roles: []string{"supplier", "seller"}, Channels: docs},
+		{Event: "order.invoiced", Document: notification.Invoice, Roles: []string{"buyer", "customer"}, Channels: docs},
+		{Event: "inventory.low_stock", Template: "low_stock", Roles: []string{"warehouse"}, Channels: []event.Channel{event.ChannelSMS, event.ChannelWhatsApp}, Priority: notification.PriorityCritical},
+	}
+}
+
+var templatePattern = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+
+// withDefaults fills a route's optional fields.
+func (r Route) withDefaults() Route {
+	if r.Template == "" {
+		r.Template = r.Document
+	}
+	if r.Priority == "" {
+		r.Priority = notification.PriorityNormal
+	}
+	r.Roles = slices.Clone(r.Roles)
+	for i, role := range r.Roles {
+		r.Roles[i] = strings.ToLower(strings.TrimSpace(role))
+	}
+	return r
+}
+
+// validate returns plain-English problems, each naming the field.
+func (r Route) validate(field string) []string {
+	var out []string
+	bad := func(f, format string, args ...any) {
+		out = append(out, fmt.Sprintf("%s.%s: %s", field, f, fmt.Sprintf(format, args...)))
+	}
+	family, _, _ := strings.Cut(r.Event, ".")
+	if _, err := event.Subject(r.Event); err != nil {
+		bad("event", "%v", err)
+	}
+	switch {
+	case family == "inventory" && r.Document != "":
+		bad("document", "inventory events carry no document (got %q)", r.Document)
+	case r.Document != "" && !slices.Contains(notification.DocumentTypes, r.Document):
+		bad("document", "%q is not a document type (want one of %v)", r.Document, notification.DocumentTypes)
+	}
+	if r.Kind != "" && (family != "order" || (r.Kind != event.KindPurchase && r.Kind != event.KindSales)) {
+		bad("kind", "%q applies only to order events and must be purchase or sales", r.Kind)
+	}
+	if !templatePattern.MatchString(r.Template) {
+		bad("template", "%q must be 1-64 lowercase letters, digits or '_' (required when there is no document)", r.Template)
+	}
+	if len(r.Channels) == 0 {
+		bad("channels", "at least one channel is required (want some of %v)", event.Channels)
+	}
+	for _, c := range r.Channels {
+		if !slices.Contains(event.Channels, c) {
+			bad("channels", "%q is not a channel (want some of %v)", c, event.Channels)
+		}
+	}
+	if !slices.Contains(notification.Priorities, r.Priority) {
+		bad("priority", "%q is not a priority (want one of %v)", r.Priority, notification.Priorities)
+	}
+	return out
+}
+
+// matches reports whether the route applies to an event of this type and
+// order kind (kind is empty for events without an order).
+func (r Route) matches(eventType string, kind event.Kind) bool {
+	return r.Event == eventType && (r.Kind == "" || r.Kind == kind)
+}
+
+// wants reports whether the route notifies a recipient with this role.
+func (r Route) wants(role string) bool {
+	return len(r.Roles) == 0 || slices.Contains(r.Roles, strings.ToLower(strings.TrimSpace(role)))
+}
