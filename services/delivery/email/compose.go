@@ -1,0 +1,229 @@
+package email
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+//go:embed templates/*.tmpl
+var templateFiles embed.FS
+
+// DefaultLocale is used when a delivery's locale has no templates.
+const DefaultLocale = "en"
+
+// Composer renders deliveries into messages. Templates are parsed once;
+// a Composer is safe for concurrent use.
+type Composer struct {
+	from    string
+	locales map[string]*template.Template
+}
+
+// templateData is what a template sees.
+type templateData struct {
+	Recipient    notification.Recipient
+	Order        *notification.OrderSummary
+	Stock        *event.Stock
+	DocumentName string // localized, e.g. "Pedido de compra"
+	Sender       string // the party the document comes from
+	Attached     bool   // whether the document is attached
+}
+
+// NewComposer parses the embedded templates. from is the From header.
+func NewComposer(from string) (*Composer, error) {
+	c := &Composer{from: from, locales: map[string]*template.Template{}}
+	names, err := fs.Glob(templateFiles, "templates/*.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		locale := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".tmpl")
+		t, err := template.New(locale).Option("missingkey=error").Funcs(funcs(locale)).ParseFS(templateFiles, name)
+		if err != nil {
+			return nil, err
+		}
+		c.locales[locale] = t
+	}
+	return c, nil
+}
+
+// Has reports whether a notification template exists (in the default
+// locale, which every other locale falls back to).
+func (c *Composer) Has(name string) bool {
+	return c.locales[DefaultLocale].Lookup(name+".subject") != nil
+}
+
+// Compose renders d in its recipient's language, falling back to English
+// for a locale or template a language lacks. attachments are included as
+// given. An unknown template is a permanent error: retrying cannot help.
+func (c *Composer) Compose(d notification.Delivery, attachments []Attachment) (Message, error) {
+	t := c.template(d.Locale, d.Template)
+	if t == nil {
+		return Message{}, Permanentf("no email template %q", d.Template)
+	}
+	data := templateData{
+		Recipient: d.Recipient, Order: d.Order, Stock: d.Stock,
+		Sender: sender(d), Attached: len(attachments) > 0,
+	}
+	if d.Document != nil {
+		data.DocumentName = documentNames[t.Name()][d.Document.Type]
+	}
+	subject, err := execute(t, d.Template+".subject", data)
+	if err != nil {
+		return Message{}, err
+	}
+	body, err := execute(t, d.Template+".body", data)
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{
+		ID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant,
+		From: c.from, To: d.Recipient.Address, ToName: d.Recipient.Name,
+		Subject: strings.Join(strings.Fields(subject), " "), Text: tidy(body),
+		Attachments: attachments, Date: time.Now(),
+	}, nil
+}
+
+// template picks the language: exact locale, then its base language
+// ("es-MX" → "es"), then English.
+func (c *Composer) template(locale, name string) *template.Template {
+	base, _, _ := strings.Cut(strings.ToLower(strings.ReplaceAll(locale, "_", "-")), "-")
+	for _, l := range []string{strings.ToLower(locale), base, DefaultLocale} {
+		if t := c.locales[l]; t != nil && t.Lookup(name+".subject") != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+func execute(t *template.Template, name string, data templateData) (string, error) {
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		return "", Permanentf("rendering %s/%s: %w", t.Name(), name, err)
+	}
+	return buf.String(), nil
+}
+
+// tidy trims blank lines that template actions leave at the edges and
+// collapses runs of them inside.
+func tidy(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	out := make([]string, 0, len(lines))
+	for i, l := range lines {
+		l = strings.TrimRight(l, " \t")
+		if l == "" && i > 0 && out[len(out)-1] == "" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// sender is the party a document comes from, named in the footer.
+func sender(d notification.Delivery) string {
+	if d.Order == nil {
+		return d.Tenant
+	}
+	switch {
+	case d.Document == nil:
+		return d.Tenant
+	case d.Document.Type == notification.PurchaseOrder, d.Document.Type == notification.GoodsReceivedNote:
+		return d.Order.Buyer
+	default:
+		return d.Order.Supplier
+	}
+}
+
+var documentNames = map[string]map[string]string{
+	"en": {
+		notification.PurchaseOrder: "Purchase order", notification.SalesOrder: "Sales order",
+		notification.DeliveryNote: "Delivery note", notification.GoodsReceivedNote: "Goods received note",
+		notification.Invoice: "Invoice",
+	},
+	"es": {
+		notification.PurchaseOrder: "Pedido de compra", notification.SalesOrder: "Pedido de venta",
+		notification.DeliveryNote: "Albarán", notification.GoodsReceivedNote: "Nota de recepción",
+		notification.Invoice: "Factura",
+	},
+	"ru": {
+		notification.PurchaseOrder: "Заказ на закупку", notification.SalesOrder: "Заказ покупателя",
+		notification.DeliveryNote: "Накладная", notification.GoodsReceivedNote: "Акт приёмки",
+		notification.Invoice: "Счёт",
+	},
+}
+
+func funcs(locale string) template.FuncMap {
+	return template.FuncMap{
+		"money": func(amount event.Decimal, currency string) string { return FormatMoney(amount, currency, locale) },
+		"date": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.Format(time.DateOnly)
+		},
+		"lower": strings.ToLower,
+	}
+}
+
+// FormatMoney writes an exact decimal amount the way locale writes money:
+// "€1,234.50" in English, "1.234,50 €" in Spanish, "1 234,50 €" in Russian.
+// It never rounds: the amount is text in, text out.
+func FormatMoney(amount event.Decimal, currency, locale string) string {
+	s := string(amount)
+	if !amount.Valid() {
+		return fmt.Sprintf("%s %s", s, currency)
+	}
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	f := moneyFormats[locale]
+	if f.group == "" {
+		f = moneyFormats[DefaultLocale]
+	}
+	number := sign + group(whole, f.group) + f.decimal + frac
+	symbol, ok := currencySymbols[currency]
+	switch {
+	case !ok:
+		return number + " " + currency
+	case f.symbolFirst:
+		return sign + symbol + strings.TrimPrefix(number, sign)
+	default:
+		return number + "\u00a0" + symbol
+	}
+}
+
+type moneyFormat struct {
+	group, decimal string
+	symbolFirst    bool
+}
+
+var moneyFormats = map[string]moneyFormat{
+	"en": {group: ",", decimal: ".", symbolFirst: true},
+	"es": {group: ".", decimal: ","},
+	"ru": {group: "\u00a0", decimal: ","},
+}
+
+var currencySymbols = map[string]string{"EUR": "€", "USD": "$", "GBP": "£", "RUB": "₽", "JPY": "¥"}
+
+func group(digits, sep string) string {
+	var b strings.Builder
+	for i, r := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteString(sep)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
