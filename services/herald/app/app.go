@@ -1,0 +1,324 @@
+// Package app assembles Herald's services into one process: it connects to
+// NATS (and Redis), applies the stream declarations, starts the services the
+// configuration names, and serves health and metrics over HTTP. `herald run`
+// and `herald dev` use it; so do the end-to-end tests.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/delivery/email/maildir"
+	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/health"
+	"github.com/heraldhq/herald/shared/telemetry"
+	"github.com/heraldhq/herald/streams"
+)
+
+// service is the lifecycle every Herald service shares.
+type service interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// App is one running Herald process.
+type App struct {
+	cfg      Config
+	logger   *slog.Logger
+	tel      *telemetry.Telemetry
+	routerC  router.Config
+	emailC   delivery.Config
+	checks   health.Checks
+	nc       *nats.Conn
+	ncClosed chan struct{}
+	js       jetstream.JetStream
+	rdb      *redis.Client
+	services []service
+	http     *http.Server
+	httpAddr net.Addr
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New checks the whole configuration before anything connects, so a bad
+// setting stops start-up with a message naming the field.
+func New(cfg Config, logger *slog.Logger) (*App, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tel, err := telemetry.New()
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, logger: logger, tel: tel}
+	a.routerC = cfg.Router
+	a.routerC.Logger = logger.With("service", "router")
+	a.routerC.MeterProvider = tel.MeterProvider()
+	a.routerC = a.routerC.WithDefaults()
+	if err := a.routerC.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.runs("delivery") {
+		if a.emailC, err = a.emailConfig(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.checkTemplates(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) emailConfig() (delivery.Config, error) {
+	c := delivery.Config{
+		From: a.cfg.Email.From, Concurrency: a.cfg.Email.Concurrency,
+		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
+	}
+	for _, p := range a.cfg.Email.Providers {
+		switch p.Type {
+		case "maildir":
+			sink, err := maildir.New(p.Dir)
+			if err != nil {
+				return c, err
+			}
+			c.Providers = append(c.Providers, delivery.Provider{Name: maildir.Name, Provider: sink})
+		}
+	}
+	c = c.WithDefaults()
+	return c, c.Validate()
+}
+
+// checkTemplates refuses routes that would publish emails no template can
+// render: better a start-up error than a dead letter per recipient.
+func (a *App) checkTemplates() error {
+	if !slices.Contains(a.routerC.Channels, event.ChannelEmail) {
+		return nil
+	}
+	composer, err := email.NewComposer("check <check@example.com>")
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for i, r := range a.routerC.Routes {
+		if slices.Contains(r.Channels, event.ChannelEmail) && !composer.Has(r.Template) {
+			problems = append(problems, fmt.Sprintf("router.routes[%d].template: no email template %q", i, r.Template))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// Start connects, applies the streams, starts the services and the HTTP
+// listener. On error, whatever started is stopped again.
+func (a *App) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			_ = a.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := a.connect(ctx); err != nil {
+		return err
+	}
+	if !a.cfg.Streams.SkipApply {
+		if err := a.applyStreams(ctx); err != nil {
+			return err
+		}
+	}
+	if err := a.startHTTP(); err != nil {
+		return err
+	}
+	for _, name := range a.cfg.Services {
+		svc, err := a.newService(name)
+		if err != nil {
+			return err
+		}
+		if err := svc.Start(ctx); err != nil {
+			return err
+		}
+		a.services = append(a.services, svc)
+		a.logger.InfoContext(ctx, "service started", "service", name)
+	}
+	return nil
+}
+
+func (a *App) newService(name string) (service, error) {
+	switch name {
+	case "router":
+		return router.New(a.js, a.routerC)
+	case "delivery":
+		return delivery.New(a.js, a.emailC)
+	}
+	return nil, fmt.Errorf("services: %q is not a service", name)
+}
+
+func (a *App) connect(ctx context.Context) error {
+	a.ncClosed = make(chan struct{})
+	nc, err := nats.Connect(a.cfg.NATS.URL,
+		nats.Name("herald "+strings.Join(a.cfg.Services, ",")),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				a.logger.Warn("disconnected from NATS; reconnecting", "error", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { a.logger.Info("reconnected to NATS", "url", c.ConnectedUrlRedacted()) }),
+		nats.ClosedHandler(func(*nats.Conn) { close(a.ncClosed) }),
+	)
+	if err != nil {
+		return fmt.Errorf("nats: connecting to %s: %w", redact(a.cfg.NATS.URL), err)
+	}
+	a.nc = nc
+	if a.js, err = jetstream.New(nc); err != nil {
+		return err
+	}
+	a.checks.Add("nats", func(context.Context) error {
+		if s := nc.Status(); s != nats.CONNECTED {
+			return fmt.Errorf("nats connection is %s", s)
+		}
+		return nil
+	})
+	a.checks.Add("streams", a.streamsPresent)
+	if a.cfg.Redis.URL != "" {
+		opts, err := redis.ParseURL(a.cfg.Redis.URL)
+		if err != nil {
+			return fmt.Errorf("redis.url: %w", err)
+		}
+		a.rdb = redis.NewClient(opts)
+		if err := a.rdb.Ping(ctx).Err(); err != nil {
+			a.logger.WarnContext(ctx, "redis is not reachable yet", "addr", opts.Addr, "error", err)
+		}
+		a.checks.Add("redis", func(ctx context.Context) error { return a.rdb.Ping(ctx).Err() })
+	}
+	return nil
+}
+
+func (a *App) applyStreams(ctx context.Context) error {
+	report, err := streams.Apply(ctx, a.js, streams.Options{Replicas: a.cfg.Streams.Replicas})
+	if err != nil {
+		return fmt.Errorf("applying streams: %w", err)
+	}
+	for _, r := range report {
+		if r.Action != streams.Unchanged {
+			a.logger.InfoContext(ctx, "stream declaration applied", "kind", r.Kind, "stream", r.Stream, "name", r.Name,
+				"action", r.Action, "changes", r.Changes)
+		}
+	}
+	if err := report.Err(); err != nil {
+		return fmt.Errorf("the server refused stream declarations; fix the server or the files, then restart:\n%w", err)
+	}
+	return nil
+}
+
+// streamsPresent is ready when every declared stream exists.
+func (a *App) streamsPresent(ctx context.Context) error {
+	declared, err := streams.Load()
+	if err != nil {
+		return err
+	}
+	var existing []string
+	names := a.js.StreamNames(ctx)
+	for n := range names.Name() {
+		existing = append(existing, n)
+	}
+	if err := names.Err(); err != nil {
+		return err
+	}
+	var missing []string
+	for _, s := range declared {
+		if !slices.Contains(existing, s.Config.Name) {
+			missing = append(missing, s.Config.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("streams missing: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func (a *App) startHTTP() error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", health.LiveHandler())
+	mux.Handle("GET /readyz", a.checks.ReadyHandler())
+	mux.Handle("GET /metrics", a.tel.Handler())
+	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen: %w", err)
+	}
+	a.httpAddr = ln.Addr()
+	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.logger.Error("http server stopped", "error", err)
+		}
+	}()
+	return nil
+}
+
+// HTTPAddr is the address health and metrics are served on.
+func (a *App) HTTPAddr() string { return a.httpAddr.String() }
+
+// Stop drains the services (in-flight messages finish and are
+// acknowledged), then closes connections. ctx bounds the drain. Calling it
+// again returns the first call's result.
+func (a *App) Stop(ctx context.Context) error {
+	a.stopOnce.Do(func() { a.stopErr = a.stop(ctx) })
+	return a.stopErr
+}
+
+func (a *App) stop(ctx context.Context) error {
+	var errs []error
+	for i := len(a.services) - 1; i >= 0; i-- {
+		errs = append(errs, a.services[i].Stop(ctx))
+	}
+	a.services = nil
+	if a.http != nil {
+		errs = append(errs, a.http.Shutdown(ctx))
+	}
+	if a.nc != nil {
+		// Drain flushes pending publishes and acks before closing.
+		errs = append(errs, a.nc.Drain())
+		select {
+		case <-a.ncClosed:
+		case <-ctx.Done():
+			a.nc.Close()
+		}
+	}
+	if a.rdb != nil {
+		errs = append(errs, a.rdb.Close())
+	}
+	errs = append(errs, a.tel.Shutdown(ctx))
+	return errors.Join(errs...)
+}
+
+// redact hides a password in a URL before it reaches a log or an error.
+func redact(url string) string {
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return url
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		return scheme + "://***@" + rest[at+1:]
+	}
+	return url
+}
+
+// RedisURL is the Redis this process uses, password hidden; "" if none.
+func (a *App) RedisURL() string { return redact(a.cfg.Redis.URL) }

@@ -1,0 +1,143 @@
+package app
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/heraldhq/herald/services/router"
+)
+
+// Targets are the services one herald process can run.
+var Targets = []string{"router", "delivery"}
+
+// Config is Herald's configuration file (HERALD_CONFIG or --config); the
+// same file serves `herald dev` and production. Environment variables and
+// flags override it in main.
+type Config struct {
+	NATS struct {
+		// URL of the NATS server. Defaults to nats://127.0.0.1:4222.
+		URL string `yaml:"url"`
+	} `yaml:"nats"`
+	Redis struct {
+		// URL of Redis, redis://[:password@]host:port[/db]. Optional for now.
+		URL string `yaml:"url"`
+	} `yaml:"redis"`
+	HTTP struct {
+		// Listen is the health, metrics (and later API) address.
+		// Defaults to 127.0.0.1:8080.
+		Listen string `yaml:"listen"`
+	} `yaml:"http"`
+	Streams struct {
+		// Replicas overrides num_replicas of every stream (3 on a cluster).
+		// Defaults to the declared value.
+		Replicas int `yaml:"replicas"`
+		// Skip applying the stream declarations at start-up (when a Helm
+		// hook runs `herald streams apply` instead). Defaults to false.
+		SkipApply bool `yaml:"skip_apply"`
+	} `yaml:"streams"`
+	Log struct {
+		// Level is debug, info, warn or error. Defaults to info.
+		Level string `yaml:"level"`
+		// Format is text or json. Defaults to text.
+		Format string `yaml:"format"`
+	} `yaml:"log"`
+	Router router.Config `yaml:"router"`
+	Email  EmailConfig   `yaml:"email"`
+
+	// Services are the targets this process runs. Set by the command line.
+	Services []string `yaml:"-"`
+}
+
+// EmailConfig is the email channel's section.
+type EmailConfig struct {
+	// From is the From header, "Name <address>". Required.
+	From string `yaml:"from"`
+	// Concurrency is how many emails are sent at once per priority.
+	// Defaults to 8.
+	Concurrency int `yaml:"concurrency"`
+	// Providers are tried in this order on every try.
+	Providers []ProviderConfig `yaml:"providers"`
+}
+
+// ProviderConfig declares one email provider.
+type ProviderConfig struct {
+	// Type is the provider: maildir.
+	Type string `yaml:"type"`
+	// Dir is where maildir writes .eml files.
+	Dir string `yaml:"dir,omitempty"`
+}
+
+// ProviderTypes are the provider types Herald can build.
+var ProviderTypes = []string{"maildir"}
+
+// Load reads a config file strictly: an unknown field is an error naming
+// its line, so a misspelt setting never silently becomes a default.
+func Load(path string) (Config, error) {
+	var cfg Config
+	if path == "" {
+		return cfg, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// WithDefaults fills every unset field.
+func (c Config) WithDefaults() Config {
+	c.NATS.URL = cmp.Or(c.NATS.URL, "nats://127.0.0.1:4222")
+	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, "127.0.0.1:8080")
+	c.Log.Level = cmp.Or(c.Log.Level, "info")
+	c.Log.Format = cmp.Or(c.Log.Format, "text")
+	if len(c.Services) == 0 {
+		c.Services = Targets
+	}
+	return c
+}
+
+// Validate checks what the services do not check themselves.
+func (c Config) Validate() error {
+	var problems []string
+	for _, s := range c.Services {
+		if !slices.Contains(Targets, s) {
+			problems = append(problems, fmt.Sprintf("services: %q is not a service (want some of %v)", s, Targets))
+		}
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		problems = append(problems, fmt.Sprintf("log.level: %q must be debug, info, warn or error", c.Log.Level))
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		problems = append(problems, fmt.Sprintf("log.format: %q must be text or json", c.Log.Format))
+	}
+	if c.Streams.Replicas < 0 || c.Streams.Replicas > 5 {
+		problems = append(problems, fmt.Sprintf("streams.replicas: %d must be between 1 and 5", c.Streams.Replicas))
+	}
+	for i, p := range c.Email.Providers {
+		switch {
+		case !slices.Contains(ProviderTypes, p.Type):
+			problems = append(problems, fmt.Sprintf("email.providers[%d].type: %q is not a provider (want one of %v)", i, p.Type, ProviderTypes))
+		case p.Type == "maildir" && p.Dir == "":
+			problems = append(problems, fmt.Sprintf("email.providers[%d].dir: is required for maildir", i))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+func (c Config) runs(service string) bool { return slices.Contains(c.Services, service) }

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"cmp"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldhq/herald/services/herald/app"
+)
+
+// loadConfig is the one place configuration is read: the YAML file
+// (--config or HERALD_CONFIG), then the environment (NATS_URL, REDIS_URL),
+// then the command's own flags.
+func loadConfig(cmd *cobra.Command) (app.Config, error) {
+	path, _ := cmd.Flags().GetString("config")
+	cfg, err := app.Load(cmp.Or(path, os.Getenv("HERALD_CONFIG")))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.NATS.URL = cmp.Or(os.Getenv("NATS_URL"), cfg.NATS.URL)
+	cfg.Redis.URL = cmp.Or(os.Getenv("REDIS_URL"), cfg.Redis.URL)
+	if f := cmd.Flags().Lookup("http-listen"); f != nil && f.Changed {
+		cfg.HTTP.Listen = f.Value.String()
+	}
+	return cfg.WithDefaults(), nil
+}
+
+func newLogger(cfg app.Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

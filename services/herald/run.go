@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldhq/herald/services/herald/app"
+)
+
+func runCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run [service...]",
+		Short: "Run Herald services against NATS_URL (and REDIS_URL)",
+		Long: `Run the named services in this process: router, delivery.
+With no names, all of them run. Each process serves /healthz, /readyz and
+/metrics on --http-listen. SIGINT or SIGTERM drains in-flight messages, then exits.`,
+		ValidArgs: app.Targets,
+		Args:      cobra.OnlyValidArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			cfg.Services = args
+			logger := newLogger(cfg.WithDefaults())
+			a, err := app.New(cfg, logger)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := a.Start(ctx); err != nil {
+				return err
+			}
+			logger.Info("herald running", "services", cfg.WithDefaults().Services, "http", a.HTTPAddr())
+			<-ctx.Done()
+			stop()
+			timeout, _ := cmd.Flags().GetDuration("shutdown-timeout")
+			logger.Info("stopping: finishing in-flight messages", "timeout", timeout)
+			sctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			return a.Stop(sctx)
+		},
+	}
+	cmd.Flags().String("http-listen", "127.0.0.1:8080", "address for /healthz, /readyz and /metrics")
+	cmd.Flags().Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may spend finishing in-flight messages")
+	return cmd
+}
