@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/heraldtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// pipeline is Herald as `herald dev` runs it, on random ports.
+type pipeline struct {
+	dev *app.Dev
+	nc  *nats.Conn
+	js  jetstream.JetStream
+}
+
+func startPipeline(t *testing.T) *pipeline {
+	t.Helper()
+	var cfg app.Config
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dev, err := app.StartDev(context.Background(), app.DevConfig{
+		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: heraldtest.RedisURL(t), Config: cfg,
+	}, logger)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, dev.Stop(ctx))
+	})
+	nc, err := nats.Connect(dev.NATS.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return &pipeline{dev: dev, nc: nc, js: js}
+}
+
+// publish sends an event as a publisher does, with Nats-Msg-Id.
+func (p *pipeline) publish(t *testing.T, subject, msgID string, payload []byte) *jetstream.PubAck {
+	t.Helper()
+	msg := nats.NewMsg(subject)
+	msg.Data = payload
+	if msgID != "" {
+		msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	}
+	ack, err := p.js.PublishMsg(heraldtest.Context(t), msg)
+	require.NoError(t, err)
+	return ack
+}
+
+// settle waits until every Herald consumer has nothing pending and nothing
+// unacknowledged, twice in a row: then nothing more will come out.
+func (p *pipeline) settle(t *testing.T) {
+	t.Helper()
+	consumers := [][2]string{}
+	for _, s := range router.Streams {
+		consumers = append(consumers, [2]string{s, router.Durable})
+	}
+	for _, d := range delivery.Durables() {
+		consumers = append(consumers, [2]string{delivery.Stream, d})
+	}
+	idle := func() bool {
+		for _, c := range consumers {
+			info, err := p.js.Consumer(heraldtest.Context(t), c[0], c[1])
+			require.NoError(t, err)
+			ci := info.CachedInfo()
+			if ci.NumPending > 0 || ci.NumAckPending > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	quiet := 0
+	require.Eventually(t, func() bool {
+		if idle() {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		return quiet >= 2
+	}, 15*time.Second, 50*time.Millisecond, "the pipeline did not settle")
+}
+
+// mail reads every .eml in the sink, as a mail client would.
+func (p *pipeline) mail(t *testing.T) []emailtest.Parsed {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(p.dev.MailDir, "*.eml"))
+	require.NoError(t, err)
+	var out []emailtest.Parsed
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		out = append(out, emailtest.Parse(t, raw))
+	}
+	return out
+}
+
+// streamMessages reads every message stored in a stream.
+func (p *pipeline) streamMessages(t *testing.T, stream string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	s, err := p.js.Stream(ctx, stream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			continue // deleted
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (p *pipeline) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.dev.App.HTTPAddr() + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// sample returns an example event, edited.
+func sample(t *testing.T, name string, edit func(m map[string]any)) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "examples", "events", name))
+	require.NoError(t, err)
+	if edit == nil {
+		return b
+	}
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	edit(m)
+	b, err = json.Marshal(m)
+	require.NoError(t, err)
+	return b
+}
+
+// testWriter sends logs to the test's output, shown only on failure.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(b))
+	return len(b), nil
+}
