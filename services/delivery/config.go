@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	netmail "net/mail"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
@@ -31,6 +32,10 @@ type Config struct {
 	// Concurrency is how many emails are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int
+	// RetryDelay is how long a delivery waits after its first failed try;
+	// it doubles with each further delivery, up to five minutes.
+	// Defaults to 2s.
+	RetryDelay time.Duration
 
 	// Logger defaults to discarding.
 	Logger *slog.Logger
@@ -41,6 +46,7 @@ type Config struct {
 // WithDefaults returns the config with every unset field filled in.
 func (c Config) WithDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
+	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()

@@ -146,10 +146,10 @@ func (s *Service) delivered(ctx context.Context, msg jetstream.Msg, d notificati
 func (s *Service) retry(ctx context.Context, msg jetstream.Msg, d notification.Delivery, cause error) {
 	s.count(ctx, d, "", "retry")
 	n := uint64(1)
-	if md, err := msg.Metadata(); err == nil {
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
 		n = md.NumDelivered
 	}
-	delay := min(time.Second<<min(n, 8), 5*time.Minute)
+	delay := min(s.cfg.RetryDelay<<min(n-1, 10), 5*time.Minute)
 	s.cfg.Logger.WarnContext(ctx, "every provider failed; will retry", "notification_id", d.ID, "tenant", d.Tenant,
 		"delivery", n, "retry_in", delay, "error", cause)
 	_ = msg.NakWithDelay(delay)

@@ -56,12 +56,10 @@ type App struct {
 }
 
 // New checks the whole configuration before anything connects, so a bad
-// setting stops start-up with a message naming the field.
+// setting stops start-up with a message naming the field — every bad
+// setting at once, not one per attempt.
 func New(cfg Config, logger *slog.Logger) (*App, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	tel, err := telemetry.New()
 	if err != nil {
 		return nil, err
@@ -71,15 +69,12 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	a.routerC.Logger = logger.With("service", "router")
 	a.routerC.MeterProvider = tel.MeterProvider()
 	a.routerC = a.routerC.WithDefaults()
-	if err := a.routerC.Validate(); err != nil {
-		return nil, err
-	}
+	errs := []error{cfg.Validate(), a.routerC.Validate(), a.checkTemplates()}
 	if cfg.runs("delivery") {
-		if a.emailC, err = a.emailConfig(); err != nil {
-			return nil, err
-		}
+		a.emailC, err = a.emailConfig()
+		errs = append(errs, err)
 	}
-	if err := a.checkTemplates(); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -1,0 +1,68 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/delivery/email"
+)
+
+// scripted answers each Send with the next of its results.
+type scripted struct {
+	receipt email.Receipt
+	err     error
+	calls   int
+}
+
+func (s *scripted) Send(context.Context, email.Message) (email.Receipt, error) {
+	s.calls++
+	return s.receipt, s.err
+}
+
+func TestChainTry(t *testing.T) {
+	t.Parallel()
+	ok := func(id string) *scripted { return &scripted{receipt: email.Receipt{MessageID: id}} }
+	transient := func(msg string) *scripted { return &scripted{err: errors.New(msg)} }
+	permanent := func(msg string) *scripted { return &scripted{err: email.Permanentf("%s", msg)} }
+	tests := []struct {
+		name      string
+		providers []*scripted
+		calls     []int
+		provider  string // who accepted
+		permanent bool
+		errText   string
+	}{
+		{name: "first accepts", providers: []*scripted{ok("a-1"), ok("b-1")}, calls: []int{1, 0}, provider: "p0"},
+		{name: "transient moves to the next", providers: []*scripted{transient("503"), ok("b-1")}, calls: []int{1, 1}, provider: "p1"},
+		{name: "accepted without a message id is a failure", providers: []*scripted{ok(""), ok("b-1")}, calls: []int{1, 1}, provider: "p1"},
+		{name: "all transient", providers: []*scripted{transient("503"), transient("timeout")}, calls: []int{1, 1},
+			errText: "p0: 503\np1: timeout"},
+		{name: "permanent stops the pass", providers: []*scripted{permanent("400 invalid address"), ok("b-1")}, calls: []int{1, 0},
+			permanent: true, errText: "p0: permanent: 400 invalid address"},
+		{name: "permanent after a transient", providers: []*scripted{transient("503"), permanent("401 bad key")}, calls: []int{1, 1},
+			permanent: true, errText: "p0: 503\np1: permanent: 401 bad key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var c chain
+			for i, p := range tt.providers {
+				c = append(c, Provider{Name: "p" + string(rune('0'+i)), Provider: p})
+			}
+			r, err := c.send(context.Background(), email.Message{})
+			for i, p := range tt.providers {
+				require.Equal(t, tt.calls[i], p.calls, "calls to p%d", i)
+			}
+			if tt.errText != "" {
+				require.EqualError(t, err, tt.errText)
+				require.Equal(t, tt.permanent, email.IsPermanent(err))
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.provider, r.Provider)
+		})
+	}
+}

@@ -1,0 +1,226 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/delivery/email/maildir"
+	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// faulty puts failures and latency in front of a real provider, the way a
+// misbehaving email service would present them.
+type faulty struct {
+	email.Provider
+	delay time.Duration
+	fail  func(call int) error
+	calls atomic.Int32
+}
+
+func (f *faulty) Send(ctx context.Context, msg email.Message) (email.Receipt, error) {
+	call := int(f.calls.Add(1))
+	select {
+	case <-time.After(f.delay):
+	case <-ctx.Done():
+		return email.Receipt{}, ctx.Err()
+	}
+	if f.fail != nil {
+		if err := f.fail(call); err != nil {
+			return email.Receipt{}, err
+		}
+	}
+	return f.Provider.Send(ctx, msg)
+}
+
+type bundle struct {
+	nats    *heraldtest.NATS
+	mailDir string
+	faulty  *faulty
+	svc     *delivery.Service
+}
+
+func setup(t *testing.T, f *faulty, concurrency int) *bundle {
+	t.Helper()
+	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), mailDir: t.TempDir(), faulty: f}
+	sink, err := maildir.New(b.mailDir)
+	require.NoError(t, err)
+	f.Provider = sink
+	b.svc, err = delivery.New(b.nats.JS, delivery.Config{
+		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "faulty", Provider: f}},
+		Concurrency: concurrency, RetryDelay: 50 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	require.NoError(t, b.svc.Start(heraldtest.Context(t)))
+	t.Cleanup(func() { require.NoError(t, b.svc.Stop(context.Background())) })
+	return b
+}
+
+func (b *bundle) publish(t *testing.T, n int) {
+	t.Helper()
+	key := notification.Key{Tenant: "acme", Subject: fmt.Sprintf("PO-%d", n), Revision: 1, Document: "purchase_order",
+		Channel: event.ChannelEmail, Recipient: "olga@zarya.example"}.String()
+	d := notification.Delivery{
+		ID: notification.ID(key), DedupeKey: key, Tenant: "acme", Channel: event.ChannelEmail, Priority: notification.PriorityNormal,
+		Recipient: notification.Recipient{Name: "Ольга", Address: "olga@zarya.example"}, Template: "purchase_order", Locale: "ru",
+		Document: &notification.Document{Type: "purchase_order"},
+		Order:    &notification.OrderSummary{ID: fmt.Sprintf("PO-%d", n), Revision: 1, Currency: "EUR", Totals: event.Totals{Gross: "1.00"}},
+	}
+	body, err := json.Marshal(d)
+	require.NoError(t, err)
+	b.publishRaw(t, key, body)
+}
+
+func (b *bundle) publishRaw(t *testing.T, id string, body []byte) {
+	t.Helper()
+	msg := nats.NewMsg("notify.email.normal.acme")
+	msg.Data = body
+	msg.Header.Set(jetstream.MsgIDHeader, id)
+	_, err := b.nats.JS.PublishMsg(heraldtest.Context(t), msg)
+	require.NoError(t, err)
+}
+
+func (b *bundle) mailCount(t *testing.T) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(b.mailDir, "*.eml"))
+	require.NoError(t, err)
+	return len(files)
+}
+
+func (b *bundle) notifyState(t *testing.T) (stored uint64, ackPending int) {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	s, err := b.nats.JS.Stream(ctx, "NOTIFY")
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	c, err := b.nats.JS.Consumer(ctx, "NOTIFY", "email-normal")
+	require.NoError(t, err)
+	return info.State.Msgs, c.CachedInfo().NumAckPending
+}
+
+func (b *bundle) dlq(t *testing.T) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	s, err := b.nats.JS.Stream(ctx, "DLQ")
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	var out []*jetstream.RawStreamMsg
+	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		require.NoError(t, err)
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestTransientFailuresAreRetriedThenDeliveredOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &faulty{fail: func(call int) error {
+		if call <= 2 {
+			return errors.New("503 service unavailable")
+		}
+		return nil
+	}}, 1)
+	b.publish(t, 1)
+
+	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 5*time.Second, 20*time.Millisecond,
+		"a delivered message is acknowledged and leaves the work queue")
+	require.Equal(t, int32(3), b.faulty.calls.Load())
+	require.Equal(t, 1, b.mailCount(t))
+	require.Empty(t, b.dlq(t))
+}
+
+func TestPermanentFailureIsDeadLetteredWithTheProvidersWords(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &faulty{fail: func(int) error {
+		return email.Permanentf("550 5.1.1 mailbox unavailable")
+	}}, 1)
+	b.publish(t, 1)
+
+	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 10*time.Second, 20*time.Millisecond)
+	entry := b.dlq(t)[0]
+	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
+	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "faulty: permanent: 550 5.1.1 mailbox unavailable")
+	require.Equal(t, "notify.email.normal.acme", entry.Header.Get(deadletter.HeaderSubject))
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 5*time.Second, 20*time.Millisecond,
+		"terminated, after the copy")
+	require.Equal(t, int32(1), b.faulty.calls.Load(), "a permanent failure is not retried")
+	require.Zero(t, b.mailCount(t))
+}
+
+func TestUnreadableDeliveryIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &faulty{}, 1)
+	b.publishRaw(t, "garbage", []byte(`{"id": "ntf_1"}`))
+	b.publish(t, 2)
+
+	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 && b.mailCount(t) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Contains(t, b.dlq(t)[0].Header.Get(deadletter.HeaderReason),
+		"malformed delivery: missing channel, dedupe_key, recipient.address, template, tenant")
+	require.Equal(t, int32(1), b.faulty.calls.Load(), "nothing was sent for the unreadable one")
+}
+
+// A send slower than AckWait must not be redelivered to another worker
+// while it is under way.
+func TestSlowSendIsKeptAlive(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &faulty{delay: 2500 * time.Millisecond}, 4)
+	ctx := heraldtest.Context(t)
+	c, err := b.nats.JS.Consumer(ctx, "NOTIFY", "email-normal")
+	require.NoError(t, err)
+	cfg := c.CachedInfo().Config
+	cfg.AckWait = time.Second
+	_, err = b.nats.JS.UpdateConsumer(ctx, "NOTIFY", cfg)
+	require.NoError(t, err)
+	// Restart the worker so it reads the new AckWait.
+	require.NoError(t, b.svc.Stop(ctx))
+	require.NoError(t, b.svc.Start(ctx))
+
+	b.publish(t, 1)
+	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, int32(1), b.faulty.calls.Load(), "no second worker started the same send")
+}
+
+// Stop finishes what is under way and leaves nothing hanging until AckWait.
+func TestStopDrainsInFlightSends(t *testing.T) {
+	t.Parallel()
+	b := setup(t, &faulty{delay: 300 * time.Millisecond}, 2)
+	const n = 12
+	for i := range n {
+		b.publish(t, i)
+	}
+	require.Eventually(t, func() bool { return b.faulty.calls.Load() >= 2 }, 5*time.Second, 5*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, b.svc.Stop(ctx))
+
+	sent := b.mailCount(t)
+	stored, ackPending := b.notifyState(t)
+	require.Equal(t, int(b.faulty.calls.Load()), sent, "every send that started finished")
+	require.Zero(t, ackPending, "every finished send was acknowledged before Stop returned")
+	require.Equal(t, n, sent+int(stored), "nothing lost: sent, or still waiting in NOTIFY")
+	require.Less(t, sent, n, "Stop did not wait for the whole backlog")
+}
+

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/heraldtest"
+)
+
+// herald runs the command line as a user would and returns its output.
+func herald(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := rootCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestStreamsPrint(t *testing.T) {
+	out, err := herald(t, "streams", "print", "ORDERS")
+	require.NoError(t, err)
+	want, err := os.ReadFile("../../streams/ORDERS/stream.json")
+	require.NoError(t, err)
+	require.Equal(t, string(want), out, "exactly the file, ready for nats stream add --config")
+
+	out, err = herald(t, "streams", "print", "NOTIFY", "email-normal")
+	require.NoError(t, err)
+	want, err = os.ReadFile("../../streams/NOTIFY/consumers/email-normal.json")
+	require.NoError(t, err)
+	require.Equal(t, string(want), out)
+
+	_, err = herald(t, "streams", "print", "ORDER")
+	require.ErrorContains(t, err, `no stream "ORDER" is declared (declared: ADVISORIES, DLQ, DOCS`)
+
+	out, err = herald(t, "streams", "print")
+	require.NoError(t, err)
+	require.Equal(t, 15, strings.Count(out, "# streams/"))
+}
+
+func TestStreamsApplyAndPublish(t *testing.T) {
+	n := heraldtest.StartNATS(t)
+	t.Setenv("NATS_URL", n.Server.URL())
+	t.Setenv("HERALD_CONFIG", "")
+
+	out, err := herald(t, "streams", "apply")
+	require.NoError(t, err)
+	require.Equal(t, 15, strings.Count(out, "created "), out)
+	out, err = herald(t, "streams", "apply")
+	require.NoError(t, err)
+	require.Equal(t, 15, strings.Count(out, "unchanged "), out)
+
+	out, err = herald(t, "publish", "../../examples/events/order.created.json")
+	require.NoError(t, err)
+	require.Equal(t, "published evt-2026-11-30-0001 to orders.created (stream ORDERS, sequence 1)\n", out)
+	out, err = herald(t, "publish", "../../examples/events/order.created.json")
+	require.NoError(t, err)
+	require.Contains(t, out, "duplicate: evt-2026-11-30-0001 was already published")
+
+	out, err = herald(t, "publish", "--count", "5", "../../examples/events/order.created.json")
+	require.NoError(t, err)
+	require.Contains(t, out, "published 5 events to orders.created")
+	require.Contains(t, out, "0 duplicates")
+
+	ctx := heraldtest.Context(t)
+	stream, err := n.JS.Stream(ctx, "ORDERS")
+	require.NoError(t, err)
+	for i, want := range []string{"evt-2026-11-30-0001-000001", "evt-2026-11-30-0001-000005"} {
+		m, err := stream.GetMsg(ctx, uint64(2+i*4))
+		require.NoError(t, err)
+		require.Equal(t, want, m.Header.Get(jetstream.MsgIDHeader))
+		ev, err := event.Decode(m.Data)
+		require.NoError(t, err)
+		require.Equal(t, want, ev.ID)
+		data, err := ev.OrderData()
+		require.NoError(t, err, "a derived copy is still a valid event")
+		require.Equal(t, "PO-2026-0042"+strings.TrimPrefix(want, "evt-2026-11-30-0001"), data.Order.ID)
+	}
+
+	out, err = herald(t, "publish", "--count", "5", "../../examples/events/order.created.json")
+	require.NoError(t, err)
+	require.Contains(t, out, "5 duplicates", "copies are derived the same way every time")
+}
+
+func TestPublishRefusesInvalidEvents(t *testing.T) {
+	path := t.TempDir() + "/bad.json"
+	require.NoError(t, os.WriteFile(path, []byte(`{"specversion":"1.0","id":"x","type":"order.created","source":"/t"}`), 0o600))
+	_, err := herald(t, "publish", path)
+	require.ErrorContains(t, err, "tenant: is required")
+	require.ErrorContains(t, err, "use --no-validate")
+}
