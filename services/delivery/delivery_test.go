@@ -223,4 +223,3 @@ func TestStopDrainsInFlightSends(t *testing.T) {
 	require.Equal(t, n, sent+int(stored), "nothing lost: sent, or still waiting in NOTIFY")
 	require.Less(t, sent, n, "Stop did not wait for the whole backlog")
 }
-
