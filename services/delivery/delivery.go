@@ -45,7 +45,7 @@ type Service struct {
 	js       jetstream.JetStream
 	composer *email.Composer
 	chain    chain
-	loops    []*consumer.Loop
+	loops    consumer.Group
 	outcomes metric.Int64Counter
 	latency  metric.Float64Histogram
 }
@@ -78,32 +78,18 @@ func (s *Service) Composer() *email.Composer { return s.composer }
 // Start consumes every email consumer.
 func (s *Service) Start(ctx context.Context) error {
 	for _, durable := range Durables() {
-		c, err := s.js.Consumer(ctx, Stream, durable)
-		if err != nil {
-			return fmt.Errorf("delivery: consumer %s > %s: %w", Stream, durable, err)
+		cfg := consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}
+		if err := s.loops.Start(ctx, s.js, Stream, durable, s.handle, cfg); err != nil {
+			return fmt.Errorf("delivery: %w", err)
 		}
-		ackWait := c.CachedInfo().Config.AckWait
-		handle := func(ctx context.Context, msg jetstream.Msg) { s.handle(ctx, msg, ackWait) }
-		loop, err := consumer.Start(ctx, c, handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger})
-		if err != nil {
-			return fmt.Errorf("delivery: consuming %s: %w", durable, err)
-		}
-		s.loops = append(s.loops, loop)
 	}
 	return nil
 }
 
 // Stop drains: sends under way finish and are acknowledged.
-func (s *Service) Stop(ctx context.Context) error {
-	var errs []error
-	for _, l := range s.loops {
-		errs = append(errs, l.Stop(ctx))
-	}
-	s.loops = nil
-	return errors.Join(errs...)
-}
+func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 
-func (s *Service) handle(ctx context.Context, msg jetstream.Msg, ackWait time.Duration) {
+func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 	d, err := notification.Decode(msg.Data())
 	if err != nil {
 		s.fail(ctx, msg, d, err)
@@ -114,9 +100,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg, ackWait time.Du
 		s.fail(ctx, msg, d, err)
 		return
 	}
-	stop := keepAlive(msg, ackWait)
 	receipt, err := s.chain.send(ctx, m)
-	stop()
 	switch {
 	case err == nil:
 		s.delivered(ctx, msg, d, receipt)
@@ -169,25 +153,4 @@ func (s *Service) count(ctx context.Context, d notification.Delivery, provider, 
 	s.outcomes.Add(ctx, 1, metric.WithAttributes(
 		attribute.String("channel", string(event.ChannelEmail)), attribute.String("provider", provider),
 		attribute.String("outcome", outcome), attribute.String("tenant", d.Tenant)))
-}
-
-// keepAlive tells the server a slow send is still in progress, so the
-// message is not redelivered to another worker while this one works.
-func keepAlive(msg jetstream.Msg, ackWait time.Duration) (stop func()) {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(max(ackWait/3, 100*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
 }

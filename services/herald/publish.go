@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -155,23 +156,14 @@ func publishCopies(cmd *cobra.Command, js jetstream.JetStream, subject string, r
 // order id <order id>-<n>, so each copy is a distinct notification.
 func deriveCopy(doc map[string]any, n int) (string, []byte, error) {
 	suffix := fmt.Sprintf("-%06d", n)
-	cp := make(map[string]any, len(doc))
-	for k, v := range doc {
-		cp[k] = v
-	}
+	cp := maps.Clone(doc)
 	id := fmt.Sprint(doc["id"]) + suffix
 	cp["id"] = id
 	if data, ok := doc["data"].(map[string]any); ok {
 		if order, ok := data["order"].(map[string]any); ok {
-			o := make(map[string]any, len(order))
-			for k, v := range order {
-				o[k] = v
-			}
+			o := maps.Clone(order)
 			o["id"] = fmt.Sprint(order["id"]) + suffix
-			d := make(map[string]any, len(data))
-			for k, v := range data {
-				d[k] = v
-			}
+			d := maps.Clone(data)
 			d["order"] = o
 			cp["data"] = d
 		}

@@ -40,9 +40,10 @@ var Streams = []string{"ORDERS", "INVENTORY"}
 type Service struct {
 	cfg     Config
 	js      jetstream.JetStream
-	loops   []*consumer.Loop
+	loops   consumer.Group
 	events  metric.Int64Counter
 	planned metric.Int64Counter
+	dupes   metric.Int64Counter
 	skipped metric.Int64Counter
 }
 
@@ -54,38 +55,27 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, js: js}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
-	var errs [3]error
+	var errs [4]error
 	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid)."))
-	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published, by channel and priority."))
+	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published and NOTIFY stored, by channel and priority."))
 	s.skipped, errs[2] = m.Int64Counter("herald.router.skipped", metric.WithDescription("Recipient channels not published because this deployment does not deliver on them."))
+	s.dupes, errs[3] = m.Int64Counter("herald.router.duplicates", metric.WithDescription("Deliveries NOTIFY already held (a republished or redelivered event), dropped by its duplicate window."))
 	return s, errors.Join(errs[:]...)
 }
 
 // Start consumes every input stream.
 func (s *Service) Start(ctx context.Context) error {
 	for _, stream := range Streams {
-		c, err := s.js.Consumer(ctx, stream, Durable)
-		if err != nil {
-			return fmt.Errorf("router: consumer %s > %s: %w", stream, Durable, err)
+		cfg := consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}
+		if err := s.loops.Start(ctx, s.js, stream, Durable, s.handle, cfg); err != nil {
+			return fmt.Errorf("router: %w", err)
 		}
-		loop, err := consumer.Start(ctx, c, s.handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger})
-		if err != nil {
-			return fmt.Errorf("router: consuming %s: %w", stream, err)
-		}
-		s.loops = append(s.loops, loop)
 	}
 	return nil
 }
 
 // Stop drains: events being routed finish and are acknowledged.
-func (s *Service) Stop(ctx context.Context) error {
-	var errs []error
-	for _, l := range s.loops {
-		errs = append(errs, l.Stop(ctx))
-	}
-	s.loops = nil
-	return errors.Join(errs...)
-}
+func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 	d, invalid := s.cfg.decide(msg.Data(), time.Now().UTC())
@@ -136,8 +126,12 @@ func (s *Service) publish(ctx context.Context, deliveries []notification.Deliver
 	}
 	for i, f := range futures {
 		select {
-		case <-f.Ok():
-			s.planned.Add(ctx, 1, metric.WithAttributes(
+		case ack := <-f.Ok():
+			counter := s.planned
+			if ack.Duplicate {
+				counter = s.dupes
+			}
+			counter.Add(ctx, 1, metric.WithAttributes(
 				attribute.String("channel", string(deliveries[i].Channel)),
 				attribute.String("priority", string(deliveries[i].Priority)),
 				attribute.String("tenant", deliveries[i].Tenant)))

@@ -1,9 +1,11 @@
-// Package consumer runs a handler over a durable JetStream pull consumer with
+// Package consumer runs a handler over durable JetStream pull consumers with
 // bounded concurrency, and drains on shutdown: it stops pulling, lets every
 // buffered and in-flight message be settled, then returns.
 //
 // The client-side buffer is kept small (twice the concurrency by default) so
-// a message does not sit in the buffer past its AckWait.
+// a message does not sit in the buffer past its AckWait, and a handler that
+// runs long tells the server so (InProgress every third of AckWait), so its
+// message is not redelivered to another worker meanwhile.
 package consumer
 
 import (
@@ -11,6 +13,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -48,10 +51,13 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &Loop{work: make(chan jetstream.Msg), quit: make(chan struct{}), cancel: cancel}
+	every := max(c.CachedInfo().Config.AckWait/3, 100*time.Millisecond)
 	for range n {
 		l.workers.Go(func() {
 			for msg := range l.work {
+				stop := keepAlive(msg, every)
 				h(hctx, msg)
+				stop()
 			}
 		})
 	}
@@ -98,4 +104,27 @@ func (l *Loop) Stop(ctx context.Context) error {
 	l.workers.Wait()
 	l.cancel()
 	return err
+}
+
+// keepAlive sends InProgress for msg every interval until stopped.
+func keepAlive(msg jetstream.Msg, every time.Duration) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var timer *time.Timer
+	mu.Lock()
+	timer = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			_ = msg.InProgress()
+			timer.Reset(every)
+		}
+	})
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		timer.Stop()
+	}
 }

@@ -211,8 +211,11 @@ func (a *App) applyStreams(ctx context.Context) error {
 		return fmt.Errorf("applying streams: %w", err)
 	}
 	for _, r := range report {
-		if r.Action != streams.Unchanged {
-			a.logger.InfoContext(ctx, "stream declaration applied", "kind", r.Kind, "stream", r.Stream, "name", r.Name,
+		switch {
+		case r.Action == streams.Created:
+			a.logger.InfoContext(ctx, "created from declaration", "kind", r.Kind, "stream", r.Stream, "name", r.Name)
+		case r.Action != streams.Unchanged:
+			a.logger.WarnContext(ctx, "server differed from declaration", "kind", r.Kind, "stream", r.Stream, "name", r.Name,
 				"action", r.Action, "changes", r.Changes)
 		}
 	}
