@@ -125,18 +125,12 @@ func (s *Service) delivered(ctx context.Context, msg jetstream.Msg, d notificati
 	log.InfoContext(ctx, "delivered")
 }
 
-// retry asks for redelivery after a delay that grows with each delivery
-// (consumer BackOff applies only to ack timeouts, not to naks).
+// retry asks for redelivery after a delay that grows with each delivery.
 func (s *Service) retry(ctx context.Context, msg jetstream.Msg, d notification.Delivery, cause error) {
 	s.count(ctx, d, "", "retry")
-	n := uint64(1)
-	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
-		n = md.NumDelivered
-	}
-	delay := min(s.cfg.RetryDelay<<min(n-1, 10), 5*time.Minute)
+	delay := consumer.NakWithBackoff(msg, s.cfg.RetryDelay, 5*time.Minute)
 	s.cfg.Logger.WarnContext(ctx, "every provider failed; will retry", "notification_id", d.ID, "tenant", d.Tenant,
-		"delivery", n, "retry_in", delay, "error", cause)
-	_ = msg.NakWithDelay(delay)
+		"retry_in", delay, "error", cause)
 }
 
 // fail dead-letters a delivery that cannot succeed, then terminates it.

@@ -90,13 +90,13 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 		log.WarnContext(ctx, "dead-lettering invalid event", "reason", invalid.Error())
 		if err := deadletter.Terminate(ctx, s.js, msg, invalid.Error()); err != nil {
 			log.ErrorContext(ctx, "dead-lettering failed; the event will be redelivered", "error", err)
-			retry(msg)
+			consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
 		}
 		return
 	}
 	if err := s.publish(ctx, d.Deliveries); err != nil {
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
-		retry(msg)
+		consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
 		return
 	}
 	if err := msg.DoubleAck(ctx); err != nil {
@@ -153,15 +153,4 @@ func label(value string, valid func(string) bool) string {
 		return value
 	}
 	return "invalid"
-}
-
-// retry asks for redelivery with a delay growing with each attempt, so a
-// NATS outage is not met with a hot loop. (Consumer BackOff applies only
-// to ack timeouts, not to naks.)
-func retry(msg jetstream.Msg) {
-	n := uint64(1)
-	if md, err := msg.Metadata(); err == nil {
-		n = md.NumDelivered
-	}
-	_ = msg.NakWithDelay(min(time.Second<<min(n, 6), time.Minute))
 }

@@ -1,0 +1,21 @@
+package consumer
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// NakWithBackoff asks for redelivery after a delay that starts at first and
+// doubles with each delivery of msg, up to limit; it returns the delay.
+// Handlers use it for transient failures because a consumer's BackOff
+// applies only to ack timeouts, not to naks.
+func NakWithBackoff(msg jetstream.Msg, first, limit time.Duration) time.Duration {
+	n := uint64(1)
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 0 {
+		n = md.NumDelivered
+	}
+	delay := min(first<<min(n-1, 20), limit)
+	_ = msg.NakWithDelay(delay)
+	return delay
+}
