@@ -85,12 +85,12 @@ func (a *App) emailConfig() (delivery.Config, error) {
 		From: a.cfg.Email.From, Concurrency: a.cfg.Email.Concurrency,
 		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
 	}
-	for _, p := range a.cfg.Email.Providers {
+	for i, p := range a.cfg.Email.Providers {
 		switch p.Type {
 		case "maildir":
 			sink, err := maildir.New(p.Dir)
 			if err != nil {
-				return c, err
+				return c, fmt.Errorf("email.providers[%d].dir: %w", i, err)
 			}
 			c.Providers = append(c.Providers, delivery.Provider{Name: maildir.Name, Provider: sink})
 		}
