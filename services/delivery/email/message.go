@@ -36,9 +36,23 @@ type Attachment struct {
 }
 
 // MIME renders the message as an RFC 5322 document: UTF-8,
-// quoted-printable text, base64 attachments. It is what SMTP sends, what SES
-// takes as raw content and what the mail-directory sink writes to disk.
+// quoted-printable text, base64 attachments. It is what SES takes as raw
+// content and what the mail-directory sink writes to disk.
 func (m Message) MIME() ([]byte, error) {
+	msg, err := m.GoMail()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := msg.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("rendering MIME: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// GoMail composes the message with go-mail, for providers that hand it to
+// go-mail's SMTP client. MIME renders the same composition.
+func (m Message) GoMail() (*gomail.Msg, error) {
 	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	if err := msg.From(m.From); err != nil {
 		return nil, Permanentf("from %q: %w", m.From, err)
@@ -56,11 +70,7 @@ func (m Message) MIME() ([]byte, error) {
 			return nil, fmt.Errorf("attaching %s: %w", a.Filename, err)
 		}
 	}
-	var buf bytes.Buffer
-	if _, err := msg.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("rendering MIME: %w", err)
-	}
-	return buf.Bytes(), nil
+	return msg, nil
 }
 
 // MessageID is the Message-ID header value without angle brackets:

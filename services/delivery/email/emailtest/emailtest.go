@@ -3,8 +3,8 @@
 // confirms with a message id; what it refuses it refuses with an error.
 //
 // A provider's test supplies a Harness: the provider under test and a way to
-// read back, as raw MIME, what reached the far side (a directory, a fake API
-// speaking the provider's wire format, an SMTP server).
+// read back what reached the far side (a directory, a fake API speaking the
+// provider's wire format, an SMTP server) as a mail client would show it.
 package emailtest
 
 import (
@@ -26,9 +26,9 @@ import (
 // Harness connects the suite to one provider.
 type Harness struct {
 	Provider email.Provider
-	// Received returns every message that reached the far side so far,
-	// each as raw RFC 5322 bytes.
-	Received func(t *testing.T) [][]byte
+	// Received returns every message that reached the far side so far.
+	// Providers that deliver MIME use Parse to build it.
+	Received func(t *testing.T) []Parsed
 }
 
 // Run runs the suite. setup is called once per subtest for a fresh harness.
@@ -44,7 +44,7 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 
 		got := h.Received(t)
 		require.Len(t, got, 1)
-		parsed := Parse(t, got[0])
+		parsed := got[0]
 		require.Equal(t, msg.Subject, parsed.Subject)
 		require.Equal(t, msg.To, parsed.To)
 		require.Equal(t, "orders@acme.example", parsed.From)

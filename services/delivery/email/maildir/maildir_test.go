@@ -18,14 +18,14 @@ func TestConformance(t *testing.T) {
 		require.NoError(t, err)
 		return emailtest.Harness{
 			Provider: sink,
-			Received: func(t *testing.T) [][]byte {
+			Received: func(t *testing.T) []emailtest.Parsed {
 				files, err := filepath.Glob(filepath.Join(dir, "*.eml"))
 				require.NoError(t, err)
-				var out [][]byte
+				var out []emailtest.Parsed
 				for _, f := range files {
 					b, err := os.ReadFile(f)
 					require.NoError(t, err)
-					out = append(out, b)
+					out = append(out, emailtest.Parse(t, b))
 				}
 				return out
 			},
