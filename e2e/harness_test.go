@@ -38,6 +38,7 @@ func startPipeline(t *testing.T) *pipeline {
 	t.Helper()
 	var cfg app.Config
 	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Redis.Prefix = heraldtest.Prefix()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dev, err := app.StartDev(context.Background(), app.DevConfig{
 		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: heraldtest.RedisURL(t), Config: cfg,

@@ -50,7 +50,7 @@ func TestChainTry(t *testing.T) {
 			t.Parallel()
 			var c chain
 			for i, p := range tt.providers {
-				c = append(c, Provider{Name: "p" + string(rune('0'+i)), Provider: p})
+				c.providers = append(c.providers, Provider{Name: "p" + string(rune('0'+i)), Provider: p})
 			}
 			r, err := c.send(context.Background(), email.Message{})
 			for i, p := range tt.providers {

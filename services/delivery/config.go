@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/lock"
 )
 
 // Provider is an email provider with the name it is known by in logs,
@@ -22,6 +25,17 @@ type Provider struct {
 	email.Provider
 }
 
+// Locker guards a dedupe key while one worker works on it (lock.Redis).
+type Locker interface {
+	Acquire(ctx context.Context, key string, ttl time.Duration) (*lock.Lease, error)
+}
+
+// Ledger keeps the outcome of every dedupe key (ledger.Ledger).
+type Ledger interface {
+	Get(ctx context.Context, tenant, dedupeKey string) (ledger.Entry, error)
+	Put(ctx context.Context, e *ledger.Entry) error
+}
+
 // Config configures email delivery.
 type Config struct {
 	// From is the From header of every email, "Name <address>". Required.
@@ -29,13 +43,26 @@ type Config struct {
 	// Providers are tried in order on every try, stopping at the first that
 	// accepts the message. Required.
 	Providers []Provider
+	// Locker guards each dedupe key across workers. Required: a worker
+	// never sends unguarded.
+	Locker Locker
+	// Ledger records outcomes. Defaults to the "deliveries" bucket.
+	Ledger Ledger
 	// Concurrency is how many emails are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int
+	// ProviderTimeout bounds one provider call. Defaults to 10s.
+	ProviderTimeout time.Duration
 	// RetryDelay is how long a delivery waits after its first failed try;
-	// it doubles with each further delivery, up to five minutes.
-	// Defaults to 2s.
+	// it doubles with each further delivery, up to five minutes. It is also
+	// how long a worker waits before looking again at a key another worker
+	// holds. Defaults to 2s.
 	RetryDelay time.Duration
+	// LockTTL is how long a lease on a dedupe key lasts. It must outlive the
+	// longest send: every provider timing out in turn, and then some.
+	// Defaults to twice the consumer's AckWait, or the providers' timeouts
+	// plus 30s if that is longer.
+	LockTTL time.Duration
 
 	// Logger defaults to discarding.
 	Logger *slog.Logger
@@ -43,9 +70,11 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 }
 
-// WithDefaults returns the config with every unset field filled in.
+// WithDefaults returns the config with every unset field filled in
+// (LockTTL is filled in at Start, once AckWait is known).
 func (c Config) WithDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
+	c.ProviderTimeout = cmp.Or(c.ProviderTimeout, 10*time.Second)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
@@ -68,11 +97,25 @@ func (c Config) Validate() error {
 			problems = append(problems, fmt.Sprintf("email.providers[%d]: provider is not set up", i))
 		}
 	}
+	if c.Locker == nil {
+		problems = append(problems, "redis.url: required by email delivery, which never sends without its lock (REDIS_URL)")
+	}
 	if c.Concurrency < 1 {
 		problems = append(problems, fmt.Sprintf("email.concurrency: must be 1 or more (got %d)", c.Concurrency))
+	}
+	if c.ProviderTimeout < 100*time.Millisecond {
+		problems = append(problems, fmt.Sprintf("email.timeout: %s is too short (at least 100ms)", c.ProviderTimeout))
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// lockTTL is LockTTL, or its default for a consumer with this AckWait.
+func (c Config) lockTTL(ackWait time.Duration) time.Duration {
+	if c.LockTTL > 0 {
+		return c.LockTTL
+	}
+	return max(2*ackWait, time.Duration(len(c.Providers))*c.ProviderTimeout+30*time.Second)
 }

@@ -4,18 +4,34 @@
 // configured provider chain. A delivery worker never applies business rules:
 // who hears about what was decided by the router.
 //
-// Outcomes: accepted → acknowledged (and the ack confirmed by the server);
-// transient failure of the whole chain → redelivered later with a growing
-// delay; permanent failure or an unreadable message → dead-lettered with the
-// reason, then terminated.
+// Each message goes through the same steps, so that every copy of a
+// notification — redelivered, republished past the duplicate window, handed
+// to two workers at once — is sent at most once in effect:
+//
+//  1. lease the dedupe key in Redis (SET NX with a TTL beyond AckWait); if
+//     another worker holds it, ask for redelivery later and look again then
+//     — the holder may crash — and if Redis cannot answer, do not send;
+//  2. read the ledger: a key already delivered is acknowledged unsent;
+//  3. one try: a pass over the provider chain;
+//  4. write the outcome to the ledger (attempts included);
+//  5. publish a status event on notify.status.<tenant>;
+//  6. acknowledge and wait for the server's confirmation; release the lease.
+//
+// A transient failure of the whole pass is retried with a growing delay (at
+// least the providers' Retry-After); a permanent refusal is dead-lettered
+// with its reason, then terminated; the last allowed try that fails is
+// recorded as failed-but-retryable and left to the DLQ's advisory.
 package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -24,6 +40,8 @@ import (
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
 )
 
@@ -46,8 +64,7 @@ type Service struct {
 	composer *email.Composer
 	chain    chain
 	loops    consumer.Group
-	outcomes metric.Int64Counter
-	latency  metric.Float64Histogram
+	metrics  metrics
 }
 
 // New validates cfg (after filling its defaults) and returns a worker.
@@ -60,26 +77,27 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, js: js, composer: composer, chain: chain(cfg.Providers)}
-	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/delivery")
-	var errs [2]error
-	s.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
-		metric.WithDescription("Delivery attempts by channel, provider and outcome (delivered, retry, failed)."))
-	s.latency, errs[1] = m.Float64Histogram("herald.delivery.latency", metric.WithUnit("s"),
-		metric.WithDescription("Time from the router planning a delivery to a provider accepting it."),
-		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
-	return s, errors.Join(errs[:]...)
+	s := &Service{cfg: cfg, js: js, composer: composer, chain: chain{providers: cfg.Providers, timeout: cfg.ProviderTimeout}}
+	s.metrics, err = newMetrics(cfg.MeterProvider)
+	return s, err
 }
-
-// Composer is the worker's template renderer, for checking routes against
-// the templates that exist.
-func (s *Service) Composer() *email.Composer { return s.composer }
 
 // Start consumes every email consumer.
 func (s *Service) Start(ctx context.Context) error {
+	if s.cfg.Ledger == nil {
+		l, err := ledger.Open(ctx, s.js)
+		if err != nil {
+			return fmt.Errorf("delivery: %w", err)
+		}
+		s.cfg.Ledger = l
+	}
 	for _, durable := range Durables() {
-		cfg := consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}
-		if err := s.loops.Start(ctx, s.js, Stream, durable, s.handle, cfg); err != nil {
+		c, err := consumer.Lookup(ctx, s.js, Stream, durable)
+		if err != nil {
+			return fmt.Errorf("delivery: %w", err)
+		}
+		w := worker{Service: s, maxDeliver: c.CachedInfo().Config.MaxDeliver, lockTTL: s.cfg.lockTTL(c.CachedInfo().Config.AckWait)}
+		if err := s.loops.Start(ctx, c, w.handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}); err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
 	}
@@ -89,62 +107,218 @@ func (s *Service) Start(ctx context.Context) error {
 // Stop drains: sends under way finish and are acknowledged.
 func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 
-func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
+// worker handles the messages of one consumer.
+type worker struct {
+	*Service
+	maxDeliver int
+	lockTTL    time.Duration
+}
+
+func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 	d, err := notification.Decode(msg.Data())
 	if err != nil {
-		s.fail(ctx, msg, d, err)
+		w.metrics.outcome(ctx, d, "", "failed")
+		w.deadLetter(ctx, msg, d, err)
 		return
 	}
-	m, err := s.composer.Compose(d, nil)
+	log := w.cfg.Logger.With("notification_id", d.ID, "tenant", d.Tenant)
+	lease, err := w.cfg.Locker.Acquire(ctx, d.DedupeKey, w.lockTTL)
+	switch {
+	case errors.Is(err, lock.ErrHeld):
+		// Another worker is on it. Not acked: if it crashes, this copy
+		// must still go out; on redelivery the ledger tells.
+		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(d))
+		_ = msg.NakWithDelay(w.cfg.RetryDelay)
+		return
+	case err != nil:
+		w.metrics.unguarded.Add(ctx, 1, w.metrics.attrs(d))
+		delay := consumer.NakWithBackoff(msg, w.cfg.RetryDelay, time.Minute)
+		log.WarnContext(ctx, "redis unavailable: not sending without the lock; will retry", "retry_in", delay, "error", err)
+		return
+	}
+	defer func() {
+		if err := lease.Release(context.WithoutCancel(ctx)); errors.Is(err, lock.ErrNotHeld) {
+			log.WarnContext(ctx, "the lease expired while working; raise email.lock_ttl", "lock_ttl", w.lockTTL)
+		}
+	}()
+
+	entry, err := w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey)
 	if err != nil {
-		s.fail(ctx, msg, d, err)
+		delay := consumer.NakWithBackoff(msg, w.cfg.RetryDelay, time.Minute)
+		log.WarnContext(ctx, "ledger unavailable; will retry", "retry_in", delay, "error", err)
 		return
 	}
-	receipt, err := s.chain.send(ctx, m)
+	if entry.State == ledger.Delivered {
+		w.metrics.outcome(ctx, d, entry.Provider, "duplicate")
+		log.InfoContext(ctx, "already delivered; acknowledging this copy unsent", "provider", entry.Provider)
+		w.ack(ctx, msg, log)
+		return
+	}
+	entry.NotificationID, entry.Channel = d.ID, string(d.Channel)
+	w.try(ctx, msg, d, &entry, log)
+}
+
+// try makes one pass over the chain and settles the message by its outcome.
+func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Delivery, entry *ledger.Entry, log *slog.Logger) {
+	m, err := w.composer.Compose(d, nil)
+	var receipt email.Receipt
+	if err == nil {
+		receipt, err = w.chain.send(ctx, m)
+	}
+	md, _ := msg.Metadata()
+	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: receipt.Provider, Ambiguous: email.IsAmbiguous(err)}
+	if md != nil {
+		attempt.Delivery = md.NumDelivered
+	}
+	if err != nil {
+		attempt.Error = err.Error()
+	}
+	entry.Record(attempt)
+	if attempt.Ambiguous {
+		w.metrics.ambiguous.Add(ctx, 1, w.metrics.attrs(d))
+		log.WarnContext(ctx, "ambiguous send: a provider may have accepted before failing; the next try may duplicate it",
+			"dedupe_key", d.DedupeKey, "error", err)
+	}
 	switch {
 	case err == nil:
-		s.delivered(ctx, msg, d, receipt)
+		w.delivered(ctx, msg, d, entry, receipt, log)
 	case email.IsPermanent(err):
-		s.fail(ctx, msg, d, err)
+		w.failed(ctx, msg, d, entry, err, false, log)
+	case md != nil && w.maxDeliver > 0 && md.NumDelivered >= uint64(w.maxDeliver):
+		w.failed(ctx, msg, d, entry, fmt.Errorf("gave up after %d tries: %w", md.NumDelivered, err), true, log)
 	default:
-		s.retry(ctx, msg, d, err)
+		w.retry(ctx, msg, d, entry, err, log)
 	}
 }
 
-func (s *Service) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, r email.Receipt) {
-	s.count(ctx, d, r.Provider, "delivered")
+func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r email.Receipt, log *slog.Logger) {
+	e.State, e.Provider, e.ProviderMessageID, e.Reason, e.Retryable = ledger.Delivered, r.Provider, r.MessageID, "", false
+	w.metrics.outcome(ctx, d, r.Provider, "delivered")
 	if !d.CreatedAt.IsZero() {
-		s.latency.Record(ctx, time.Since(d.CreatedAt).Seconds(), metric.WithAttributes(
-			attribute.String("channel", string(d.Channel)), attribute.String("tenant", d.Tenant)))
+		w.metrics.latency.Record(ctx, time.Since(d.CreatedAt).Seconds(), w.metrics.attrs(d))
 	}
-	log := s.cfg.Logger.With("notification_id", d.ID, "tenant", d.Tenant, "provider", r.Provider, "provider_message_id", r.MessageID)
-	if err := msg.DoubleAck(ctx); err != nil {
-		log.WarnContext(ctx, "delivered, but the ack was not confirmed; a redelivery may send again", "error", err)
+	w.record(ctx, d, e, log)
+	w.publishStatus(ctx, d, e, log)
+	log.InfoContext(ctx, "delivered", "provider", r.Provider, "provider_message_id", r.MessageID, "tries", e.Tries)
+	w.ack(ctx, msg, log)
+}
+
+// failed records a notification given up: permanently refused (dead-lettered
+// and terminated here) or out of tries (retryable; MaxDeliver's advisory
+// takes it to the DLQ).
+func (w worker) failed(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, cause error, retryable bool, log *slog.Logger) {
+	e.State, e.Reason, e.Retryable = ledger.Failed, cause.Error(), retryable
+	w.record(ctx, d, e, log)
+	w.publishStatus(ctx, d, e, log)
+	if retryable {
+		w.metrics.outcome(ctx, d, "", "exhausted")
+		log.ErrorContext(ctx, "giving up: every try failed", "tries", e.Tries, "error", cause)
+		_ = msg.Nak()
 		return
 	}
-	log.InfoContext(ctx, "delivered")
+	w.metrics.outcome(ctx, d, "", "failed")
+	w.deadLetter(ctx, msg, d, cause)
 }
 
-// retry asks for redelivery after a delay that grows with each delivery.
-func (s *Service) retry(ctx context.Context, msg jetstream.Msg, d notification.Delivery, cause error) {
-	s.count(ctx, d, "", "retry")
-	delay := consumer.NakWithBackoff(msg, s.cfg.RetryDelay, 5*time.Minute)
-	s.cfg.Logger.WarnContext(ctx, "every provider failed; will retry", "notification_id", d.ID, "tenant", d.Tenant,
-		"retry_in", delay, "error", cause)
+func (w worker) retry(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, cause error, log *slog.Logger) {
+	e.State, e.Reason, e.Retryable = ledger.Retrying, cause.Error(), true
+	w.record(ctx, d, e, log)
+	w.metrics.outcome(ctx, d, "", "retry")
+	delay := consumer.NakWithBackoff(msg, max(w.cfg.RetryDelay, email.RetryAfter(cause)), 5*time.Minute)
+	log.WarnContext(ctx, "every provider failed; will retry", "tries", e.Tries, "retry_in", delay, "error", cause)
 }
 
-// fail dead-letters a delivery that cannot succeed, then terminates it.
-func (s *Service) fail(ctx context.Context, msg jetstream.Msg, d notification.Delivery, cause error) {
-	s.count(ctx, d, "", "failed")
-	s.cfg.Logger.ErrorContext(ctx, "delivery failed permanently; dead-lettering", "notification_id", d.ID, "tenant", d.Tenant, "error", cause)
-	if err := deadletter.Terminate(ctx, s.js, msg, cause.Error()); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "dead-lettering failed; the delivery will be redelivered", "notification_id", d.ID, "error", err)
+// record writes the entry. A conflict means another worker wrote this key
+// while we held its lease — only possible if the lease expired — and is
+// reported loudly; other errors are retried briefly, then logged: the
+// outcome stands either way, and the ack follows.
+func (w worker) record(ctx context.Context, d notification.Delivery, e *ledger.Entry, log *slog.Logger) {
+	for try := range 3 {
+		err := w.cfg.Ledger.Put(ctx, e)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, ledger.ErrConflict):
+			other, _ := w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey)
+			if other.State == ledger.Delivered && e.State == ledger.Delivered {
+				w.metrics.outcome(ctx, d, e.Provider, "duplicate_sent")
+			}
+			log.ErrorContext(ctx, "another worker recorded this notification while we held its lease",
+				"ours", e.State, "theirs", other.State, "their_provider", other.Provider)
+			return
+		case try < 2:
+			time.Sleep(100 * time.Millisecond << try)
+		default:
+			log.ErrorContext(ctx, "could not record the outcome in the ledger", "state", e.State, "error", err)
+		}
+	}
+}
+
+func (w worker) publishStatus(ctx context.Context, d notification.Delivery, e *ledger.Entry, log *slog.Logger) {
+	body, err := json.Marshal(notification.Status{
+		NotificationID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant, Channel: d.Channel, State: string(e.State),
+		Provider: e.Provider, ProviderMessageID: e.ProviderMessageID, Reason: e.Reason, Retryable: e.Retryable,
+		Tries: e.Tries, EventID: d.Event.ID, Time: e.UpdatedAt,
+	})
+	if err != nil {
+		return
+	}
+	msg := nats.NewMsg(notification.StatusSubject(d.Tenant))
+	msg.Data = body
+	msg.Header.Set(jetstream.MsgIDHeader, d.DedupeKey+":"+string(e.State))
+	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+		log.WarnContext(ctx, "status event not published", "state", e.State, "error", err)
+	}
+}
+
+func (w worker) ack(ctx context.Context, msg jetstream.Msg, log *slog.Logger) {
+	if err := msg.DoubleAck(ctx); err != nil {
+		log.WarnContext(ctx, "ack not confirmed; a redelivered copy will find the ledger", "error", err)
+	}
+}
+
+// deadLetter copies a message that cannot succeed to the DLQ, then
+// terminates it.
+func (w worker) deadLetter(ctx context.Context, msg jetstream.Msg, d notification.Delivery, cause error) {
+	w.cfg.Logger.ErrorContext(ctx, "delivery failed permanently; dead-lettering", "notification_id", d.ID, "tenant", d.Tenant, "error", cause)
+	if err := deadletter.Terminate(ctx, w.js, msg, cause.Error()); err != nil {
+		w.cfg.Logger.ErrorContext(ctx, "dead-lettering failed; the delivery will be redelivered", "notification_id", d.ID, "error", err)
 		_ = msg.NakWithDelay(5 * time.Second)
 	}
 }
 
-func (s *Service) count(ctx context.Context, d notification.Delivery, provider, outcome string) {
-	s.outcomes.Add(ctx, 1, metric.WithAttributes(
+type metrics struct {
+	outcomes  metric.Int64Counter
+	ambiguous metric.Int64Counter
+	lockBusy  metric.Int64Counter
+	unguarded metric.Int64Counter
+	latency   metric.Float64Histogram
+}
+
+func newMetrics(mp metric.MeterProvider) (metrics, error) {
+	m := mp.Meter("github.com/heraldhq/herald/services/delivery")
+	var x metrics
+	var errs [5]error
+	x.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
+		metric.WithDescription("Delivery outcomes by channel, provider and outcome: delivered, retry, failed, exhausted, duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired)."))
+	x.ambiguous, errs[1] = m.Int64Counter("herald.delivery.ambiguous",
+		metric.WithDescription("Tries where a provider may have accepted before failing (timeouts): the residual at-least-once window."))
+	x.lockBusy, errs[2] = m.Int64Counter("herald.delivery.lock_contention",
+		metric.WithDescription("Copies of a notification that found another worker holding its lease, and came back later."))
+	x.unguarded, errs[3] = m.Int64Counter("herald.delivery.lock_unavailable",
+		metric.WithDescription("Messages put back because Redis could not be asked for the lease; none is sent unguarded."))
+	x.latency, errs[4] = m.Float64Histogram("herald.delivery.latency", metric.WithUnit("s"),
+		metric.WithDescription("Time from the router planning a delivery to a provider accepting it."),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
+	return x, errors.Join(errs[:]...)
+}
+
+func (m metrics) attrs(d notification.Delivery) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String("channel", string(event.ChannelEmail)), attribute.String("tenant", d.Tenant))
+}
+
+func (m metrics) outcome(ctx context.Context, d notification.Delivery, provider, outcome string) {
+	m.outcomes.Add(ctx, 1, metric.WithAttributes(
 		attribute.String("channel", string(event.ChannelEmail)), attribute.String("provider", provider),
 		attribute.String("outcome", outcome), attribute.String("tenant", d.Tenant)))
 }

@@ -65,7 +65,7 @@ func setup(t *testing.T, f *faulty, concurrency int) *bundle {
 	f.Provider = sink
 	b.svc, err = delivery.New(b.nats.JS, delivery.Config{
 		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "faulty", Provider: f}},
-		Concurrency: concurrency, RetryDelay: 50 * time.Millisecond,
+		Locker: heraldtest.Locker(t), Concurrency: concurrency, RetryDelay: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	require.NoError(t, b.svc.Start(heraldtest.Context(t)))

@@ -66,8 +66,12 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 // Start consumes every input stream.
 func (s *Service) Start(ctx context.Context) error {
 	for _, stream := range Streams {
+		c, err := consumer.Lookup(ctx, s.js, stream, Durable)
+		if err != nil {
+			return fmt.Errorf("router: %w", err)
+		}
 		cfg := consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}
-		if err := s.loops.Start(ctx, s.js, stream, Durable, s.handle, cfg); err != nil {
+		if err := s.loops.Start(ctx, c, s.handle, cfg); err != nil {
 			return fmt.Errorf("router: %w", err)
 		}
 	}

@@ -14,15 +14,21 @@ type Group struct {
 	loops []*Loop
 }
 
-// Start consumes the durable consumer on stream with h.
-func (g *Group) Start(ctx context.Context, js jetstream.JetStream, stream, durable string, h Handler, cfg Config) error {
+// Lookup finds a durable consumer, with both names in the error.
+func Lookup(ctx context.Context, js jetstream.JetStream, stream, durable string) (jetstream.Consumer, error) {
 	c, err := js.Consumer(ctx, stream, durable)
 	if err != nil {
-		return fmt.Errorf("consumer %s > %s: %w", stream, durable, err)
+		return nil, fmt.Errorf("consumer %s > %s: %w", stream, durable, err)
 	}
+	return c, nil
+}
+
+// Start consumes c with h.
+func (g *Group) Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) error {
 	loop, err := Start(ctx, c, h, cfg)
 	if err != nil {
-		return fmt.Errorf("consuming %s > %s: %w", stream, durable, err)
+		info := c.CachedInfo()
+		return fmt.Errorf("consuming %s > %s: %w", info.Stream, info.Name, err)
 	}
 	g.loops = append(g.loops, loop)
 	return nil

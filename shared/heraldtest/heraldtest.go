@@ -6,15 +6,19 @@ package heraldtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -60,6 +64,24 @@ func RedisURL(t testing.TB) string {
 	require.NoError(t, err)
 	t.Cleanup(r.Close)
 	return r.URL()
+}
+
+// Locker is a Redis lock for this test: on REDIS_URL's server, or an
+// embedded one, under a key prefix no other test uses.
+func Locker(t testing.TB) *lock.Redis {
+	t.Helper()
+	opts, err := redis.ParseURL(RedisURL(t))
+	require.NoError(t, err)
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	return lock.NewRedis(client, Prefix()+"lock:")
+}
+
+// Prefix is a Redis key prefix unique to its caller.
+func Prefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "test:" + hex.EncodeToString(b[:]) + ":"
 }
 
 // Context is a context bounded by 30 s, cancelled when the test ends.

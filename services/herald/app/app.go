@@ -26,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/health"
+	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/streams"
 )
@@ -70,11 +71,21 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	a.routerC.MeterProvider = tel.MeterProvider()
 	a.routerC = a.routerC.WithDefaults()
 	errs := []error{cfg.Validate(), a.routerC.Validate(), a.checkTemplates()}
+	if cfg.Redis.URL != "" {
+		opts, err := redis.ParseURL(cfg.Redis.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis.url: %w", err)
+		}
+		a.rdb = redis.NewClient(opts)
+	}
 	if cfg.runs("delivery") {
 		a.emailC, err = a.emailConfig()
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
+		if a.rdb != nil {
+			_ = a.rdb.Close()
+		}
 		return nil, err
 	}
 	return a, nil
@@ -84,6 +95,9 @@ func (a *App) emailConfig() (delivery.Config, error) {
 	c := delivery.Config{
 		From: a.cfg.Email.From, Concurrency: a.cfg.Email.Concurrency,
 		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
+	}
+	if a.rdb != nil {
+		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
 	}
 	for i, p := range a.cfg.Email.Providers {
 		switch p.Type {
@@ -191,14 +205,9 @@ func (a *App) connect(ctx context.Context) error {
 		return nil
 	})
 	a.checks.Add("streams", a.streamsPresent)
-	if a.cfg.Redis.URL != "" {
-		opts, err := redis.ParseURL(a.cfg.Redis.URL)
-		if err != nil {
-			return fmt.Errorf("redis.url: %w", err)
-		}
-		a.rdb = redis.NewClient(opts)
+	if a.rdb != nil {
 		if err := a.rdb.Ping(ctx).Err(); err != nil {
-			a.logger.WarnContext(ctx, "redis is not reachable yet", "addr", opts.Addr, "error", err)
+			a.logger.WarnContext(ctx, "redis is not reachable yet; deliveries wait for it", "addr", a.rdb.Options().Addr, "error", err)
 		}
 		a.checks.Add("redis", func(ctx context.Context) error { return a.rdb.Ping(ctx).Err() })
 	}

@@ -27,8 +27,12 @@ type Config struct {
 		URL string `yaml:"url"`
 	} `yaml:"nats"`
 	Redis struct {
-		// URL of Redis, redis://[:password@]host:port[/db]. Optional for now.
+		// URL of Redis, redis://[:password@]host:port[/db]. Required by
+		// the delivery service.
 		URL string `yaml:"url"`
+		// Prefix of every key Herald writes, so deployments can share one
+		// Redis. Defaults to "herald:".
+		Prefix string `yaml:"prefix"`
 	} `yaml:"redis"`
 	HTTP struct {
 		// Listen is the health, metrics (and later API) address.
@@ -101,6 +105,7 @@ func Load(path string) (Config, error) {
 func (c Config) WithDefaults() Config {
 	c.NATS.URL = cmp.Or(c.NATS.URL, "nats://127.0.0.1:4222")
 	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, "127.0.0.1:8080")
+	c.Redis.Prefix = cmp.Or(c.Redis.Prefix, "herald:")
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	c.Log.Format = cmp.Or(c.Log.Format, "text")
 	if len(c.Services) == 0 {

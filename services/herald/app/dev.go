@@ -56,9 +56,6 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 		c.Email.Providers = []ProviderConfig{{Type: "maildir", Dir: d.MailDir}}
 	}
 	c.Email.From = cmp.Or(c.Email.From, "Herald Dev <herald@localhost>")
-	if d.App, err = New(c, logger); err != nil {
-		return d, err
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return d, err
 	}
@@ -70,13 +67,16 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	if err != nil {
 		return d, fmt.Errorf("%w (is another herald dev or nats-server running? choose another port with --nats-listen)", err)
 	}
-	d.App.cfg.NATS.URL = d.NATS.URL()
-	d.App.cfg.Redis.URL = cfg.RedisURL
+	c.NATS.URL = d.NATS.URL()
+	c.Redis.URL = cfg.RedisURL
 	if cfg.RedisURL == "" {
 		if d.Redis, err = embedded.StartRedis("127.0.0.1:0"); err != nil {
 			return d, err
 		}
-		d.App.cfg.Redis.URL = d.Redis.URL()
+		c.Redis.URL = d.Redis.URL()
+	}
+	if d.App, err = New(c, logger); err != nil {
+		return d, err
 	}
 	return d, d.App.Start(ctx)
 }

@@ -1,0 +1,27 @@
+package notification
+
+import (
+	"time"
+
+	"github.com/heraldhq/herald/shared/event"
+)
+
+// Status is an outcome event, published on notify.status.<tenant> for
+// publishers and dashboards when a notification is delivered or given up.
+type Status struct {
+	NotificationID    string        `json:"notification_id"`
+	DedupeKey         string        `json:"dedupe_key"`
+	Tenant            string        `json:"tenant"`
+	Channel           event.Channel `json:"channel"`
+	State             string        `json:"state"` // delivered | failed
+	Provider          string        `json:"provider,omitempty"`
+	ProviderMessageID string        `json:"provider_message_id,omitempty"`
+	Reason            string        `json:"reason,omitempty"`
+	Retryable         bool          `json:"retryable,omitempty"`
+	Tries             int           `json:"tries"`
+	EventID           string        `json:"event_id,omitempty"`
+	Time              time.Time     `json:"time"`
+}
+
+// StatusSubject is where a tenant's outcome events are published.
+func StatusSubject(tenant string) string { return "notify.status." + tenant }
