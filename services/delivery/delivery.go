@@ -126,9 +126,11 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 	switch {
 	case errors.Is(err, lock.ErrHeld):
 		// Another worker is on it. Not acked: if it crashes, this copy
-		// must still go out; on redelivery the ledger tells.
+		// must still go out; on redelivery the ledger tells. The delay
+		// grows, because every redelivery counts toward MaxDeliver and
+		// the holder may rightly work until its lease ends.
 		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(d))
-		_ = msg.NakWithDelay(w.cfg.RetryDelay)
+		consumer.NakWithBackoff(msg, w.cfg.RetryDelay, w.lockTTL)
 		return
 	case err != nil:
 		w.metrics.unguarded.Add(ctx, 1, w.metrics.attrs(d))

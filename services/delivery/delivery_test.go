@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
 )
 
@@ -55,28 +56,86 @@ type bundle struct {
 	mailDir string
 	faulty  *faulty
 	svc     *delivery.Service
+	locker  delivery.Locker
 }
 
 func setup(t *testing.T, f *faulty, concurrency int) *bundle {
 	t.Helper()
-	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), mailDir: t.TempDir(), faulty: f}
+	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), mailDir: t.TempDir(), faulty: f, locker: heraldtest.Locker(t)}
 	sink, err := maildir.New(b.mailDir)
 	require.NoError(t, err)
 	f.Provider = sink
-	b.svc, err = delivery.New(b.nats.JS, delivery.Config{
-		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "faulty", Provider: f}},
-		Locker: heraldtest.Locker(t), Concurrency: concurrency, RetryDelay: 50 * time.Millisecond,
-	})
-	require.NoError(t, err)
-	require.NoError(t, b.svc.Start(heraldtest.Context(t)))
-	t.Cleanup(func() { require.NoError(t, b.svc.Stop(context.Background())) })
+	b.svc = b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency = concurrency })
 	return b
+}
+
+// worker starts one more delivery worker sharing the bundle's provider and
+// lock; edit adjusts its config.
+func (b *bundle) worker(t *testing.T, js jetstream.JetStream, edit func(*delivery.Config)) *delivery.Service {
+	t.Helper()
+	cfg := delivery.Config{
+		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "faulty", Provider: b.faulty}},
+		Locker: b.locker, Concurrency: 1, RetryDelay: 50 * time.Millisecond,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	svc, err := delivery.New(js, cfg)
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(heraldtest.Context(t)))
+	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })
+	return svc
+}
+
+// connect opens a separate NATS connection, as another process would.
+func (b *bundle) connect(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(b.nats.Server.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return nc, js
+}
+
+// editConsumer changes email-normal's settings; workers started afterwards
+// see them.
+func (b *bundle) editConsumer(t *testing.T, edit func(*jetstream.ConsumerConfig)) {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	c, err := b.nats.JS.Consumer(ctx, "NOTIFY", "email-normal")
+	require.NoError(t, err)
+	cfg := c.CachedInfo().Config
+	edit(&cfg)
+	_, err = b.nats.JS.UpdateConsumer(ctx, "NOTIFY", cfg)
+	require.NoError(t, err)
+}
+
+func (b *bundle) ledgerEntry(t *testing.T, n int) ledger.Entry {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	l, err := ledger.Open(ctx, b.nats.JS)
+	require.NoError(t, err)
+	e, err := l.Get(ctx, "acme", dedupeKey(n))
+	require.NoError(t, err)
+	return e
+}
+
+func dedupeKey(n int) string {
+	return notification.Key{Tenant: "acme", Subject: fmt.Sprintf("PO-%d", n), Revision: 1, Document: "purchase_order",
+		Channel: event.ChannelEmail, Recipient: "olga@zarya.example"}.String()
 }
 
 func (b *bundle) publish(t *testing.T, n int) {
 	t.Helper()
-	key := notification.Key{Tenant: "acme", Subject: fmt.Sprintf("PO-%d", n), Revision: 1, Document: "purchase_order",
-		Channel: event.ChannelEmail, Recipient: "olga@zarya.example"}.String()
+	b.publishAs(t, n, dedupeKey(n))
+}
+
+// publishAs publishes delivery n with the given Nats-Msg-Id: a different id
+// for the same delivery is a copy the duplicate window does not catch.
+func (b *bundle) publishAs(t *testing.T, n int, msgID string) {
+	t.Helper()
+	key := dedupeKey(n)
 	d := notification.Delivery{
 		ID: notification.ID(key), DedupeKey: key, Tenant: "acme", Channel: event.ChannelEmail, Priority: notification.PriorityNormal,
 		Recipient: notification.Recipient{Name: "Ольга", Address: "olga@zarya.example"}, Template: "purchase_order", Locale: "ru",
@@ -85,7 +144,7 @@ func (b *bundle) publish(t *testing.T, n int) {
 	}
 	body, err := json.Marshal(d)
 	require.NoError(t, err)
-	b.publishRaw(t, key, body)
+	b.publishRaw(t, msgID, body)
 }
 
 func (b *bundle) publishRaw(t *testing.T, id string, body []byte) {
@@ -118,16 +177,21 @@ func (b *bundle) notifyState(t *testing.T) (stored uint64, ackPending int) {
 
 func (b *bundle) dlq(t *testing.T) []*jetstream.RawStreamMsg {
 	t.Helper()
+	return b.streamMessages(t, "DLQ")
+}
+
+func (b *bundle) streamMessages(t *testing.T, stream string) []*jetstream.RawStreamMsg {
+	t.Helper()
 	ctx := heraldtest.Context(t)
-	s, err := b.nats.JS.Stream(ctx, "DLQ")
+	s, err := b.nats.JS.Stream(ctx, stream)
 	require.NoError(t, err)
 	info, err := s.Info(ctx)
 	require.NoError(t, err)
 	var out []*jetstream.RawStreamMsg
-	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		require.NoError(t, err)
-		out = append(out, m)
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		if m, err := s.GetMsg(ctx, seq); err == nil {
+			out = append(out, m)
+		}
 	}
 	return out
 }
@@ -185,16 +249,9 @@ func TestUnreadableDeliveryIsDeadLettered(t *testing.T) {
 func TestSlowSendIsKeptAlive(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &faulty{delay: 2500 * time.Millisecond}, 4)
-	ctx := heraldtest.Context(t)
-	c, err := b.nats.JS.Consumer(ctx, "NOTIFY", "email-normal")
-	require.NoError(t, err)
-	cfg := c.CachedInfo().Config
-	cfg.AckWait = time.Second
-	_, err = b.nats.JS.UpdateConsumer(ctx, "NOTIFY", cfg)
-	require.NoError(t, err)
-	// Restart the worker so it reads the new AckWait.
-	require.NoError(t, b.svc.Stop(ctx))
-	require.NoError(t, b.svc.Start(ctx))
+	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
+	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.AckWait = time.Second })
+	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency = 4 })
 
 	b.publish(t, 1)
 	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 10*time.Second, 20*time.Millisecond)

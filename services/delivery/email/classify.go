@@ -54,12 +54,13 @@ func ParseRetryAfter(header http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// NetworkError classifies a failure to get an answer at all. A timeout or a
-// connection cut after the request was sent is ambiguous: the provider may
-// have accepted the message. A refused connection is not: nothing arrived.
+// NetworkError classifies a failure to get an answer at all. A timeout, a
+// cancellation or a connection cut after the request was sent is ambiguous:
+// the provider may have accepted the message. A refused connection is not:
+// nothing arrived.
 func NetworkError(err error) error {
 	var netErr net.Error
-	ambiguous := errors.Is(err, context.DeadlineExceeded) ||
+	ambiguous := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		(errors.As(err, &netErr) && netErr.Timeout()) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
