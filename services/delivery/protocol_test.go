@@ -217,4 +217,3 @@ func TestExhaustedTriesAreRecordedAsRetryable(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, int32(3), b.faulty.calls.Load())
 }
-
