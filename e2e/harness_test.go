@@ -34,11 +34,14 @@ type pipeline struct {
 	js  jetstream.JetStream
 }
 
-func startPipeline(t *testing.T) *pipeline {
+func startPipeline(t *testing.T, edits ...func(*app.Config)) *pipeline {
 	t.Helper()
 	var cfg app.Config
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Redis.Prefix = heraldtest.Prefix()
+	for _, edit := range edits {
+		edit(&cfg)
+	}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dev, err := app.StartDev(context.Background(), app.DevConfig{
 		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: heraldtest.RedisURL(t), Config: cfg,

@@ -21,6 +21,7 @@ func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	}
 	cfg.NATS.URL = cmp.Or(os.Getenv("NATS_URL"), cfg.NATS.URL)
 	cfg.Redis.URL = cmp.Or(os.Getenv("REDIS_URL"), cfg.Redis.URL)
+	cfg.Getenv = os.Getenv
 	if f := cmd.Flags().Lookup("http-listen"); f != nil && f.Changed {
 		cfg.HTTP.Listen = f.Value.String()
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
-	"github.com/heraldhq/herald/services/delivery/email/maildir"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/health"
@@ -94,21 +93,17 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 func (a *App) emailConfig() (delivery.Config, error) {
 	c := delivery.Config{
 		From: a.cfg.Email.From, Concurrency: a.cfg.Email.Concurrency,
+		ProviderTimeout: a.cfg.Email.Timeout, LockTTL: a.cfg.Email.LockTTL, RetryDelay: a.cfg.Email.RetryDelay,
 		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
 	}
-	for i, p := range a.cfg.Email.Providers {
-		switch p.Type {
-		case "maildir":
-			sink, err := maildir.New(p.Dir)
-			if err != nil {
-				return c, fmt.Errorf("email.providers[%d].dir: %w", i, err)
-			}
-			c.Providers = append(c.Providers, delivery.Provider{Name: maildir.Name, Provider: sink})
-		}
+	providers, err := a.buildProviders(context.Background())
+	if err != nil {
+		return c, err
 	}
+	c.Providers = providers
 	c = c.WithDefaults()
 	return c, c.Validate()
 }
@@ -329,3 +324,12 @@ func redact(url string) string {
 
 // RedisURL is the Redis this process uses, password hidden; "" if none.
 func (a *App) RedisURL() string { return redact(a.cfg.Redis.URL) }
+
+// ProviderNames lists the email provider chain, in order.
+func (a *App) ProviderNames() []string {
+	names := make([]string, len(a.emailC.Providers))
+	for i, p := range a.emailC.Providers {
+		names[i] = p.Name
+	}
+	return names
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -58,6 +59,9 @@ type Config struct {
 
 	// Services are the targets this process runs. Set by the command line.
 	Services []string `yaml:"-"`
+	// Getenv reads the environment variables the file names (secrets).
+	// Set by main; nil reads nothing.
+	Getenv func(string) string `yaml:"-"`
 }
 
 // EmailConfig is the email channel's section.
@@ -67,20 +71,60 @@ type EmailConfig struct {
 	// Concurrency is how many emails are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int `yaml:"concurrency"`
-	// Providers are tried in this order on every try.
+	// Timeout bounds one call to one provider. Defaults to 10s.
+	Timeout time.Duration `yaml:"timeout"`
+	// RetryDelay is the wait after a notification's first failed try; it
+	// doubles with each try, up to five minutes. Defaults to 2s.
+	RetryDelay time.Duration `yaml:"retry_delay"`
+	// LockTTL is how long a worker's lease on a notification lasts.
+	// Defaults to twice the consumer's AckWait (or the providers' timeouts
+	// plus 30s, if longer).
+	LockTTL time.Duration `yaml:"lock_ttl"`
+	// Providers are tried in this order on every try. Defaults to SES, then
+	// SendGrid (region from AWS_REGION, key from SENDGRID_API_KEY).
 	Providers []ProviderConfig `yaml:"providers"`
 }
 
-// ProviderConfig declares one email provider.
+// ProviderConfig declares one email provider. Secrets are never written
+// here: they come from the environment variable or file named.
 type ProviderConfig struct {
-	// Type is the provider: maildir.
+	// Type is ses, sendgrid, smtp or maildir.
 	Type string `yaml:"type"`
+	// Endpoint overrides the API's base URL (ses, sendgrid), for a local
+	// emulator.
+	Endpoint string `yaml:"endpoint,omitempty"`
+
+	// Region of SES. Defaults to AWS_REGION.
+	Region string `yaml:"region,omitempty"`
+	// AccessKeyIDEnv and SecretAccessKeyEnv name the variables holding SES
+	// credentials. Defaults to the standard AWS chain (environment, shared
+	// files, instance or pod role).
+	AccessKeyIDEnv     string `yaml:"access_key_id_env,omitempty"`
+	SecretAccessKeyEnv string `yaml:"secret_access_key_env,omitempty"`
+
+	// APIKeyEnv names the variable holding SendGrid's API key, or
+	// APIKeyFile a file holding it. Defaults to SENDGRID_API_KEY.
+	APIKeyEnv  string `yaml:"api_key_env,omitempty"`
+	APIKeyFile string `yaml:"api_key_file,omitempty"`
+
+	// Host and Port of the SMTP server (port defaults to 587).
+	Host string `yaml:"host,omitempty"`
+	Port int    `yaml:"port,omitempty"`
+	// Username for SMTP AUTH; the password comes from PasswordEnv or
+	// PasswordFile.
+	Username     string `yaml:"username,omitempty"`
+	PasswordEnv  string `yaml:"password_env,omitempty"`
+	PasswordFile string `yaml:"password_file,omitempty"`
+	// TLS is mandatory (STARTTLS, the default), opportunistic, implicit
+	// (SMTPS) or none.
+	TLS string `yaml:"tls,omitempty"`
+
 	// Dir is where maildir writes .eml files.
 	Dir string `yaml:"dir,omitempty"`
 }
 
 // ProviderTypes are the provider types Herald can build.
-var ProviderTypes = []string{"maildir"}
+var ProviderTypes = []string{"ses", "sendgrid", "smtp", "maildir"}
 
 // Load reads a config file strictly: an unknown field is an error naming
 // its line, so a misspelt setting never silently becomes a default.
@@ -137,6 +181,8 @@ func (c Config) Validate() error {
 			problems = append(problems, fmt.Sprintf("email.providers[%d].type: %q is not a provider (want one of %v)", i, p.Type, ProviderTypes))
 		case p.Type == "maildir" && p.Dir == "":
 			problems = append(problems, fmt.Sprintf("email.providers[%d].dir: is required for maildir", i))
+		case p.Type == "smtp" && p.Host == "":
+			problems = append(problems, fmt.Sprintf("email.providers[%d].host: is required for smtp", i))
 		}
 	}
 	if len(problems) > 0 {

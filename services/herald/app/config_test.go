@@ -61,7 +61,9 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		{"provider type", "email: {from: a@b.example, providers: [{type: pigeon}]}", `email.providers[0].type: "pigeon" is not a provider`},
 		{"maildir without dir", "email: {from: a@b.example, providers: [{type: maildir}]}", `email.providers[0].dir: is required for maildir`},
 		{"no from", "email: {providers: [{type: maildir, dir: /tmp/x}]}", `email.from: "" is not an address`},
-		{"no providers", "email: {from: a@b.example}", `email.providers: at least one provider is required`},
+		{"default chain without a region", "email: {from: a@b.example}", `email.providers[0].region: is required for ses (or set AWS_REGION)`},
+		{"delivery without redis", "email: {from: a@b.example, providers: [{type: maildir, dir: /tmp/x}]}", `redis.url: required by email delivery`},
+		{"smtp without host", "email: {from: a@b.example, providers: [{type: smtp}]}", `email.providers[0].host: is required for smtp`},
 		{"route to a missing template", "router: {routes: [{event: order.created, template: quote, channels: [email]}]}",
 			`router.routes[0].template: no email template "quote"`},
 		{"bad route", "router: {routes: [{event: order.created, document: quote, channels: [email]}]}",
@@ -84,4 +86,41 @@ func TestNewRefusesUnknownService(t *testing.T) {
 	cfg := app.Config{Services: []string{"router", "fax"}}
 	_, err := app.New(cfg, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, `services: "fax" is not a service`)
+}
+
+func TestDefaultChainIsSESThenSendGrid(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"AWS_REGION": "eu-west-1"}
+	cfg := app.Config{Getenv: func(k string) string { return env[k] }}
+	cfg.Email.From = "Orders <orders@acme.example>"
+	cfg.Redis.URL = "redis://127.0.0.1:1"
+	_, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.EqualError(t, err, "email.providers[1].api_key_env: the environment variable SENDGRID_API_KEY is not set")
+
+	env["SENDGRID_API_KEY"] = "SG.SECRET-must-not-leak"
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Equal(t, []string{"ses", "sendgrid"}, a.ProviderNames())
+}
+
+func TestSecretsComeFromFilesOrEnvironmentNeverTheYAML(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "sendgrid.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("SG.from-a-file\n"), 0o600))
+	cfg, err := app.Load(write(t, `
+redis: {url: "redis://127.0.0.1:1"}
+email:
+  from: "Orders <orders@acme.example>"
+  providers:
+    - {type: ses, region: eu-west-1, access_key_id_env: SES_ID, secret_access_key_env: SES_SECRET}
+    - {type: sendgrid, api_key_file: `+keyFile+`}
+`))
+	require.NoError(t, err)
+	cfg.Getenv = func(k string) string { return map[string]string{"SES_ID": "AKIA-TEST"}[k] }
+	_, err = app.New(cfg, slog.New(slog.DiscardHandler))
+	require.EqualError(t, err, "email.providers[0].secret_access_key_env: the environment variable SES_SECRET is not set")
+
+	_, err = app.Load(write(t, "email: {providers: [{type: sendgrid, api_key: SG.inline}]}"))
+	require.ErrorContains(t, err, "field api_key not found", "a secret cannot be written in the file")
 }

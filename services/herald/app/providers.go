@@ -1,0 +1,105 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/delivery/email/maildir"
+	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
+	"github.com/heraldhq/herald/services/delivery/email/ses"
+)
+
+// defaultProviders is the production chain: SES, then SendGrid.
+var defaultProviders = []ProviderConfig{{Type: "ses"}, {Type: "sendgrid"}}
+
+// buildProviders sets up the configured chain. Errors name the field.
+func (a *App) buildProviders(ctx context.Context) ([]delivery.Provider, error) {
+	configured := a.cfg.Email.Providers
+	if len(configured) == 0 {
+		configured = defaultProviders
+	}
+	var out []delivery.Provider
+	for i, p := range configured {
+		field := fmt.Sprintf("email.providers[%d]", i)
+		provider, err := a.buildProvider(ctx, field, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, delivery.Provider{Name: p.Type, Provider: provider})
+	}
+	return out, nil
+}
+
+func (a *App) buildProvider(ctx context.Context, field string, p ProviderConfig) (email.Provider, error) {
+	switch p.Type {
+	case "maildir":
+		sink, err := maildir.New(p.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s.dir: %w", field, err)
+		}
+		return sink, nil
+	case "ses":
+		cfg := ses.Config{Region: cmp.Or(p.Region, a.getenv("AWS_REGION")), Endpoint: p.Endpoint}
+		if cfg.Region == "" {
+			return nil, fmt.Errorf("%s.region: is required for ses (or set AWS_REGION)", field)
+		}
+		if p.AccessKeyIDEnv != "" || p.SecretAccessKeyEnv != "" {
+			id, err := a.secret(field+".access_key_id_env", p.AccessKeyIDEnv, "")
+			if err != nil {
+				return nil, err
+			}
+			key, err := a.secret(field+".secret_access_key_env", p.SecretAccessKeyEnv, "")
+			if err != nil {
+				return nil, err
+			}
+			cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, key, ""))
+		}
+		provider, err := ses.New(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		return provider, nil
+	case "sendgrid":
+		key, err := a.secret(field+".api_key_env", cmp.Or(p.APIKeyEnv, "SENDGRID_API_KEY"), p.APIKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		provider, err := sendgrid.New(sendgrid.Config{APIKey: key, Endpoint: p.Endpoint})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		return provider, nil
+	}
+	return nil, fmt.Errorf("%s.type: %q is not a provider (want one of %v)", field, p.Type, ProviderTypes)
+}
+
+// secret reads a credential from a file, or else from the environment
+// variable named. Errors name where it was looked for, never its value.
+func (a *App) secret(field, env, file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: reading the secret file: %w", strings.TrimSuffix(field, "_env")+"_file", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	if v := strings.TrimSpace(a.getenv(env)); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("%s: the environment variable %s is not set", field, env)
+}
+
+func (a *App) getenv(name string) string {
+	if a.cfg.Getenv == nil || name == "" {
+		return ""
+	}
+	return a.cfg.Getenv(name)
+}
