@@ -73,6 +73,41 @@ func (p *pipeline) publish(t *testing.T, subject, msgID string, payload []byte) 
 	return ack
 }
 
+// publishAsync publishes without waiting for the stream's ack; waitPublished
+// waits for all of them.
+func (p *pipeline) publishAsync(t *testing.T, subject, msgID string, payload []byte) {
+	t.Helper()
+	msg := nats.NewMsg(subject)
+	msg.Data = payload
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	_, err := p.js.PublishMsgAsync(msg)
+	require.NoError(t, err)
+}
+
+func (p *pipeline) waitPublished(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		t.Fatal("publishes not acknowledged")
+	}
+}
+
+// shrinkDuplicateWindows lets a test publish "after the window" in seconds
+// rather than the production hour.
+func shrinkDuplicateWindows(t *testing.T, p *pipeline, window time.Duration) {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	for _, name := range []string{"ORDERS", "NOTIFY"} {
+		s, err := p.js.Stream(ctx, name)
+		require.NoError(t, err)
+		cfg := s.CachedInfo().Config
+		cfg.Duplicates = window
+		_, err = p.js.UpdateStream(ctx, cfg)
+		require.NoError(t, err)
+	}
+}
+
 // settle waits until every Herald consumer has nothing pending and nothing
 // unacknowledged, twice in a row: then nothing more will come out.
 func (p *pipeline) settle(t *testing.T) {

@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net/mail"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
+	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// providers are fake SES and SendGrid APIs; Herald's real SDK clients talk
+// to them over HTTP.
+type providers struct {
+	ses *sestest.Server
+	sg  *sendgridtest.Server
+}
+
+func fakeProviders(t *testing.T) providers {
+	return providers{ses: sestest.New(t), sg: sendgridtest.New(t, "SG.e2e-secret")}
+}
+
+// configure points Herald at the fakes, as a config file would, with the
+// secrets in (fake) environment variables.
+func (f providers) configure(c *app.Config) {
+	c.Email.From = "Orders <orders@acme.example>"
+	c.Email.Providers = []app.ProviderConfig{
+		{Type: "ses", Region: "eu-west-1", Endpoint: f.ses.URL(), AccessKeyIDEnv: "SES_ID", SecretAccessKeyEnv: "SES_SECRET"},
+		{Type: "sendgrid", Endpoint: f.sg.URL(), APIKeyEnv: "SG_KEY"},
+	}
+	c.Email.RetryDelay = 100 * time.Millisecond
+	c.Email.Timeout = time.Second
+	env := map[string]string{"SES_ID": "AKIAE2E", "SES_SECRET": "e2e-secret-key", "SG_KEY": "SG.e2e-secret"}
+	c.Getenv = func(k string) string { return env[k] }
+}
+
+// sent counts, per notification id, the emails the providers accepted.
+func (f providers) sent(t *testing.T) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, r := range f.ses.Received() {
+		m, err := mail.ReadMessage(bytes.NewReader(r.Raw))
+		require.NoError(t, err)
+		out[m.Header.Get("X-Herald-Notification-Id")]++
+	}
+	for _, r := range f.sg.Received() {
+		out[r.Headers["X-Herald-Notification-Id"]]++
+	}
+	return out
+}
+
+func (p *pipeline) ledgerEntry(t *testing.T, dedupeKey string) ledger.Entry {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	l, err := ledger.Open(ctx, p.js)
+	require.NoError(t, err)
+	e, err := l.Get(ctx, "acme", dedupeKey)
+	require.NoError(t, err)
+	return e
+}
+
+const (
+	olgaKey    = "acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example"
+	comprasKey = "acme:PO-2026-0042:1:purchase_order:email:compras@frutasdelsur.example"
+)
+
+func TestSESFailuresFallBackToSendGridOnce(t *testing.T) {
+	t.Parallel()
+	for name, fault := range map[string]sestest.Fault{
+		"SES answers 500":               sestest.ServerError,
+		"SES answers without MessageId": sestest.NoMessageID,
+		"SES is throttling":             sestest.Throttle(time.Second),
+		"SES account suspended":         sestest.AccountSuspended,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := fakeProviders(t)
+			f.ses.Faults(func(int) sestest.Fault { return fault })
+			p := startPipeline(t, f.configure)
+			p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
+			p.settle(t)
+
+			require.Equal(t, map[string]int{notification.ID(olgaKey): 1, notification.ID(comprasKey): 1}, f.sent(t))
+			require.Len(t, f.sg.Received(), 2, "both went out through SendGrid")
+			require.Equal(t, 2, f.ses.Calls(), "SES was tried once per email, no SDK retries")
+			e := p.ledgerEntry(t, olgaKey)
+			require.Equal(t, ledger.Delivered, e.State)
+			require.Equal(t, "sendgrid", e.Provider)
+			require.Equal(t, 1, e.Tries, "one try: SES failed, SendGrid accepted, in one pass")
+		})
+	}
+}
+
+func TestBothProvidersDownThenBackDeliversOnceWithTheAttemptsRecorded(t *testing.T) {
+	t.Parallel()
+	f := fakeProviders(t)
+	f.ses.Faults(sestest.FailFirst(6, sestest.ServerError))
+	f.sg.Faults(sendgridtest.FailFirst(6, sendgridtest.ServerError))
+	p := startPipeline(t, f.configure)
+	p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
+	p.settle(t)
+
+	require.Equal(t, map[string]int{notification.ID(olgaKey): 1, notification.ID(comprasKey): 1}, f.sent(t))
+	for _, key := range []string{olgaKey, comprasKey} {
+		e := p.ledgerEntry(t, key)
+		require.Equal(t, ledger.Delivered, e.State)
+		require.Greater(t, e.Tries, 1)
+		require.Len(t, e.Attempts, e.Tries)
+		for _, a := range e.Attempts[:len(e.Attempts)-1] {
+			require.Contains(t, a.Error, "ses: ")
+			require.Contains(t, a.Error, "sendgrid: ")
+		}
+	}
+}
+
+func TestProviderRefusalsAreFinal(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		fault  sestest.Fault
+		reason string
+	}{
+		"400 invalid address": {sestest.InvalidAddress, "Illegal address"},
+		"401 unauthorized":    {sestest.Unauthorized, "authentication rejected"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := fakeProviders(t)
+			f.ses.Faults(func(int) sestest.Fault { return tc.fault })
+			p := startPipeline(t, f.configure)
+			p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
+			p.settle(t)
+
+			require.Empty(t, f.sent(t))
+			require.Equal(t, 2, f.ses.Calls(), "no retry")
+			require.Zero(t, f.sg.Calls(), "a permanent refusal ends the pass")
+			e := p.ledgerEntry(t, olgaKey)
+			require.Equal(t, ledger.Failed, e.State)
+			require.False(t, e.Retryable)
+			require.Contains(t, e.Reason, tc.reason)
+			dlq := p.streamMessages(t, "DLQ")
+			require.Len(t, dlq, 2)
+			for _, m := range dlq {
+				require.Equal(t, "dlq.NOTIFY.email-normal", m.Subject)
+				require.Contains(t, m.Header.Get(deadletter.HeaderReason), tc.reason)
+				require.NotContains(t, m.Header.Get(deadletter.HeaderReason), "e2e-secret")
+			}
+		})
+	}
+}
+
+// 1,000 orders × 5 recipients; 10% of events published twice — half right
+// away, half after the duplicate windows have passed — and 20% of provider
+// calls failing transiently. Every (order, recipient) gets exactly one email.
+func TestLoadWithDuplicatesAndFaultsSendsEachEmailOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	t.Parallel()
+	const orders, recipients = 1000, 5
+	f := fakeProviders(t)
+	f.ses.Faults(sestest.FailEvery(5, sestest.ServerError))
+	f.sg.Faults(sendgridtest.FailEvery(5, sendgridtest.ServerError))
+	p := startPipeline(t, f.configure)
+	shrinkDuplicateWindows(t, p, time.Second)
+
+	want := map[string]int{}
+	events := make([][]byte, orders)
+	for i := range orders {
+		id := fmt.Sprintf("PO-LOAD-%04d", i)
+		events[i] = sample(t, "order.created.json", func(m map[string]any) {
+			m["id"] = "evt-" + id
+			data := m["data"].(map[string]any)
+			data["order"].(map[string]any)["id"] = id
+			var rs []any
+			for r := range recipients {
+				addr := fmt.Sprintf("buyer%d@customer%d.example", r, i%7)
+				rs = append(rs, map[string]any{"name": fmt.Sprintf("Buyer %d", r), "role": "buyer", "email": addr, "channels": []any{"email"}})
+				want[notification.ID(fmt.Sprintf("acme:%s:1:purchase_order:email:%s", id, addr))] = 1
+			}
+			data["recipients"] = rs
+		})
+	}
+	for i, e := range events {
+		p.publishAsync(t, "orders.created", fmt.Sprintf("evt-%d", i), e)
+		if i%20 == 0 { // 5%: again at once, inside the window
+			p.publishAsync(t, "orders.created", fmt.Sprintf("evt-%d", i), e)
+		}
+	}
+	p.waitPublished(t)
+	time.Sleep(1500 * time.Millisecond) // past the (shrunken) duplicate windows
+	for i := 10; i < orders; i += 20 {  // 5%: again, outside the window
+		p.publishAsync(t, "orders.created", fmt.Sprintf("evt-%d", i), events[i])
+	}
+	p.waitPublished(t)
+	p.settle(t)
+
+	got := f.sent(t)
+	require.Len(t, got, orders*recipients)
+	var twice []string
+	for id, n := range got {
+		if n != 1 {
+			twice = append(twice, fmt.Sprintf("%s×%d", id, n))
+		}
+	}
+	require.Empty(t, twice, "emails sent more than once")
+	require.Equal(t, want, got)
+	_, metrics := p.get(t, "/metrics")
+	require.Regexp(t, `herald_deliveries_total\{channel="email",outcome="duplicate",provider="[a-z]+",tenant="acme"\} \d+`, metrics,
+		"copies past the duplicate window were stopped by the ledger")
+	require.False(t, strings.Contains(metrics, `outcome="duplicate_sent"`))
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "herald_deliveries_total") || strings.HasPrefix(line, "herald_router_duplicates_total") ||
+			strings.HasPrefix(line, "herald_delivery_lock_contention_total") {
+			t.Log(line)
+		}
+	}
+	t.Logf("provider calls: ses %d, sendgrid %d", f.ses.Calls(), f.sg.Calls())
+}
