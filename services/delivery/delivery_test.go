@@ -250,7 +250,7 @@ func TestSlowSendIsKeptAlive(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &faulty{delay: 2500 * time.Millisecond}, 4)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
-	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.AckWait = time.Second })
+	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.AckWait, c.BackOff = time.Second, nil })
 	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency = 4 })
 
 	b.publish(t, 1)

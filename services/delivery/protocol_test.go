@@ -52,7 +52,7 @@ func TestRedeliveryDuringASlowSendSendsOnce(t *testing.T) {
 	b := setup(t, &faulty{delay: time.Second}, 1)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
 	b.editConsumer(t, func(c *jetstream.ConsumerConfig) {
-		c.AckWait = 50 * time.Millisecond // shorter than the 100 ms keep-alive floor
+		c.AckWait, c.BackOff = 50*time.Millisecond, nil // shorter than the 100 ms keep-alive floor
 		c.MaxDeliver = -1
 	})
 	b.worker(t, b.nats.JS, nil)
@@ -89,7 +89,7 @@ func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &faulty{}, 1)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
-	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.AckWait = time.Second })
+	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.AckWait, c.BackOff = time.Second, nil })
 
 	// The doomed worker has connections of its own.
 	nc, js := b.connect(t)
@@ -197,7 +197,7 @@ func TestExhaustedTriesAreRecordedAsRetryable(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &faulty{fail: func(int) error { return errors.New("HTTP 503") }}, 1)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
-	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 3 })
+	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.MaxDeliver, c.BackOff = 3, nil })
 	b.worker(t, b.nats.JS, nil)
 	b.publish(t, 1)
 

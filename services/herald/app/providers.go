@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/maildir"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
 	"github.com/heraldhq/herald/services/delivery/email/ses"
+	"github.com/heraldhq/herald/services/delivery/email/smtp"
 )
 
 // defaultProviders is the production chain: SES, then SendGrid.
@@ -73,6 +74,20 @@ func (a *App) buildProvider(ctx context.Context, field string, p ProviderConfig)
 			return nil, err
 		}
 		provider, err := sendgrid.New(sendgrid.Config{APIKey: key, Endpoint: p.Endpoint})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		return provider, nil
+	case "smtp":
+		cfg := smtp.Config{Host: p.Host, Port: p.Port, Username: p.Username, TLS: p.TLS}
+		if p.Username != "" {
+			password, err := a.secret(field+".password_env", p.PasswordEnv, p.PasswordFile)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Password = password
+		}
+		provider, err := smtp.New(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}

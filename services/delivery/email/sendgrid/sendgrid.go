@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	netmail "net/mail"
 	"net/url"
@@ -60,6 +61,10 @@ type Config struct {
 func (c Config) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "sendgrid.Config{APIKey: [redacted], Endpoint: %q}", c.Endpoint)
 }
+
+// LogValue keeps the key out of structured logs, which would otherwise
+// print the exported field.
+func (c Config) LogValue() slog.Value { return slog.StringValue(fmt.Sprint(c)) }
 
 // Provider sends email through SendGrid.
 type Provider struct {

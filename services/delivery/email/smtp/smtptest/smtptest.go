@@ -70,8 +70,10 @@ var (
 )
 
 // Slow holds back the reply to DATA for d, and then accepts the message.
-// A session or server that closes in the meantime abandons it: the reply is
-// never sent and nothing is recorded.
+// Closing the server in the meantime abandons it: no reply, nothing
+// recorded. A client that hangs up is not noticed until d has passed, and
+// the message is then recorded — as a real server may commit a message its
+// client has given up on, which is what makes such a failure ambiguous.
 func Slow(d time.Duration) Fault { return Fault{kind: slow, delay: d} }
 
 func (f Fault) String() string {

@@ -1,0 +1,377 @@
+package smtp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
+	"github.com/heraldhq/herald/services/delivery/email/smtp"
+	"github.com/heraldhq/herald/services/delivery/email/smtp/smtptest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const secret = "SECRET-must-not-leak"
+
+// provider returns a provider for srv; TLS defaults to "none", and to
+// trusting srv's certificate when srv has one.
+func provider(t *testing.T, srv *smtptest.Server, tweak func(*smtp.Config)) *smtp.Provider {
+	t.Helper()
+	cfg := smtp.Config{Host: srv.Host(), Port: srv.Port(), TLS: smtp.TLSNone, TLSConfig: srv.ClientTLSConfig(), HeloName: "herald.test"}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	p, err := smtp.New(cfg)
+	require.NoError(t, err)
+	return p
+}
+
+func message() email.Message {
+	return email.Message{
+		ID:      "ntf_smtp_0001",
+		Tenant:  "acme",
+		From:    "Orders <orders@acme.example>",
+		To:      "olga@zarya.example",
+		ToName:  "Olga",
+		Subject: "PO-2026-0042",
+		Text:    "Hello\n",
+		Date:    time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
+	}
+}
+
+// requireNoLeak checks the password is in no form of the error's text.
+func requireNoLeak(t *testing.T, err error) {
+	t.Helper()
+	for _, text := range []string{err.Error(), fmt.Sprintf("%v", err), fmt.Sprintf("%+v", err)} {
+		require.NotContains(t, text, secret)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{smtp.TLSNone, smtp.TLSMandatory, smtp.TLSImplicit} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			emailtest.Run(t, func(t *testing.T) emailtest.Harness {
+				var opts []smtptest.Option
+				switch mode {
+				case smtp.TLSMandatory:
+					opts = append(opts, smtptest.WithSTARTTLS())
+				case smtp.TLSImplicit:
+					opts = append(opts, smtptest.WithImplicitTLS())
+				}
+				srv := smtptest.New(t, opts...)
+				return emailtest.Harness{
+					Provider: provider(t, srv, func(c *smtp.Config) { c.TLS = mode }),
+					Received: func(t *testing.T) []emailtest.Parsed {
+						var out []emailtest.Parsed
+						for _, r := range srv.Received() {
+							require.Equal(t, mode != smtp.TLSNone, r.TLS)
+							out = append(out, emailtest.Parse(t, r.Raw))
+						}
+						return out
+					},
+				}
+			})
+		})
+	}
+}
+
+func TestEnvelopeAndReceipt(t *testing.T) {
+	t.Parallel()
+	srv := smtptest.New(t)
+	msg := message()
+	receipt, err := provider(t, srv, nil).Send(context.Background(), msg)
+	require.NoError(t, err)
+
+	got := srv.Received()
+	require.Len(t, got, 1)
+	require.Equal(t, "orders@acme.example", got[0].From)
+	require.Equal(t, []string{"olga@zarya.example"}, got[0].To)
+	require.Equal(t, email.Receipt{Provider: smtp.Name, MessageID: msg.MessageID() + " (queued as " + got[0].QueueID + ")"}, receipt)
+	require.Equal(t, "<"+msg.MessageID()+">", emailtest.Parse(t, got[0].Raw).MessageID)
+}
+
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	t.Run("MandatoryWithSTARTTLS", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t, smtptest.WithSTARTTLS())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), message())
+		require.NoError(t, err)
+		got := srv.Received()
+		require.Len(t, got, 1)
+		require.True(t, got[0].TLS)
+	})
+	t.Run("MandatoryIsTheDefault", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = "" }).Send(context.Background(), message())
+		require.ErrorContains(t, err, "does not offer STARTTLS")
+	})
+	t.Run("MandatoryWithoutSTARTTLSFailsTransiently", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), message())
+		require.Error(t, err)
+		require.ErrorContains(t, err, srv.Addr()+` does not offer STARTTLS, and TLS is "mandatory": refusing to send in clear text`)
+		require.False(t, email.IsPermanent(err), "another provider may do TLS: %v", err)
+		require.False(t, email.IsAmbiguous(err), "nothing was sent: %v", err)
+		require.Zero(t, srv.Calls())
+	})
+	t.Run("OpportunisticUsesSTARTTLSWhenOffered", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t, smtptest.WithSTARTTLS())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), message())
+		require.NoError(t, err)
+		require.True(t, srv.Received()[0].TLS)
+	})
+	t.Run("OpportunisticSendsInClearOtherwise", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), message())
+		require.NoError(t, err)
+		require.False(t, srv.Received()[0].TLS)
+	})
+	t.Run("UntrustedCertificate", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t, smtptest.WithSTARTTLS())
+		_, err := provider(t, srv, func(c *smtp.Config) {
+			c.TLS = smtp.TLSMandatory
+			c.TLSConfig = nil
+		}).Send(context.Background(), message())
+		require.ErrorContains(t, err, "STARTTLS")
+		require.ErrorContains(t, err, "certificate")
+		require.False(t, email.IsPermanent(err))
+		require.False(t, email.IsAmbiguous(err))
+		require.Zero(t, srv.Calls())
+	})
+}
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	t.Run("RightPassword", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t, smtptest.WithAuth("herald", secret))
+		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), message())
+		require.NoError(t, err)
+		require.Len(t, srv.Received(), 1)
+	})
+	t.Run("RightPasswordOverSTARTTLS", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t, smtptest.WithAuth("herald", secret), smtptest.WithSTARTTLS())
+		_, err := provider(t, srv, func(c *smtp.Config) {
+			c.Username, c.Password, c.TLS = "herald", secret, smtp.TLSMandatory
+		}).Send(context.Background(), message())
+		require.NoError(t, err)
+		require.Len(t, srv.Received(), 1)
+	})
+	t.Run("WrongPasswordIsPermanent", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t, smtptest.WithAuth("herald", "the-right-one"))
+		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), message())
+		require.Error(t, err)
+		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.ErrorContains(t, err, `authentication rejected for user "herald"`)
+		require.ErrorContains(t, err, "535")
+		requireNoLeak(t, err)
+		require.Zero(t, srv.Calls())
+	})
+	t.Run("NoAuthOffered", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), message())
+		require.Error(t, err)
+		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.ErrorContains(t, err, "does not offer AUTH")
+		requireNoLeak(t, err)
+	})
+	t.Run("WithoutCredentialsTheServerRefuses", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t, smtptest.WithAuth("herald", secret))
+		_, err := provider(t, srv, nil).Send(context.Background(), message())
+		require.Error(t, err)
+		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.ErrorContains(t, err, "502")
+	})
+	t.Run("PasswordNeverLogged", func(t *testing.T) {
+		t.Parallel()
+		cfg := smtp.Config{Host: "mail.example.com", Username: "herald", Password: secret}
+		p, err := smtp.New(cfg)
+		require.NoError(t, err)
+		var logged strings.Builder
+		slog.New(slog.NewTextHandler(&logged, nil)).Info("configured", "config", cfg, "provider", p)
+		slog.New(slog.NewJSONHandler(&logged, nil)).Info("configured", "config", cfg, "provider", p)
+		texts := []string{logged.String()}
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+			texts = append(texts, fmt.Sprintf(verb, cfg), fmt.Sprintf(verb, p), fmt.Sprintf(verb, struct{ C smtp.Config }{cfg}))
+		}
+		for _, text := range texts {
+			require.NotContains(t, text, secret)
+		}
+		require.Contains(t, fmt.Sprint(cfg), "[redacted]")
+	})
+}
+
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	t.Run("RejectedRecipientIsPermanent", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		srv.Faults(func(int) smtptest.Fault { return smtptest.RejectRecipient })
+		_, err := provider(t, srv, nil).Send(context.Background(), message())
+		require.Error(t, err)
+		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.ErrorContains(t, err, "550")
+		require.ErrorContains(t, err, "5.1.1 user unknown")
+		require.Empty(t, srv.Received())
+	})
+	t.Run("TempFailIsTransient", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		srv.Faults(func(int) smtptest.Fault { return smtptest.TempFail })
+		_, err := provider(t, srv, nil).Send(context.Background(), message())
+		require.Error(t, err)
+		require.ErrorContains(t, err, "451")
+		require.ErrorContains(t, err, "4.3.0 try again later")
+		var transient *email.TransientError
+		require.ErrorAs(t, err, &transient)
+		require.False(t, email.IsPermanent(err))
+		require.False(t, email.IsAmbiguous(err), "the server said no: %v", err)
+		require.Empty(t, srv.Received())
+	})
+	t.Run("FaultsArePerTransaction", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		srv.Faults(func(call int) smtptest.Fault {
+			if call == 1 {
+				return smtptest.TempFail
+			}
+			return smtptest.NoFault
+		})
+		p := provider(t, srv, nil)
+		_, err := p.Send(context.Background(), message())
+		require.Error(t, err)
+		_, err = p.Send(context.Background(), message())
+		require.NoError(t, err)
+		require.Equal(t, 2, srv.Calls())
+		require.Len(t, srv.Received(), 1)
+	})
+	t.Run("SlowReplyPastTheDeadlineIsAmbiguous", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		srv.Faults(func(int) smtptest.Fault { return smtptest.Slow(time.Minute) })
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := provider(t, srv, nil).Send(ctx, message())
+		require.Less(t, time.Since(start), 5*time.Second, "Send must give up when the context ends")
+		require.Error(t, err)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.True(t, email.IsAmbiguous(err), "the whole message was sent: %v", err)
+		require.False(t, email.IsPermanent(err))
+		require.Equal(t, 1, srv.Calls())
+	})
+	t.Run("CancelDuringSlowReplyIsAmbiguous", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		srv.Faults(func(int) smtptest.Fault { return smtptest.Slow(time.Minute) })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		time.AfterFunc(300*time.Millisecond, cancel)
+		_, err := provider(t, srv, nil).Send(ctx, message())
+		require.ErrorIs(t, err, context.Canceled)
+		require.True(t, email.IsAmbiguous(err), "the whole message was sent: %v", err)
+	})
+	t.Run("ConnectionRefusedIsNotAmbiguous", func(t *testing.T) {
+		t.Parallel()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := l.Addr().(*net.TCPAddr).Port
+		require.NoError(t, l.Close())
+		p, err := smtp.New(smtp.Config{Host: "127.0.0.1", Port: port, TLS: smtp.TLSNone, Username: "herald", Password: secret})
+		require.NoError(t, err)
+		_, err = p.Send(context.Background(), message())
+		require.Error(t, err)
+		var transient *email.TransientError
+		require.ErrorAs(t, err, &transient)
+		require.False(t, email.IsPermanent(err))
+		require.False(t, email.IsAmbiguous(err), "nothing was sent: %v", err)
+		require.ErrorContains(t, err, "refused")
+		requireNoLeak(t, err)
+	})
+	t.Run("UnparsableRecipientSendsNothing", func(t *testing.T) {
+		t.Parallel()
+		srv := smtptest.New(t)
+		msg := message()
+		msg.To = "olga at zarya"
+		_, err := provider(t, srv, nil).Send(context.Background(), msg)
+		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.ErrorContains(t, err, `recipient "olga at zarya"`)
+		require.Zero(t, srv.Calls())
+	})
+}
+
+func TestNewNamesTheField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		cfg   smtp.Config
+		field string
+	}{
+		{"NoHost", smtp.Config{}, "Host"},
+		{"HostWithPort", smtp.Config{Host: "mail.example.com:587"}, "Host"},
+		{"NegativePort", smtp.Config{Host: "mail.example.com", Port: -1}, "Port"},
+		{"PortTooHigh", smtp.Config{Host: "mail.example.com", Port: 70000}, "Port"},
+		{"UnknownTLS", smtp.Config{Host: "mail.example.com", TLS: "starttls"}, "TLS"},
+		{"UsernameWithoutPassword", smtp.Config{Host: "mail.example.com", Username: "herald"}, "Password"},
+		{"PasswordWithoutUsername", smtp.Config{Host: "mail.example.com", Password: secret}, "Username"},
+		{"HeloWithSpace", smtp.Config{Host: "mail.example.com", HeloName: "my host"}, "HeloName"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := smtp.New(tc.cfg)
+			require.Error(t, err)
+			require.ErrorContains(t, err, "smtp: "+tc.field+" ")
+			requireNoLeak(t, err)
+		})
+	}
+	for _, cfg := range []smtp.Config{
+		{Host: "mail.example.com"},
+		{Host: "::1", Port: 2525, TLS: smtp.TLSNone},
+		{Host: "smtp.example.com", TLS: smtp.TLSImplicit, Username: "u", Password: "p"},
+	} {
+		_, err := smtp.New(cfg)
+		require.NoError(t, err, "%v", cfg)
+	}
+}
+
+func TestIPv6Host(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skip("no IPv6 loopback:", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	p, err := smtp.New(smtp.Config{Host: "::1", Port: port, TLS: smtp.TLSNone})
+	require.NoError(t, err)
+	_, err = p.Send(context.Background(), message())
+	// Refused at [::1]:port proves the address was formed right; go-mail's
+	// own "host:port" would have dialed a nonsense address.
+	require.ErrorContains(t, err, fmt.Sprintf("[::1]:%d", port))
+	require.ErrorContains(t, err, "refused")
+	require.False(t, errors.Is(err, context.DeadlineExceeded))
+}
