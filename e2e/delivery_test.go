@@ -76,16 +76,20 @@ const (
 
 func TestSESFailuresFallBackToSendGridOnce(t *testing.T) {
 	t.Parallel()
-	for name, fault := range map[string]sestest.Fault{
-		"SES answers 500":               sestest.ServerError,
-		"SES answers without MessageId": sestest.NoMessageID,
-		"SES is throttling":             sestest.Throttle(time.Second),
-		"SES account suspended":         sestest.AccountSuspended,
+	for name, tc := range map[string]struct {
+		fault     sestest.Fault
+		ambiguous int // SES may have taken it: counted, and the residual window
+	}{
+		"SES answers 500":               {sestest.ServerError, 0},
+		"SES answers without MessageId": {sestest.NoMessageID, 2},
+		"SES times out":                 {sestest.Timeout(5 * time.Second), 2},
+		"SES is throttling":             {sestest.Throttle(time.Second), 0},
+		"SES account suspended":         {sestest.AccountSuspended, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := fakeProviders(t)
-			f.ses.Faults(func(int) sestest.Fault { return fault })
+			f.ses.Faults(func(int) sestest.Fault { return tc.fault })
 			p := startPipeline(t, f.configure)
 			p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
 			p.settle(t)
@@ -97,6 +101,13 @@ func TestSESFailuresFallBackToSendGridOnce(t *testing.T) {
 			require.Equal(t, ledger.Delivered, e.State)
 			require.Equal(t, "sendgrid", e.Provider)
 			require.Equal(t, 1, e.Tries, "one try: SES failed, SendGrid accepted, in one pass")
+			require.Equal(t, tc.ambiguous > 0, e.Attempts[0].Ambiguous)
+			_, metrics := p.get(t, "/metrics")
+			if tc.ambiguous > 0 {
+				require.Contains(t, metrics, fmt.Sprintf(`herald_delivery_ambiguous_total{channel="email",tenant="acme"} %d`, tc.ambiguous))
+			} else {
+				require.NotContains(t, metrics, "herald_delivery_ambiguous_total{")
+			}
 		})
 	}
 }

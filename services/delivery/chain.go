@@ -17,22 +17,31 @@ type chain struct {
 	timeout   time.Duration // per provider call
 }
 
-// send returns the receipt of the provider that accepted, or every
-// provider's error joined. The error is permanent if the pass ended on a
-// permanent refusal.
-func (c chain) send(ctx context.Context, msg email.Message) (email.Receipt, error) {
+// pass is the result of one try.
+type pass struct {
+	// Receipt is set when a provider accepted.
+	Receipt  email.Receipt
+	Accepted bool
+	// Failures joins the error of every provider that failed in this pass,
+	// in order — also when a later one accepted, because an ambiguous
+	// failure before an acceptance is exactly when a message may go out
+	// twice. It is permanent if the pass ended on a permanent refusal.
+	Failures error
+}
+
+func (c chain) send(ctx context.Context, msg email.Message) pass {
 	var errs []error
 	for _, p := range c.providers {
 		r, err := c.call(ctx, p, msg)
 		if err == nil {
-			return r, nil
+			return pass{Receipt: r, Accepted: true, Failures: errors.Join(errs...)}
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 		if email.IsPermanent(err) || ctx.Err() != nil {
 			break
 		}
 	}
-	return email.Receipt{}, errors.Join(errs...)
+	return pass{Failures: errors.Join(errs...)}
 }
 
 func (c chain) call(ctx context.Context, p Provider, msg email.Message) (email.Receipt, error) {

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,10 +35,13 @@ func TestChainTry(t *testing.T) {
 		provider  string // who accepted
 		permanent bool
 		errText   string
+		failures  string // when accepted: what failed before
 	}{
-		{name: "first accepts", providers: []*scripted{ok("a-1"), ok("b-1")}, calls: []int{1, 0}, provider: "p0"},
-		{name: "transient moves to the next", providers: []*scripted{transient("503"), ok("b-1")}, calls: []int{1, 1}, provider: "p1"},
-		{name: "accepted without a message id is a failure", providers: []*scripted{ok(""), ok("b-1")}, calls: []int{1, 1}, provider: "p1"},
+		{name: "first accepts", providers: []*scripted{ok("a-1"), ok("b-1")}, calls: []int{1, 0}, provider: "p0", failures: "<nil>"},
+		{name: "transient moves to the next", providers: []*scripted{transient("503"), ok("b-1")}, calls: []int{1, 1}, provider: "p1",
+			failures: "p0: 503"},
+		{name: "accepted without a message id is a failure", providers: []*scripted{ok(""), ok("b-1")}, calls: []int{1, 1}, provider: "p1",
+			failures: "p0: accepted without a message id"},
 		{name: "all transient", providers: []*scripted{transient("503"), transient("timeout")}, calls: []int{1, 1},
 			errText: "p0: 503\np1: timeout"},
 		{name: "permanent stops the pass", providers: []*scripted{permanent("400 invalid address"), ok("b-1")}, calls: []int{1, 0},
@@ -52,17 +56,19 @@ func TestChainTry(t *testing.T) {
 			for i, p := range tt.providers {
 				c.providers = append(c.providers, Provider{Name: "p" + string(rune('0'+i)), Provider: p})
 			}
-			r, err := c.send(context.Background(), email.Message{})
+			result := c.send(context.Background(), email.Message{})
 			for i, p := range tt.providers {
 				require.Equal(t, tt.calls[i], p.calls, "calls to p%d", i)
 			}
 			if tt.errText != "" {
-				require.EqualError(t, err, tt.errText)
-				require.Equal(t, tt.permanent, email.IsPermanent(err))
+				require.False(t, result.Accepted)
+				require.EqualError(t, result.Failures, tt.errText)
+				require.Equal(t, tt.permanent, email.IsPermanent(result.Failures))
 				return
 			}
-			require.NoError(t, err)
-			require.Equal(t, tt.provider, r.Provider)
+			require.True(t, result.Accepted)
+			require.Equal(t, tt.provider, result.Receipt.Provider)
+			require.Equal(t, tt.failures, fmt.Sprint(result.Failures))
 		})
 	}
 }

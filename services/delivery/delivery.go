@@ -162,13 +162,14 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 // try makes one pass over the chain and settles the message by its outcome.
 func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Delivery, entry *ledger.Entry, log *slog.Logger) {
+	var result pass
 	m, err := w.composer.Compose(d, nil)
-	var receipt email.Receipt
 	if err == nil {
-		receipt, err = w.chain.send(ctx, m)
+		result = w.chain.send(ctx, m)
+		err = result.Failures
 	}
 	md, _ := msg.Metadata()
-	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: receipt.Provider, Ambiguous: email.IsAmbiguous(err)}
+	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: email.IsAmbiguous(err)}
 	if md != nil {
 		attempt.Delivery = md.NumDelivered
 	}
@@ -178,12 +179,12 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 	entry.Record(attempt)
 	if attempt.Ambiguous {
 		w.metrics.ambiguous.Add(ctx, 1, w.metrics.attrs(d))
-		log.WarnContext(ctx, "ambiguous send: a provider may have accepted before failing; the next try may duplicate it",
-			"dedupe_key", d.DedupeKey, "error", err)
+		log.WarnContext(ctx, "ambiguous send: a provider may have accepted before failing, so the recipient may get this twice",
+			"dedupe_key", d.DedupeKey, "accepted_by", result.Receipt.Provider, "error", err)
 	}
 	switch {
-	case err == nil:
-		w.delivered(ctx, msg, d, entry, receipt, log)
+	case result.Accepted:
+		w.delivered(ctx, msg, d, entry, result.Receipt, log)
 	case email.IsPermanent(err):
 		w.failed(ctx, msg, d, entry, err, false, log)
 	case md != nil && w.maxDeliver > 0 && md.NumDelivered >= uint64(w.maxDeliver):
