@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/services/herald/app"
@@ -115,8 +116,8 @@ func TestSESFailuresFallBackToSendGridOnce(t *testing.T) {
 func TestBothProvidersDownThenBackDeliversOnceWithTheAttemptsRecorded(t *testing.T) {
 	t.Parallel()
 	f := fakeProviders(t)
-	f.ses.Faults(sestest.FailFirst(6, sestest.ServerError))
-	f.sg.Faults(sendgridtest.FailFirst(6, sendgridtest.ServerError))
+	f.ses.Faults(emailtest.FailFirst(6, sestest.ServerError))
+	f.sg.Faults(emailtest.FailFirst(6, sendgridtest.ServerError))
 	p := startPipeline(t, f.configure)
 	p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
 	p.settle(t)
@@ -179,8 +180,8 @@ func TestLoadWithDuplicatesAndFaultsSendsEachEmailOnce(t *testing.T) {
 	t.Parallel()
 	const orders, recipients = 1000, 5
 	f := fakeProviders(t)
-	f.ses.Faults(sestest.FailEvery(5, sestest.ServerError))
-	f.sg.Faults(sendgridtest.FailEvery(5, sendgridtest.ServerError))
+	f.ses.Faults(emailtest.FailEvery(5, sestest.ServerError))
+	f.sg.Faults(emailtest.FailEvery(5, sendgridtest.ServerError))
 	p := startPipeline(t, f.configure)
 	shrinkDuplicateWindows(t, p, time.Second)
 

@@ -36,7 +36,7 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 	t.Run("DeliversIntactAndConfirms", func(t *testing.T) {
 		t.Parallel()
 		h := setup(t)
-		msg := sample()
+		msg := Sample()
 		receipt, err := h.Provider.Send(context.Background(), msg)
 		require.NoError(t, err)
 		require.NotEmpty(t, receipt.MessageID, "a receipt must carry the provider's message id")
@@ -55,9 +55,9 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 	t.Run("EverySendIsSeparate", func(t *testing.T) {
 		t.Parallel()
 		h := setup(t)
-		first, err := h.Provider.Send(context.Background(), sample())
+		first, err := h.Provider.Send(context.Background(), Sample())
 		require.NoError(t, err)
-		second, err := h.Provider.Send(context.Background(), sample())
+		second, err := h.Provider.Send(context.Background(), Sample())
 		require.NoError(t, err)
 		require.NotEqual(t, first.MessageID, second.MessageID)
 		require.Len(t, h.Received(t), 2, "a provider must not hide a resend; deduplication is Herald's job")
@@ -67,14 +67,14 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 		h := setup(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := h.Provider.Send(ctx, sample())
+		_, err := h.Provider.Send(ctx, Sample())
 		require.Error(t, err)
 		require.Empty(t, h.Received(t))
 	})
 	t.Run("InvalidRecipientIsPermanent", func(t *testing.T) {
 		t.Parallel()
 		h := setup(t)
-		msg := sample()
+		msg := Sample()
 		msg.To = "not an address"
 		_, err := h.Provider.Send(context.Background(), msg)
 		require.Error(t, err)
@@ -83,7 +83,9 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 	})
 }
 
-func sample() email.Message {
+// Sample is a message that exercises what providers get wrong: a UTF-8
+// display name and subject, non-ASCII text, a binary attachment.
+func Sample() email.Message {
 	return email.Message{
 		ID:        "ntf_0123456789abcdef01234567",
 		DedupeKey: "acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example",

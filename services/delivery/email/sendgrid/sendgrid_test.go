@@ -34,24 +34,6 @@ func newProvider(t *testing.T, endpoint, key string) *sendgrid.Provider {
 	return p
 }
 
-func sample() email.Message {
-	return email.Message{
-		ID:        "ntf_0123456789abcdef01234567",
-		DedupeKey: "acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example",
-		Tenant:    "acme",
-		From:      "Orders <orders@acme.example>",
-		To:        "olga@zarya.example",
-		ToName:    "Ольга Петрова",
-		Subject:   "Заказ на закупку PO-2026-0042",
-		Text:      "Здравствуйте!\n",
-		Attachments: []email.Attachment{{
-			Filename: "PO-2026-0042.pdf", ContentType: "application/pdf",
-			Data: []byte("%PDF-1.7\n\x00\xff\n%%EOF\n"),
-		}},
-		Date: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
-	}
-}
-
 func TestConformance(t *testing.T) {
 	emailtest.Run(t, func(t *testing.T) emailtest.Harness {
 		fake := sendgridtest.New(t, apiKey)
@@ -96,7 +78,7 @@ func TestFaultClassification(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(tt.deadline, 10*time.Second))
 			defer cancel()
-			_, err := p.Send(ctx, sample())
+			_, err := p.Send(ctx, emailtest.Sample())
 
 			require.Error(t, err)
 			require.Equal(t, tt.permanent, email.IsPermanent(err), "IsPermanent(%v)", err)
@@ -114,7 +96,7 @@ func TestRejectionsWithoutInjectedFaults(t *testing.T) {
 	t.Run("WrongKey", func(t *testing.T) {
 		t.Parallel()
 		fake := sendgridtest.New(t, apiKey)
-		_, err := newProvider(t, fake.URL(), "SG.someone-elses-key").Send(context.Background(), sample())
+		_, err := newProvider(t, fake.URL(), "SG.someone-elses-key").Send(context.Background(), emailtest.Sample())
 		require.True(t, email.IsPermanent(err), "%v", err)
 		require.Contains(t, err.Error(), "The provided authorization grant is invalid, expired, or revoked")
 		require.Empty(t, fake.Received())
@@ -122,7 +104,7 @@ func TestRejectionsWithoutInjectedFaults(t *testing.T) {
 	t.Run("UnparsableSender", func(t *testing.T) {
 		t.Parallel()
 		fake := sendgridtest.New(t, apiKey)
-		msg := sample()
+		msg := emailtest.Sample()
 		msg.From = "Orders at acme"
 		_, err := newProvider(t, fake.URL(), apiKey).Send(context.Background(), msg)
 		require.True(t, email.IsPermanent(err), "%v", err)
@@ -132,7 +114,7 @@ func TestRejectionsWithoutInjectedFaults(t *testing.T) {
 		t.Parallel()
 		closed := httptest.NewServer(http.NotFoundHandler())
 		closed.Close()
-		_, err := newProvider(t, closed.URL, apiKey).Send(context.Background(), sample())
+		_, err := newProvider(t, closed.URL, apiKey).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.False(t, email.IsPermanent(err), "%v", err)
 		require.False(t, email.IsAmbiguous(err), "%v", err)
@@ -142,12 +124,12 @@ func TestRejectionsWithoutInjectedFaults(t *testing.T) {
 func TestFailFirstThenAccepts(t *testing.T) {
 	t.Parallel()
 	fake := sendgridtest.New(t, apiKey)
-	fake.Faults(sendgridtest.FailFirst(1, sendgridtest.ServerError))
+	fake.Faults(emailtest.FailFirst(1, sendgridtest.ServerError))
 	p := newProvider(t, fake.URL(), apiKey)
 
-	_, err := p.Send(context.Background(), sample())
+	_, err := p.Send(context.Background(), emailtest.Sample())
 	require.Error(t, err)
-	receipt, err := p.Send(context.Background(), sample())
+	receipt, err := p.Send(context.Background(), emailtest.Sample())
 	require.NoError(t, err)
 	require.Equal(t, sendgrid.Name, receipt.Provider)
 	received := fake.Received()
@@ -169,7 +151,7 @@ func TestRateLimitResetWithoutRetryAfter(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	_, err := newProvider(t, srv.URL, apiKey).Send(context.Background(), sample())
+	_, err := newProvider(t, srv.URL, apiKey).Send(context.Background(), emailtest.Sample())
 	require.Error(t, err)
 	require.False(t, email.IsPermanent(err))
 	require.Contains(t, err.Error(), "too many requests")
@@ -188,7 +170,7 @@ func TestTimeoutIsPromptAndAmbiguous(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := p.Send(ctx, sample())
+	_, err := p.Send(ctx, emailtest.Sample())
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.Error(t, err)
 	require.True(t, email.IsAmbiguous(err), "%v", err)
@@ -200,7 +182,7 @@ func TestTimeoutIsPromptAndAmbiguous(t *testing.T) {
 func TestCorrelationAndContent(t *testing.T) {
 	t.Parallel()
 	fake := sendgridtest.New(t, apiKey)
-	msg := sample()
+	msg := emailtest.Sample()
 	receipt, err := newProvider(t, fake.URL(), apiKey).Send(context.Background(), msg)
 	require.NoError(t, err)
 
@@ -265,7 +247,7 @@ func TestSecretNeverLeaks(t *testing.T) {
 			fake.Faults(func(int) sendgridtest.Fault { return fault })
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			_, err := newProvider(t, fake.URL(), secret).Send(ctx, sample())
+			_, err := newProvider(t, fake.URL(), secret).Send(ctx, emailtest.Sample())
 			require.Error(t, err)
 			noLeak(t, err.Error())
 			noLeak(t, fmt.Sprintf("%+v", err))
@@ -280,14 +262,14 @@ func TestSecretNeverLeaks(t *testing.T) {
 				strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 		}))
 		t.Cleanup(srv.Close)
-		_, err := newProvider(t, srv.URL, secret).Send(context.Background(), sample())
+		_, err := newProvider(t, srv.URL, secret).Send(context.Background(), emailtest.Sample())
 		require.ErrorContains(t, err, "lacks mail.send")
 		noLeak(t, err.Error())
 	})
 	t.Run("WrongKeyEverywhere", func(t *testing.T) {
 		t.Parallel()
 		fake := sendgridtest.New(t, "SG.the-right-key")
-		_, err := newProvider(t, fake.URL(), secret).Send(context.Background(), sample())
+		_, err := newProvider(t, fake.URL(), secret).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		noLeak(t, err.Error())
 	})

@@ -46,19 +46,6 @@ func newProvider(t *testing.T, endpoint string) *ses.Provider {
 	return p
 }
 
-func message() email.Message {
-	return email.Message{
-		ID:      "ntf_0123456789abcdef01234567",
-		Tenant:  "acme",
-		From:    "Orders <orders@acme.example>",
-		To:      "olga@zarya.example",
-		ToName:  "Ольга Петрова",
-		Subject: "Заказ PO-2026-0042",
-		Text:    "Здравствуйте!\n",
-		Date:    time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
-	}
-}
-
 func TestConformance(t *testing.T) {
 	emailtest.Run(t, func(t *testing.T) emailtest.Harness {
 		srv := sestest.New(t)
@@ -115,7 +102,7 @@ func TestFaultsAreClassifiedAfterOneRequest(t *testing.T) {
 			t.Parallel()
 			srv := sestest.New(t)
 			srv.Faults(func(int) sestest.Fault { return tt.fault })
-			_, err := newProvider(t, srv.URL()).Send(context.Background(), message())
+			_, err := newProvider(t, srv.URL()).Send(context.Background(), emailtest.Sample())
 			require.Error(t, err)
 			require.Equal(t, 1, srv.Calls(), "the SDK must not retry on its own")
 			require.Equal(t, tt.permanent, email.IsPermanent(err), "permanent: %v", err)
@@ -132,7 +119,7 @@ func TestFaultsAreClassifiedAfterOneRequest(t *testing.T) {
 func TestNoFaultIsOneRequest(t *testing.T) {
 	t.Parallel()
 	srv := sestest.New(t)
-	r, err := newProvider(t, srv.URL()).Send(context.Background(), message())
+	r, err := newProvider(t, srv.URL()).Send(context.Background(), emailtest.Sample())
 	require.NoError(t, err)
 	require.Equal(t, ses.Name, r.Provider)
 	require.Equal(t, 1, srv.Calls())
@@ -144,13 +131,13 @@ func TestNoFaultIsOneRequest(t *testing.T) {
 func TestRecoversAfterScriptedFaults(t *testing.T) {
 	t.Parallel()
 	srv := sestest.New(t)
-	srv.Faults(sestest.Sequence(sestest.Throttle(time.Second), sestest.ServerError))
+	srv.Faults(emailtest.Sequence(sestest.Throttle(time.Second), sestest.ServerError))
 	p := newProvider(t, srv.URL())
-	_, err := p.Send(context.Background(), message())
+	_, err := p.Send(context.Background(), emailtest.Sample())
 	require.Equal(t, time.Second, email.RetryAfter(err))
-	_, err = p.Send(context.Background(), message())
+	_, err = p.Send(context.Background(), emailtest.Sample())
 	require.ErrorContains(t, err, "InternalFailure")
-	r, err := p.Send(context.Background(), message())
+	r, err := p.Send(context.Background(), emailtest.Sample())
 	require.NoError(t, err)
 	require.NotEmpty(t, r.MessageID)
 	require.Equal(t, 3, srv.Calls())
@@ -164,7 +151,7 @@ func TestTimeoutIsAmbiguous(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := newProvider(t, srv.URL()).Send(ctx, message())
+	_, err := newProvider(t, srv.URL()).Send(ctx, emailtest.Sample())
 	require.Less(t, time.Since(start), time.Second, "Send must give up with its context")
 	require.Error(t, err)
 	require.True(t, email.IsAmbiguous(err), "a timed-out send may have been accepted: %v", err)
@@ -178,7 +165,7 @@ func TestUnreachableIsTransientNotAmbiguous(t *testing.T) {
 	// A fake stopped with its subtest leaves a port nothing listens on.
 	var url string
 	t.Run("stop", func(t *testing.T) { url = sestest.New(t).URL() })
-	_, err := newProvider(t, url).Send(context.Background(), message())
+	_, err := newProvider(t, url).Send(context.Background(), emailtest.Sample())
 	require.Error(t, err)
 	require.False(t, email.IsPermanent(err))
 	require.False(t, email.IsAmbiguous(err), "a refused connection delivered nothing: %v", err)
@@ -195,7 +182,7 @@ func TestTagsAndMessageIDReachSES(t *testing.T) {
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", secretKey, ""),
 	})
 	require.NoError(t, err)
-	msg := message()
+	msg := emailtest.Sample()
 	_, err = p.Send(context.Background(), msg)
 	require.NoError(t, err)
 
@@ -211,7 +198,7 @@ func TestTagsAndMessageIDReachSES(t *testing.T) {
 func TestTagValuesAreMadeAcceptable(t *testing.T) {
 	t.Parallel()
 	srv := sestest.New(t)
-	msg := message()
+	msg := emailtest.Sample()
 	msg.Tenant = "Frutas del Sur/ñ.es@eu-1"
 	msg.ID = strings.Repeat("x", 300)
 	_, err := newProvider(t, srv.URL()).Send(context.Background(), msg)
@@ -239,7 +226,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 			srv.Faults(func(int) sestest.Fault { return f })
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			_, err := newProvider(t, srv.URL()).Send(ctx, message())
+			_, err := newProvider(t, srv.URL()).Send(ctx, emailtest.Sample())
 			require.Error(t, err)
 			for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
 				require.NotContains(t, text, secretKey)
@@ -254,7 +241,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 func TestConcurrentSends(t *testing.T) {
 	t.Parallel()
 	srv := sestest.New(t)
-	srv.Faults(sestest.FailEvery(3, sestest.ServerError))
+	srv.Faults(emailtest.FailEvery(3, sestest.ServerError))
 	p := newProvider(t, srv.URL())
 	const sends = 60
 	var (
@@ -265,7 +252,7 @@ func TestConcurrentSends(t *testing.T) {
 	)
 	for range sends {
 		wg.Go(func() {
-			r, err := p.Send(context.Background(), message())
+			r, err := p.Send(context.Background(), emailtest.Sample())
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -38,19 +38,6 @@ func provider(t *testing.T, srv *smtptest.Server, tweak func(*smtp.Config)) *smt
 	return p
 }
 
-func message() email.Message {
-	return email.Message{
-		ID:      "ntf_smtp_0001",
-		Tenant:  "acme",
-		From:    "Orders <orders@acme.example>",
-		To:      "olga@zarya.example",
-		ToName:  "Olga",
-		Subject: "PO-2026-0042",
-		Text:    "Hello\n",
-		Date:    time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
-	}
-}
-
 // requireNoLeak checks the password is in no form of the error's text.
 func requireNoLeak(t *testing.T, err error) {
 	t.Helper()
@@ -92,7 +79,7 @@ func TestConformance(t *testing.T) {
 func TestEnvelopeAndReceipt(t *testing.T) {
 	t.Parallel()
 	srv := smtptest.New(t)
-	msg := message()
+	msg := emailtest.Sample()
 	receipt, err := provider(t, srv, nil).Send(context.Background(), msg)
 	require.NoError(t, err)
 
@@ -109,7 +96,7 @@ func TestTLS(t *testing.T) {
 	t.Run("MandatoryWithSTARTTLS", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithSTARTTLS())
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), message())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		got := srv.Received()
 		require.Len(t, got, 1)
@@ -118,13 +105,13 @@ func TestTLS(t *testing.T) {
 	t.Run("MandatoryIsTheDefault", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = "" }).Send(context.Background(), message())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = "" }).Send(context.Background(), emailtest.Sample())
 		require.ErrorContains(t, err, "does not offer STARTTLS")
 	})
 	t.Run("MandatoryWithoutSTARTTLSFailsTransiently", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), message())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.ErrorContains(t, err, srv.Addr()+` does not offer STARTTLS, and TLS is "mandatory": refusing to send in clear text`)
 		require.False(t, email.IsPermanent(err), "another provider may do TLS: %v", err)
@@ -134,14 +121,14 @@ func TestTLS(t *testing.T) {
 	t.Run("OpportunisticUsesSTARTTLSWhenOffered", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithSTARTTLS())
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), message())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		require.True(t, srv.Received()[0].TLS)
 	})
 	t.Run("OpportunisticSendsInClearOtherwise", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), message())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		require.False(t, srv.Received()[0].TLS)
 	})
@@ -151,7 +138,7 @@ func TestTLS(t *testing.T) {
 		_, err := provider(t, srv, func(c *smtp.Config) {
 			c.TLS = smtp.TLSMandatory
 			c.TLSConfig = nil
-		}).Send(context.Background(), message())
+		}).Send(context.Background(), emailtest.Sample())
 		require.ErrorContains(t, err, "STARTTLS")
 		require.ErrorContains(t, err, "certificate")
 		require.False(t, email.IsPermanent(err))
@@ -165,7 +152,7 @@ func TestAuth(t *testing.T) {
 	t.Run("RightPassword", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithAuth("herald", secret))
-		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), message())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		require.Len(t, srv.Received(), 1)
 	})
@@ -174,14 +161,14 @@ func TestAuth(t *testing.T) {
 		srv := smtptest.New(t, smtptest.WithAuth("herald", secret), smtptest.WithSTARTTLS())
 		_, err := provider(t, srv, func(c *smtp.Config) {
 			c.Username, c.Password, c.TLS = "herald", secret, smtp.TLSMandatory
-		}).Send(context.Background(), message())
+		}).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		require.Len(t, srv.Received(), 1)
 	})
 	t.Run("WrongPasswordIsPermanent", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithAuth("herald", "the-right-one"))
-		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), message())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, `authentication rejected for user "herald"`)
@@ -192,7 +179,7 @@ func TestAuth(t *testing.T) {
 	t.Run("NoAuthOffered", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), message())
+		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, "does not offer AUTH")
@@ -201,7 +188,7 @@ func TestAuth(t *testing.T) {
 	t.Run("WithoutCredentialsTheServerRefuses", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithAuth("herald", secret))
-		_, err := provider(t, srv, nil).Send(context.Background(), message())
+		_, err := provider(t, srv, nil).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, "502")
@@ -231,7 +218,7 @@ func TestFaults(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
 		srv.Faults(func(int) smtptest.Fault { return smtptest.RejectRecipient })
-		_, err := provider(t, srv, nil).Send(context.Background(), message())
+		_, err := provider(t, srv, nil).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, "550")
@@ -242,7 +229,7 @@ func TestFaults(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
 		srv.Faults(func(int) smtptest.Fault { return smtptest.TempFail })
-		_, err := provider(t, srv, nil).Send(context.Background(), message())
+		_, err := provider(t, srv, nil).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.ErrorContains(t, err, "451")
 		require.ErrorContains(t, err, "4.3.0 try again later")
@@ -262,9 +249,9 @@ func TestFaults(t *testing.T) {
 			return smtptest.NoFault
 		})
 		p := provider(t, srv, nil)
-		_, err := p.Send(context.Background(), message())
+		_, err := p.Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
-		_, err = p.Send(context.Background(), message())
+		_, err = p.Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		require.Equal(t, 2, srv.Calls())
 		require.Len(t, srv.Received(), 1)
@@ -276,7 +263,7 @@ func TestFaults(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err := provider(t, srv, nil).Send(ctx, message())
+		_, err := provider(t, srv, nil).Send(ctx, emailtest.Sample())
 		require.Less(t, time.Since(start), 5*time.Second, "Send must give up when the context ends")
 		require.Error(t, err)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -291,7 +278,7 @@ func TestFaults(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		time.AfterFunc(300*time.Millisecond, cancel)
-		_, err := provider(t, srv, nil).Send(ctx, message())
+		_, err := provider(t, srv, nil).Send(ctx, emailtest.Sample())
 		require.ErrorIs(t, err, context.Canceled)
 		require.True(t, email.IsAmbiguous(err), "the whole message was sent: %v", err)
 	})
@@ -303,7 +290,7 @@ func TestFaults(t *testing.T) {
 		require.NoError(t, l.Close())
 		p, err := smtp.New(smtp.Config{Host: "127.0.0.1", Port: port, TLS: smtp.TLSNone, Username: "herald", Password: secret})
 		require.NoError(t, err)
-		_, err = p.Send(context.Background(), message())
+		_, err = p.Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		var transient *email.TransientError
 		require.ErrorAs(t, err, &transient)
@@ -315,7 +302,7 @@ func TestFaults(t *testing.T) {
 	t.Run("UnparsableRecipientSendsNothing", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		msg := message()
+		msg := emailtest.Sample()
 		msg.To = "olga at zarya"
 		_, err := provider(t, srv, nil).Send(context.Background(), msg)
 		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
@@ -368,7 +355,7 @@ func TestIPv6Host(t *testing.T) {
 	require.NoError(t, l.Close())
 	p, err := smtp.New(smtp.Config{Host: "::1", Port: port, TLS: smtp.TLSNone})
 	require.NoError(t, err)
-	_, err = p.Send(context.Background(), message())
+	_, err = p.Send(context.Background(), emailtest.Sample())
 	// Refused at [::1]:port proves the address was formed right; go-mail's
 	// own "host:port" would have dialed a nonsense address.
 	require.ErrorContains(t, err, fmt.Sprintf("[::1]:%d", port))

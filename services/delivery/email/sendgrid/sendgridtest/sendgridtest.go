@@ -87,29 +87,6 @@ func (f Fault) String() string {
 	return "None"
 }
 
-// FailFirst injects f into the first n calls.
-func FailFirst(n int, f Fault) func(call int) Fault {
-	return func(call int) Fault {
-		if call <= n {
-			return f
-		}
-		return None
-	}
-}
-
-// FailEvery injects f into every k-th call: k, 2k, 3k…
-func FailEvery(k int, f Fault) func(call int) Fault {
-	if k < 1 {
-		panic(fmt.Sprintf("sendgridtest: FailEvery(%d): k must be 1 or more", k))
-	}
-	return func(call int) Fault {
-		if call%k == 0 {
-			return f
-		}
-		return None
-	}
-}
-
 // Received is a message the fake accepted, with what SendGrid would put in
 // the email: the first recipient of the first personalization, and that
 // personalization's subject, headers and custom_args over the message's.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
 )
 
@@ -91,8 +92,8 @@ func TestWireProtocol(t *testing.T) {
 
 func TestFaultSchedules(t *testing.T) {
 	t.Parallel()
-	first := sendgridtest.FailFirst(2, sendgridtest.ServerError)
-	every := sendgridtest.FailEvery(3, sendgridtest.Unauthorized)
+	first := emailtest.FailFirst(2, sendgridtest.ServerError)
+	every := emailtest.FailEvery(3, sendgridtest.Unauthorized)
 	var gotFirst, gotEvery []string
 	for call := 1; call <= 6; call++ {
 		gotFirst = append(gotFirst, first(call).String())

@@ -154,36 +154,6 @@ func (f Fault) String() string {
 	return f.name
 }
 
-// FailFirst injects f into the first n calls.
-func FailFirst(n int, f Fault) func(call int) Fault {
-	return func(call int) Fault {
-		if call <= n {
-			return f
-		}
-		return None
-	}
-}
-
-// FailEvery injects f into every k-th call: k, 2k, 3k, …
-func FailEvery(k int, f Fault) func(call int) Fault {
-	return func(call int) Fault {
-		if k > 0 && call%k == 0 {
-			return f
-		}
-		return None
-	}
-}
-
-// Sequence injects faults[i] into call i+1, and none after the last.
-func Sequence(faults ...Fault) func(call int) Fault {
-	return func(call int) Fault {
-		if call <= len(faults) {
-			return faults[call-1]
-		}
-		return None
-	}
-}
-
 // sendEmailRequest is the part of SendEmail's body the fake understands.
 type sendEmailRequest struct {
 	FromEmailAddress string

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 )
 
@@ -70,7 +71,7 @@ func TestWire(t *testing.T) {
 func TestThrottleSaysWhenToRetry(t *testing.T) {
 	t.Parallel()
 	srv := sestest.New(t)
-	srv.Faults(sestest.FailFirst(1, sestest.Throttle(1500*time.Millisecond)))
+	srv.Faults(emailtest.FailFirst(1, sestest.Throttle(1500*time.Millisecond)))
 	resp := post(t, srv.URL()+sendPath, signedBy, sendBody)
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	require.Equal(t, "2", resp.Header.Get("Retry-After"), "whole seconds, rounded up")
@@ -79,9 +80,9 @@ func TestThrottleSaysWhenToRetry(t *testing.T) {
 
 func TestSchedules(t *testing.T) {
 	t.Parallel()
-	first := sestest.FailFirst(2, sestest.ServerError)
-	every := sestest.FailEvery(3, sestest.NoMessageID)
-	seq := sestest.Sequence(sestest.Unauthorized, sestest.None, sestest.AccountSuspended)
+	first := emailtest.FailFirst(2, sestest.ServerError)
+	every := emailtest.FailEvery(3, sestest.NoMessageID)
+	seq := emailtest.Sequence(sestest.Unauthorized, sestest.None, sestest.AccountSuspended)
 	var got []string
 	for call := 1; call <= 6; call++ {
 		got = append(got, first(call).String()+"/"+every(call).String()+"/"+seq(call).String())
