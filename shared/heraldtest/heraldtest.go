@@ -5,10 +5,12 @@
 package heraldtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -82,6 +84,24 @@ func Prefix() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return "test:" + hex.EncodeToString(b[:]) + ":"
+}
+
+// PDFText extracts a PDF's text with pdftotext (Debian's poppler-utils),
+// keeping the layout. Without pdftotext the test is skipped — except in CI
+// (CI=true), where .ci/run installs it and its absence is a failure.
+func PDFText(t testing.TB, pdf []byte) string {
+	t.Helper()
+	if _, err := exec.LookPath("pdftotext"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("pdftotext is missing: install poppler-utils")
+		}
+		t.Skip("pdftotext not installed (apt-get install poppler-utils)")
+	}
+	cmd := exec.Command("pdftotext", "-layout", "-enc", "UTF-8", "-", "-")
+	cmd.Stdin = bytes.NewReader(pdf)
+	out, err := cmd.Output()
+	require.NoError(t, err, "pdftotext could not read the PDF")
+	return string(out)
 }
 
 // Context is a context bounded by 30 s, cancelled when the test ends.

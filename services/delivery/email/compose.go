@@ -73,7 +73,7 @@ func (c *Composer) Compose(d notification.Delivery, attachments []Attachment) (M
 		Sender: sender(d), Attached: len(attachments) > 0,
 	}
 	if d.Document != nil {
-		data.DocumentName = documentNames[t.Name()][d.Document.Type]
+		data.DocumentName = notification.DocumentTitle(d.Document.Type, t.Name())
 	}
 	subject, err := execute(t, d.Template+".subject", data)
 	if err != nil {
@@ -139,24 +139,6 @@ func sender(d notification.Delivery) string {
 	default:
 		return d.Order.Supplier
 	}
-}
-
-var documentNames = map[string]map[string]string{
-	"en": {
-		notification.PurchaseOrder: "Purchase order", notification.SalesOrder: "Sales order",
-		notification.DeliveryNote: "Delivery note", notification.GoodsReceivedNote: "Goods received note",
-		notification.Invoice: "Invoice",
-	},
-	"es": {
-		notification.PurchaseOrder: "Pedido de compra", notification.SalesOrder: "Pedido de venta",
-		notification.DeliveryNote: "Albarán", notification.GoodsReceivedNote: "Nota de recepción",
-		notification.Invoice: "Factura",
-	},
-	"ru": {
-		notification.PurchaseOrder: "Заказ на закупку", notification.SalesOrder: "Заказ покупателя",
-		notification.DeliveryNote: "Накладная", notification.GoodsReceivedNote: "Акт приёмки",
-		notification.Invoice: "Счёт",
-	},
 }
 
 func funcs(locale string) template.FuncMap {
