@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
@@ -116,6 +117,7 @@ func (p *pipeline) settle(t *testing.T) {
 	for _, s := range router.Streams {
 		consumers = append(consumers, [2]string{s, router.Durable})
 	}
+	consumers = append(consumers, [2]string{pdf.Stream, pdf.Durable})
 	for _, d := range delivery.Durables() {
 		consumers = append(consumers, [2]string{delivery.Stream, d})
 	}
@@ -138,7 +140,7 @@ func (p *pipeline) settle(t *testing.T) {
 			quiet = 0
 		}
 		return quiet >= 2
-	}, 15*time.Second, 50*time.Millisecond, "the pipeline did not settle")
+	}, 60*time.Second, 50*time.Millisecond, "the pipeline did not settle")
 }
 
 // mail reads every .eml in the sink, as a mail client would.

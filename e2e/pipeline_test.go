@@ -67,8 +67,9 @@ func TestSampleOrderEmailsEachRecipientOnceInTheirLanguage(t *testing.T) {
 	p.settle(t)
 	require.Len(t, p.mail(t), 2, "a republished event sends nothing new")
 	_, metrics := p.get(t, "/metrics")
-	require.Regexp(t, `herald_router_duplicates_total\{channel="email",priority="normal",tenant="acme"\} 2`, metrics)
-	require.Regexp(t, `herald_router_deliveries_total\{channel="email",priority="normal",tenant="acme"\} 2`, metrics)
+	require.Regexp(t, `herald_router_documents_total\{tenant="acme",type="purchase_order"\} 2`, metrics,
+		"the router asked for the document twice; DOCS kept one request")
+	require.Regexp(t, `herald_documents_total\{outcome="rendered",tenant="acme",type="purchase_order"\} 1`, metrics)
 
 	// An edited order is a new revision: a new email per recipient.
 	p.publish(t, "orders.updated", "evt-2026-11-30-0002", sample(t, "order.updated.json", nil))

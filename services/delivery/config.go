@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
 )
@@ -48,6 +49,15 @@ type Config struct {
 	Locker Locker
 	// Ledger records outcomes. Defaults to the "deliveries" bucket.
 	Ledger Ledger
+	// Documents is where rendered documents are read. Defaults to the
+	// "documents" object store.
+	Documents *documents.Store
+	// AttachMaxBytes is the largest document attached to an email; larger
+	// ones are linked with Links. Defaults to 5 MiB.
+	AttachMaxBytes int64
+	// Links signs download links for documents too large to attach.
+	// Without it, every document is attached whatever its size.
+	Links *documents.Signer
 	// Concurrency is how many emails are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int
@@ -74,6 +84,7 @@ type Config struct {
 // (LockTTL is filled in at Start, once AckWait is known).
 func (c Config) WithDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
+	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, 5<<20)
 	c.ProviderTimeout = cmp.Or(c.ProviderTimeout, 10*time.Second)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))

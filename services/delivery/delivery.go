@@ -29,7 +29,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,6 +41,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
@@ -90,6 +93,13 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("delivery: %w", err)
 		}
 		s.cfg.Ledger = l
+	}
+	if s.cfg.Documents == nil {
+		store, err := documents.Open(ctx, s.js)
+		if err != nil {
+			return fmt.Errorf("delivery: %w", err)
+		}
+		s.cfg.Documents = store
 	}
 	for _, durable := range Durables() {
 		c, err := consumer.Lookup(ctx, s.js, Stream, durable)
@@ -163,7 +173,11 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 // try makes one pass over the chain and settles the message by its outcome.
 func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Delivery, entry *ledger.Entry, log *slog.Logger) {
 	var result pass
-	m, err := w.composer.Compose(d, nil)
+	content, err := w.content(ctx, d)
+	var m email.Message
+	if err == nil {
+		m, err = w.composer.Compose(d, content)
+	}
 	if err == nil {
 		result = w.chain.send(ctx, m)
 		err = result.Failures
@@ -192,6 +206,46 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 	default:
 		w.retry(ctx, msg, d, entry, err, log)
 	}
+}
+
+// content is the delivery's document: attached, or linked when it is
+// larger than AttachMaxBytes and links can be signed. A document that is
+// gone, or not the one the delivery was released with, is a permanent
+// failure; anything else reading it is worth retrying.
+func (w worker) content(ctx context.Context, d notification.Delivery) (email.Content, error) {
+	if d.Document == nil || d.Document.Object == "" {
+		return email.Content{}, nil
+	}
+	if d.Document.Size > w.cfg.AttachMaxBytes && w.cfg.Links != nil {
+		link, expires := w.cfg.Links.Link(d.Document.Object, time.Now())
+		return email.Content{Link: link, LinkExpires: expires}, nil
+	}
+	pdf, err := w.cfg.Documents.Get(ctx, *d.Document)
+	if errors.Is(err, documents.ErrNotFound) || errors.Is(err, documents.ErrDigestMismatch) {
+		return email.Content{}, email.Permanent(err)
+	}
+	if err != nil {
+		return email.Content{}, err
+	}
+	return email.Content{Attachments: []email.Attachment{{
+		Filename: attachmentName(d), ContentType: "application/pdf", Data: pdf,
+	}}}, nil
+}
+
+// attachmentName is an ASCII file name a mail client shows as is, e.g.
+// PO-2026-0042_purchase_order_r2.pdf.
+func attachmentName(d notification.Delivery) string {
+	order, revision := "document", 0
+	if d.Order != nil {
+		order, revision = d.Order.ID, d.Order.Revision
+	}
+	name := fmt.Sprintf("%s_%s_r%d.pdf", order, d.Document.Type, revision)
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '.' || r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '_'
+	}, name)
 }
 
 func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r email.Receipt, log *slog.Logger) {

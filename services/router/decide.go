@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 )
@@ -26,13 +27,24 @@ const (
 	Invalid Outcome = "invalid"
 )
 
-// Decision is the router's verdict on one event: the deliveries to publish.
+// Decision is the router's verdict on one event: deliveries to publish
+// now, and documents to render, each with the deliveries that wait for it.
 type Decision struct {
 	Event      event.Event
 	Outcome    Outcome
 	Deliveries []notification.Delivery
+	Renders    []documents.Request
 	// Skipped counts recipient channels not deployed here (Config.Channels).
 	Skipped int
+}
+
+// planned counts every delivery, sent now or waiting for its document.
+func (d Decision) planned() int {
+	n := len(d.Deliveries)
+	for _, r := range d.Renders {
+		n += len(r.Deliveries)
+	}
+	return n
 }
 
 // decide parses an event and plans its deliveries. It does no I/O, so every
@@ -56,9 +68,9 @@ func (c Config) decide(payload []byte, now time.Time) (Decision, error) {
 	if err != nil {
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
-	d.Deliveries, d.Skipped = p.out, p.skipped
+	d.Deliveries, d.Renders, d.Skipped = p.out, p.renders, p.skipped
 	switch {
-	case len(d.Deliveries) > 0:
+	case d.planned() > 0:
 		d.Outcome = Routed
 	case p.matched:
 		d.Outcome = NoRecipients
@@ -74,6 +86,7 @@ type planner struct {
 	now     time.Time
 	seen    map[string]bool
 	out     []notification.Delivery
+	renders []documents.Request
 	skipped int
 	matched bool
 }
@@ -99,7 +112,34 @@ func (p *planner) order() error {
 			})
 		}
 	}
+	p.out = p.waitForDocuments(o, p.out)
 	return nil
+}
+
+// waitForDocuments takes the deliveries that carry a document out of the
+// ones to publish now, into one render request per document revision.
+func (p *planner) waitForDocuments(o event.Order, deliveries []notification.Delivery) []notification.Delivery {
+	now := deliveries[:0:0]
+	byObject := map[string]int{}
+	for _, d := range deliveries {
+		if d.Document == nil {
+			now = append(now, d)
+			continue
+		}
+		object := documents.ObjectName(p.ev.Tenant, o.ID, d.Document.Type, o.Revision)
+		d.Document.Object = object
+		i, ok := byObject[object]
+		if !ok {
+			i = len(p.renders)
+			byObject[object] = i
+			p.renders = append(p.renders, documents.Request{
+				Tenant: p.ev.Tenant, Type: d.Document.Type, Object: object, Locale: cmp.Or(o.Locale, "en"), Order: o,
+				Date: cmp.Or(p.ev.Time, o.IssuedAt), Event: d.Event,
+			})
+		}
+		p.renders[i].Deliveries = append(p.renders[i].Deliveries, d)
+	}
+	return now
 }
 
 func (p *planner) stock() error {

@@ -32,10 +32,17 @@ func order(m map[string]any) map[string]any {
 	return m["data"].(map[string]any)["order"].(map[string]any)
 }
 
+// keys lists every planned delivery's dedupe key: those sent now, then
+// those waiting for each document.
 func keys(d Decision) []string {
 	var out []string
 	for _, del := range d.Deliveries {
 		out = append(out, del.DedupeKey)
+	}
+	for _, r := range d.Renders {
+		for _, del := range r.Deliveries {
+			out = append(out, del.DedupeKey)
+		}
 	}
 	return out
 }
@@ -51,13 +58,21 @@ func TestDecideSample(t *testing.T) {
 	}, keys(d))
 	require.Equal(t, 0, d.Skipped, "the default route sends documents by email only")
 
-	olga := d.Deliveries[0]
+	require.Empty(t, d.Deliveries, "every delivery waits for the purchase order")
+	require.Len(t, d.Renders, 1)
+	r := d.Renders[0]
+	require.Equal(t, "purchase_order", r.Type)
+	require.Equal(t, "acme/PO-2026-0042/purchase_order-r1.pdf", r.Object)
+	require.Equal(t, "es", r.Locale, "the document speaks the order's language")
+	require.Equal(t, "Кефир 0,5 л", r.Order.Lines[1].Description)
+	require.Equal(t, time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), r.Date, "the event's time: a deterministic PDF")
+	olga := r.Deliveries[0]
 	require.Equal(t, notification.ID(olga.DedupeKey), olga.ID)
 	require.Equal(t, "ru", olga.Locale, "the recipient's locale wins")
-	require.Equal(t, "es", d.Deliveries[1].Locale, "else the order's")
+	require.Equal(t, "es", r.Deliveries[1].Locale, "else the order's")
 	require.Equal(t, notification.PriorityNormal, olga.Priority)
 	require.Equal(t, "purchase_order", olga.Template)
-	require.Equal(t, &notification.Document{Type: "purchase_order"}, olga.Document)
+	require.Equal(t, &notification.Document{Type: "purchase_order", Object: r.Object}, olga.Document)
 	require.Equal(t, notification.Recipient{Name: "Ольга Петрова", Role: "supplier", Address: "olga@zarya.example"}, olga.Recipient)
 	require.Equal(t, "Frutas del Sur S.L.", olga.Order.Buyer)
 	require.Equal(t, event.Decimal("183.48"), olga.Order.Totals.Gross)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 )
@@ -44,6 +45,7 @@ type Service struct {
 	events  metric.Int64Counter
 	planned metric.Int64Counter
 	dupes   metric.Int64Counter
+	docs    metric.Int64Counter
 	skipped metric.Int64Counter
 }
 
@@ -55,11 +57,12 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, js: js}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
-	var errs [4]error
+	var errs [5]error
 	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid)."))
 	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published and NOTIFY stored, by channel and priority."))
 	s.skipped, errs[2] = m.Int64Counter("herald.router.skipped", metric.WithDescription("Recipient channels not published because this deployment does not deliver on them."))
 	s.dupes, errs[3] = m.Int64Counter("herald.router.duplicates", metric.WithDescription("Deliveries NOTIFY already held (a republished or redelivered event), dropped by its duplicate window."))
+	s.docs, errs[4] = m.Int64Counter("herald.router.documents", metric.WithDescription("Render requests the router published, each with the deliveries that wait for the document."))
 	return s, errors.Join(errs[:]...)
 }
 
@@ -98,7 +101,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 		return
 	}
-	if err := s.publish(ctx, d.Deliveries); err != nil {
+	if err := s.publish(ctx, d); err != nil {
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
 		consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
 		return
@@ -107,43 +110,40 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 		log.WarnContext(ctx, "ack not confirmed; the event may be redelivered and its deliveries deduplicated", "error", err)
 		return
 	}
-	log.DebugContext(ctx, "event routed", "outcome", d.Outcome, "deliveries", len(d.Deliveries), "skipped", d.Skipped)
+	log.DebugContext(ctx, "event routed", "outcome", d.Outcome, "deliveries", d.planned(), "documents", len(d.Renders), "skipped", d.Skipped)
 }
 
-// publish sends every delivery asynchronously, then waits until NOTIFY has
-// stored (or recognised as duplicate) each one.
-func (s *Service) publish(ctx context.Context, deliveries []notification.Delivery) error {
-	futures := make([]jetstream.PubAckFuture, 0, len(deliveries))
-	for _, d := range deliveries {
-		body, err := json.Marshal(d)
+// publish sends the deliveries that need no document to NOTIFY, and each
+// document's render request (with the deliveries that wait for it) to DOCS,
+// and counts which NOTIFY stored and which it already had.
+func (s *Service) publish(ctx context.Context, d Decision) error {
+	for _, r := range d.Renders {
+		body, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
-		msg := nats.NewMsg(notification.Subject(d.Channel, d.Priority, d.Tenant))
+		msg := nats.NewMsg(documents.Subject(r.Type))
 		msg.Data = body
-		msg.Header.Set(jetstream.MsgIDHeader, d.DedupeKey)
-		f, err := s.js.PublishMsgAsync(msg)
-		if err != nil {
-			return fmt.Errorf("publishing %s: %w", msg.Subject, err)
+		msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(r.Object))
+		if _, err := s.js.PublishMsg(ctx, msg); err != nil {
+			return fmt.Errorf("requesting %s: %w", r.Object, err)
 		}
-		futures = append(futures, f)
+		s.docs.Add(ctx, 1, metric.WithAttributes(attribute.String("type", r.Type), attribute.String("tenant", r.Tenant)))
 	}
-	for i, f := range futures {
-		select {
-		case ack := <-f.Ok():
-			counter := s.planned
-			if ack.Duplicate {
-				counter = s.dupes
-			}
-			counter.Add(ctx, 1, metric.WithAttributes(
-				attribute.String("channel", string(deliveries[i].Channel)),
-				attribute.String("priority", string(deliveries[i].Priority)),
-				attribute.String("tenant", deliveries[i].Tenant)))
-		case err := <-f.Err():
-			return fmt.Errorf("publishing %s: %w", f.Msg().Subject, err)
-		case <-ctx.Done():
-			return ctx.Err()
+	acks, err := notification.Publish(ctx, s.js, d.Deliveries)
+	if err != nil {
+		return err
+	}
+	deliveries := d.Deliveries
+	for i, ack := range acks {
+		counter := s.planned
+		if ack.Duplicate {
+			counter = s.dupes
 		}
+		counter.Add(ctx, 1, metric.WithAttributes(
+			attribute.String("channel", string(deliveries[i].Channel)),
+			attribute.String("priority", string(deliveries[i].Priority)),
+			attribute.String("tenant", deliveries[i].Tenant)))
 	}
 	return nil
 }

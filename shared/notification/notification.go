@@ -51,12 +51,13 @@ type Recipient struct {
 	Address string `json:"address"`
 }
 
-// Document names the business document a delivery concerns. Object and
-// SHA256 are set once the document is rendered and stored.
+// Document names the business document a delivery concerns. Object, SHA256
+// and Size are set once the document is rendered and stored.
 type Document struct {
 	Type   string `json:"type"`
 	Object string `json:"object,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
+	Size   int64  `json:"size,omitempty"`
 }
 
 // EventRef points back at the event that caused the delivery.

@@ -31,9 +31,19 @@ type templateData struct {
 	Recipient    notification.Recipient
 	Order        *notification.OrderSummary
 	Stock        *event.Stock
-	DocumentName string // localized, e.g. "Pedido de compra"
-	Sender       string // the party the document comes from
-	Attached     bool   // whether the document is attached
+	DocumentName string    // localized, e.g. "Pedido de compra"
+	Sender       string    // the party the document comes from
+	Attached     bool      // whether the document is attached
+	Link         string    // where to download it, when too large to attach
+	LinkExpires  time.Time // until when the link works
+}
+
+// Content is what a message carries besides its text: the document as an
+// attachment, or a link to it.
+type Content struct {
+	Attachments []Attachment
+	Link        string
+	LinkExpires time.Time
 }
 
 // NewComposer parses the embedded templates. from is the From header.
@@ -61,16 +71,16 @@ func (c *Composer) Has(name string) bool {
 }
 
 // Compose renders d in its recipient's language, falling back to English
-// for a locale or template a language lacks. attachments are included as
-// given. An unknown template is a permanent error: retrying cannot help.
-func (c *Composer) Compose(d notification.Delivery, attachments []Attachment) (Message, error) {
+// for a locale or template a language lacks, with content attached or
+// linked. An unknown template is a permanent error: retrying cannot help.
+func (c *Composer) Compose(d notification.Delivery, content Content) (Message, error) {
 	t := c.template(d.Locale, d.Template)
 	if t == nil {
 		return Message{}, Permanentf("no email template %q", d.Template)
 	}
 	data := templateData{
 		Recipient: d.Recipient, Order: d.Order, Stock: d.Stock,
-		Sender: sender(d), Attached: len(attachments) > 0,
+		Sender: sender(d), Attached: len(content.Attachments) > 0, Link: content.Link, LinkExpires: content.LinkExpires,
 	}
 	if d.Document != nil {
 		data.DocumentName = notification.DocumentTitle(d.Document.Type, t.Name())
@@ -87,7 +97,7 @@ func (c *Composer) Compose(d notification.Delivery, attachments []Attachment) (M
 		ID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant,
 		From: c.from, To: d.Recipient.Address, ToName: d.Recipient.Name,
 		Subject: strings.Join(strings.Fields(subject), " "), Text: tidy(body),
-		Attachments: attachments, Date: time.Now(),
+		Attachments: content.Attachments, Date: time.Now(),
 	}, nil
 }
 

@@ -49,7 +49,7 @@ func TestComposeLanguages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.locale, func(t *testing.T) {
 			t.Parallel()
-			m, err := c.Compose(purchaseOrder(tt.locale, tt.revision), nil)
+			m, err := c.Compose(purchaseOrder(tt.locale, tt.revision), email.Content{})
 			require.NoError(t, err)
 			require.Equal(t, tt.subject, m.Subject)
 			for _, want := range tt.body {
@@ -71,7 +71,7 @@ func TestComposeStockAlert(t *testing.T) {
 		ID: "ntf_2", Tenant: "acme", Template: "low_stock", Locale: "es",
 		Recipient: notification.Recipient{Address: "almacen@acme.example"},
 		Stock:     &event.Stock{SKU: "MILK-1L", Warehouse: "SEV-01", OnHand: "14", ReorderPoint: "50", Unit: "ud"},
-	}, nil)
+	}, email.Content{})
 	require.NoError(t, err)
 	require.Equal(t, "Stock bajo: MILK-1L en SEV-01", m.Subject)
 	require.Contains(t, m.Text, "14 ud disponibles, punto de pedido 50")
@@ -83,7 +83,7 @@ func TestComposeUnknownTemplateIsPermanent(t *testing.T) {
 	require.NoError(t, err)
 	d := purchaseOrder("en", 1)
 	d.Template = "quote"
-	_, err = c.Compose(d, nil)
+	_, err = c.Compose(d, email.Content{})
 	require.True(t, email.IsPermanent(err), "got %v", err)
 	require.False(t, c.Has("quote"))
 	for _, doc := range append(notification.DocumentTypes, "low_stock") {

@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,9 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/lock"
@@ -43,6 +46,8 @@ type App struct {
 	tel      *telemetry.Telemetry
 	routerC  router.Config
 	emailC   delivery.Config
+	pdfC     pdf.Config
+	linkKey  []byte
 	checks   health.Checks
 	nc       *nats.Conn
 	ncClosed chan struct{}
@@ -81,6 +86,15 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 		a.emailC, err = a.emailConfig()
 		errs = append(errs, err)
 	}
+	a.pdfC = pdf.Config{Concurrency: cfg.PDF.Concurrency, Logger: logger.With("service", "pdf"), MeterProvider: tel.MeterProvider()}
+	if d := cfg.Documents; d.LinkSecretEnv != "" || d.LinkSecretFile != "" {
+		key, err := a.secret("documents.link_secret_env", d.LinkSecretEnv, d.LinkSecretFile)
+		if err == nil && len(key) < 32 {
+			err = fmt.Errorf("documents.link_secret_env: the link secret must be at least 32 bytes (got %d)", len(key))
+		}
+		a.linkKey = []byte(key)
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		if a.rdb != nil {
 			_ = a.rdb.Close()
@@ -94,7 +108,8 @@ func (a *App) emailConfig() (delivery.Config, error) {
 	c := delivery.Config{
 		From: a.cfg.Email.From, Concurrency: a.cfg.Email.Concurrency,
 		ProviderTimeout: a.cfg.Email.Timeout, LockTTL: a.cfg.Email.LockTTL, RetryDelay: a.cfg.Email.RetryDelay,
-		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
+		AttachMaxBytes: a.cfg.Documents.AttachMaxBytes,
+		Logger:         a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
@@ -146,7 +161,7 @@ func (a *App) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if err := a.startHTTP(); err != nil {
+	if err := a.startHTTP(ctx); err != nil {
 		return err
 	}
 	for _, name := range a.cfg.Services {
@@ -169,6 +184,8 @@ func (a *App) newService(name string) (service, error) {
 		return router.New(a.js, a.routerC)
 	case "delivery":
 		return delivery.New(a.js, a.emailC)
+	case "pdf":
+		return pdf.New(a.js, a.pdfC)
 	}
 	return nil, fmt.Errorf("services: %q is not a service", name)
 }
@@ -255,7 +272,7 @@ func (a *App) streamsPresent(ctx context.Context) error {
 	return nil
 }
 
-func (a *App) startHTTP() error {
+func (a *App) startHTTP(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", health.LiveHandler())
 	mux.Handle("GET /readyz", a.checks.ReadyHandler())
@@ -265,12 +282,36 @@ func (a *App) startHTTP() error {
 		return fmt.Errorf("http.listen: %w", err)
 	}
 	a.httpAddr = ln.Addr()
+	if err := a.serveDocuments(ctx, mux); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("http server stopped", "error", err)
 		}
 	}()
+	return nil
+}
+
+// serveDocuments, when links are configured, serves signed document links
+// and lets delivery sign them.
+func (a *App) serveDocuments(ctx context.Context, mux *http.ServeMux) error {
+	if a.linkKey == nil {
+		return nil
+	}
+	public := cmp.Or(a.cfg.Documents.PublicURL, "http://"+a.httpAddr.String())
+	signer, err := documents.NewSigner(a.linkKey, public, a.cfg.Documents.LinkTTL)
+	if err != nil {
+		return fmt.Errorf("documents.public_url: %w", err)
+	}
+	store, err := documents.Open(ctx, a.js)
+	if err != nil {
+		return err
+	}
+	mux.Handle("GET "+documents.LinkPath+"{name...}", documents.Handler(store, signer, a.logger))
+	a.emailC.Links = signer
 	return nil
 }
 

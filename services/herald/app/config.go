@@ -17,7 +17,7 @@ import (
 )
 
 // Targets are the services one herald process can run.
-var Targets = []string{"router", "delivery"}
+var Targets = []string{"router", "pdf", "delivery"}
 
 // Config is Herald's configuration file (HERALD_CONFIG or --config); the
 // same file serves `herald dev` and production. Environment variables and
@@ -56,6 +56,12 @@ type Config struct {
 	} `yaml:"log"`
 	Router router.Config `yaml:"router"`
 	Email  EmailConfig   `yaml:"email"`
+	PDF    struct {
+		// Concurrency is how many documents are rendered at once (CPU-bound).
+		// Defaults to 2.
+		Concurrency int `yaml:"concurrency"`
+	} `yaml:"pdf"`
+	Documents DocumentsConfig `yaml:"documents"`
 
 	// Services are the targets this process runs. Set by the command line.
 	Services []string `yaml:"-"`
@@ -83,6 +89,24 @@ type EmailConfig struct {
 	// Providers are tried in this order on every try. Defaults to SES, then
 	// SendGrid (region from AWS_REGION, key from SENDGRID_API_KEY).
 	Providers []ProviderConfig `yaml:"providers"`
+}
+
+// DocumentsConfig says how documents reach recipients.
+type DocumentsConfig struct {
+	// AttachMaxBytes is the largest document attached to an email; larger
+	// ones are sent as a signed download link, when links are configured.
+	// Defaults to 5 MiB.
+	AttachMaxBytes int64 `yaml:"attach_max_bytes"`
+	// LinkSecretEnv or LinkSecretFile name where the key that signs
+	// download links is (at least 32 bytes). Without one, every document is
+	// attached whatever its size.
+	LinkSecretEnv  string `yaml:"link_secret_env"`
+	LinkSecretFile string `yaml:"link_secret_file"`
+	// LinkTTL is how long a link works. Defaults to 7 days.
+	LinkTTL time.Duration `yaml:"link_ttl"`
+	// PublicURL is Herald's HTTP address as recipients reach it, e.g.
+	// https://herald.example.com. Defaults to http://<http.listen>.
+	PublicURL string `yaml:"public_url"`
 }
 
 // ProviderConfig declares one email provider. Secrets are never written
@@ -150,6 +174,7 @@ func (c Config) WithDefaults() Config {
 	c.NATS.URL = cmp.Or(c.NATS.URL, "nats://127.0.0.1:4222")
 	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, "127.0.0.1:8080")
 	c.Redis.Prefix = cmp.Or(c.Redis.Prefix, "herald:")
+	c.Documents.LinkTTL = cmp.Or(c.Documents.LinkTTL, 7*24*time.Hour)
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	c.Log.Format = cmp.Or(c.Log.Format, "text")
 	if len(c.Services) == 0 {

@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,9 @@ type DevConfig struct {
 	// providers, mail goes to the mail-directory sink under DataDir/mail.
 	Config Config
 }
+
+// devLinkSecret names the generated key that signs dev's document links.
+const devLinkSecret = "HERALD_DEV_LINK_SECRET"
 
 // Dev is a running development environment.
 type Dev struct {
@@ -56,6 +60,20 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 		c.Email.Providers = []ProviderConfig{{Type: "maildir", Dir: d.MailDir}}
 	}
 	c.Email.From = cmp.Or(c.Email.From, "Herald Dev <herald@localhost>")
+	if c.Documents.LinkSecretEnv == "" && c.Documents.LinkSecretFile == "" {
+		// Links work out of the box in dev: a fresh key each run.
+		c.Documents.LinkSecretEnv = devLinkSecret
+		getenv, key := c.Getenv, rand.Text()+rand.Text()
+		c.Getenv = func(name string) string {
+			if name == devLinkSecret {
+				return key
+			}
+			if getenv == nil {
+				return ""
+			}
+			return getenv(name)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return d, err
 	}

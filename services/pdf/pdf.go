@@ -1,0 +1,231 @@
+// Package pdf renders business documents. It consumes render requests from
+// DOCS with the durable consumer "pdf", renders each document (maroto, see
+// render/), stores it in the object store "documents", and only then
+// releases the deliveries waiting for it to NOTIFY, each with the stored
+// document's name and SHA-256 — so no email that carries a document leaves
+// before the document exists.
+//
+// A failed render is retried with a growing delay; when the consumer's
+// deliveries are exhausted the request is dead-lettered with its reason, and
+// a failed status event goes out for each waiting notification: none waits
+// forever in silence.
+package pdf
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/heraldhq/herald/services/pdf/render"
+	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// Stream and Durable name the consumer the renderer reads.
+const (
+	Stream  = "DOCS"
+	Durable = "pdf"
+)
+
+// Renderer turns a render request into PDF bytes.
+type Renderer interface {
+	Render(ctx context.Context, req documents.Request) ([]byte, error)
+}
+
+// Config configures the renderer service.
+type Config struct {
+	// Renderer renders documents. Defaults to the maroto renderer.
+	Renderer Renderer
+	// Concurrency is how many documents are rendered at once. Rendering is
+	// CPU-bound. Defaults to 2.
+	Concurrency int
+	// RetryDelay is the wait after a first failed render; it doubles with
+	// each try, up to five minutes. Defaults to 2s.
+	RetryDelay time.Duration
+
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// MeterProvider defaults to a no-op provider.
+	MeterProvider metric.MeterProvider
+}
+
+// WithDefaults returns the config with every unset field filled in.
+func (c Config) WithDefaults() Config {
+	if c.Renderer == nil {
+		c.Renderer = Maroto{}
+	}
+	c.Concurrency = cmp.Or(c.Concurrency, 2)
+	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.MeterProvider == nil {
+		c.MeterProvider = noop.NewMeterProvider()
+	}
+	return c
+}
+
+// Service is the renderer.
+type Service struct {
+	cfg      Config
+	js       jetstream.JetStream
+	store    *documents.Store
+	loops    consumer.Group
+	rendered metric.Int64Counter
+	duration metric.Float64Histogram
+}
+
+// New returns a renderer service.
+func New(js jetstream.JetStream, cfg Config) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if cfg.Concurrency < 1 {
+		return nil, fmt.Errorf("pdf.concurrency: must be 1 or more (got %d)", cfg.Concurrency)
+	}
+	s := &Service{cfg: cfg, js: js}
+	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/pdf")
+	var errs [2]error
+	s.rendered, errs[0] = m.Int64Counter("herald.documents",
+		metric.WithDescription("Render requests by document type and outcome: rendered, reused (already stored), retry, failed."))
+	s.duration, errs[1] = m.Float64Histogram("herald.document.render.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time to render one document."),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+	return s, errors.Join(errs[:]...)
+}
+
+// Start consumes render requests.
+func (s *Service) Start(ctx context.Context) error {
+	store, err := documents.Open(ctx, s.js)
+	if err != nil {
+		return fmt.Errorf("pdf: %w", err)
+	}
+	s.store = store
+	c, err := consumer.Lookup(ctx, s.js, Stream, Durable)
+	if err != nil {
+		return fmt.Errorf("pdf: %w", err)
+	}
+	maxDeliver := c.CachedInfo().Config.MaxDeliver
+	handle := func(ctx context.Context, msg jetstream.Msg) { s.handle(ctx, msg, maxDeliver) }
+	if err := s.loops.Start(ctx, c, handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}); err != nil {
+		return fmt.Errorf("pdf: %w", err)
+	}
+	return nil
+}
+
+// Stop drains: renders under way finish and are settled.
+func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
+
+func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int) {
+	var req documents.Request
+	if err := json.Unmarshal(msg.Data(), &req); err != nil || req.Object == "" || req.Type == "" {
+		s.deadLetter(ctx, msg, req, fmt.Errorf("malformed render request: %v", cmp.Or(err, errors.New("missing object or type"))))
+		return
+	}
+	log := s.cfg.Logger.With("object", req.Object, "tenant", req.Tenant)
+	ref, err := s.document(ctx, req)
+	if err == nil {
+		err = s.release(ctx, req, ref)
+	}
+	if err == nil {
+		if err := msg.DoubleAck(ctx); err != nil {
+			log.WarnContext(ctx, "ack not confirmed; the request may come back and find the document stored", "error", err)
+		}
+		return
+	}
+	var invalid *render.InputError
+	if errors.As(err, &invalid) {
+		// The order itself cannot be rendered (a character no font has, a
+		// malformed amount): no retry can change that.
+		s.count(ctx, req, "failed")
+		s.deadLetter(ctx, msg, req, err)
+		return
+	}
+	md, _ := msg.Metadata()
+	if md != nil && maxDeliver > 0 && md.NumDelivered >= uint64(maxDeliver) {
+		s.count(ctx, req, "failed")
+		s.deadLetter(ctx, msg, req, fmt.Errorf("render failed after %d tries: %w", md.NumDelivered, err))
+		return
+	}
+	s.count(ctx, req, "retry")
+	delay := consumer.NakWithBackoff(msg, s.cfg.RetryDelay, 5*time.Minute)
+	log.WarnContext(ctx, "document not ready; will retry", "retry_in", delay, "error", err)
+}
+
+// document returns the stored document, rendering and storing it first if
+// this revision has not been stored yet.
+func (s *Service) document(ctx context.Context, req documents.Request) (notification.Document, error) {
+	if ref, ok, err := s.store.Lookup(ctx, req.Object, req.Type); err != nil || ok {
+		if ok {
+			s.count(ctx, req, "reused")
+		}
+		return ref, err
+	}
+	start := time.Now()
+	pdf, err := s.cfg.Renderer.Render(ctx, req)
+	if err != nil {
+		return notification.Document{}, fmt.Errorf("rendering %s: %w", req.Object, err)
+	}
+	s.duration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("type", req.Type)))
+	ref, err := s.store.Put(ctx, req.Object, req.Type, pdf)
+	if err == nil {
+		s.count(ctx, req, "rendered")
+	}
+	return ref, err
+}
+
+// release publishes the waiting deliveries, each now carrying the stored
+// document, and waits until NOTIFY has them all.
+func (s *Service) release(ctx context.Context, req documents.Request, ref notification.Document) error {
+	for i := range req.Deliveries {
+		req.Deliveries[i].Document = &ref
+	}
+	_, err := notification.Publish(ctx, s.js, req.Deliveries)
+	return err
+}
+
+// deadLetter gives up on a request: copy to the DLQ, a failed status event
+// for every notification that waited on it, then terminate.
+func (s *Service) deadLetter(ctx context.Context, msg jetstream.Msg, req documents.Request, cause error) {
+	s.cfg.Logger.ErrorContext(ctx, "giving up on a document; dead-lettering", "object", req.Object, "tenant", req.Tenant, "error", cause)
+	if err := deadletter.Write(ctx, s.js, msg, cause.Error()); err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "dead-lettering failed; the request will be redelivered", "object", req.Object, "error", err)
+		_ = msg.NakWithDelay(5 * time.Second)
+		return
+	}
+	for _, d := range req.Deliveries {
+		s.publishFailed(ctx, d, cause)
+	}
+	if err := msg.TermWithReason(cause.Error()); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "dead-lettered, but terminating failed", "object", req.Object, "error", err)
+	}
+}
+
+func (s *Service) publishFailed(ctx context.Context, d notification.Delivery, cause error) {
+	body, err := json.Marshal(notification.Status{
+		NotificationID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant, Channel: d.Channel, State: "failed",
+		Reason: "its document could not be rendered: " + cause.Error(), Retryable: true, EventID: d.Event.ID, Time: time.Now().UTC(),
+	})
+	if err != nil {
+		return
+	}
+	m := nats.NewMsg(notification.StatusSubject(d.Tenant))
+	m.Data = body
+	m.Header.Set(jetstream.MsgIDHeader, d.DedupeKey+":failed")
+	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "status event not published", "notification_id", d.ID, "error", err)
+	}
+}
+
+func (s *Service) count(ctx context.Context, req documents.Request, outcome string) {
+	s.rendered.Add(ctx, 1, metric.WithAttributes(attribute.String("type", req.Type),
+		attribute.String("tenant", req.Tenant), attribute.String("outcome", outcome)))
+}

@@ -1,0 +1,44 @@
+package notification
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Publish sends deliveries to NOTIFY, each on its subject with Nats-Msg-Id
+// set to its dedupe key, asynchronously; then waits until the stream has
+// stored (or recognised as a duplicate) every one. The acks come back in
+// the deliveries' order.
+func Publish(ctx context.Context, js jetstream.JetStream, deliveries []Delivery) ([]*jetstream.PubAck, error) {
+	futures := make([]jetstream.PubAckFuture, 0, len(deliveries))
+	for _, d := range deliveries {
+		body, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		msg := nats.NewMsg(Subject(d.Channel, d.Priority, d.Tenant))
+		msg.Data = body
+		msg.Header.Set(jetstream.MsgIDHeader, d.DedupeKey)
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			return nil, fmt.Errorf("publishing %s: %w", msg.Subject, err)
+		}
+		futures = append(futures, f)
+	}
+	acks := make([]*jetstream.PubAck, len(futures))
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			acks[i] = ack
+		case err := <-f.Err():
+			return nil, fmt.Errorf("publishing %s: %w", f.Msg().Subject, err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return acks, nil
+}
