@@ -111,3 +111,20 @@ func TestFormatMoney(t *testing.T) {
 		require.Equal(t, tt.want, email.FormatMoney(tt.amount, tt.currency, tt.local), "%s %s %s", tt.amount, tt.currency, tt.local)
 	}
 }
+
+func TestComposeSaysWhetherTheDocumentIsAttachedOrLinked(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	attached, err := c.Compose(purchaseOrder("es", 1), email.Content{Attachments: []email.Attachment{{Filename: "a.pdf", Data: []byte("%PDF")}}})
+	require.NoError(t, err)
+	require.Contains(t, attached.Text, "Adjuntamos el documento en PDF.")
+	require.Len(t, attached.Attachments, 1)
+
+	expires := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	linked, err := c.Compose(purchaseOrder("ru", 1), email.Content{Link: "https://herald.example/v1/documents/x.pdf?sig=1", LinkExpires: expires})
+	require.NoError(t, err)
+	require.Contains(t, linked.Text, "Документ слишком велик для вложения. Скачайте его (ссылка действует до 2026-12-07):\nhttps://herald.example/v1/documents/x.pdf?sig=1")
+	require.Empty(t, linked.Attachments)
+	require.NotContains(t, linked.Text, "приложен")
+}
