@@ -60,7 +60,7 @@ func TestLargeDocumentsAreLinkedWithSignedExpiringURLs(t *testing.T) {
 	require.Empty(t, mail[0].Attachments)
 
 	get := func(u string) (int, []byte) {
-		resp, err := http.Get(u)
+		resp, err := heraldtest.HTTPClient(t).Get(u)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,9 +29,11 @@ func TestMain(m *testing.M) {
 
 // pipeline is Herald as `herald dev` runs it, on random ports.
 type pipeline struct {
-	dev *app.Dev
-	nc  *nats.Conn
-	js  jetstream.JetStream
+	dev   *app.Dev
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	redis string // URL
+	cfg   app.Config
 }
 
 func startPipeline(t *testing.T, edits ...func(*app.Config)) *pipeline {
@@ -44,8 +45,9 @@ func startPipeline(t *testing.T, edits ...func(*app.Config)) *pipeline {
 		edit(&cfg)
 	}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	redisURL := heraldtest.RedisURL(t)
 	dev, err := app.StartDev(context.Background(), app.DevConfig{
-		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: heraldtest.RedisURL(t), Config: cfg,
+		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: redisURL, Config: cfg,
 	}, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -58,7 +60,7 @@ func startPipeline(t *testing.T, edits ...func(*app.Config)) *pipeline {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	return &pipeline{dev: dev, nc: nc, js: js}
+	return &pipeline{dev: dev, nc: nc, js: js, redis: redisURL, cfg: cfg}
 }
 
 // publish sends an event as a publisher does, with Nats-Msg-Id.
@@ -72,6 +74,27 @@ func (p *pipeline) publish(t *testing.T, subject, msgID string, payload []byte) 
 	ack, err := p.js.PublishMsg(heraldtest.Context(t), msg)
 	require.NoError(t, err)
 	return ack
+}
+
+// startApp runs more Herald services on the pipeline's NATS and Redis, as
+// another process would.
+func (p *pipeline) startApp(t *testing.T, services ...string) *app.App {
+	t.Helper()
+	cfg := p.cfg
+	cfg.NATS.URL = p.dev.NATS.URL()
+	cfg.Redis.URL = p.redis
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Services = services
+	cfg.Streams.SkipApply = true
+	a, err := app.New(cfg, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	require.NoError(t, err)
+	require.NoError(t, a.Start(heraldtest.Context(t)))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, a.Stop(ctx))
+	})
+	return a
 }
 
 // publishAsync publishes without waiting for the stream's ack; waitPublished
@@ -178,7 +201,7 @@ func (p *pipeline) streamMessages(t *testing.T, stream string) []*jetstream.RawS
 
 func (p *pipeline) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get("http://" + p.dev.App.HTTPAddr() + path)
+	resp, err := heraldtest.HTTPClient(t).Get("http://" + p.dev.App.HTTPAddr() + path)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

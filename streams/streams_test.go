@@ -100,15 +100,16 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		subjects  []string
 		consumers []string
 	}{
-		"ORDERS":        {jetstream.LimitsPolicy, []string{"orders.*"}, []string{"router"}},
-		"INVENTORY":     {jetstream.LimitsPolicy, []string{"inventory.*"}, []string{"router"}},
-		"DOCS":          {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
-		"NOTIFY":        {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal"}},
-		"STATUS":        {jetstream.LimitsPolicy, []string{"notify.status.*"}, nil},
-		"ADVISORIES":    {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, nil},
-		"DLQ":           {jetstream.LimitsPolicy, []string{"dlq.*.*"}, nil},
-		"KV_deliveries": {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
-		"OBJ_documents": {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
+		"ORDERS":          {jetstream.LimitsPolicy, []string{"orders.*"}, []string{"router"}},
+		"INVENTORY":       {jetstream.LimitsPolicy, []string{"inventory.*"}, []string{"router"}},
+		"DOCS":            {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
+		"NOTIFY":          {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal"}},
+		"STATUS":          {jetstream.LimitsPolicy, []string{"notify.status.*"}, nil},
+		"ADVISORIES":      {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
+		"DLQ":             {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
+		"KV_dlq_redrives": {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
+		"KV_deliveries":   {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
+		"OBJ_documents":   {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 	}
 	all, err := streams.Load()
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 15)
+	require.Len(t, report, 18)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

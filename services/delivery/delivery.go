@@ -250,6 +250,7 @@ func attachmentName(d notification.Delivery) string {
 
 func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r email.Receipt, log *slog.Logger) {
 	e.State, e.Provider, e.ProviderMessageID, e.Reason, e.Retryable = ledger.Delivered, r.Provider, r.MessageID, "", false
+	e.Delivery = nil
 	w.metrics.outcome(ctx, d, r.Provider, "delivered")
 	if !d.CreatedAt.IsZero() {
 		w.metrics.latency.Record(ctx, time.Since(d.CreatedAt).Seconds(), w.metrics.attrs(d))
@@ -265,6 +266,9 @@ func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification
 // takes it to the DLQ).
 func (w worker) failed(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, cause error, retryable bool, log *slog.Logger) {
 	e.State, e.Reason, e.Retryable = ledger.Failed, cause.Error(), retryable
+	if retryable {
+		e.Delivery = msg.Data()
+	}
 	w.record(ctx, d, e, log)
 	w.publishStatus(ctx, d, e, log)
 	if retryable {

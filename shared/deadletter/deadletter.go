@@ -10,6 +10,7 @@ package deadletter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/event"
 )
 
 // Headers set on every entry.
@@ -29,6 +32,7 @@ const (
 	HeaderReason     = "Herald-Reason"
 	HeaderTime       = "Herald-Time"
 	HeaderMsgID      = "Herald-Original-Msg-Id"
+	HeaderTenant     = "Herald-Tenant"
 )
 
 // Subject is where entries from one stream's consumer are written.
@@ -57,29 +61,72 @@ func Write(ctx context.Context, js jetstream.Publisher, msg jetstream.Msg, reaso
 	if err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
-	entry := nats.NewMsg(Subject(md.Stream, md.Consumer))
-	entry.Data = msg.Data()
-	for k, vs := range msg.Headers() {
-		if k == jetstream.MsgIDHeader || strings.HasPrefix(k, "Nats-Expected-") {
+	return write(ctx, js, Entry{
+		Stream: md.Stream, Consumer: md.Consumer, Subject: msg.Subject(), Sequence: md.Sequence.Stream,
+		Deliveries: md.NumDelivered, Reason: reason, Header: msg.Headers(), Data: msg.Data(),
+	})
+}
+
+// Copy writes a message read back from stream by sequence — one that
+// exhausted its deliveries to consumer — to the DLQ.
+func Copy(ctx context.Context, js jetstream.Publisher, stream, consumer string, m *jetstream.RawStreamMsg, deliveries uint64, reason string) error {
+	return write(ctx, js, Entry{
+		Stream: stream, Consumer: consumer, Subject: m.Subject, Sequence: m.Sequence,
+		Deliveries: deliveries, Reason: reason, Header: m.Header, Data: m.Data,
+	})
+}
+
+// Entry is what a dead letter records about the message it keeps.
+type Entry struct {
+	Stream, Consumer, Subject string
+	Sequence, Deliveries      uint64
+	Reason                    string
+	Header                    nats.Header
+	Data                      []byte
+}
+
+func write(ctx context.Context, js jetstream.Publisher, e Entry) error {
+	entry := nats.NewMsg(Subject(e.Stream, e.Consumer))
+	entry.Data = e.Data
+	for k, vs := range e.Header {
+		// Nats-* headers are instructions to (or stamps from) the server —
+		// an id, expectations, a rollup, a direct get's Nats-Subject — and
+		// must not act on, or be mistaken for, the dead letter itself.
+		if strings.HasPrefix(k, "Nats-") {
 			continue
 		}
 		entry.Header[k] = vs
 	}
-	if id := msg.Headers().Get(jetstream.MsgIDHeader); id != "" {
+	if id := e.Header.Get(jetstream.MsgIDHeader); id != "" {
 		entry.Header.Set(HeaderMsgID, id)
 	}
-	entry.Header.Set(HeaderStream, md.Stream)
-	entry.Header.Set(HeaderConsumer, md.Consumer)
-	entry.Header.Set(HeaderSubject, msg.Subject())
-	entry.Header.Set(HeaderSequence, strconv.FormatUint(md.Sequence.Stream, 10))
-	entry.Header.Set(HeaderDeliveries, strconv.FormatUint(md.NumDelivered, 10))
-	entry.Header.Set(HeaderReason, clean(reason, 1024))
+	entry.Header.Set(HeaderStream, e.Stream)
+	entry.Header.Set(HeaderConsumer, e.Consumer)
+	entry.Header.Set(HeaderSubject, e.Subject)
+	entry.Header.Set(HeaderSequence, strconv.FormatUint(e.Sequence, 10))
+	entry.Header.Set(HeaderDeliveries, strconv.FormatUint(e.Deliveries, 10))
+	entry.Header.Set(HeaderReason, clean(e.Reason, 1024))
 	entry.Header.Set(HeaderTime, time.Now().UTC().Format(time.RFC3339Nano))
-	entry.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dlq:%s:%d", md.Stream, md.Sequence.Stream))
+	if tenant := tenantOf(e.Data); tenant != "" {
+		entry.Header.Set(HeaderTenant, tenant)
+	}
+	entry.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dlq:%s:%d", e.Stream, e.Sequence))
 	if _, err := js.PublishMsg(ctx, entry); err != nil {
 		return fmt.Errorf("dead letter: writing to %s: %w", entry.Subject, err)
 	}
 	return nil
+}
+
+// tenantOf reads the top-level "tenant" every Herald message carries
+// (events, deliveries, render requests), when the payload is JSON at all.
+func tenantOf(data []byte) string {
+	var m struct {
+		Tenant string `json:"tenant"`
+	}
+	if json.Unmarshal(data, &m) != nil || !event.ValidTenant(m.Tenant) {
+		return ""
+	}
+	return m.Tenant
 }
 
 // clean makes a reason fit a header: one line, bounded length.

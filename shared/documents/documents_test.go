@@ -83,7 +83,7 @@ func TestSignedLinks(t *testing.T) {
 	t.Cleanup(srv.Close)
 	at := func(link string) string { return srv.URL + strings.TrimPrefix(link, "http://herald.test") }
 	get := func(u string) (int, string) {
-		resp, err := http.Get(u)
+		resp, err := heraldtest.HTTPClient(t).Get(u)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"os"
 	"os/exec"
 	"testing"
@@ -102,6 +103,15 @@ func PDFText(t testing.TB, pdf []byte) string {
 	out, err := cmd.Output()
 	require.NoError(t, err, "pdftotext could not read the PDF")
 	return string(out)
+}
+
+// HTTPClient is a client with a transport of its own: a test server
+// closing elsewhere closes http.DefaultTransport's idle connections, which
+// breaks requests that share them.
+func HTTPClient(t testing.TB) *http.Client {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }
 
 // Context is a context bounded by 30 s, cancelled when the test ends.

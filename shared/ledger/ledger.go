@@ -61,7 +61,12 @@ type Entry struct {
 	Retryable         bool      `json:"retryable,omitempty"`
 	Tries             int       `json:"tries"`
 	Attempts          []Attempt `json:"attempts,omitempty"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	// Delivery is the delivery message itself, kept while a notification
+	// is failed-but-retryable, so the resend sweep can send it again.
+	Delivery json.RawMessage `json:"delivery,omitempty"`
+	// Resends counts the sweep's resends of this notification.
+	Resends   int       `json:"resends,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 
 	revision uint64
 }
@@ -144,4 +149,33 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 	}
 	e.revision = rev
 	return nil
+}
+
+// EachRetryable calls fn with every failed-but-retryable entry, until fn
+// returns false. It reads the whole bucket key by key: fine for a periodic
+// sweep over thousands of notifications, not for a hot path.
+func (l *Ledger) EachRetryable(ctx context.Context, fn func(Entry) bool) error {
+	keys, err := l.kv.ListKeys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	defer func() { _ = keys.Stop() }()
+	for key := range keys.Keys() {
+		kve, err := l.kv.Get(ctx, key)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		var e Entry
+		if json.Unmarshal(kve.Value(), &e) != nil || e.State != Failed || !e.Retryable {
+			continue
+		}
+		e.revision = kve.Revision()
+		if !fn(e) {
+			return nil
+		}
+	}
+	return ctx.Err()
 }

@@ -23,6 +23,8 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/services/dlq/alert"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/documents"
@@ -47,6 +49,7 @@ type App struct {
 	routerC  router.Config
 	emailC   delivery.Config
 	pdfC     pdf.Config
+	dlqC     dlq.Config
 	linkKey  []byte
 	checks   health.Checks
 	nc       *nats.Conn
@@ -87,6 +90,10 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 		errs = append(errs, err)
 	}
 	a.pdfC = pdf.Config{Concurrency: cfg.PDF.Concurrency, Logger: logger.With("service", "pdf"), MeterProvider: tel.MeterProvider()}
+	if cfg.runs("dlq") {
+		a.dlqC, err = a.dlqConfig()
+		errs = append(errs, err)
+	}
 	if d := cfg.Documents; d.LinkSecretEnv != "" || d.LinkSecretFile != "" {
 		key, err := a.secret("documents.link_secret_env", d.LinkSecretEnv, d.LinkSecretFile)
 		if err == nil && len(key) < 32 {
@@ -121,6 +128,32 @@ func (a *App) emailConfig() (delivery.Config, error) {
 	c.Providers = providers
 	c = c.WithDefaults()
 	return c, c.Validate()
+}
+
+func (a *App) dlqConfig() (dlq.Config, error) {
+	c := dlq.Config{
+		AlertWindow: a.cfg.DLQ.Alerts.Window, Sweep: a.cfg.DLQ.Sweep,
+		Logger: a.logger.With("service", "dlq"), MeterProvider: a.tel.MeterProvider(),
+	}
+	if a.rdb != nil {
+		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
+	}
+	al := a.cfg.DLQ.Alerts
+	if al.SlackURLEnv != "" || al.SlackURLFile != "" {
+		u, err := a.secret("dlq.alerts.slack_url_env", al.SlackURLEnv, al.SlackURLFile)
+		if err != nil {
+			return c, err
+		}
+		c.Alerts = append(c.Alerts, &alert.Slack{URL: u})
+	}
+	if al.WebhookURLEnv != "" || al.WebhookURLFile != "" {
+		u, err := a.secret("dlq.alerts.webhook_url_env", al.WebhookURLEnv, al.WebhookURLFile)
+		if err != nil {
+			return c, err
+		}
+		c.Alerts = append(c.Alerts, &alert.Webhook{URL: u})
+	}
+	return c, nil
 }
 
 // checkTemplates refuses routes that would publish emails no template can
@@ -186,6 +219,8 @@ func (a *App) newService(name string) (service, error) {
 		return delivery.New(a.js, a.emailC)
 	case "pdf":
 		return pdf.New(a.js, a.pdfC)
+	case "dlq":
+		return dlq.New(a.js, a.dlqC)
 	}
 	return nil, fmt.Errorf("services: %q is not a service", name)
 }

@@ -13,11 +13,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
 )
 
 // Targets are the services one herald process can run.
-var Targets = []string{"router", "pdf", "delivery"}
+var Targets = []string{"router", "pdf", "delivery", "dlq"}
 
 // Config is Herald's configuration file (HERALD_CONFIG or --config); the
 // same file serves `herald dev` and production. Environment variables and
@@ -62,6 +63,7 @@ type Config struct {
 		Concurrency int `yaml:"concurrency"`
 	} `yaml:"pdf"`
 	Documents DocumentsConfig `yaml:"documents"`
+	DLQ       DLQConfig       `yaml:"dlq"`
 
 	// Services are the targets this process runs. Set by the command line.
 	Services []string `yaml:"-"`
@@ -107,6 +109,25 @@ type DocumentsConfig struct {
 	// PublicURL is Herald's HTTP address as recipients reach it, e.g.
 	// https://herald.example.com. Defaults to http://<http.listen>.
 	PublicURL string `yaml:"public_url"`
+}
+
+// DLQConfig configures the DLQ service: alerts and the resend sweep.
+type DLQConfig struct {
+	Alerts struct {
+		// SlackURLEnv (or SlackURLFile) names where a Slack-compatible
+		// incoming-webhook URL is (a secret: it lets anyone post).
+		SlackURLEnv  string `yaml:"slack_url_env"`
+		SlackURLFile string `yaml:"slack_url_file"`
+		// WebhookURLEnv (or WebhookURLFile) names where a URL that receives
+		// each alert as JSON is.
+		WebhookURLEnv  string `yaml:"webhook_url_env"`
+		WebhookURLFile string `yaml:"webhook_url_file"`
+		// Window is the longest time between two alerts while failures
+		// keep coming; the first failure after a quiet spell alerts at once.
+		// Defaults to 1 minute.
+		Window time.Duration `yaml:"window"`
+	} `yaml:"alerts"`
+	Sweep dlq.SweepConfig `yaml:"sweep"`
 }
 
 // ProviderConfig declares one email provider. Secrets are never written

@@ -70,6 +70,10 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(fmt.Sprint(c)) }
 type Provider struct {
 	key      string
 	endpoint string
+	// client is this provider's own: sendgrid-go's default shares
+	// http.DefaultTransport with the whole process, whose idle connections
+	// anything may close under it.
+	client *rest.Client
 }
 
 // New checks cfg and returns a provider. It makes no request: a rejected key
@@ -98,7 +102,7 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("sendgrid: endpoint %q is not a base URL such as https://api.sendgrid.com",
 			strings.ReplaceAll(cfg.Endpoint, key, "[redacted]"))
 	}
-	return &Provider{key: key, endpoint: endpoint}, nil
+	return &Provider{key: key, endpoint: endpoint, client: &rest.Client{HTTPClient: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}}, nil
 }
 
 // Format keeps the API key out of any log line that prints the provider,
@@ -123,10 +127,9 @@ func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, 
 	req := sg.GetRequest(p.key, sendPath, p.endpoint)
 	req.Method = rest.Post
 	req.Body = body
-	// MakeRequestWithContext is a single attempt, and the request carries
-	// ctx: the library's client has no timeout of its own, so ctx is what
-	// bounds the call.
-	resp, err := sg.MakeRequestWithContext(ctx, req)
+	// SendWithContext is a single attempt, and the request carries ctx: the
+	// client has no timeout of its own, so ctx is what bounds the call.
+	resp, err := p.client.SendWithContext(ctx, req)
 	if resp == nil {
 		if err == nil {
 			err = errors.New("no response")

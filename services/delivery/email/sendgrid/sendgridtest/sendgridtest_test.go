@@ -36,7 +36,9 @@ func post(t *testing.T, url, auth, body string) (*http.Response, string) {
 	require.NoError(t, err)
 	req.Header.Set("Authorization", auth)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	// A client of its own: other tests closing their servers close
+	// http.DefaultTransport's idle connections under this one.
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -124,7 +126,9 @@ func TestCloseAbandonsPendingTimeout(t *testing.T) {
 		go func() {
 			req, _ := http.NewRequest(http.MethodPost, fake.URL()+"/v3/mail/send", strings.NewReader(valid))
 			req.Header.Set("Authorization", "Bearer "+key)
-			resp, err := http.DefaultClient.Do(req)
+			// A client of its own: other tests closing their servers close
+			// http.DefaultTransport's idle connections under this one.
+			resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
 			if err == nil {
 				resp.Body.Close()
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -28,7 +29,7 @@ func post(t *testing.T, url, auth, body string) *http.Response {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := heraldtest.HTTPClient(t).Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	return resp
@@ -110,7 +111,7 @@ func TestStopReleasesTimeouts(t *testing.T) {
 		require.NoError(t, err)
 		req.Header.Set("Authorization", signedBy)
 		go func() {
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := heraldtest.HTTPClient(t).Do(req)
 			if err == nil {
 				_ = resp.Body.Close()
 			}

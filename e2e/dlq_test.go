@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
+	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
+	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// slack is a fake Slack incoming webhook: it keeps every text posted.
+type slack struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	texts []string
+}
+
+func fakeSlack(t *testing.T) *slack {
+	s := &slack{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Text string `json:"text"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || json.Unmarshal(b, &body) != nil || body.Text == "" {
+			http.Error(w, "invalid_payload", http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.texts = append(s.texts, body.Text)
+		s.mu.Unlock()
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *slack) posts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.texts...)
+}
+
+// alertTo sends the DLQ service's alerts to s.
+func (s *slack) alertTo(window time.Duration) func(*app.Config) {
+	return func(c *app.Config) {
+		c.DLQ.Alerts.SlackURLEnv = "SLACK_URL"
+		c.DLQ.Alerts.Window = window
+		getenv := c.Getenv
+		c.Getenv = func(k string) string {
+			if k == "SLACK_URL" {
+				return s.srv.URL + "/services/T000/B000/XXXX"
+			}
+			if getenv == nil {
+				return ""
+			}
+			return getenv(k)
+		}
+	}
+}
+
+// withoutDocuments routes orders straight to email, so a test about
+// failures does not first render a PDF per order.
+func withoutDocuments(c *app.Config) {
+	c.Router.Routes = []router.Route{{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{event.ChannelEmail}}}
+}
+
+func oneRecipientOrder(t *testing.T, n int) []byte {
+	return sample(t, "order.created.json", func(m map[string]any) {
+		m["id"] = fmt.Sprintf("evt-dlq-%d", n)
+		data := m["data"].(map[string]any)
+		data["order"].(map[string]any)["id"] = fmt.Sprintf("PO-DLQ-%03d", n)
+		data["recipients"] = []any{map[string]any{"name": "Compras", "role": "buyer", "email": "compras@frutasdelsur.example", "channels": []any{"email"}}}
+	})
+}
+
+func TestExhaustedDeliveriesLandInTheDLQAndAlertOnce(t *testing.T) {
+	t.Parallel()
+	f := fakeProviders(t)
+	f.ses.Faults(func(int) sestest.Fault { return sestest.ServerError })
+	f.sg.Faults(func(int) sendgridtest.Fault { return sendgridtest.ServerError })
+	s := fakeSlack(t)
+	p := startPipeline(t, f.configure, withoutDocuments, s.alertTo(time.Minute), func(c *app.Config) { c.Email.RetryDelay = 10 * time.Millisecond })
+	p.publish(t, "orders.created", "evt-dlq-1", oneRecipientOrder(t, 1))
+
+	require.Eventually(t, func() bool { return len(p.streamMessages(t, "DLQ")) == 1 }, 30*time.Second, 50*time.Millisecond)
+	p.settle(t)
+	entry := p.streamMessages(t, "DLQ")[0]
+	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
+	require.Equal(t, "10", entry.Header.Get(deadletter.HeaderDeliveries), "MaxDeliver tries")
+	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "exhausted 10 deliveries; last error: gave up after 10 tries")
+	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "sendgrid: HTTP 500")
+	require.Equal(t, "acme", entry.Header.Get(deadletter.HeaderTenant))
+	d, err := notification.Decode(entry.Data)
+	require.NoError(t, err, "the entry keeps the delivery, byte for byte")
+	require.Equal(t, "acme:PO-DLQ-001:1:purchase_order:email:compras@frutasdelsur.example", d.DedupeKey)
+	require.Empty(t, p.streamMessages(t, "NOTIFY"), "the original is gone from its work queue")
+	require.Equal(t, 10, f.ses.Calls())
+
+	require.Eventually(t, func() bool { return len(s.posts()) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Contains(t, s.posts()[0], "NOTIFY")
+	require.Contains(t, s.posts()[0], "HTTP 500")
+	require.Never(t, func() bool { return len(s.posts()) > 1 }, 500*time.Millisecond, 50*time.Millisecond, "one failure, one alert")
+}
+
+func TestAdvisoriesWaitWhileTheDLQServiceIsDown(t *testing.T) {
+	t.Parallel()
+	f := fakeProviders(t)
+	f.ses.Faults(func(int) sestest.Fault { return sestest.ServerError })
+	f.sg.Faults(func(int) sendgridtest.Fault { return sendgridtest.ServerError })
+	p := startPipeline(t, f.configure, withoutDocuments, func(c *app.Config) {
+		c.Services = []string{"router", "delivery"} // no DLQ service yet
+		c.Email.RetryDelay = 10 * time.Millisecond
+	})
+	const n = 100
+	for i := range n {
+		p.publishAsync(t, "orders.created", fmt.Sprintf("evt-dlq-%d", i), oneRecipientOrder(t, i))
+	}
+	p.waitPublished(t)
+	p.settle(t)
+	require.Empty(t, p.streamMessages(t, "DLQ"))
+	require.Len(t, p.streamMessages(t, "NOTIFY"), n, "exhausted messages stay in their stream…")
+	require.Len(t, p.streamMessages(t, "ADVISORIES"), n, "…and their advisories are kept")
+
+	p.startApp(t, "dlq")
+	require.Eventually(t, func() bool { return len(p.streamMessages(t, "NOTIFY")) == 0 }, 30*time.Second, 50*time.Millisecond)
+	entries := p.streamMessages(t, "DLQ")
+	require.Len(t, entries, n)
+	seen := map[string]bool{}
+	for _, e := range entries {
+		seq := e.Header.Get(deadletter.HeaderSequence)
+		require.False(t, seen[seq], "no duplicates")
+		seen[seq] = true
+	}
+}
+
+func TestRedriveAfterRecoverySendsOnceEvenWhenRedrivenTwice(t *testing.T) {
+	t.Parallel()
+	f := fakeProviders(t)
+	f.ses.Faults(func(int) sestest.Fault { return sestest.ServerError })
+	f.sg.Faults(func(int) sendgridtest.Fault { return sendgridtest.ServerError })
+	p := startPipeline(t, f.configure, withoutDocuments, func(c *app.Config) { c.Email.RetryDelay = 10 * time.Millisecond })
+	const n = 5
+	for i := range n {
+		p.publish(t, "orders.created", fmt.Sprintf("evt-dlq-%d", i), oneRecipientOrder(t, i))
+	}
+	require.Eventually(t, func() bool { return len(p.streamMessages(t, "DLQ")) == n }, 60*time.Second, 50*time.Millisecond)
+	p.settle(t)
+	require.Empty(t, f.sent(t))
+
+	f.ses.Faults(nil) // SES recovers
+	ctx := heraldtest.Context(t)
+	entries, err := dlq.OpenEntries(ctx, p.js)
+	require.NoError(t, err)
+	redriveAll := func() {
+		var list []dlq.Entry
+		require.NoError(t, entries.Each(ctx, dlq.Filter{Stream: "NOTIFY"}, func(e dlq.Entry) error { list = append(list, e); return nil }))
+		require.Len(t, list, n)
+		for _, e := range list {
+			_, err := entries.Redrive(ctx, e)
+			require.NoError(t, err)
+		}
+	}
+	redriveAll()
+	p.settle(t)
+	redriveAll()
+	p.settle(t)
+
+	sent := f.sent(t)
+	require.Len(t, sent, n)
+	for id, count := range sent {
+		require.Equal(t, 1, count, id)
+	}
+	var list []dlq.Entry
+	require.NoError(t, entries.Each(ctx, dlq.Filter{}, func(e dlq.Entry) error { list = append(list, e); return nil }))
+	for _, e := range list {
+		require.NotNil(t, e.Redriven)
+		require.Equal(t, 2, e.Redriven.Count)
+	}
+}
+
+func TestABurstOfFailuresSendsABoundedNumberOfAlerts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 failures")
+	}
+	t.Parallel()
+	s := fakeSlack(t)
+	window := 2 * time.Second
+	p := startPipeline(t, s.alertTo(window))
+	const n = 10_000
+	start := time.Now()
+	for i := range n {
+		p.publishAsync(t, "orders.created", "bad-"+strconv.Itoa(i), []byte(`{"specversion":"1.0","id":"bad-`+strconv.Itoa(i)+`"}`))
+	}
+	p.waitPublished(t)
+	require.Eventually(t, func() bool { return len(p.streamMessages(t, "DLQ")) == n }, 2*time.Minute, 200*time.Millisecond)
+	burst := time.Since(start)
+	time.Sleep(window + time.Second) // the last summary
+	posts := s.posts()
+	bound := 2 + int(burst/window) + 1
+	require.LessOrEqual(t, len(posts), bound, "at most one alert per window, plus the first")
+	total := 0
+	for _, text := range posts {
+		m := regexp.MustCompile(`gave up on ([\d,]+) message`).FindStringSubmatch(text)
+		require.NotNil(t, m, text)
+		c, err := strconv.Atoi(regexp.MustCompile(`,`).ReplaceAllString(m[1], ""))
+		require.NoError(t, err)
+		total += c
+	}
+	require.Equal(t, n, total, "every failure is counted in some alert")
+	t.Logf("%d failures over %s: %d alerts (bound %d)", n, burst.Round(time.Millisecond), len(posts), bound)
+}

@@ -1,0 +1,135 @@
+package alert
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// StatusError is a webhook's answer outside 2xx.
+type StatusError struct {
+	// Target names the webhook without its URL: "the slack webhook".
+	Target     string
+	StatusCode int
+	// Code is the short error code the server answered with, such as
+	// Slack's "invalid_payload" or "channel_is_archived", if it gave one.
+	Code string
+	// RetryAfter is how long the server asked to be left alone (429s).
+	RetryAfter time.Duration
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("%s answered %d %s", e.Target, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Code != "" {
+		msg += " (" + e.Code + ")"
+	}
+	return msg
+}
+
+// defaultTimeout bounds a post whose context has no deadline.
+const defaultTimeout = 10 * time.Second
+
+// errorCode matches the bodies worth quoting in an error: short codes like
+// Slack's. Anything longer might be a page echoing the request, URL and all.
+var errorCode = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
+
+// post sends body as JSON to rawURL. Errors name target, never the URL.
+func post(ctx context.Context, client *http.Client, rawURL, target string, header http.Header, body []byte) error {
+	if rawURL == "" {
+		return fmt.Errorf("%s has no URL", target)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultTimeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	if err != nil {
+		// err quotes the URL, so it is left out.
+		return fmt.Errorf("the URL of %s is not valid", target)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "herald-dlq-alert")
+	if client == nil {
+		client = defaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("posting to %s: %w", target, redact(err, rawURL))
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection can be reused
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	e := &StatusError{Target: target, StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
+	if code := strings.TrimSpace(string(answer)); errorCode.MatchString(code) {
+		e.Code = code
+	}
+	return e
+}
+
+// redact drops the URL from a client error. net/http wraps every error in
+// a *url.Error that quotes the URL; what it wraps (a refused connection, a
+// timeout) names at most the host, which is no secret. If even that quotes
+// a secret part of the URL, only the fact of failing is kept.
+func redact(err error, rawURL string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	for _, secret := range secretParts(rawURL) {
+		if strings.Contains(msg, secret) {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return context.DeadlineExceeded
+			}
+			return errors.New("the request failed")
+		}
+	}
+	return err
+}
+
+// secretParts are the parts of a URL that may carry a credential.
+func secretParts(rawURL string) []string {
+	parts := []string{rawURL}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return parts
+	}
+	if len(u.Path) > 1 {
+		parts = append(parts, u.Path)
+	}
+	if u.RawQuery != "" {
+		parts = append(parts, u.RawQuery)
+	}
+	if p, ok := u.User.Password(); ok && p != "" {
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// retryAfter reads a Retry-After given in seconds; Slack sends nothing else.
+func retryAfter(h http.Header) time.Duration {
+	s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
+	if err != nil || s < 0 {
+		return 0
+	}
+	return time.Duration(s) * time.Second
+}
+
+// defaultClient has a transport of its own: http.DefaultTransport is shared
+// with the whole process, whose idle connections anything may close.
+var defaultClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
