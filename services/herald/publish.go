@@ -87,6 +87,9 @@ func publishOne(cmd *cobra.Command, js jetstream.JetStream, subject, id string, 
 		fmt.Fprintf(cmd.OutOrStdout(), "duplicate: %s was already published to %s (stream %s ignored it)\n", id, subject, ack.Stream)
 		return nil
 	}
+	if id == "" {
+		id = "an event without an id (so without Nats-Msg-Id)"
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "published %s to %s (stream %s, sequence %d)\n", id, subject, ack.Stream, ack.Sequence)
 	return nil
 }
