@@ -114,7 +114,7 @@ func TestExhaustedDeliveriesLandInTheDLQAndAlertOnce(t *testing.T) {
 	require.Empty(t, p.streamMessages(t, "NOTIFY"), "the original is gone from its work queue")
 	require.Equal(t, 10, f.ses.Calls())
 
-	require.Eventually(t, func() bool { return len(s.posts()) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(s.posts()) == 1 }, 60*time.Second, 20*time.Millisecond)
 	require.Contains(t, s.posts()[0], "NOTIFY")
 	require.Contains(t, s.posts()[0], "HTTP 500")
 	require.Never(t, func() bool { return len(s.posts()) > 1 }, 500*time.Millisecond, 50*time.Millisecond, "one failure, one alert")

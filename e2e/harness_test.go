@@ -24,7 +24,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
 }
 
 // pipeline is Herald as `herald dev` runs it, on random ports.

@@ -25,7 +25,7 @@ import (
 	"github.com/heraldhq/herald/shared/notification"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 // faulty puts failures and latency in front of a real provider, the way a
 // misbehaving email service would present them.
@@ -206,8 +206,8 @@ func TestTransientFailuresAreRetriedThenDeliveredOnce(t *testing.T) {
 	}}, 1)
 	b.publish(t, 1)
 
-	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 10*time.Second, 20*time.Millisecond)
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 5*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 60*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"a delivered message is acknowledged and leaves the work queue")
 	require.Equal(t, int32(3), b.faulty.calls.Load())
 	require.Equal(t, 1, b.mailCount(t))
@@ -221,12 +221,12 @@ func TestPermanentFailureIsDeadLetteredWithTheProvidersWords(t *testing.T) {
 	}}, 1)
 	b.publish(t, 1)
 
-	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 60*time.Second, 20*time.Millisecond)
 	entry := b.dlq(t)[0]
 	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
 	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "faulty: permanent: 550 5.1.1 mailbox unavailable")
 	require.Equal(t, "notify.email.normal.acme", entry.Header.Get(deadletter.HeaderSubject))
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 5*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"terminated, after the copy")
 	require.Equal(t, int32(1), b.faulty.calls.Load(), "a permanent failure is not retried")
 	require.Zero(t, b.mailCount(t))
@@ -238,7 +238,7 @@ func TestUnreadableDeliveryIsDeadLettered(t *testing.T) {
 	b.publishRaw(t, "garbage", []byte(`{"id": "ntf_1"}`))
 	b.publish(t, 2)
 
-	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 && b.mailCount(t) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 && b.mailCount(t) == 1 }, 60*time.Second, 20*time.Millisecond)
 	require.Contains(t, b.dlq(t)[0].Header.Get(deadletter.HeaderReason),
 		"malformed delivery: missing channel, dedupe_key, recipient.address, template, tenant")
 	require.Equal(t, int32(1), b.faulty.calls.Load(), "nothing was sent for the unreadable one")
@@ -254,8 +254,8 @@ func TestSlowSendIsKeptAlive(t *testing.T) {
 	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency = 4 })
 
 	b.publish(t, 1)
-	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 10*time.Second, 20*time.Millisecond)
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 60*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond)
 	require.Equal(t, int32(1), b.faulty.calls.Load(), "no second worker started the same send")
 }
 
@@ -267,7 +267,7 @@ func TestStopDrainsInFlightSends(t *testing.T) {
 	for i := range n {
 		b.publish(t, i)
 	}
-	require.Eventually(t, func() bool { return b.faulty.calls.Load() >= 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return b.faulty.calls.Load() >= 2 }, 60*time.Second, 5*time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

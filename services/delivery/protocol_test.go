@@ -35,7 +35,7 @@ func TestRacingCopiesSendOnce(t *testing.T) {
 		b.publishAs(t, 1, fmt.Sprintf("copy-%d", copy))
 	}
 
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 15*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"every copy is acknowledged")
 	require.Equal(t, int32(1), b.faulty.calls.Load())
 	require.Equal(t, 1, b.mailCount(t))
@@ -60,7 +60,7 @@ func TestRedeliveryDuringASlowSendSendsOnce(t *testing.T) {
 	b.worker(t, js, nil)
 
 	b.publish(t, 1)
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 15*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond)
 	info, err := b.nats.JS.Consumer(heraldtest.Context(t), "NOTIFY", "email-normal")
 	require.NoError(t, err)
 	require.Positive(t, info.CachedInfo().NumRedelivered+int(info.CachedInfo().Delivered.Consumer)-1, "the message was redelivered")
@@ -105,7 +105,7 @@ func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 	})
 
 	b.publish(t, 1)
-	require.Eventually(t, crashing.crashed.Load, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, crashing.crashed.Load, 60*time.Second, 10*time.Millisecond)
 	require.Equal(t, 1, b.mailCount(t), "sent once before the crash")
 
 	// A surviving worker on the same lock gets the redelivery.
@@ -113,7 +113,7 @@ func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 	t.Cleanup(func() { _ = survivorRedis.Close() })
 	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Locker = lock.NewRedis(survivorRedis, prefix) })
 
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 15*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"the survivor acknowledges the redelivered copy")
 	require.Equal(t, int32(1), b.faulty.calls.Load(), "no second send")
 	require.Equal(t, 1, b.mailCount(t))
@@ -149,7 +149,7 @@ func TestRedisDownSendsNothingUntilItIsBack(t *testing.T) {
 	back, err := embedded.StartRedis(opts.Addr)
 	require.NoError(t, err)
 	t.Cleanup(back.Close)
-	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 15*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 60*time.Second, 50*time.Millisecond)
 	require.Equal(t, int32(1), b.faulty.calls.Load())
 }
 
@@ -162,7 +162,7 @@ func TestLedgerKeepsTheAttemptsAndStatusIsPublished(t *testing.T) {
 		return nil
 	}}, 1)
 	b.publish(t, 1)
-	require.Eventually(t, func() bool { return b.ledgerEntry(t, 1).State == ledger.Delivered }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return b.ledgerEntry(t, 1).State == ledger.Delivered }, 60*time.Second, 20*time.Millisecond)
 
 	e := b.ledgerEntry(t, 1)
 	require.Equal(t, 3, e.Tries)
@@ -173,7 +173,7 @@ func TestLedgerKeepsTheAttemptsAndStatusIsPublished(t *testing.T) {
 	require.Equal(t, []uint64{1, 2, 3}, []uint64{e.Attempts[0].Delivery, e.Attempts[1].Delivery, e.Attempts[2].Delivery})
 	require.Empty(t, e.Attempts[2].Error)
 
-	require.Eventually(t, func() bool { return len(b.streamMessages(t, "STATUS")) == 1 }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.streamMessages(t, "STATUS")) == 1 }, 60*time.Second, 20*time.Millisecond)
 	var st notification.Status
 	require.NoError(t, json.Unmarshal(b.streamMessages(t, "STATUS")[0].Data, &st))
 	require.Equal(t, "delivered", st.State)
@@ -185,7 +185,7 @@ func TestPermanentRefusalIsRecordedAsFailed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &faulty{fail: func(int) error { return email.Permanentf("HTTP 400: Illegal address") }}, 1)
 	b.publish(t, 1)
-	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 60*time.Second, 20*time.Millisecond)
 	e := b.ledgerEntry(t, 1)
 	require.Equal(t, ledger.Failed, e.State)
 	require.False(t, e.Retryable)
@@ -201,7 +201,7 @@ func TestExhaustedTriesAreRecordedAsRetryable(t *testing.T) {
 	b.worker(t, b.nats.JS, nil)
 	b.publish(t, 1)
 
-	require.Eventually(t, func() bool { return b.ledgerEntry(t, 1).State == ledger.Failed }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return b.ledgerEntry(t, 1).State == ledger.Failed }, 60*time.Second, 20*time.Millisecond)
 	e := b.ledgerEntry(t, 1)
 	require.True(t, e.Retryable)
 	require.Equal(t, 3, e.Tries)

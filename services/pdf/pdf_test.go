@@ -22,7 +22,7 @@ import (
 	"github.com/heraldhq/herald/shared/notification"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 // flaky fails its first n renders, then renders for real; it records
 // whether any delivery had reached NOTIFY before each render finished.
@@ -124,10 +124,10 @@ func TestDeliveriesAreReleasedOnlyOnceTheDocumentIsStored(t *testing.T) {
 	f.js = b.nats.JS
 	b.submit(t, request(t))
 
-	require.Eventually(t, func() bool { return len(b.messages(t, "NOTIFY")) == 2 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.messages(t, "NOTIFY")) == 2 }, 60*time.Second, 20*time.Millisecond)
 	require.False(t, f.early.Load(), "no delivery reached NOTIFY before the document existed")
 	require.Equal(t, int32(4), f.calls.Load(), "three failed renders, then one that worked")
-	require.Eventually(t, func() bool { return len(b.messages(t, "DOCS")) == 0 }, 5*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return len(b.messages(t, "DOCS")) == 0 }, 60*time.Second, 20*time.Millisecond,
 		"the request is acknowledged")
 
 	store, err := documents.Open(heraldtest.Context(t), b.nats.JS)
@@ -151,7 +151,7 @@ func TestRerenderingARevisionIsIdempotent(t *testing.T) {
 	f.js = b.nats.JS
 	req := request(t)
 	b.submit(t, req)
-	require.Eventually(t, func() bool { return len(b.messages(t, "NOTIFY")) == 2 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.messages(t, "NOTIFY")) == 2 }, 60*time.Second, 20*time.Millisecond)
 
 	// The same request again, past the duplicate window (another id).
 	body, err := json.Marshal(req)
@@ -161,7 +161,7 @@ func TestRerenderingARevisionIsIdempotent(t *testing.T) {
 	msg.Header.Set(jetstream.MsgIDHeader, "another-id")
 	_, err = b.nats.JS.PublishMsg(heraldtest.Context(t), msg)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(b.messages(t, "DOCS")) == 0 }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.messages(t, "DOCS")) == 0 }, 60*time.Second, 20*time.Millisecond)
 	require.Equal(t, int32(1), f.calls.Load(), "the stored document is reused, not rendered again")
 	require.Len(t, b.messages(t, "NOTIFY"), 2, "its deliveries are deduplicated by NOTIFY")
 }
@@ -173,14 +173,14 @@ func TestARendererThatAlwaysFailsEndsInTheDLQ(t *testing.T) {
 	f.js = b.nats.JS
 	b.submit(t, request(t))
 
-	require.Eventually(t, func() bool { return len(b.messages(t, "DLQ")) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.messages(t, "DLQ")) == 1 }, 60*time.Second, 20*time.Millisecond)
 	entry := b.messages(t, "DLQ")[0]
 	require.Equal(t, "dlq.DOCS.pdf", entry.Subject)
 	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "render failed after 3 tries")
 	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "renderer out of memory")
 	require.Equal(t, int32(3), f.calls.Load())
 	require.Empty(t, b.messages(t, "NOTIFY"), "nothing was released")
-	require.Eventually(t, func() bool { return len(b.messages(t, "DOCS")) == 0 }, 5*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return len(b.messages(t, "DOCS")) == 0 }, 60*time.Second, 20*time.Millisecond,
 		"copied to the DLQ, then terminated")
 
 	statuses := b.messages(t, "STATUS")

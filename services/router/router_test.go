@@ -17,7 +17,7 @@ import (
 	"github.com/heraldhq/herald/streams"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 // When what the router planned cannot be stored, the event is not
 // acknowledged: it is routed again once the stream is back, and nothing is

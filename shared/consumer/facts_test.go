@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 // Facts about JetStream that Herald's design relies on, checked against the
 // nats-server version embedded here, so an upgrade that changes one fails

@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 // A message read back by sequence carries the server's Nats-* stamps, and
 // may carry instructions (Nats-Rollup, Nats-Expected-*): none may reach or

@@ -19,7 +19,7 @@ import (
 	"github.com/heraldhq/herald/shared/notification"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 var secret = bytes.Repeat([]byte("k"), 32)
 

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/lock"
@@ -112,6 +113,17 @@ func HTTPClient(t testing.TB) *http.Client {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
+}
+
+// LeakOptions are the goroutines goleak must tolerate: library goroutines
+// that outlive what owned them by design or by a known quirk, not ours.
+var LeakOptions = []goleak.Option{
+	// go-redis's idle-connection reaper stops when its client closes, a
+	// beat after Close returns.
+	goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
+	// nats.go's jetstream waits for reconnects on a status channel that is
+	// nil when async publishing started as the connection closed.
+	goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
 }
 
 // Context is a context bounded by 30 s, cancelled when the test ends.

@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 const key = "acme:PO-2026-0042:1:purchase_order:email:olga+orders@zarya.example"
 

@@ -18,7 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
 }
 
 // backends are the Redis servers the suite runs against: always the

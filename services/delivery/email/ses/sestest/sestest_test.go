@@ -16,7 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
 }
 
 const sendPath = "/v2/email/outbound-emails"
