@@ -183,20 +183,7 @@ func (p *pipeline) mail(t *testing.T) []emailtest.Parsed {
 // streamMessages reads every message stored in a stream.
 func (p *pipeline) streamMessages(t *testing.T, stream string) []*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := heraldtest.Context(t)
-	s, err := p.js.Stream(ctx, stream)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			continue // deleted
-		}
-		out = append(out, m)
-	}
-	return out
+	return heraldtest.StreamMessages(t, p.js, stream)
 }
 
 func (p *pipeline) get(t *testing.T, path string) (int, string) {

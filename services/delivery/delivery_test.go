@@ -182,18 +182,7 @@ func (b *bundle) dlq(t *testing.T) []*jetstream.RawStreamMsg {
 
 func (b *bundle) streamMessages(t *testing.T, stream string) []*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := heraldtest.Context(t)
-	s, err := b.nats.JS.Stream(ctx, stream)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		if m, err := s.GetMsg(ctx, seq); err == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	return heraldtest.StreamMessages(t, b.nats.JS, stream)
 }
 
 func TestTransientFailuresAreRetriedThenDeliveredOnce(t *testing.T) {

@@ -64,18 +64,7 @@ func (b *bundle) failed(t *testing.T, n int, resends int) {
 
 func (b *bundle) notify(t *testing.T) []*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := heraldtest.Context(t)
-	s, err := b.nats.JS.Stream(ctx, "NOTIFY")
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		if m, err := s.GetMsg(ctx, seq); err == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	return heraldtest.StreamMessages(t, b.nats.JS, "NOTIFY")
 }
 
 func TestSweepResendsRetryableFailures(t *testing.T) {

@@ -103,18 +103,7 @@ func (b *bundle) submit(t *testing.T, req documents.Request) {
 
 func (b *bundle) messages(t *testing.T, stream string) []*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := heraldtest.Context(t)
-	s, err := b.nats.JS.Stream(ctx, stream)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		if m, err := s.GetMsg(ctx, seq); err == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	return heraldtest.StreamMessages(t, b.nats.JS, stream)
 }
 
 func TestDeliveriesAreReleasedOnlyOnceTheDocumentIsStored(t *testing.T) {

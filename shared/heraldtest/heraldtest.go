@@ -115,6 +115,23 @@ func HTTPClient(t testing.TB) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
+// StreamMessages reads every message a stream holds, oldest first.
+func StreamMessages(t testing.TB, js jetstream.JetStream, stream string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := Context(t)
+	s, err := js.Stream(ctx, stream)
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		if m, err := s.GetMsg(ctx, seq); err == nil { // deleted ones are gaps
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // LeakOptions are the goroutines goleak must tolerate: library goroutines
 // that outlive what owned them by design or by a known quirk, not ours.
 var LeakOptions = []goleak.Option{
