@@ -3,13 +3,13 @@ package email
 import (
 	"bytes"
 	"embed"
-	"fmt"
 	"io/fs"
 	"strings"
 	"text/template"
 	"time"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/money"
 	"github.com/heraldhq/herald/shared/notification"
 )
 
@@ -164,58 +164,11 @@ func funcs(locale string) template.FuncMap {
 	}
 }
 
-// FormatMoney writes an exact decimal amount the way locale writes money:
-// "€1,234.50" in English, "1.234,50 €" in Spanish, "1 234,50 €" in Russian.
-// It never rounds: the amount is text in, text out.
+// FormatMoney writes an exact decimal amount the way locale writes money,
+// as the PDFs do: "€1,234.50", "1.234,50 €", "1 234,50 €". It never rounds.
 func FormatMoney(amount event.Decimal, currency, locale string) string {
-	s := string(amount)
 	if !amount.Valid() {
-		return fmt.Sprintf("%s %s", s, currency)
+		return string(amount) + " " + currency
 	}
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
-	}
-	whole, frac, _ := strings.Cut(s, ".")
-	for len(frac) < 2 {
-		frac += "0"
-	}
-	f := moneyFormats[locale]
-	if f.group == "" {
-		f = moneyFormats[DefaultLocale]
-	}
-	number := sign + group(whole, f.group) + f.decimal + frac
-	symbol, ok := currencySymbols[currency]
-	switch {
-	case !ok:
-		return number + " " + currency
-	case f.symbolFirst:
-		return sign + symbol + strings.TrimPrefix(number, sign)
-	default:
-		return number + "\u00a0" + symbol
-	}
-}
-
-type moneyFormat struct {
-	group, decimal string
-	symbolFirst    bool
-}
-
-var moneyFormats = map[string]moneyFormat{
-	"en": {group: ",", decimal: ".", symbolFirst: true},
-	"es": {group: ".", decimal: ","},
-	"ru": {group: "\u00a0", decimal: ","},
-}
-
-var currencySymbols = map[string]string{"EUR": "€", "USD": "$", "GBP": "£", "RUB": "₽", "JPY": "¥"}
-
-func group(digits, sep string) string {
-	var b strings.Builder
-	for i, r := range digits {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteString(sep)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return money.StyleOf(locale).Money(string(amount), currency, money.Symbols)
 }

@@ -104,7 +104,7 @@ func TestFormatMoney(t *testing.T) {
 		{"1234.50", "EUR", "es", "1.234,50\u00a0€"},
 		{"1234.50", "RUB", "ru", "1\u00a0234,50\u00a0₽"},
 		{"0.125", "EUR", "en", "€0.125"},
-		{"99", "CHF", "en", "99.00 CHF"},
+		{"99", "CHF", "en", "99.00\u00a0CHF"},
 		{"12.3", "EUR", "fr", "€12.30"},
 	}
 	for _, tt := range tests {

@@ -1,11 +1,13 @@
 package render
 
 import (
+	"maps"
 	"math/big"
 	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/money"
 )
 
 // language picks the document's language: the locale's base language
@@ -63,80 +65,34 @@ var texts = map[string]labels{
 	},
 }
 
-// numberFormat follows the emails (services/delivery/email FormatMoney):
-// "1,234.50" in English, "1.234,50" in Spanish, "1 234,50" in Russian with
-// a no-break space, so a figure reads the same in the mail and the PDF.
+// numberFormat is a language's way with numbers: money and figures as
+// shared/money writes them (so a figure reads the same in the mail and the
+// PDF), plus percentages and dates.
 type numberFormat struct {
-	group, decimal string
-	symbolFirst    bool
-	percentSep     string // between the number and "%", as CLDR writes it
-	date           string
+	money.Style
+	percentSep string // between the number and "%", as CLDR writes it
+	date       string
 }
 
 var numberFormats = map[string]numberFormat{
-	"en": {group: ",", decimal: ".", symbolFirst: true, percentSep: "", date: time.DateOnly},
-	"es": {group: ".", decimal: ",", percentSep: "\u00a0", date: "02/01/2006"},
-	"ru": {group: "\u00a0", decimal: ",", percentSep: "\u00a0", date: "02.01.2006"},
+	"en": {Style: money.StyleOf("en"), percentSep: "", date: time.DateOnly},
+	"es": {Style: money.StyleOf("es"), percentSep: "\u00a0", date: "02/01/2006"},
+	"ru": {Style: money.StyleOf("ru"), percentSep: "\u00a0", date: "02.01.2006"},
 }
 
-// currencySymbols are the symbols the emails use, less "₽": the Go fonts
-// have no glyph for it, so roubles are written "RUB".
-var currencySymbols = map[string]string{"EUR": "€", "USD": "$", "GBP": "£", "JPY": "¥"}
+// currencySymbols are money's, less "₽": the Go fonts have no glyph for it,
+// so roubles are written "RUB".
+var currencySymbols = func() map[string]string {
+	m := maps.Clone(money.Symbols)
+	delete(m, "RUB")
+	return m
+}()
 
-// minorUnits are the ISO 4217 currencies whose cents are not hundredths.
-var minorUnits = map[string]int{
-	"JPY": 0, "KRW": 0, "ISK": 0, "CLP": 0, "VND": 0, "PYG": 0, "UGX": 0,
-	"BHD": 3, "KWD": 3, "OMR": 3, "JOD": 3, "TND": 3, "IQD": 3, "LYD": 3,
-}
-
-func decimalsOf(currency string) int {
-	if d, ok := minorUnits[currency]; ok {
-		return d
-	}
-	return 2
-}
-
-// number writes a plain decimal ("-1234.5") in the language's style, with
-// at least minFrac fraction digits. It never rounds.
-func (f numberFormat) number(plain string, minFrac int) string {
-	sign := ""
-	if rest, ok := strings.CutPrefix(plain, "-"); ok {
-		sign, plain = "-", rest
-	}
-	whole, frac, _ := strings.Cut(plain, ".")
-	if pad := minFrac - len(frac); pad > 0 {
-		frac += strings.Repeat("0", pad)
-	}
-	var b strings.Builder
-	b.WriteString(sign)
-	for i, r := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteString(f.group)
-		}
-		b.WriteRune(r)
-	}
-	if frac != "" {
-		b.WriteString(f.decimal)
-		b.WriteString(frac)
-	}
-	return b.String()
-}
+func (f numberFormat) number(plain string, minFrac int) string { return f.Number(plain, minFrac) }
 
 // money writes an amount with its currency: "€1,234.50", "1.234,50 €".
 func (f numberFormat) money(plain, currency string) string {
-	n := f.number(plain, decimalsOf(currency))
-	symbol, ok := currencySymbols[currency]
-	switch {
-	case !ok:
-		return n + "\u00a0" + currency
-	case f.symbolFirst:
-		if rest, neg := strings.CutPrefix(n, "-"); neg {
-			return "-" + symbol + rest
-		}
-		return symbol + n
-	default:
-		return n + "\u00a0" + symbol
-	}
+	return f.Money(plain, currency, currencySymbols)
 }
 
 // percent writes a rate given as a fraction ("0.10") as "10 %".
@@ -231,5 +187,5 @@ func (d decimal) String() string {
 // lineTotal is quantity × unit price, exact, then rounded to the
 // currency's minor unit.
 func lineTotal(quantity, unitPrice decimal, currency string) decimal {
-	return quantity.mul(unitPrice).round(decimalsOf(currency))
+	return quantity.mul(unitPrice).round(money.Decimals(currency))
 }

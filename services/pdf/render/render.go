@@ -21,6 +21,7 @@ import (
 	"github.com/phpdave11/gofpdf"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/money"
 	"github.com/heraldhq/herald/shared/notification"
 )
 
@@ -186,7 +187,7 @@ func newDocument(in Input, fs *faces) (*document, error) {
 			pl.quantity = d.num.number(string(l.Quantity), 0)
 		}
 		if pok {
-			pl.unitPrice = d.num.number(string(l.UnitPrice), decimalsOf(o.Currency))
+			pl.unitPrice = d.num.number(string(l.UnitPrice), money.Decimals(o.Currency))
 		}
 		if qok && pok {
 			pl.total = d.num.number(lineTotal(q, p, o.Currency).String(), 0)
