@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -25,6 +26,19 @@ type NATSConfig struct {
 	// Logger receives the server's log, notices at debug level.
 	// Defaults to discarding it.
 	Logger *slog.Logger
+	// Cluster joins the server to a JetStream cluster. Defaults to none.
+	Cluster *ClusterConfig
+}
+
+// ClusterConfig makes an embedded server one node of a cluster.
+type ClusterConfig struct {
+	// Name of the cluster; every node uses the same.
+	Name string
+	// Listen is the route address, host:port; the port must be fixed so
+	// that a restarted node is found again.
+	Listen string
+	// Routes are the other nodes' route addresses.
+	Routes []string
 }
 
 // NATS is a running embedded nats-server with JetStream.
@@ -41,14 +55,18 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: listen: %w", err)
 	}
-	srv, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		ServerName: cmp.Or(cfg.ServerName, "herald"),
 		Host:       host,
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
-	})
+	}
+	if err := cluster(opts, cfg.Cluster); err != nil {
+		return nil, fmt.Errorf("embedded nats: cluster: %w", err)
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
@@ -68,6 +86,25 @@ func (n *NATS) URL() string { return n.srv.ClientURL() }
 func (n *NATS) Shutdown() {
 	n.srv.Shutdown()
 	n.srv.WaitForShutdown()
+}
+
+func cluster(opts *server.Options, c *ClusterConfig) error {
+	if c == nil {
+		return nil
+	}
+	host, port, err := splitListen(c.Listen)
+	if err != nil {
+		return err
+	}
+	opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port}
+	for _, r := range c.Routes {
+		u, err := url.Parse("nats-route://" + r)
+		if err != nil {
+			return err
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
 }
 
 // splitListen parses host:port, mapping port 0 to the server's "random".
@@ -108,3 +145,6 @@ func (a slogAdapter) Debugf(f string, v ...any) {
 func (a slogAdapter) Tracef(f string, v ...any) {
 	a.l.Debug(fmt.Sprintf(f, v...), "component", "nats-server")
 }
+
+// Name is the server's name, as stream and consumer leaders are reported.
+func (n *NATS) Name() string { return n.srv.Name() }

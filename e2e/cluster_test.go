@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// cluster is three embedded nats-servers forming one JetStream cluster on
+// loopback; a node can be stopped and started again on its own store.
+type cluster struct {
+	cfgs  []embedded.NATSConfig
+	nodes []*embedded.NATS
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	ports := freePorts(t, 6)
+	c := &cluster{}
+	for i := range 3 {
+		var routes []string
+		for j := range 3 {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[3+j]))
+			}
+		}
+		c.cfgs = append(c.cfgs, embedded.NATSConfig{
+			ServerName: fmt.Sprintf("n%d", i+1), Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), StoreDir: t.TempDir(),
+			Cluster: &embedded.ClusterConfig{Name: "herald", Listen: fmt.Sprintf("127.0.0.1:%d", ports[3+i]), Routes: routes},
+		})
+	}
+	c.nodes = make([]*embedded.NATS, 3)
+	for i := range 3 {
+		c.start(t, i)
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			if n != nil {
+				n.Shutdown()
+			}
+		}
+	})
+	return c
+}
+
+func (c *cluster) start(t *testing.T, i int) {
+	t.Helper()
+	n, err := embedded.StartNATS(c.cfgs[i])
+	require.NoError(t, err)
+	c.nodes[i] = n
+}
+
+func (c *cluster) stop(i int) {
+	c.nodes[i].Shutdown()
+	c.nodes[i] = nil
+}
+
+func (c *cluster) urls() string {
+	var urls []string
+	for _, cfg := range c.cfgs {
+		urls = append(urls, "nats://"+cfg.Listen)
+	}
+	return strings.Join(urls, ",")
+}
+
+func (c *cluster) index(name string) int {
+	for i, cfg := range c.cfgs {
+		if cfg.ServerName == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		defer ln.Close()
+	}
+	return ports
+}
+
+// Kill the NOTIFY stream's leader while events keep coming, bring it back:
+// every notification is delivered, none twice.
+func TestClusterLosesItsLeaderWithoutLosingOrDuplicating(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-node cluster")
+	}
+	t.Parallel()
+	c := startCluster(t)
+	nc, err := nats.Connect(c.urls(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	waitForJetStream(t, js)
+
+	mail := t.TempDir()
+	var cfg app.Config
+	cfg.NATS.URL = c.urls()
+	cfg.Redis.URL = heraldtest.RedisURL(t)
+	cfg.Redis.Prefix = heraldtest.Prefix()
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Streams.Replicas = 3
+	cfg.Services = []string{"router", "delivery"}
+	cfg.Email.From = "Orders <orders@acme.example>"
+	cfg.Email.RetryDelay = 50 * time.Millisecond
+	cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: mail}}
+	withoutDocuments(&cfg)
+	a, err := app.New(cfg, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError})))
+	require.NoError(t, err)
+	require.NoError(t, a.Start(heraldtest.Context(t)))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = a.Stop(ctx)
+	})
+
+	const n = 300
+	var published atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			publishUntilStored(t, js, i)
+			published.Add(1)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+
+	require.Eventually(t, func() bool { return published.Load() > n/3 }, 30*time.Second, 10*time.Millisecond)
+	s, err := js.Stream(heraldtest.Context(t), "NOTIFY")
+	require.NoError(t, err)
+	leader := c.index(s.CachedInfo().Cluster.Leader)
+	require.GreaterOrEqual(t, leader, 0)
+	c.stop(leader)
+	t.Logf("stopped %s, the NOTIFY leader, after %d events", c.cfgs[leader].ServerName, published.Load())
+	time.Sleep(3 * time.Second)
+	c.start(t, leader)
+	t.Logf("restarted it after %d events", published.Load())
+	<-done
+
+	want := map[string]bool{}
+	for i := range n {
+		want[notification.ID(fmt.Sprintf("acme:PO-DLQ-%03d:1:purchase_order:email:compras@frutasdelsur.example", i))] = true
+	}
+	count := func() map[string]int {
+		got := map[string]int{}
+		files, _ := filepath.Glob(filepath.Join(mail, "*.eml"))
+		for _, f := range files {
+			for id := range want {
+				if strings.Contains(filepath.Base(f), id) {
+					got[id]++
+				}
+			}
+		}
+		return got
+	}
+	require.Eventually(t, func() bool { return len(count()) == n }, 90*time.Second, 200*time.Millisecond, "every notification delivered")
+	time.Sleep(2 * time.Second) // anything late would be a duplicate
+	for id, k := range count() {
+		require.Equal(t, 1, k, "notification %s sent %d times", id, k)
+	}
+}
+
+// publishUntilStored publishes event i, retrying through elections: the
+// same Nats-Msg-Id makes the retries harmless.
+func publishUntilStored(t *testing.T, js jetstream.JetStream, i int) {
+	msg := nats.NewMsg("orders.created")
+	msg.Data = oneRecipientOrder(t, i)
+	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("evt-dlq-%d", i))
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.PublishMsg(ctx, msg)
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitForJetStream waits until the cluster answers JetStream requests: a
+// meta leader is elected.
+func waitForJetStream(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster elected no meta leader: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
