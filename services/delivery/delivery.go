@@ -132,6 +132,12 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := w.cfg.Logger.With("notification_id", d.ID, "tenant", d.Tenant)
+	// Delivered is final: a copy of a delivered notification is acked
+	// without queueing for the lease. (The check after taking the lease
+	// below covers a delivery that completes in between.)
+	if w.alreadyDelivered(ctx, msg, d, log) {
+		return
+	}
 	lease, err := w.cfg.Locker.Acquire(ctx, d.DedupeKey, w.lockTTL)
 	switch {
 	case errors.Is(err, lock.ErrHeld):
@@ -161,13 +167,29 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if entry.State == ledger.Delivered {
-		w.metrics.outcome(ctx, d, entry.Provider, "duplicate")
-		log.InfoContext(ctx, "already delivered; acknowledging this copy unsent", "provider", entry.Provider)
-		w.ack(ctx, msg, log)
+		w.duplicate(ctx, msg, d, entry, log)
 		return
 	}
 	entry.NotificationID, entry.Channel = d.ID, string(d.Channel)
 	w.try(ctx, msg, d, &entry, log)
+}
+
+// alreadyDelivered acks msg if the ledger already records its notification
+// as delivered. Any doubt (the ledger unreadable) means no: the full
+// protocol then decides.
+func (w worker) alreadyDelivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, log *slog.Logger) bool {
+	entry, err := w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey)
+	if err != nil || entry.State != ledger.Delivered {
+		return false
+	}
+	w.duplicate(ctx, msg, d, entry, log)
+	return true
+}
+
+func (w worker) duplicate(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e ledger.Entry, log *slog.Logger) {
+	w.metrics.outcome(ctx, d, e.Provider, "duplicate")
+	log.InfoContext(ctx, "already delivered; acknowledging this copy unsent", "provider", e.Provider)
+	w.ack(ctx, msg, log)
 }
 
 // try makes one pass over the chain and settles the message by its outcome.
@@ -249,6 +271,11 @@ func attachmentName(d notification.Delivery) string {
 }
 
 func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r email.Receipt, log *slog.Logger) {
+	// The provider has the message: from here on, recording that is what
+	// stops a second send, so a shutdown that cancels ctx must not cut it
+	// short.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	e.State, e.Provider, e.ProviderMessageID, e.Reason, e.Retryable = ledger.Delivered, r.Provider, r.MessageID, "", false
 	e.Delivery = nil
 	w.metrics.outcome(ctx, d, r.Provider, "delivered")
@@ -289,12 +316,18 @@ func (w worker) retry(ctx context.Context, msg jetstream.Msg, d notification.Del
 	log.WarnContext(ctx, "every provider failed; will retry", "tries", e.Tries, "retry_in", delay, "error", cause)
 }
 
+// recordTimeout bounds how long a worker insists on recording a delivery
+// (a NATS leader election takes seconds).
+const recordTimeout = 15 * time.Second
+
 // record writes the entry. A conflict means another worker wrote this key
 // while we held its lease — only possible if the lease expired — and is
-// reported loudly; other errors are retried briefly, then logged: the
-// outcome stands either way, and the ack follows.
+// reported loudly; other errors are retried with a growing pause until ctx
+// ends, then logged: the outcome stands either way, and the ack follows.
 func (w worker) record(ctx context.Context, d notification.Delivery, e *ledger.Entry, log *slog.Logger) {
-	for try := range 3 {
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	for try := 0; ; try++ {
 		err := w.cfg.Ledger.Put(ctx, e)
 		switch {
 		case err == nil:
@@ -307,10 +340,12 @@ func (w worker) record(ctx context.Context, d notification.Delivery, e *ledger.E
 			log.ErrorContext(ctx, "another worker recorded this notification while we held its lease",
 				"ours", e.State, "theirs", other.State, "their_provider", other.Provider)
 			return
-		case try < 2:
-			time.Sleep(100 * time.Millisecond << try)
-		default:
+		}
+		select {
+		case <-ctx.Done():
 			log.ErrorContext(ctx, "could not record the outcome in the ledger", "state", e.State, "error", err)
+			return
+		case <-time.After(min(100*time.Millisecond<<min(try, 5), 2*time.Second)):
 		}
 	}
 }
