@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
@@ -105,7 +106,7 @@ func TestExhaustedDeliveriesLandInTheDLQAndAlertOnce(t *testing.T) {
 	entry := p.streamMessages(t, "DLQ")[0]
 	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
 	require.Equal(t, "10", entry.Header.Get(deadletter.HeaderDeliveries), "MaxDeliver tries")
-	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "exhausted 10 deliveries; last error: gave up after 10 tries")
+	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "gave up after 10 tries")
 	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "sendgrid: HTTP 500")
 	require.Equal(t, "acme", entry.Header.Get(deadletter.HeaderTenant))
 	d, err := notification.Decode(entry.Data)
@@ -120,27 +121,39 @@ func TestExhaustedDeliveriesLandInTheDLQAndAlertOnce(t *testing.T) {
 	require.Never(t, func() bool { return len(s.posts()) > 1 }, 500*time.Millisecond, 50*time.Millisecond, "one failure, one alert")
 }
 
+// Workers that die on every message (a poison message, a crash loop) never
+// settle it: the server gives up after MaxDeliver and says so in an
+// advisory, which waits in ADVISORIES until the DLQ service reads it.
 func TestAdvisoriesWaitWhileTheDLQServiceIsDown(t *testing.T) {
 	t.Parallel()
-	f := fakeProviders(t)
-	f.ses.Faults(func(int) sestest.Fault { return sestest.ServerError })
-	f.sg.Faults(func(int) sendgridtest.Fault { return sendgridtest.ServerError })
-	p := startPipeline(t, f.configure, withoutDocuments, func(c *app.Config) {
-		c.Services = []string{"router", "delivery"} // no DLQ service yet
-		c.Email.RetryDelay = 10 * time.Millisecond
-	})
+	p := startPipeline(t, withoutDocuments, func(c *app.Config) { c.Services = []string{"router"} })
+	ctx := heraldtest.Context(t)
+	cons, err := p.js.Consumer(ctx, "NOTIFY", "email-normal")
+	require.NoError(t, err)
+	cfg := cons.CachedInfo().Config
+	cfg.MaxDeliver, cfg.AckWait = 2, 300*time.Millisecond
+	cons, err = p.js.UpdateConsumer(ctx, "NOTIFY", cfg)
+	require.NoError(t, err)
+
 	const n = 100
 	for i := range n {
 		p.publishAsync(t, "orders.created", fmt.Sprintf("evt-dlq-%d", i), oneRecipientOrder(t, i))
 	}
 	p.waitPublished(t)
-	p.settle(t)
+	// A worker that takes every message and dies before settling it.
+	require.Eventually(t, func() bool {
+		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(100*time.Millisecond))
+		require.NoError(t, err)
+		for range batch.Messages() {
+		}
+		return len(p.streamMessages(t, "ADVISORIES")) == n
+	}, 60*time.Second, 10*time.Millisecond)
 	require.Empty(t, p.streamMessages(t, "DLQ"))
 	require.Len(t, p.streamMessages(t, "NOTIFY"), n, "exhausted messages stay in their stream…")
-	require.Len(t, p.streamMessages(t, "ADVISORIES"), n, "…and their advisories are kept")
 
 	p.startApp(t, "dlq")
-	require.Eventually(t, func() bool { return len(p.streamMessages(t, "NOTIFY")) == 0 }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return len(p.streamMessages(t, "NOTIFY")) == 0 }, 60*time.Second, 50*time.Millisecond,
+		"…until the DLQ service, started late, moves them")
 	entries := p.streamMessages(t, "DLQ")
 	require.Len(t, entries, n)
 	seen := map[string]bool{}
@@ -148,6 +161,8 @@ func TestAdvisoriesWaitWhileTheDLQServiceIsDown(t *testing.T) {
 		seq := e.Header.Get(deadletter.HeaderSequence)
 		require.False(t, seen[seq], "no duplicates")
 		seen[seq] = true
+		require.Equal(t, "2", e.Header.Get(deadletter.HeaderDeliveries))
+		require.Contains(t, e.Header.Get(deadletter.HeaderReason), "exhausted 2 deliveries to NOTIFY > email-normal without being settled")
 	}
 }
 

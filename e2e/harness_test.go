@@ -97,6 +97,13 @@ func (p *pipeline) startApp(t *testing.T, services ...string) *app.App {
 	return a
 }
 
+func newMsg(subject, msgID string, payload []byte) *nats.Msg {
+	msg := nats.NewMsg(subject)
+	msg.Data = payload
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	return msg
+}
+
 // publishAsync publishes without waiting for the stream's ack; waitPublished
 // waits for all of them.
 func (p *pipeline) publishAsync(t *testing.T, subject, msgID string, payload []byte) {

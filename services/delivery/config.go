@@ -61,6 +61,10 @@ type Config struct {
 	// Concurrency is how many emails are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int
+	// MaxTries is how many passes over the providers a notification gets
+	// before it is given up (failed, retryable) and dead-lettered. Waiting
+	// for another worker's lease is not a try. Defaults to 10.
+	MaxTries int
 	// ProviderTimeout bounds one provider call. Defaults to 10s.
 	ProviderTimeout time.Duration
 	// RetryDelay is how long a delivery waits after its first failed try;
@@ -86,6 +90,7 @@ func (c Config) WithDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
 	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, 5<<20)
 	c.ProviderTimeout = cmp.Or(c.ProviderTimeout, 10*time.Second)
+	c.MaxTries = cmp.Or(c.MaxTries, 10)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {

@@ -19,8 +19,9 @@
 //
 // A transient failure of the whole pass is retried with a growing delay (at
 // least the providers' Retry-After); a permanent refusal is dead-lettered
-// with its reason, then terminated; the last allowed try that fails is
-// recorded as failed-but-retryable and left to the DLQ's advisory.
+// with its reason, then terminated; so is the last allowed try
+// (Config.MaxTries), recorded as failed-but-retryable for the resend sweep.
+// The consumer's MaxDeliver is only a safety net for crash loops.
 package delivery
 
 import (
@@ -106,7 +107,7 @@ func (s *Service) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
-		w := worker{Service: s, maxDeliver: c.CachedInfo().Config.MaxDeliver, lockTTL: s.cfg.lockTTL(c.CachedInfo().Config.AckWait)}
+		w := worker{Service: s, lockTTL: s.cfg.lockTTL(c.CachedInfo().Config.AckWait)}
 		if err := s.loops.Start(ctx, c, w.handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}); err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
@@ -120,8 +121,7 @@ func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 // worker handles the messages of one consumer.
 type worker struct {
 	*Service
-	maxDeliver int
-	lockTTL    time.Duration
+	lockTTL time.Duration
 }
 
 func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
@@ -170,8 +170,36 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 		w.duplicate(ctx, msg, d, entry, log)
 		return
 	}
-	entry.NotificationID, entry.Channel = d.ID, string(d.Channel)
+	if !w.claim(ctx, msg, d, &entry, log) {
+		return
+	}
 	w.try(ctx, msg, d, &entry, log)
+}
+
+// claim records in the ledger that this worker is sending now. The write is
+// revision-checked, so of two workers that both hold a lease — possible
+// only if Redis lost it — one claim fails. A recent claim by another worker
+// means it may be sending this very moment: come back later.
+func (w worker) claim(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, log *slog.Logger) bool {
+	if e.State == ledger.Sending && time.Since(e.UpdatedAt) < w.lockTTL {
+		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(d))
+		delay := consumer.NakWithBackoff(msg, w.cfg.RetryDelay, w.lockTTL)
+		log.WarnContext(ctx, "another worker claimed this notification without holding its lease (was Redis restarted?); waiting",
+			"claimed_at", e.UpdatedAt, "retry_in", delay)
+		return false
+	}
+	e.NotificationID, e.Channel, e.State = d.ID, string(d.Channel), ledger.Sending
+	// Not abandoned halfway by a stop: a claim that lands after its worker
+	// gave up on it would hold every copy off for a lease TTL.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := w.cfg.Ledger.Put(cctx, e); err != nil {
+		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(d))
+		delay := consumer.NakWithBackoff(msg, w.cfg.RetryDelay, w.lockTTL)
+		log.WarnContext(ctx, "could not claim the notification; will retry", "retry_in", delay, "error", err)
+		return false
+	}
+	return true
 }
 
 // alreadyDelivered acks msg if the ledger already records its notification
@@ -201,7 +229,10 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 		m, err = w.composer.Compose(d, content)
 	}
 	if err == nil {
-		result = w.chain.send(ctx, m)
+		// A send under way is finished, not abandoned, when the worker
+		// stops: abandoning it is how a provider ends up with a message the
+		// ledger never hears of. Each provider call is bounded anyway.
+		result = w.chain.send(context.WithoutCancel(ctx), m)
 		err = result.Failures
 	}
 	md, _ := msg.Metadata()
@@ -223,8 +254,8 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 		w.delivered(ctx, msg, d, entry, result.Receipt, log)
 	case email.IsPermanent(err):
 		w.failed(ctx, msg, d, entry, err, false, log)
-	case md != nil && w.maxDeliver > 0 && md.NumDelivered >= uint64(w.maxDeliver):
-		w.failed(ctx, msg, d, entry, fmt.Errorf("gave up after %d tries: %w", md.NumDelivered, err), true, log)
+	case entry.Tries >= w.cfg.MaxTries:
+		w.failed(ctx, msg, d, entry, fmt.Errorf("gave up after %d tries: %w", entry.Tries, err), true, log)
 	default:
 		w.retry(ctx, msg, d, entry, err, log)
 	}
@@ -272,8 +303,8 @@ func attachmentName(d notification.Delivery) string {
 
 func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r email.Receipt, log *slog.Logger) {
 	// The provider has the message: from here on, recording that is what
-	// stops a second send, so a shutdown that cancels ctx must not cut it
-	// short.
+	// stops a second send, so a shutdown that cancels ctx must not cut the
+	// status and ack short either (record detaches on its own).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	e.State, e.Provider, e.ProviderMessageID, e.Reason, e.Retryable = ledger.Delivered, r.Provider, r.MessageID, "", false
@@ -288,9 +319,9 @@ func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification
 	w.ack(ctx, msg, log)
 }
 
-// failed records a notification given up: permanently refused (dead-lettered
-// and terminated here) or out of tries (retryable; MaxDeliver's advisory
-// takes it to the DLQ).
+// failed records a notification given up — permanently refused, or out of
+// tries (retryable: the sweep may resend it) — then dead-letters and
+// terminates it.
 func (w worker) failed(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, cause error, retryable bool, log *slog.Logger) {
 	e.State, e.Reason, e.Retryable = ledger.Failed, cause.Error(), retryable
 	if retryable {
@@ -298,13 +329,11 @@ func (w worker) failed(ctx context.Context, msg jetstream.Msg, d notification.De
 	}
 	w.record(ctx, d, e, log)
 	w.publishStatus(ctx, d, e, log)
+	outcome := "failed"
 	if retryable {
-		w.metrics.outcome(ctx, d, "", "exhausted")
-		log.ErrorContext(ctx, "giving up: every try failed", "tries", e.Tries, "error", cause)
-		_ = msg.Nak()
-		return
+		outcome = "exhausted"
 	}
-	w.metrics.outcome(ctx, d, "", "failed")
+	w.metrics.outcome(ctx, d, "", outcome)
 	w.deadLetter(ctx, msg, d, cause)
 }
 
@@ -325,7 +354,9 @@ const recordTimeout = 15 * time.Second
 // reported loudly; other errors are retried with a growing pause until ctx
 // ends, then logged: the outcome stands either way, and the ack follows.
 func (w worker) record(ctx context.Context, d notification.Delivery, e *ledger.Entry, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	// Detached: after a claim, an outcome left unwritten by a stop would
+	// leave the claim standing, holding every copy off for a lease TTL.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	for try := 0; ; try++ {
 		err := w.cfg.Ledger.Put(ctx, e)

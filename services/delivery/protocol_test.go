@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
@@ -193,27 +194,24 @@ func TestPermanentRefusalIsRecordedAsFailed(t *testing.T) {
 	require.Equal(t, int32(1), b.faulty.calls.Load(), "no retry")
 }
 
-func TestExhaustedTriesAreRecordedAsRetryable(t *testing.T) {
+func TestExhaustedTriesAreRecordedAsRetryableAndDeadLettered(t *testing.T) {
 	t.Parallel()
 	b := setup(t, &faulty{fail: func(int) error { return errors.New("HTTP 503") }}, 1)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
-	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.MaxDeliver, c.BackOff = 3, nil })
-	b.worker(t, b.nats.JS, nil)
+	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.MaxTries = 3 })
 	b.publish(t, 1)
 
-	require.Eventually(t, func() bool { return b.ledgerEntry(t, 1).State == ledger.Failed }, 60*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 60*time.Second, 20*time.Millisecond)
 	e := b.ledgerEntry(t, 1)
+	require.Equal(t, ledger.Failed, e.State)
 	require.True(t, e.Retryable)
 	require.Equal(t, 3, e.Tries)
 	require.Contains(t, e.Reason, "gave up after 3 tries")
-	// The server gives up too, and says so where the DLQ service will look.
-	require.Eventually(t, func() bool {
-		for _, a := range b.streamMessages(t, "ADVISORIES") {
-			if a.Subject == "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.NOTIFY.email-normal" {
-				return true
-			}
-		}
-		return false
-	}, 10*time.Second, 50*time.Millisecond)
+	require.NotEmpty(t, e.Delivery, "kept for the resend sweep")
+	entry := b.dlq(t)[0]
+	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
+	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "gave up after 3 tries: faulty: HTTP 503")
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
+		"copied to the DLQ, then terminated")
 	require.Equal(t, int32(3), b.faulty.calls.Load())
 }

@@ -27,6 +27,10 @@ const Bucket = "deliveries"
 type State string
 
 const (
+	// Sending: a worker claimed the notification and is sending it now.
+	// A claim younger than the lease TTL means hands off, even if the
+	// Redis lease was lost (a Redis restart).
+	Sending State = "sending"
 	// Retrying: tries failed transiently; more will come.
 	Retrying State = "retrying"
 	// Delivered: a provider accepted it. Final.

@@ -115,8 +115,8 @@ func (a *App) emailConfig() (delivery.Config, error) {
 	c := delivery.Config{
 		From: a.cfg.Email.From, Concurrency: a.cfg.Email.Concurrency,
 		ProviderTimeout: a.cfg.Email.Timeout, LockTTL: a.cfg.Email.LockTTL, RetryDelay: a.cfg.Email.RetryDelay,
-		AttachMaxBytes: a.cfg.Documents.AttachMaxBytes,
-		Logger:         a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
+		AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, MaxTries: a.cfg.Email.MaxTries,
+		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")

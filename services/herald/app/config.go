@@ -81,6 +81,9 @@ type EmailConfig struct {
 	Concurrency int `yaml:"concurrency"`
 	// Timeout bounds one call to one provider. Defaults to 10s.
 	Timeout time.Duration `yaml:"timeout"`
+	// MaxTries is how many passes over the providers a notification gets
+	// before it is given up and dead-lettered. Defaults to 10.
+	MaxTries int `yaml:"max_tries"`
 	// RetryDelay is the wait after a notification's first failed try; it
 	// doubles with each try, up to five minutes. Defaults to 2s.
 	RetryDelay time.Duration `yaml:"retry_delay"`

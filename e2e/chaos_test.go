@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
+	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
+	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// crew runs Herald processes against one NATS and Redis, and kills them.
+type crew struct {
+	t   *testing.T
+	cfg app.Config
+	mu  sync.Mutex
+	all []*app.App
+}
+
+func (c *crew) start(services ...string) *app.App {
+	c.t.Helper()
+	cfg := c.cfg
+	cfg.Services = services
+	a, err := app.New(cfg, slog.New(slog.NewTextHandler(testWriter{c.t}, &slog.HandlerOptions{Level: slog.LevelError})))
+	require.NoError(c.t, err)
+	require.NoError(c.t, a.Start(context.Background()))
+	c.mu.Lock()
+	c.all = append(c.all, a)
+	c.mu.Unlock()
+	return a
+}
+
+// kill stops a process without letting it drain: what it had pulled but not
+// started goes back to the server after AckWait; sends under way finish.
+func kill(a *app.App) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = a.Stop(ctx)
+}
+
+// Thousands of notifications while delivery workers and the router are
+// killed and restarted every few seconds, Redis is restarted (losing every
+// lease), providers fail on a schedule and events are published twice —
+// some past the duplicate windows. Counted at the fake providers: every
+// notification exactly once.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos")
+	}
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	// A Redis of our own, to restart it: it keeps nothing, as a Redis
+	// without persistence loses its leases when it restarts.
+	redis, err := embedded.StartRedis("127.0.0.1:0")
+	require.NoError(t, err)
+	redisURL := redis.URL()
+	t.Cleanup(func() { redis.Close() })
+
+	f := fakeProviders(t)
+	f.ses.Faults(emailtest.FailEvery(7, sestest.ServerError))
+	f.sg.Faults(emailtest.FailEvery(5, sendgridtest.ServerError))
+	c := &crew{t: t}
+	c.cfg.NATS.URL = n.Server.URL()
+	c.cfg.Redis.URL = redisURL
+	c.cfg.Redis.Prefix = heraldtest.Prefix()
+	c.cfg.HTTP.Listen = "127.0.0.1:0"
+	c.cfg.Streams.SkipApply = true
+	f.configure(&c.cfg)
+	withoutDocuments(&c.cfg)
+	c.cfg.Email.RetryDelay = 20 * time.Millisecond
+	t.Cleanup(func() {
+		for _, a := range c.all {
+			_ = a.Stop(context.Background())
+		}
+	})
+	p := &pipeline{nc: n.Conn, js: n.JS}
+	shrinkDuplicateWindows(t, p, time.Second)
+	// What a killed worker had pulled but not started comes back after
+	// AckWait: 3 s instead of 30 keeps the run short.
+	for _, durable := range []string{"email-critical", "email-normal", "email-low"} {
+		cons, err := n.JS.Consumer(heraldtest.Context(t), "NOTIFY", durable)
+		require.NoError(t, err)
+		cfg := cons.CachedInfo().Config
+		cfg.AckWait = 3 * time.Second
+		_, err = n.JS.UpdateConsumer(heraldtest.Context(t), "NOTIFY", cfg)
+		require.NoError(t, err)
+	}
+
+	router := c.start("router")
+	workers := []*app.App{c.start("delivery"), c.start("delivery")}
+
+	const events, recipients = 1000, 3
+	want := map[string]bool{}
+	payloads := make([][]byte, events)
+	for i := range events {
+		payloads[i] = sample(t, "order.created.json", func(m map[string]any) {
+			id := fmt.Sprintf("PO-CHAOS-%04d", i)
+			m["id"] = "evt-" + id
+			data := m["data"].(map[string]any)
+			data["order"].(map[string]any)["id"] = id
+			var rs []any
+			for r := range recipients {
+				addr := fmt.Sprintf("buyer%d@customer%d.example", r, i%13)
+				rs = append(rs, map[string]any{"role": "buyer", "email": addr, "channels": []any{"email"}})
+				want[notification.ID(fmt.Sprintf("acme:%s:1:purchase_order:email:%s", id, addr))] = true
+			}
+			data["recipients"] = rs
+		})
+	}
+
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		for i, body := range payloads {
+			publishRetrying(t, p, fmt.Sprintf("evt-%d", i), body)
+			if i%20 == 0 { // again at once: the duplicate window drops it
+				publishRetrying(t, p, fmt.Sprintf("evt-%d", i), body)
+			}
+			if i%20 == 10 && i > 100 { // again much later, as a new event: only the ledger stops it
+				publishRetrying(t, p, fmt.Sprintf("evt-%d-again", i-100), payloads[i-100])
+			}
+			time.Sleep(8 * time.Millisecond)
+		}
+	}()
+
+	kills, restarts := 0, 0
+	tick := time.NewTicker(700 * time.Millisecond)
+	defer tick.Stop()
+	redisRestarted := false
+	for done := false; !done; {
+		select {
+		case <-published:
+			done = true
+		case <-tick.C:
+			i := rand.IntN(len(workers))
+			kill(workers[i])
+			workers[i] = c.start("delivery")
+			kills++
+			if kills%3 == 0 {
+				kill(router)
+				router = c.start("router")
+				restarts++
+			}
+			if kills == 2 && !redisRestarted {
+				redis.Close()
+				redis, err = embedded.StartRedis(redisURL[len("redis://"):])
+				require.NoError(t, err)
+				redisRestarted = true
+			}
+		}
+	}
+	t.Logf("published %d events; killed %d workers, restarted the router %d times, Redis restarted: %v", events, kills, restarts, redisRestarted)
+
+	if !assertEventually(t, func() bool { return len(f.sent(t)) == events*recipients }, 2*time.Minute) {
+		adv := heraldtest.StreamMessages(t, n.JS, "ADVISORIES")
+		left := heraldtest.StreamMessages(t, n.JS, "NOTIFY")
+		t.Fatalf("not all delivered: %d of %d; %d advisories, %d messages left in NOTIFY", len(f.sent(t)), events*recipients, len(adv), len(left))
+	}
+	time.Sleep(time.Second) // anything still coming would be a duplicate
+	sent := f.sent(t)
+	var twice []string
+	for id, k := range sent {
+		if !want[id] {
+			t.Errorf("unexpected notification %s", id)
+		}
+		if k != 1 {
+			twice = append(twice, fmt.Sprintf("%s×%d", id, k))
+		}
+	}
+	require.Empty(t, twice, "sent more than once")
+	require.Len(t, sent, events*recipients, "none lost")
+}
+
+func publishRetrying(t *testing.T, p *pipeline, msgID string, body []byte) {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		msg := newMsg("orders.created", msgID, body)
+		_, err := p.js.PublishMsg(ctx, msg)
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func assertEventually(t *testing.T, cond func() bool, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return cond()
+}
