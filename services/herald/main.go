@@ -26,6 +26,6 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("config", "", "YAML configuration file (env HERALD_CONFIG)")
-	root.AddCommand(devCommand(), runCommand(), streamsCommand(), publishCommand(), dlqCommand())
+	root.AddCommand(devCommand(), runCommand(), streamsCommand(), publishCommand(), dlqCommand(), benchCommand())
 	return root
 }

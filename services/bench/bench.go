@@ -1,0 +1,343 @@
+// Package bench measures Herald as it runs: the real router, renderer and
+// delivery workers, on embedded NATS and Redis (or the ones NATS_URL and
+// REDIS_URL name), with an in-process email provider whose latency and
+// fault rate are set by the caller. It publishes a workload — a burst, or
+// an open-loop rate — and reports throughput, end-to-end latency from event
+// publish to provider acceptance, and the two numbers that must be zero:
+// duplicates sent and notifications lost.
+package bench
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/pdf"
+	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/streams"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	// NATSURL and RedisURL point at servers to use; empty means embedded
+	// ones, started for the run (and counted in its CPU and memory).
+	NATSURL  string
+	RedisURL string
+	// Orders and Recipients make the workload: Orders × Recipients emails.
+	Orders     int
+	Recipients int
+	// DuplicateRatio of the events are published twice: half again at
+	// once (the stream's duplicate window drops them), half under a new
+	// event id (only the delivery ledger stops them).
+	DuplicateRatio float64
+	// Documents renders a purchase order PDF per order and attaches it.
+	Documents bool
+	// Rate is the open-loop publishing rate in events per second; 0
+	// publishes everything at once (a burst).
+	Rate float64
+	// ProviderLatency is how long the fake provider takes to accept.
+	ProviderLatency time.Duration
+	// FaultRate is the share of provider calls that fail transiently.
+	FaultRate float64
+	// Concurrency is sends at once per priority. Defaults to 64.
+	Concurrency int
+	// Timeout ends the run when nothing more is delivered for this long.
+	// Defaults to 30s.
+	Timeout time.Duration
+	// Logger receives the services' warnings. Defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Progress is how far a run has come.
+type Progress struct {
+	Published, Delivered, Expected int
+}
+
+// Report is what a run measured.
+type Report struct {
+	Orders, Recipients, Expected int
+	Delivered                    int     `json:"delivered"`
+	Duplicates                   int     `json:"duplicates_sent"`
+	Lost                         int     `json:"lost"`
+	Retries                      int64   `json:"retries"`
+	Seconds                      float64 `json:"seconds"`
+	PerSecond                    float64 `json:"deliveries_per_second"`
+	Latency                      Latency `json:"latency_ms"`
+	CPUSeconds                   float64 `json:"cpu_seconds"`
+	PeakRSSMB                    float64 `json:"peak_rss_mb"`
+	EmbeddedNATS                 bool    `json:"embedded_nats"`
+	EmbeddedRedis                bool    `json:"embedded_redis"`
+	Cores                        int     `json:"cores"`
+	GoVersion                    string  `json:"go_version"`
+
+	Histogram *hdrhistogram.Histogram `json:"-"`
+}
+
+// Latency is the end-to-end latency distribution, event publish to
+// provider acceptance, in milliseconds.
+type Latency struct {
+	P50, P90, P99, Max float64
+}
+
+// Run runs one benchmark, calling progress about four times a second.
+func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, error) {
+	cfg.Recipients = max(cfg.Recipients, 1)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, 64)
+	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.Orders < 1 {
+		return Report{}, errors.New("bench: orders must be 1 or more")
+	}
+	env, err := startEnv(ctx, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	defer env.close()
+	w := newWorkload(cfg)
+	fake := newProvider(cfg, w)
+	stop, err := env.startServices(ctx, cfg, fake)
+	if err != nil {
+		return Report{}, err
+	}
+	defer stop()
+
+	startCPU, start := cpuTime(), time.Now()
+	done := make(chan error, 1)
+	go func() { done <- w.publish(ctx, env.js, cfg.Rate) }()
+	report, err := w.wait(ctx, fake, cfg.Timeout, progress)
+	if perr := <-done; err == nil {
+		err = perr
+	}
+	report.Seconds = fake.lastAccept().Sub(start).Seconds()
+	if report.Seconds > 0 {
+		report.PerSecond = float64(report.Delivered) / report.Seconds
+	}
+	report.CPUSeconds = (cpuTime() - startCPU).Seconds()
+	report.PeakRSSMB = peakRSSMB()
+	report.EmbeddedNATS, report.EmbeddedRedis = cfg.NATSURL == "", cfg.RedisURL == ""
+	report.Cores, report.GoVersion = runtime.GOMAXPROCS(0), runtime.Version()
+	report.Retries = fake.faults.Load()
+	return report, err
+}
+
+// env is the servers a run talks to.
+type env struct {
+	nats  *embedded.NATS
+	redis *embedded.Redis
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	rdb   *redis.Client
+	dir   string
+}
+
+func startEnv(ctx context.Context, cfg Config) (*env, error) {
+	e := &env{}
+	var err error
+	natsURL, redisURL := cfg.NATSURL, cfg.RedisURL
+	if natsURL == "" {
+		if e.dir, err = os.MkdirTemp("", "herald-bench-*"); err != nil {
+			return nil, err
+		}
+		if e.nats, err = embedded.StartNATS(embedded.NATSConfig{StoreDir: e.dir}); err != nil {
+			e.close()
+			return nil, err
+		}
+		natsURL = e.nats.URL()
+	}
+	if redisURL == "" {
+		if e.redis, err = embedded.StartRedis("127.0.0.1:0"); err != nil {
+			e.close()
+			return nil, err
+		}
+		redisURL = e.redis.URL()
+	}
+	if e.nc, err = nats.Connect(natsURL); err != nil {
+		e.close()
+		return nil, fmt.Errorf("bench: NATS: %w", err)
+	}
+	if e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
+		e.close()
+		return nil, err
+	}
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	e.rdb = redis.NewClient(opts)
+	report, err := streams.Apply(ctx, e.js, streams.Options{})
+	if err == nil {
+		err = report.Err()
+	}
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("bench: streams: %w", err)
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	if e.rdb != nil {
+		_ = e.rdb.Close()
+	}
+	if e.nc != nil {
+		_ = e.nc.Drain()
+	}
+	if e.nats != nil {
+		e.nats.Shutdown()
+	}
+	if e.redis != nil {
+		e.redis.Close()
+	}
+	if e.dir != "" {
+		_ = os.RemoveAll(e.dir)
+	}
+}
+
+type service interface {
+	Start(context.Context) error
+	Stop(context.Context) error
+}
+
+// startServices runs the pipeline in this process; the returned func
+// drains it.
+func (e *env) startServices(ctx context.Context, cfg Config, fake *provider) (func(), error) {
+	route := router.Route{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{event.ChannelEmail}}
+	if cfg.Documents {
+		route.Document = "purchase_order"
+	}
+	var services []service
+	r, err := router.New(e.js, router.Config{Routes: []router.Route{route}, Concurrency: 16, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	services = append(services, r)
+	if cfg.Documents {
+		p, err := pdf.New(e.js, pdf.Config{Concurrency: runtime.GOMAXPROCS(0), Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		services = append(services, p)
+	}
+	d, err := delivery.New(e.js, delivery.Config{
+		From: "Bench <bench@herald.invalid>", Providers: []delivery.Provider{{Name: "bench", Provider: fake}},
+		Locker: lock.NewRedis(e.rdb, fmt.Sprintf("bench:%d:lock:", rand.Int64())), Concurrency: cfg.Concurrency,
+		RetryDelay: 50 * time.Millisecond, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	services = append(services, d)
+	var started []service
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := len(started) - 1; i >= 0; i-- {
+			_ = started[i].Stop(sctx)
+		}
+	}
+	for _, s := range services {
+		if err := s.Start(ctx); err != nil {
+			stop()
+			return nil, err
+		}
+		started = append(started, s)
+	}
+	return stop, nil
+}
+
+// provider is the fake email provider: it accepts after a latency, fails a
+// share of calls, and keeps when each notification was first accepted.
+type provider struct {
+	latency   time.Duration
+	faultRate float64
+	w         *workload
+	mu        sync.Mutex
+	accepted  map[string]int // notification id → sends
+	hist      *hdrhistogram.Histogram
+	last      time.Time
+	faults    atomic.Int64
+	seq       atomic.Int64
+}
+
+func newProvider(cfg Config, w *workload) *provider {
+	return &provider{latency: cfg.ProviderLatency, faultRate: cfg.FaultRate, w: w,
+		accepted: map[string]int{}, hist: hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)}
+}
+
+func (p *provider) Send(ctx context.Context, m email.Message) (email.Receipt, error) {
+	if p.latency > 0 {
+		select {
+		case <-time.After(p.latency):
+		case <-ctx.Done():
+			return email.Receipt{}, ctx.Err()
+		}
+	}
+	if p.faultRate > 0 && rand.Float64() < p.faultRate {
+		p.faults.Add(1)
+		return email.Receipt{}, &email.TransientError{Err: errors.New("bench: injected fault")}
+	}
+	now := time.Now()
+	p.mu.Lock()
+	p.accepted[m.ID]++
+	if p.accepted[m.ID] == 1 {
+		if published, ok := p.w.publishedAt(m.DedupeKey); ok {
+			_ = p.hist.RecordValue(now.Sub(published).Microseconds())
+		}
+	}
+	p.last = now
+	p.mu.Unlock()
+	return email.Receipt{Provider: "bench", MessageID: fmt.Sprintf("bench-%d", p.seq.Add(1))}, nil
+}
+
+func (p *provider) counts() (delivered, duplicates int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range p.accepted {
+		delivered++
+		duplicates += n - 1
+	}
+	return delivered, duplicates
+}
+
+func (p *provider) lastAccept() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSSMB is the process's peak resident set (Linux reports KiB).
+func peakRSSMB() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024
+}

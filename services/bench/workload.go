@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// workload is the events of one run and when each was published.
+type workload struct {
+	run        string
+	orders     int
+	recipients int
+	dupRatio   float64
+	published  []atomic.Int64 // unix nanos, per order
+	sent       atomic.Int64
+}
+
+func newWorkload(cfg Config) *workload {
+	return &workload{run: strconv.FormatUint(rand.Uint64()%1e6, 36), orders: cfg.Orders, recipients: cfg.Recipients,
+		dupRatio: cfg.DuplicateRatio, published: make([]atomic.Int64, cfg.Orders)}
+}
+
+func (w *workload) orderID(i int) string { return fmt.Sprintf("B%s-%07d", w.run, i) }
+
+// event is order i as a publisher sends it.
+func (w *workload) event(i int, id string) []byte {
+	type recipient struct {
+		Name     string   `json:"name"`
+		Role     string   `json:"role"`
+		Email    string   `json:"email"`
+		Channels []string `json:"channels"`
+	}
+	rs := make([]recipient, w.recipients)
+	for r := range rs {
+		rs[r] = recipient{Name: fmt.Sprintf("Buyer %d", r), Role: "buyer", Email: fmt.Sprintf("buyer%d@customer%d.example", r, i%97), Channels: []string{"email"}}
+	}
+	ev := map[string]any{
+		"specversion": "1.0", "id": id, "source": "/bench", "type": "order.created", "tenant": "bench",
+		"time": "2026-11-30T09:00:00Z",
+		"data": map[string]any{
+			"order": map[string]any{
+				"id": w.orderID(i), "kind": "purchase", "revision": 1, "currency": "EUR", "locale": "es",
+				"buyer": map[string]any{"name": "Frutas del Sur S.L."}, "supplier": map[string]any{"name": "Молочная ферма «Заря»"},
+				"lines": []map[string]any{
+					{"sku": "MILK-1L", "description": "Leche entera 1 L", "quantity": "120", "unit": "ud", "unit_price": "0.89", "tax_rate": "0.10"},
+					{"sku": "KEFIR-05", "description": "Кефир 0,5 л", "quantity": "48", "unit": "ud", "unit_price": "1.25", "tax_rate": "0.10"},
+				},
+				"totals": map[string]any{"net": "166.80", "tax": "16.68", "gross": "183.48"},
+			},
+			"recipients": rs,
+		},
+	}
+	b, _ := json.Marshal(ev)
+	return b
+}
+
+// publishedAt is when the order a dedupe key names was published.
+func (w *workload) publishedAt(dedupeKey string) (time.Time, bool) {
+	parts := strings.Split(dedupeKey, ":")
+	if len(parts) < 2 {
+		return time.Time{}, false
+	}
+	_, n, ok := strings.Cut(parts[1], "-")
+	i, err := strconv.Atoi(n)
+	if !ok || err != nil || i < 0 || i >= w.orders {
+		return time.Time{}, false
+	}
+	ns := w.published[i].Load()
+	return time.Unix(0, ns), ns != 0
+}
+
+// publish sends every order, then the duplicates: at once (rate 0) or on an
+// open-loop schedule. Each order's publish time is its scheduled time, so
+// a publisher falling behind shows as latency instead of hiding it.
+func (w *workload) publish(ctx context.Context, js jetstream.JetStream, rate float64) error {
+	start := time.Now()
+	pending := make(chan jetstream.PubAckFuture, 4096)
+	errs := make(chan error, 1)
+	go func() {
+		var first error
+		for f := range pending {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				if first == nil {
+					first = err
+				}
+			}
+		}
+		errs <- first
+	}()
+	send := func(i int, id string) error {
+		msg := nats.NewMsg("orders.created")
+		msg.Data = w.event(i, id)
+		msg.Header.Set(jetstream.MsgIDHeader, id)
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			return err
+		}
+		pending <- f
+		return nil
+	}
+	var err error
+	dups := int(float64(w.orders) * w.dupRatio)
+	for i := 0; i < w.orders && err == nil && ctx.Err() == nil; i++ {
+		at := start
+		if rate > 0 {
+			at = start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+			time.Sleep(time.Until(at))
+		} else {
+			at = time.Now()
+		}
+		w.published[i].Store(at.UnixNano())
+		id := fmt.Sprintf("evt-%s-%d", w.run, i)
+		err = send(i, id)
+		if err == nil && i < dups/2 {
+			err = send(i, id) // again at once: the duplicate window drops it
+		}
+		w.sent.Add(1)
+	}
+	for i := dups / 2; i < dups && err == nil && ctx.Err() == nil; i++ {
+		err = send(i, fmt.Sprintf("evt-%s-%d-again", w.run, i)) // a new event id: only the ledger stops it
+	}
+	close(pending)
+	if perr := <-errs; err == nil {
+		err = perr
+	}
+	if err != nil {
+		return fmt.Errorf("bench: publishing: %w", err)
+	}
+	return ctx.Err()
+}
+
+// wait watches the provider until every notification arrived, or nothing
+// more arrives for timeout, then reports.
+func (w *workload) wait(ctx context.Context, p *provider, timeout time.Duration, progress func(Progress)) (Report, error) {
+	expected := w.orders * w.recipients
+	r := Report{Orders: w.orders, Recipients: w.recipients, Expected: expected}
+	last, lastChange := -1, time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		delivered, _ := p.counts()
+		if progress != nil {
+			progress(Progress{Published: int(w.sent.Load()), Delivered: delivered, Expected: expected})
+		}
+		if delivered != last {
+			last, lastChange = delivered, time.Now()
+		}
+		if delivered >= expected || time.Since(lastChange) > timeout {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // anything still arriving would be a duplicate
+	r.Delivered, r.Duplicates = p.counts()
+	r.Lost = expected - r.Delivered
+	p.mu.Lock()
+	h := p.hist
+	r.Latency = Latency{
+		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)), Max: ms(h.Max()),
+	}
+	r.Histogram = hdrhistogram.Import(h.Export())
+	p.mu.Unlock()
+	return r, nil
+}
+
+func ms(us int64) float64 { return float64(us) / 1000 }
