@@ -132,10 +132,11 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := w.cfg.Logger.With("notification_id", d.ID, "tenant", d.Tenant)
-	// Delivered is final: a copy of a delivered notification is acked
-	// without queueing for the lease. (The check after taking the lease
-	// below covers a delivery that completes in between.)
-	if w.alreadyDelivered(ctx, msg, d, log) {
+	// Delivered is final: a redelivered copy of a delivered notification
+	// is acked without queueing for the lease again — that is what broke
+	// the lockstep of copies that keep colliding. A first delivery skips
+	// this read; the check after taking the lease covers it.
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 && w.alreadyDelivered(ctx, msg, d, log) {
 		return
 	}
 	lease, err := w.cfg.Locker.Acquire(ctx, d.DedupeKey, w.lockTTL)
