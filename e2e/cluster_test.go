@@ -175,7 +175,22 @@ func TestClusterLosesItsLeaderWithoutLosingOrDuplicating(t *testing.T) {
 		}
 		return got
 	}
-	require.Eventually(t, func() bool { return len(count()) == n }, 90*time.Second, 200*time.Millisecond, "every notification delivered")
+	if !assertEventually(t, func() bool { return len(count()) == n }, 3*time.Minute) {
+		var state []string
+		for _, c := range [][2]string{{"ORDERS", "router"}, {"NOTIFY", "email-normal"}} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			info, err := js.Consumer(ctx, c[0], c[1])
+			cancel()
+			if err != nil {
+				state = append(state, fmt.Sprintf("%s>%s: %v", c[0], c[1], err))
+				continue
+			}
+			ci := info.CachedInfo()
+			state = append(state, fmt.Sprintf("%s>%s: pending %d, ack pending %d, redelivered %d, leader %s",
+				c[0], c[1], ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.Cluster.Leader))
+		}
+		t.Fatalf("delivered %d of %d; %s", len(count()), n, strings.Join(state, "; "))
+	}
 	time.Sleep(2 * time.Second) // anything late would be a duplicate
 	for id, k := range count() {
 		require.Equal(t, 1, k, "notification %s sent %d times", id, k)

@@ -33,6 +33,7 @@ import (
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -174,7 +175,7 @@ func startEnv(ctx context.Context, cfg Config) (*env, error) {
 		e.close()
 		return nil, fmt.Errorf("bench: NATS: %w", err)
 	}
-	if e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(4096)); err != nil {
+	if e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(notification.AckTimeout)); err != nil {
 		e.close()
 		return nil, err
 	}

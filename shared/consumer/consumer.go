@@ -86,8 +86,9 @@ func (l *Loop) dispatch(msg jetstream.Msg) {
 }
 
 // Stop stops pulling and waits until every buffered and in-flight message
-// is settled. If ctx ends first, handlers are cancelled, unstarted messages
-// are left for redelivery, and ctx's error is returned.
+// is settled. If ctx ends first — while draining the buffer or while
+// handlers still run — handlers are cancelled, unstarted messages are left
+// for redelivery, and ctx's error is returned once the handlers returned.
 func (l *Loop) Stop(ctx context.Context) error {
 	l.cc.Drain()
 	var err error
@@ -101,7 +102,18 @@ func (l *Loop) Stop(ctx context.Context) error {
 		<-l.cc.Closed()
 	}
 	close(l.work)
-	l.workers.Wait()
+	done := make(chan struct{})
+	go func() {
+		l.workers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		l.cancel()
+		<-done
+	}
 	l.cancel()
 	return err
 }

@@ -4,16 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// AckTimeout bounds the wait for a stream's acknowledgement. An ack lost in
+// a failover (the node that took the message died) never comes, and
+// nats.go's async futures have no deadline of their own; waiting forever
+// would hold the message being handled hostage.
+const AckTimeout = 10 * time.Second
+
 // Publish sends deliveries to NOTIFY, each on its subject with Nats-Msg-Id
 // set to its dedupe key, asynchronously; then waits until the stream has
-// stored (or recognised as a duplicate) every one. The acks come back in
-// the deliveries' order.
+// stored (or recognised as a duplicate) every one, for AckTimeout at most —
+// republishing after a timeout is safe, the ids deduplicate. The acks come
+// back in the deliveries' order.
 func Publish(ctx context.Context, js jetstream.JetStream, deliveries []Delivery) ([]*jetstream.PubAck, error) {
+	ctx, cancel := context.WithTimeout(ctx, AckTimeout)
+	defer cancel()
 	futures := make([]jetstream.PubAckFuture, 0, len(deliveries))
 	for _, d := range deliveries {
 		body, err := json.Marshal(d)
@@ -37,7 +47,7 @@ func Publish(ctx context.Context, js jetstream.JetStream, deliveries []Delivery)
 		case err := <-f.Err():
 			return nil, fmt.Errorf("publishing %s: %w", f.Msg().Subject, err)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("publishing %s: no acknowledgement: %w", f.Msg().Subject, ctx.Err())
 		}
 	}
 	return acks, nil

@@ -31,6 +31,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/streams"
 )
@@ -242,7 +243,7 @@ func (a *App) connect(ctx context.Context) error {
 		return fmt.Errorf("nats: connecting to %s: %w", redact(a.cfg.NATS.URL), err)
 	}
 	a.nc = nc
-	if a.js, err = jetstream.New(nc); err != nil {
+	if a.js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(notification.AckTimeout)); err != nil {
 		return err
 	}
 	a.checks.Add("nats", func(context.Context) error {
