@@ -26,7 +26,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +33,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -383,18 +381,12 @@ func (w worker) record(ctx context.Context, d notification.Delivery, e *ledger.E
 }
 
 func (w worker) publishStatus(ctx context.Context, d notification.Delivery, e *ledger.Entry, log *slog.Logger) {
-	body, err := json.Marshal(notification.Status{
+	err := notification.PublishStatus(ctx, w.js, notification.Status{
 		NotificationID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant, Channel: d.Channel, State: string(e.State),
 		Provider: e.Provider, ProviderMessageID: e.ProviderMessageID, Reason: e.Reason, Retryable: e.Retryable,
 		Tries: e.Tries, EventID: d.Event.ID, Time: e.UpdatedAt,
 	})
 	if err != nil {
-		return
-	}
-	msg := nats.NewMsg(notification.StatusSubject(d.Tenant))
-	msg.Data = body
-	msg.Header.Set(jetstream.MsgIDHeader, d.DedupeKey+":"+string(e.State))
-	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
 		log.WarnContext(ctx, "status event not published", "state", e.State, "error", err)
 	}
 }

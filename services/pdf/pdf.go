@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -210,17 +209,11 @@ func (s *Service) deadLetter(ctx context.Context, msg jetstream.Msg, req documen
 }
 
 func (s *Service) publishFailed(ctx context.Context, d notification.Delivery, cause error) {
-	body, err := json.Marshal(notification.Status{
+	err := notification.PublishStatus(ctx, s.js, notification.Status{
 		NotificationID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant, Channel: d.Channel, State: "failed",
 		Reason: "its document could not be rendered: " + cause.Error(), Retryable: true, EventID: d.Event.ID, Time: time.Now().UTC(),
 	})
 	if err != nil {
-		return
-	}
-	m := nats.NewMsg(notification.StatusSubject(d.Tenant))
-	m.Data = body
-	m.Header.Set(jetstream.MsgIDHeader, d.DedupeKey+":failed")
-	if _, err := s.js.PublishMsg(ctx, m); err != nil {
 		s.cfg.Logger.WarnContext(ctx, "status event not published", "notification_id", d.ID, "error", err)
 	}
 }

@@ -1,7 +1,12 @@
 package notification
 
 import (
+	"context"
+	"encoding/json"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
 )
@@ -25,3 +30,17 @@ type Status struct {
 
 // StatusSubject is where a tenant's outcome events are published.
 func StatusSubject(tenant string) string { return "notify.status." + tenant }
+
+// PublishStatus publishes an outcome event. Its Nats-Msg-Id is the dedupe
+// key and state, so telling the same outcome twice stores it once.
+func PublishStatus(ctx context.Context, js jetstream.Publisher, st Status) error {
+	body, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	msg := nats.NewMsg(StatusSubject(st.Tenant))
+	msg.Data = body
+	msg.Header.Set(jetstream.MsgIDHeader, st.DedupeKey+":"+st.State)
+	_, err = js.PublishMsg(ctx, msg)
+	return err
+}
