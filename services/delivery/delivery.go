@@ -11,7 +11,9 @@
 //  1. lease the dedupe key in Redis (SET NX with a TTL beyond AckWait); if
 //     another worker holds it, ask for redelivery later and look again then
 //     — the holder may crash — and if Redis cannot answer, do not send;
-//  2. read the ledger: a key already delivered is acknowledged unsent;
+//  2. claim the key in the ledger (a revision-checked write): a key
+//     already delivered is acknowledged unsent, one another worker claimed
+//     lately is left to it;
 //  3. one try: a pass over the provider chain;
 //  4. write the outcome to the ledger (attempts included);
 //  5. publish a status event on notify.status.<tenant>;
@@ -134,7 +136,9 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 	// is acked without queueing for the lease again — that is what broke
 	// the lockstep of copies that keep colliding. A first delivery skips
 	// this read; the check after taking the lease covers it.
-	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 && w.alreadyDelivered(ctx, msg, d, log) {
+	md, err := msg.Metadata()
+	first := err == nil && md.NumDelivered == 1
+	if !first && w.alreadyDelivered(ctx, msg, d, log) {
 		return
 	}
 	lease, err := w.cfg.Locker.Acquire(ctx, d.DedupeKey, w.lockTTL)
@@ -159,20 +163,34 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}()
 
-	entry, err := w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey)
-	if err != nil {
-		delay := consumer.NakWithBackoff(msg, w.cfg.RetryDelay, time.Minute)
-		log.WarnContext(ctx, "ledger unavailable; will retry", "retry_in", delay, "error", err)
-		return
-	}
-	if entry.State == ledger.Delivered {
-		w.duplicate(ctx, msg, d, entry, log)
-		return
-	}
-	if !w.claim(ctx, msg, d, &entry, log) {
-		return
+	// A first delivery claims a key nobody recorded in one write (a
+	// create, which fails if the key exists); anything else — and any
+	// create that fails — reads the ledger first.
+	entry := ledger.Entry{DedupeKey: d.DedupeKey, Tenant: d.Tenant}
+	if !first || w.put(ctx, d, &entry, ledger.Sending) != nil {
+		if entry, err = w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey); err != nil {
+			delay := consumer.NakWithBackoff(msg, w.cfg.RetryDelay, time.Minute)
+			log.WarnContext(ctx, "ledger unavailable; will retry", "retry_in", delay, "error", err)
+			return
+		}
+		if entry.State == ledger.Delivered {
+			w.duplicate(ctx, msg, d, entry, log)
+			return
+		}
+		if !w.claim(ctx, msg, d, &entry, log) {
+			return
+		}
 	}
 	w.try(ctx, msg, d, &entry, log)
+}
+
+// put writes e in state, detached from ctx and bounded: a claim that lands
+// after its worker gave up on it would hold every copy off for a lease TTL.
+func (w worker) put(ctx context.Context, d notification.Delivery, e *ledger.Entry, state ledger.State) error {
+	e.NotificationID, e.Channel, e.State = d.ID, string(d.Channel), state
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return w.cfg.Ledger.Put(cctx, e)
 }
 
 // claim records in the ledger that this worker is sending now. The write is
@@ -187,12 +205,7 @@ func (w worker) claim(ctx context.Context, msg jetstream.Msg, d notification.Del
 			"claimed_at", e.UpdatedAt, "retry_in", delay)
 		return false
 	}
-	e.NotificationID, e.Channel, e.State = d.ID, string(d.Channel), ledger.Sending
-	// Not abandoned halfway by a stop: a claim that lands after its worker
-	// gave up on it would hold every copy off for a lease TTL.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	if err := w.cfg.Ledger.Put(cctx, e); err != nil {
+	if err := w.put(ctx, d, e, ledger.Sending); err != nil {
 		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(d))
 		delay := consumer.NakWithBackoff(msg, w.cfg.RetryDelay, w.lockTTL)
 		log.WarnContext(ctx, "could not claim the notification; will retry", "retry_in", delay, "error", err)
