@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/telemetry"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // chain is one try: a pass over the providers in order, stopping at the
@@ -44,13 +47,29 @@ func (c chain) send(ctx context.Context, msg email.Message) pass {
 	return pass{Failures: errors.Join(errs...)}
 }
 
-func (c chain) call(ctx context.Context, p Provider, msg email.Message) (email.Receipt, error) {
+func (c chain) call(ctx context.Context, p Provider, msg email.Message) (r email.Receipt, err error) {
+	ctx, span := telemetry.Tracer(ctx).Start(ctx, "send "+p.Name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("herald.provider", p.Name), attribute.String("herald.notification_id", msg.ID),
+			attribute.Int("herald.attachments", len(msg.Attachments))))
+	defer func() {
+		switch {
+		case err == nil:
+			span.SetAttributes(attribute.String("herald.provider_message_id", r.MessageID))
+		case email.IsPermanent(err):
+			span.SetAttributes(attribute.String("error.type", "permanent"))
+		case email.IsAmbiguous(err):
+			span.SetAttributes(attribute.String("error.type", "ambiguous"))
+		default:
+			span.SetAttributes(attribute.String("error.type", "transient"))
+		}
+		telemetry.End(span, err)
+	}()
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	r, err := p.Send(ctx, msg)
+	r, err = p.Send(ctx, msg)
 	switch {
 	case err != nil:
 		return r, err

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/documents"
@@ -82,6 +83,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider defaults to a no-op provider.
 	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, traces every message handled; nil traces
+	// nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns the config with every unset field filled in

@@ -37,6 +37,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/heraldhq/herald/services/delivery/email"
@@ -47,6 +48,7 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Stream is the stream deliveries are consumed from.
@@ -108,7 +110,8 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("delivery: %w", err)
 		}
 		w := worker{Service: s, lockTTL: s.cfg.lockTTL(c.CachedInfo().Config.AckWait)}
-		if err := s.loops.Start(ctx, c, w.handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}); err != nil {
+		if err := s.loops.Start(ctx, c, w.handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
+			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}); err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
 	}
@@ -234,6 +237,10 @@ func (w worker) duplicate(ctx context.Context, msg jetstream.Msg, d notification
 
 // try makes one pass over the chain and settles the message by its outcome.
 func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Delivery, entry *ledger.Entry, log *slog.Logger) {
+	ctx, span := telemetry.Start(ctx, "deliver "+string(d.Channel),
+		attribute.String("herald.notification_id", d.ID), attribute.String("herald.tenant", d.Tenant),
+		attribute.String("herald.template", d.Template), attribute.Int("herald.try", entry.Tries+1))
+	defer span.End()
 	var result pass
 	content, err := w.content(ctx, d)
 	var m email.Message
@@ -256,6 +263,10 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 		attempt.Error = err.Error()
 	}
 	entry.Record(attempt)
+	if err != nil && !result.Accepted {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.SetAttributes(attribute.String("herald.provider", result.Receipt.Provider), attribute.Bool("herald.accepted", result.Accepted))
 	if attempt.Ambiguous {
 		w.metrics.ambiguous.Add(ctx, 1, w.metrics.attrs(d))
 		log.WarnContext(ctx, "ambiguous send: a provider may have accepted before failing, so the recipient may get this twice",

@@ -31,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/services/dlq/alert"
 	"github.com/heraldhq/herald/shared/consumer"
@@ -71,6 +72,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider defaults to a no-op provider.
 	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, traces every message handled; nil traces
+	// nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns the config with every unset field filled in.
@@ -131,7 +135,8 @@ func (s *Service) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("dlq: %w", err)
 		}
-		if err := s.loops.Start(ctx, cons, c.handle, consumer.Config{Concurrency: 4, Logger: s.cfg.Logger}); err != nil {
+		if err := s.loops.Start(ctx, cons, c.handle, consumer.Config{Concurrency: 4, Logger: s.cfg.Logger,
+			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}); err != nil {
 			return fmt.Errorf("dlq: %w", err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // RedrivesBucket records which entries were redriven (streams/KV_dlq_redrives).
@@ -195,7 +196,7 @@ func (x *Entries) Redrive(ctx context.Context, e Entry) (Redrive, error) {
 		}
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, r.MsgID)
-	if _, err := x.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := telemetry.PublishMsg(ctx, x.js, msg); err != nil {
 		return r, fmt.Errorf("dlq: redriving %d to %s: %w", e.Seq, e.Subject, err)
 	}
 	b, _ := json.Marshal(r)

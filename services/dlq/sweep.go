@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // SweepConfig configures the resend sweep: every Interval, notifications
@@ -112,7 +113,7 @@ func (s *Service) resend(ctx context.Context, e *ledger.Entry) error {
 	msg := nats.NewMsg(notification.Subject(d.Channel, d.Priority, d.Tenant))
 	msg.Data = e.Delivery
 	msg.Header.Set(jetstream.MsgIDHeader, d.DedupeKey+":resend:"+strconv.Itoa(e.Resends+1))
-	if _, err := s.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := telemetry.PublishMsg(ctx, s.js, msg); err != nil {
 		return fmt.Errorf("%s: %w", e.NotificationID, err)
 	}
 	e.Resends++

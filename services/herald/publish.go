@@ -12,8 +12,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 func publishCommand() *cobra.Command {
@@ -66,20 +69,33 @@ func runPublish(cmd *cobra.Command, args []string) error {
 	}
 	defer closeNATS()
 	if count == 1 {
-		return publishOne(cmd, js, subject, ev.ID, raw)
+		return publishOne(cmd, cfg, js, subject, ev.ID, raw)
 	}
 	return publishCopies(cmd, js, subject, raw, count)
 }
 
-func publishOne(cmd *cobra.Command, js jetstream.JetStream, subject, id string, raw []byte) error {
+// publishOne publishes one event. When the OTEL_* variables ask for traces,
+// the trace starts here, and its id is printed.
+func publishOne(cmd *cobra.Command, cfg app.Config, js jetstream.JetStream, subject, id string, raw []byte) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 	defer cancel()
+	if telemetry.TracingEnabled(cfg.Getenv) {
+		tp, err := telemetry.NewTracerProvider(ctx, "herald-publish", cfg.Getenv)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tp.Shutdown(context.WithoutCancel(ctx)) }()
+		var span trace.Span
+		ctx, span = tp.Tracer(telemetry.Scope).Start(ctx, "herald publish")
+		defer span.End()
+		fmt.Fprintf(cmd.OutOrStdout(), "trace %s\n", span.SpanContext().TraceID())
+	}
 	msg := nats.NewMsg(subject)
 	msg.Data = raw
 	if id != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, id)
 	}
-	ack, err := js.PublishMsg(ctx, msg)
+	ack, err := telemetry.PublishMsg(ctx, js, msg)
 	if err != nil {
 		return fmt.Errorf("publishing to %s: %w", subject, err)
 	}

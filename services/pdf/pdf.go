@@ -24,12 +24,14 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/services/pdf/render"
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Stream and Durable name the consumer the renderer reads.
@@ -58,6 +60,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider defaults to a no-op provider.
 	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, traces every message handled; nil traces
+	// nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns the config with every unset field filled in.
@@ -114,7 +119,8 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	maxDeliver := c.CachedInfo().Config.MaxDeliver
 	handle := func(ctx context.Context, msg jetstream.Msg) { s.handle(ctx, msg, maxDeliver) }
-	if err := s.loops.Start(ctx, c, handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}); err != nil {
+	if err := s.loops.Start(ctx, c, handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
+		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}); err != nil {
 		return fmt.Errorf("pdf: %w", err)
 	}
 	return nil
@@ -161,9 +167,16 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int)
 
 // document returns the stored document, rendering and storing it first if
 // this revision has not been stored yet.
-func (s *Service) document(ctx context.Context, req documents.Request) (notification.Document, error) {
+func (s *Service) document(ctx context.Context, req documents.Request) (ref notification.Document, err error) {
+	ctx, span := telemetry.Start(ctx, "render "+req.Type,
+		attribute.String("herald.document.object", req.Object), attribute.String("herald.tenant", req.Tenant))
+	defer func() {
+		span.SetAttributes(attribute.Int64("herald.document.size", ref.Size))
+		telemetry.End(span, err)
+	}()
 	if ref, ok, err := s.store.Lookup(ctx, req.Object, req.Type); err != nil || ok {
 		if ok {
+			span.SetAttributes(attribute.Bool("herald.document.reused", true))
 			s.count(ctx, req, "reused")
 		}
 		return ref, err
@@ -174,7 +187,7 @@ func (s *Service) document(ctx context.Context, req documents.Request) (notifica
 		return notification.Document{}, fmt.Errorf("rendering %s: %w", req.Object, err)
 	}
 	s.duration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("type", req.Type)))
-	ref, err := s.store.Put(ctx, req.Object, req.Type, pdf)
+	ref, err = s.store.Put(ctx, req.Object, req.Type, pdf)
 	if err == nil {
 		s.count(ctx, req, "rendered")
 	}

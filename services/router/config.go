@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/shared/event"
 )
@@ -30,6 +31,9 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 	// MeterProvider defaults to a no-op provider.
 	MeterProvider metric.MeterProvider `yaml:"-"`
+	// TracerProvider, when set, traces every message handled; nil traces
+	// nothing.
+	TracerProvider trace.TracerProvider `yaml:"-"`
 }
 
 // WithDefaults returns the config with every unset field filled in.

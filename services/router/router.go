@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/heraldhq/herald/shared/consumer"
@@ -29,6 +30,7 @@ import (
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Durable is the router's consumer name on each input stream.
@@ -59,9 +61,9 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
 	var errs [5]error
 	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid)."))
-	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published and NOTIFY stored, by channel and priority."))
+	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published, by channel and priority: to NOTIFY, or waiting in their document's render request."))
 	s.skipped, errs[2] = m.Int64Counter("herald.router.skipped", metric.WithDescription("Recipient channels not published because this deployment does not deliver on them."))
-	s.dupes, errs[3] = m.Int64Counter("herald.router.duplicates", metric.WithDescription("Deliveries NOTIFY already held (a republished or redelivered event), dropped by its duplicate window."))
+	s.dupes, errs[3] = m.Int64Counter("herald.router.duplicates", metric.WithDescription("Deliveries already stored (a republished or redelivered event), dropped by the duplicate window of NOTIFY or DOCS."))
 	s.docs, errs[4] = m.Int64Counter("herald.router.documents", metric.WithDescription("Render requests the router published, each with the deliveries that wait for the document."))
 	return s, errors.Join(errs[:]...)
 }
@@ -73,7 +75,8 @@ func (s *Service) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("router: %w", err)
 		}
-		cfg := consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger}
+		cfg := consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
+			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 		if err := s.loops.Start(ctx, c, s.handle, cfg); err != nil {
 			return fmt.Errorf("router: %w", err)
 		}
@@ -85,7 +88,14 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
+	ctx, span := telemetry.Start(ctx, "route")
+	defer span.End()
 	d, invalid := s.cfg.decide(msg.Data(), time.Now().UTC())
+	span.SetAttributes(
+		attribute.String("cloudevents.event_id", d.Event.ID), attribute.String("cloudevents.event_type", d.Event.Type),
+		attribute.String("cloudevents.event_source", d.Event.Source), attribute.String("herald.tenant", d.Event.Tenant),
+		attribute.String("herald.outcome", string(d.Outcome)), attribute.Int("herald.deliveries", d.planned()),
+		attribute.Int("herald.documents", len(d.Renders)))
 	log := s.cfg.Logger.With("event_id", d.Event.ID, "type", d.Event.Type, "tenant", d.Event.Tenant, "subject", msg.Subject())
 	s.events.Add(ctx, 1, metric.WithAttributes(
 		attribute.String("type", label(d.Event.Type, typeLabel.MatchString)), attribute.String("tenant", label(d.Event.Tenant, event.ValidTenant)),
@@ -94,6 +104,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 		s.skipped.Add(ctx, int64(d.Skipped), metric.WithAttributes(attribute.String("tenant", d.Event.Tenant)))
 	}
 	if invalid != nil {
+		span.SetStatus(codes.Error, invalid.Error())
 		log.WarnContext(ctx, "dead-lettering invalid event", "reason", invalid.Error())
 		if err := deadletter.Terminate(ctx, s.js, msg, invalid.Error()); err != nil {
 			log.ErrorContext(ctx, "dead-lettering failed; the event will be redelivered", "error", err)
@@ -102,6 +113,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if err := s.publish(ctx, d); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
 		consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
 		return
@@ -125,27 +137,34 @@ func (s *Service) publish(ctx context.Context, d Decision) error {
 		msg := nats.NewMsg(documents.Subject(r.Type))
 		msg.Data = body
 		msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(r.Object))
-		if _, err := s.js.PublishMsg(ctx, msg); err != nil {
+		ack, err := telemetry.PublishMsg(ctx, s.js, msg)
+		if err != nil {
 			return fmt.Errorf("requesting %s: %w", r.Object, err)
 		}
 		s.docs.Add(ctx, 1, metric.WithAttributes(attribute.String("type", r.Type), attribute.String("tenant", r.Tenant)))
+		for _, waiting := range r.Deliveries {
+			s.countDelivery(ctx, waiting, ack.Duplicate)
+		}
 	}
 	acks, err := notification.Publish(ctx, s.js, d.Deliveries)
 	if err != nil {
 		return err
 	}
-	deliveries := d.Deliveries
 	for i, ack := range acks {
-		counter := s.planned
-		if ack.Duplicate {
-			counter = s.dupes
-		}
-		counter.Add(ctx, 1, metric.WithAttributes(
-			attribute.String("channel", string(deliveries[i].Channel)),
-			attribute.String("priority", string(deliveries[i].Priority)),
-			attribute.String("tenant", deliveries[i].Tenant)))
+		s.countDelivery(ctx, d.Deliveries[i], ack.Duplicate)
 	}
 	return nil
+}
+
+// countDelivery counts a delivery stored — in NOTIFY, or waiting in its
+// document's render request — or found already stored (a duplicate).
+func (s *Service) countDelivery(ctx context.Context, d notification.Delivery, duplicate bool) {
+	counter := s.planned
+	if duplicate {
+		counter = s.dupes
+	}
+	counter.Add(ctx, 1, metric.WithAttributes(attribute.String("channel", string(d.Channel)),
+		attribute.String("priority", string(d.Priority)), attribute.String("tenant", d.Tenant)))
 }
 
 var typeLabel = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$`)

@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Handler processes one message and settles it: Ack, Nak, or Term.
@@ -32,6 +36,13 @@ type Config struct {
 	// Logger reports pull errors (missed heartbeats, a deleted consumer).
 	// Defaults to discarding them.
 	Logger *slog.Logger
+	// TracerProvider, when set, traces each message: a "process <subject>"
+	// consumer span, continuing the trace its publisher put in the headers,
+	// is in the handler's ctx.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, observes the consumer's pending, ack-pending
+	// and redelivered counts whenever metrics are collected.
+	MeterProvider metric.MeterProvider
 }
 
 // Loop is a running consumer.
@@ -41,6 +52,7 @@ type Loop struct {
 	quit    chan struct{}
 	workers sync.WaitGroup
 	cancel  context.CancelFunc
+	gauges  metric.Registration
 }
 
 // Start begins consuming. Handlers run with a context derived from ctx's
@@ -52,11 +64,21 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &Loop{work: make(chan jetstream.Msg), quit: make(chan struct{}), cancel: cancel}
 	every := max(c.CachedInfo().Config.AckWait/3, 100*time.Millisecond)
+	name := c.CachedInfo().Name
+	handle := h
+	if cfg.TracerProvider != nil {
+		tracer := cfg.TracerProvider.Tracer(telemetry.Scope)
+		handle = func(ctx context.Context, msg jetstream.Msg) {
+			ctx, span := telemetry.StartProcess(ctx, tracer, msg, name)
+			defer span.End()
+			h(ctx, msg)
+		}
+	}
 	for range n {
 		l.workers.Go(func() {
 			for msg := range l.work {
 				stop := keepAlive(msg, every)
-				h(hctx, msg)
+				handle(hctx, msg)
 				stop()
 			}
 		})
@@ -73,6 +95,11 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 		return nil, err
 	}
 	l.cc = cc
+	if cfg.MeterProvider != nil {
+		if l.gauges, err = observe(cfg.MeterProvider, c); err != nil {
+			logger.WarnContext(ctx, "consumer gauges not registered", "consumer", name, "error", err)
+		}
+	}
 	return l, nil
 }
 
@@ -90,6 +117,9 @@ func (l *Loop) dispatch(msg jetstream.Msg) {
 // handlers still run — handlers are cancelled, unstarted messages are left
 // for redelivery, and ctx's error is returned once the handlers returned.
 func (l *Loop) Stop(ctx context.Context) error {
+	if l.gauges != nil {
+		_ = l.gauges.Unregister()
+	}
 	l.cc.Drain()
 	var err error
 	select {

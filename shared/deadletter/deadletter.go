@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Headers set on every entry.
@@ -111,7 +112,7 @@ func write(ctx context.Context, js jetstream.Publisher, e Entry) error {
 		entry.Header.Set(HeaderTenant, tenant)
 	}
 	entry.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dlq:%s:%d", e.Stream, e.Sequence))
-	if _, err := js.PublishMsg(ctx, entry); err != nil {
+	if _, err := telemetry.PublishMsg(ctx, js, entry); err != nil {
 		return fmt.Errorf("dead letter: writing to %s: %w", entry.Subject, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Status is an outcome event, published on notify.status.<tenant> for
@@ -41,6 +42,6 @@ func PublishStatus(ctx context.Context, js jetstream.Publisher, st Status) error
 	msg := nats.NewMsg(StatusSubject(st.Tenant))
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, st.DedupeKey+":"+st.State)
-	_, err = js.PublishMsg(ctx, msg)
+	_, err = telemetry.PublishMsg(ctx, js, msg)
 	return err
 }

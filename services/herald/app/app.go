@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
@@ -44,24 +45,28 @@ type service interface {
 
 // App is one running Herald process.
 type App struct {
-	cfg      Config
-	logger   *slog.Logger
-	tel      *telemetry.Telemetry
-	routerC  router.Config
-	emailC   delivery.Config
-	pdfC     pdf.Config
-	dlqC     dlq.Config
-	linkKey  []byte
-	checks   health.Checks
-	nc       *nats.Conn
-	ncClosed chan struct{}
-	js       jetstream.JetStream
-	rdb      *redis.Client
-	services []service
-	http     *http.Server
-	httpAddr net.Addr
-	stopOnce sync.Once
-	stopErr  error
+	cfg    Config
+	logger *slog.Logger
+	tel    *telemetry.Telemetry
+	tracer trace.TracerProvider
+	// flushTraces exports the spans still buffered, when this App made
+	// the tracer provider.
+	flushTraces func(context.Context) error
+	routerC     router.Config
+	emailC      delivery.Config
+	pdfC        pdf.Config
+	dlqC        dlq.Config
+	linkKey     []byte
+	checks      health.Checks
+	nc          *nats.Conn
+	ncClosed    chan struct{}
+	js          jetstream.JetStream
+	rdb         *redis.Client
+	services    []service
+	http        *http.Server
+	httpAddr    net.Addr
+	stopOnce    sync.Once
+	stopErr     error
 }
 
 // New checks the whole configuration before anything connects, so a bad
@@ -73,10 +78,14 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, logger: logger, tel: tel}
+	a := &App{cfg: cfg, logger: logger, tel: tel, tracer: cfg.TracerProvider}
+	if err := a.startTracing(); err != nil {
+		return nil, err
+	}
 	a.routerC = cfg.Router
 	a.routerC.Logger = logger.With("service", "router")
 	a.routerC.MeterProvider = tel.MeterProvider()
+	a.routerC.TracerProvider = a.tracer
 	a.routerC = a.routerC.WithDefaults()
 	errs := []error{cfg.Validate(), a.routerC.Validate(), a.checkTemplates()}
 	if cfg.Redis.URL != "" {
@@ -90,7 +99,8 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 		a.emailC, err = a.emailConfig()
 		errs = append(errs, err)
 	}
-	a.pdfC = pdf.Config{Concurrency: cfg.PDF.Concurrency, Logger: logger.With("service", "pdf"), MeterProvider: tel.MeterProvider()}
+	a.pdfC = pdf.Config{Concurrency: cfg.PDF.Concurrency, Logger: logger.With("service", "pdf"),
+		MeterProvider: tel.MeterProvider(), TracerProvider: a.tracer}
 	if cfg.runs("dlq") {
 		a.dlqC, err = a.dlqConfig()
 		errs = append(errs, err)
@@ -107,9 +117,31 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 		if a.rdb != nil {
 			_ = a.rdb.Close()
 		}
+		if a.flushTraces != nil {
+			_ = a.flushTraces(context.Background())
+		}
 		return nil, err
 	}
 	return a, nil
+}
+
+// startTracing makes the OTLP tracer provider the OTEL_* variables ask for,
+// unless the configuration brought its own.
+func (a *App) startTracing() error {
+	getenv := a.cfg.Getenv
+	if a.tracer != nil || getenv == nil || !telemetry.TracingEnabled(getenv) {
+		return nil
+	}
+	name := "herald"
+	if len(a.cfg.Services) == 1 {
+		name += "-" + a.cfg.Services[0]
+	}
+	tp, err := telemetry.NewTracerProvider(context.Background(), name, getenv)
+	if err != nil {
+		return err
+	}
+	a.tracer, a.flushTraces = tp, tp.Shutdown
+	return nil
 }
 
 func (a *App) emailConfig() (delivery.Config, error) {
@@ -118,6 +150,7 @@ func (a *App) emailConfig() (delivery.Config, error) {
 		ProviderTimeout: a.cfg.Email.Timeout, LockTTL: a.cfg.Email.LockTTL, RetryDelay: a.cfg.Email.RetryDelay,
 		AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, MaxTries: a.cfg.Email.MaxTries,
 		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
+		TracerProvider: a.tracer,
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
@@ -135,6 +168,7 @@ func (a *App) dlqConfig() (dlq.Config, error) {
 	c := dlq.Config{
 		AlertWindow: a.cfg.DLQ.Alerts.Window, Sweep: a.cfg.DLQ.Sweep,
 		Logger: a.logger.With("service", "dlq"), MeterProvider: a.tel.MeterProvider(),
+		TracerProvider: a.tracer,
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
@@ -384,6 +418,9 @@ func (a *App) stop(ctx context.Context) error {
 		errs = append(errs, a.rdb.Close())
 	}
 	errs = append(errs, a.tel.Shutdown(ctx))
+	if a.flushTraces != nil {
+		errs = append(errs, a.flushTraces(ctx))
+	}
 	return errors.Join(errs...)
 }
 

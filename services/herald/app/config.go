@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/heraldhq/herald/services/dlq"
@@ -67,9 +68,12 @@ type Config struct {
 
 	// Services are the targets this process runs. Set by the command line.
 	Services []string `yaml:"-"`
-	// Getenv reads the environment variables the file names (secrets).
-	// Set by main; nil reads nothing.
+	// Getenv reads the environment variables the file names (secrets),
+	// and the OTEL_* variables. Set by main; nil reads nothing.
 	Getenv func(string) string `yaml:"-"`
+	// TracerProvider traces every service, when set; else the OTEL_*
+	// variables decide (see telemetry.TracingEnabled).
+	TracerProvider trace.TracerProvider `yaml:"-"`
 }
 
 // EmailConfig is the email channel's section.
