@@ -16,9 +16,12 @@ func runCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [service...]",
 		Short: "Run Herald services against NATS_URL (and REDIS_URL)",
-		Long: `Run the named services in this process: router, delivery.
+		Long: `Run the named services in this process: router, pdf, delivery, dlq.
 With no names, all of them run. Each process serves /healthz, /readyz and
-/metrics on --http-listen. SIGINT or SIGTERM drains in-flight messages, then exits.`,
+/metrics on --http-listen. SIGINT or SIGTERM drains in-flight messages, then exits.
+
+Traces are exported over OTLP when the standard variables ask for them
+(OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp; see the README).`,
 		ValidArgs: app.Targets,
 		Args:      cobra.OnlyValidArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
