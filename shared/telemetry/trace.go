@@ -85,6 +85,9 @@ func TracerOrNoop(tp trace.TracerProvider) trace.Tracer {
 // writes its context into msg's headers, so the consumer's span continues
 // the trace. The caller ends the span when the server has acknowledged.
 func StartPublish(ctx context.Context, msg *nats.Msg) (context.Context, trace.Span) {
+	if parent := trace.SpanFromContext(ctx); !parent.SpanContext().IsValid() {
+		return ctx, parent // nothing traces this publish, and there is no context to carry
+	}
 	attrs := []attribute.KeyValue{
 		messagingSystem,
 		semconv.MessagingOperationTypeSend,
