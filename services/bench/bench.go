@@ -75,20 +75,22 @@ type Progress struct {
 
 // Report is what a run measured.
 type Report struct {
-	Orders, Recipients, Expected int
-	Delivered                    int     `json:"delivered"`
-	Duplicates                   int     `json:"duplicates_sent"`
-	Lost                         int     `json:"lost"`
-	Retries                      int64   `json:"retries"`
-	Seconds                      float64 `json:"seconds"`
-	PerSecond                    float64 `json:"deliveries_per_second"`
-	Latency                      Latency `json:"latency_ms"`
-	CPUSeconds                   float64 `json:"cpu_seconds"`
-	PeakRSSMB                    float64 `json:"peak_rss_mb"`
-	EmbeddedNATS                 bool    `json:"embedded_nats"`
-	EmbeddedRedis                bool    `json:"embedded_redis"`
-	Cores                        int     `json:"cores"`
-	GoVersion                    string  `json:"go_version"`
+	Orders        int     `json:"orders"`
+	Recipients    int     `json:"recipients"`
+	Expected      int     `json:"expected"`
+	Delivered     int     `json:"delivered"`
+	Duplicates    int     `json:"duplicates_sent"`
+	Lost          int     `json:"lost"`
+	Retries       int64   `json:"retries"`
+	Seconds       float64 `json:"seconds"`
+	PerSecond     float64 `json:"deliveries_per_second"`
+	Latency       Latency `json:"latency_ms"`
+	CPUSeconds    float64 `json:"cpu_seconds"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	EmbeddedNATS  bool    `json:"embedded_nats"`
+	EmbeddedRedis bool    `json:"embedded_redis"`
+	Cores         int     `json:"cores"`
+	GoVersion     string  `json:"go_version"`
 
 	Histogram *hdrhistogram.Histogram `json:"-"`
 }
@@ -96,7 +98,10 @@ type Report struct {
 // Latency is the end-to-end latency distribution, event publish to
 // provider acceptance, in milliseconds.
 type Latency struct {
-	P50, P90, P99, Max float64
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
 }
 
 // Run runs one benchmark, calling progress about four times a second.
