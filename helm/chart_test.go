@@ -1,0 +1,867 @@
+// Package helm_test checks the Helm chart in ./herald the way `helm install`
+// would see it: rendered by Helm's own packages (schema validation, kubeVersion
+// check, hooks split from manifests), every manifest decoded strictly into the
+// Kubernetes API types, and the configuration file it ships loaded by Herald's
+// own strict loader. Nothing here needs a cluster or the network.
+package helm_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/heraldhq/herald/services/herald/app"
+)
+
+const (
+	chartDir         = "herald"
+	productionValues = "herald/docs/production-values.yaml"
+	release          = "herald"
+	namespace        = "notify"
+	configPath       = "/etc/herald/herald.yaml"
+)
+
+// targets maps each service of the chart to its `herald run` target.
+var targets = map[string]string{"router": "router", "delivery-email": "delivery", "pdf": "pdf", "dlq": "dlq"}
+
+// usesRedis lists the services given REDIS_URL.
+var usesRedis = []string{"delivery-email", "dlq"}
+
+// ServiceMonitor and PrometheusRule have no k8s.io types; these hold the
+// fields the chart may use, so a misspelt one fails decoding.
+type serviceMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port          string `json:"port"`
+			Path          string `json:"path"`
+			Interval      string `json:"interval,omitempty"`
+			ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+type prometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Alert       string            `json:"alert,omitempty"`
+				Record      string            `json:"record,omitempty"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for,omitempty"`
+				Labels      map[string]string `json:"labels,omitempty"`
+				Annotations map[string]string `json:"annotations,omitempty"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+// rendered is one release as `helm install` would create it.
+type rendered struct {
+	objects map[string]any // "Kind/name" → decoded object
+	hooks   []string       // "Kind/name" of the hooks
+	notes   string
+}
+
+func get[T any](t *testing.T, r *rendered, kind, name string) *T {
+	t.Helper()
+	obj, ok := r.objects[kind+"/"+name]
+	require.Truef(t, ok, "%s/%s was not rendered; rendered: %v", kind, name, r.names())
+	typed, ok := obj.(*T)
+	require.Truef(t, ok, "%s/%s is a %T", kind, name, obj)
+	return typed
+}
+
+func (r *rendered) has(kind, name string) bool {
+	_, ok := r.objects[kind+"/"+name]
+	return ok
+}
+
+func (r *rendered) names() []string {
+	var names []string
+	for n := range r.objects {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (r *rendered) ofKind(kind string) []string {
+	var names []string
+	for _, n := range r.names() {
+		if k, name, _ := strings.Cut(n, "/"); k == kind {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// install renders the chart as `helm install --dry-run` does: values merged
+// with the chart's and checked against values.schema.json, kubeVersion
+// checked, hooks apart.
+func install(values map[string]any) (*rendered, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, err
+	}
+	return installChart(ch, values)
+}
+
+func installChart(ch *chart.Chart, values map[string]any) (*rendered, error) {
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = release, namespace
+	inst.KubeVersion = &chartutil.KubeVersion{Version: "v1.33.0", Major: "1", Minor: "33"}
+	inst.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1"}
+	rel, err := inst.Run(ch, values)
+	if err != nil {
+		return nil, err
+	}
+	r := &rendered{objects: map[string]any{}, notes: rel.Info.Notes}
+	for _, m := range releaseutil.SplitManifests(rel.Manifest) {
+		if err := r.add(m); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range rel.Hooks {
+		if err := r.add(h.Manifest); err != nil {
+			return nil, err
+		}
+		r.hooks = append(r.hooks, h.Kind+"/"+h.Name)
+	}
+	return r, nil
+}
+
+// add decodes one manifest into its API type, refusing unknown fields.
+func (r *rendered) add(manifest string) error {
+	js, err := yaml.YAMLToJSONStrict([]byte(manifest))
+	if err != nil {
+		return fmt.Errorf("%w in\n%s", err, manifest)
+	}
+	var meta metav1.PartialObjectMetadata
+	if err := json.Unmarshal(js, &meta); err != nil {
+		return err
+	}
+	var obj any
+	switch meta.APIVersion + " " + meta.Kind {
+	case "v1 ConfigMap":
+		obj = &corev1.ConfigMap{}
+	case "v1 Secret":
+		obj = &corev1.Secret{}
+	case "v1 Service":
+		obj = &corev1.Service{}
+	case "v1 ServiceAccount":
+		obj = &corev1.ServiceAccount{}
+	case "apps/v1 Deployment":
+		obj = &appsv1.Deployment{}
+	case "batch/v1 Job":
+		obj = &batchv1.Job{}
+	case "policy/v1 PodDisruptionBudget":
+		obj = &policyv1.PodDisruptionBudget{}
+	case "autoscaling/v2 HorizontalPodAutoscaler":
+		obj = &autoscalingv2.HorizontalPodAutoscaler{}
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		obj = &serviceMonitor{}
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		obj = &prometheusRule{}
+	default:
+		return fmt.Errorf("unexpected %s %s/%s", meta.APIVersion, meta.Kind, meta.Name)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
+		return fmt.Errorf("%s/%s: %w", meta.Kind, meta.Name, err)
+	}
+	key := meta.Kind + "/" + meta.Name
+	if _, dup := r.objects[key]; dup {
+		return fmt.Errorf("%s rendered twice", key)
+	}
+	if meta.Namespace != "" && meta.Namespace != namespace {
+		return fmt.Errorf("%s is in namespace %q", key, meta.Namespace)
+	}
+	r.objects[key] = obj
+	return nil
+}
+
+func mustInstall(t *testing.T, values map[string]any) *rendered {
+	t.Helper()
+	r, err := install(values)
+	require.NoError(t, err)
+	return r
+}
+
+func production(t *testing.T) map[string]any {
+	t.Helper()
+	v, err := chartutil.ReadValuesFile(productionValues)
+	require.NoError(t, err)
+	return v
+}
+
+// values builds a values map from YAML.
+func values(t *testing.T, y string) map[string]any {
+	t.Helper()
+	v := map[string]any{}
+	require.NoError(t, yaml.Unmarshal([]byte(y), &v))
+	return v
+}
+
+func container(t *testing.T, d *appsv1.Deployment) corev1.Container {
+	t.Helper()
+	require.Len(t, d.Spec.Template.Spec.Containers, 1)
+	return d.Spec.Template.Spec.Containers[0]
+}
+
+func env(c corev1.Container, name string) (corev1.EnvVar, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return corev1.EnvVar{}, false
+}
+
+func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, nil)
+
+	require.ElementsMatch(t, []string{"herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router"}, r.ofKind("Deployment"))
+	require.ElementsMatch(t, r.ofKind("Deployment"), r.ofKind("Service"))
+	require.Equal(t, []string{"herald"}, r.ofKind("ServiceAccount"))
+	for _, kind := range []string{"HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Secret"} {
+		require.Emptyf(t, r.ofKind(kind), "%s rendered by default", kind)
+	}
+
+	for svc, target := range targets {
+		t.Run(svc, func(t *testing.T) {
+			d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
+			c := container(t, d)
+			pod := d.Spec.Template.Spec
+
+			require.Equal(t, "ghcr.io/heraldhq/herald:0.1.0", c.Image)
+			require.Equal(t, []string{"run", target, "--shutdown-timeout=30s"}, c.Args)
+			require.Empty(t, c.Command, "the image's entrypoint is /herald")
+			require.Equal(t, int32(1), *d.Spec.Replicas)
+
+			require.Equal(t, []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}, c.Ports)
+			require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+			require.Equal(t, "http", c.LivenessProbe.HTTPGet.Port.String())
+			require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+			require.Equal(t, "http", c.ReadinessProbe.HTTPGet.Port.String())
+
+			require.True(t, *pod.SecurityContext.RunAsNonRoot)
+			require.Equal(t, int64(65532), *pod.SecurityContext.RunAsUser)
+			require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, pod.SecurityContext.SeccompProfile.Type)
+			require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+			require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
+			require.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+			require.Empty(t, c.SecurityContext.Capabilities.Add)
+			require.False(t, *pod.AutomountServiceAccountToken)
+			require.Equal(t, "herald", pod.ServiceAccountName)
+
+			drain, err := time.ParseDuration(strings.TrimPrefix(c.Args[2], "--shutdown-timeout="))
+			require.NoError(t, err)
+			require.Greater(t, time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second, drain,
+				"the kubelet must not kill a pod that is still draining")
+			require.NotNil(t, c.Resources.Limits.Memory())
+
+			config, ok := env(c, "HERALD_CONFIG")
+			require.True(t, ok)
+			require.Equal(t, configPath, config.Value)
+			mountsConfig(t, d, "herald")
+
+			nats, ok := env(c, "NATS_URL")
+			require.True(t, ok)
+			require.Equal(t, "nats://nats.nats.svc.cluster.local:4222", nats.Value)
+			_, hasRedis := env(c, "REDIS_URL")
+			require.Equal(t, slices.Contains(usesRedis, svc), hasRedis, "REDIS_URL only where Redis is used: /readyz checks it")
+
+			s := get[corev1.Service](t, r, "Service", "herald-"+svc)
+			require.Equal(t, "http", s.Spec.Ports[0].Name)
+			require.Equal(t, "http", s.Spec.Ports[0].TargetPort.String())
+			selects(t, s.Spec.Selector, d)
+		})
+	}
+}
+
+// mountsConfig checks that HERALD_CONFIG names a file of the ConfigMap.
+func mountsConfig(t *testing.T, d *appsv1.Deployment, configMap string) {
+	t.Helper()
+	c := container(t, d)
+	var volume string
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == filepath.Dir(configPath) {
+			volume = m.Name
+			require.True(t, m.ReadOnly)
+		}
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == volume && v.ConfigMap != nil {
+			require.Equal(t, configMap, v.ConfigMap.Name)
+			return
+		}
+	}
+	t.Fatalf("%s does not mount ConfigMap %s at %s", d.Name, configMap, filepath.Dir(configPath))
+}
+
+// selects checks that a selector picks d's pods and no other service's.
+func selects(t *testing.T, selector map[string]string, d *appsv1.Deployment) {
+	t.Helper()
+	require.NotEmpty(t, selector)
+	for k, v := range selector {
+		require.Equalf(t, v, d.Spec.Template.Labels[k], "label %s", k)
+	}
+	require.Equal(t, d.Spec.Selector.MatchLabels["app.kubernetes.io/component"], selector["app.kubernetes.io/component"])
+}
+
+func TestGracePeriodFollowsTheShutdownTimeout(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, "shutdownTimeoutSeconds: 120"))
+	for svc := range targets {
+		d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
+		require.Equal(t, "--shutdown-timeout=120s", container(t, d).Args[2])
+		require.Equal(t, int64(135), *d.Spec.Template.Spec.TerminationGracePeriodSeconds)
+	}
+}
+
+func TestConfigMapIsAConfigHeraldLoads(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, mustInstall(t, nil))
+	require.Equal(t, "0.0.0.0:8080", cfg.HTTP.Listen, "probes and scrapes come from outside the pod")
+	require.True(t, cfg.Streams.SkipApply, "the hook Job applies the streams")
+	require.Equal(t, "json", cfg.Log.Format)
+	require.Equal(t, 3, cfg.Streams.Replicas)
+	require.Empty(t, cfg.NATS.URL, "NATS_URL comes from the environment")
+	require.Empty(t, cfg.Redis.URL, "REDIS_URL comes from the environment")
+	require.NoError(t, cfg.WithDefaults().Validate())
+}
+
+// loadConfig writes the ConfigMap's herald.yaml to disk and reads it with
+// Herald's own loader, which refuses any key Herald does not know.
+func loadConfig(t *testing.T, r *rendered) app.Config {
+	t.Helper()
+	cm := get[corev1.ConfigMap](t, r, "ConfigMap", "herald")
+	require.Equal(t, []string{"herald.yaml"}, keys(cm.Data))
+	return loadConfigText(t, cm.Data["herald.yaml"])
+}
+
+func loadConfigText(t *testing.T, text string) app.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "herald.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	cfg, err := app.Load(path)
+	require.NoError(t, err, "Herald refuses the chart's config file:\n%s", text)
+	return cfg
+}
+
+func keys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func TestChartOwnedSettingsWinOverValues(t *testing.T) {
+	t.Parallel()
+	// The schema refuses these keys under config; a chart installed without
+	// its schema (helm --skip-schema-validation) must still get them right.
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	ch.Schema = nil
+	r, err := installChart(ch, values(t, `
+config:
+  http: {listen: 127.0.0.1:9999}
+  log: {format: text}
+  streams: {skip_apply: false}
+`))
+	require.NoError(t, err)
+	cfg := loadConfig(t, r)
+	require.Equal(t, "0.0.0.0:8080", cfg.HTTP.Listen)
+	require.Equal(t, "json", cfg.Log.Format)
+	require.True(t, cfg.Streams.SkipApply)
+}
+
+func TestProductionValues(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, production(t))
+
+	// Herald starts on the file, given the secrets it names: every provider
+	// builds, the link key is long enough, the alert URL is there.
+	cfg := loadConfig(t, r)
+	require.Equal(t, "Orders <orders@acme.example>", cfg.Email.From)
+	secrets := map[string]string{}
+	for _, name := range secretNames(cfg) {
+		secrets[name] = "a-test-value-for-" + name + "-that-is-at-least-32-bytes"
+	}
+	require.ElementsMatch(t, []string{"SENDGRID_API_KEY", "HERALD_LINK_SECRET", "HERALD_SLACK_WEBHOOK"}, keys(secrets))
+	secrets["HERALD_SLACK_WEBHOOK"] = "https://hooks.slack.example/services/T0/B0/x"
+	cfg.Getenv = func(name string) string { return secrets[name] }
+	cfg.Redis.URL = "redis://127.0.0.1:1/0" // as REDIS_URL would set it; nothing connects
+	cfg.Services = app.Targets
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, a.Stop(t.Context()))
+
+	for svc := range targets {
+		t.Run(svc, func(t *testing.T) {
+			d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
+			c := container(t, d)
+			require.Equal(t, "ghcr.io/heraldhq/herald:0.1.0", c.Image)
+			require.Equal(t, []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "herald-secrets"}}}}, c.EnvFrom)
+
+			redis, ok := env(c, "REDIS_URL")
+			require.Equal(t, slices.Contains(usesRedis, svc), ok)
+			if ok {
+				require.Empty(t, redis.Value, "a URL with a password is never inline")
+				require.Equal(t, "herald-redis", redis.ValueFrom.SecretKeyRef.Name)
+				require.Equal(t, "url", redis.ValueFrom.SecretKeyRef.Key)
+			}
+
+			pdb := get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "herald-"+svc)
+			require.Equal(t, 1, pdb.Spec.MaxUnavailable.IntValue())
+			selects(t, pdb.Spec.Selector.MatchLabels, d)
+
+			spread := d.Spec.Template.Spec.TopologySpreadConstraints
+			require.Len(t, spread, 2)
+			for _, s := range spread {
+				selects(t, s.LabelSelector.MatchLabels, d)
+			}
+		})
+	}
+
+	hpa := get[autoscalingv2.HorizontalPodAutoscaler](t, r, "HorizontalPodAutoscaler", "herald-delivery-email")
+	require.Equal(t, "Deployment", hpa.Spec.ScaleTargetRef.Kind)
+	require.Equal(t, "herald-delivery-email", hpa.Spec.ScaleTargetRef.Name)
+	require.Equal(t, int32(3), *hpa.Spec.MinReplicas)
+	require.Equal(t, int32(12), hpa.Spec.MaxReplicas)
+	require.Nil(t, get[appsv1.Deployment](t, r, "Deployment", "herald-delivery-email").Spec.Replicas,
+		"the HPA owns the replica count")
+	require.Equal(t, []string{"herald-delivery-email"}, r.ofKind("HorizontalPodAutoscaler"))
+
+	sa := get[corev1.ServiceAccount](t, r, "ServiceAccount", "herald")
+	require.Contains(t, sa.Annotations, "eks.amazonaws.com/role-arn")
+
+	sm := get[serviceMonitor](t, r, "ServiceMonitor", "herald")
+	require.Equal(t, "kube-prometheus-stack", sm.Labels["release"])
+	require.Len(t, sm.Spec.Endpoints, 1)
+	require.Equal(t, "http", sm.Spec.Endpoints[0].Port)
+	require.Equal(t, "/metrics", sm.Spec.Endpoints[0].Path)
+	for svc := range targets {
+		s := get[corev1.Service](t, r, "Service", "herald-"+svc)
+		for k, v := range sm.Spec.Selector.MatchLabels {
+			require.Equalf(t, v, s.Labels[k], "the ServiceMonitor misses Service herald-%s", svc)
+		}
+	}
+	require.True(t, r.has("PrometheusRule", "herald"))
+}
+
+// secretNames lists the environment variables the config file names.
+func secretNames(cfg app.Config) []string {
+	var names []string
+	add := func(ns ...string) {
+		for _, n := range ns {
+			if n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	for _, p := range cfg.Email.Providers {
+		add(p.APIKeyEnv, p.AccessKeyIDEnv, p.SecretAccessKeyEnv, p.PasswordEnv)
+	}
+	add(cfg.Documents.LinkSecretEnv, cfg.DLQ.Alerts.SlackURLEnv, cfg.DLQ.Alerts.WebhookURLEnv)
+	return names
+}
+
+func TestStreamsJobRunsBeforeTheReleaseExists(t *testing.T) {
+	t.Parallel()
+	for name, vals := range map[string]map[string]any{
+		"defaults":   nil,
+		"production": production(t),
+		"dev secret": values(t, "secrets: {create: true, values: {SENDGRID_API_KEY: x}}\nnats: {existingSecret: nats-creds}"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := mustInstall(t, vals)
+			require.Equal(t, []string{"Job/herald-streams"}, r.hooks)
+			job := get[batchv1.Job](t, r, "Job", "herald-streams")
+			require.Equal(t, "pre-install,pre-upgrade", job.Annotations["helm.sh/hook"])
+			require.Equal(t, "before-hook-creation,hook-succeeded", job.Annotations["helm.sh/hook-delete-policy"])
+			require.Equal(t, int32(3), *job.Spec.BackoffLimit)
+			require.Equal(t, int64(300), *job.Spec.ActiveDeadlineSeconds)
+
+			pod := job.Spec.Template.Spec
+			require.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
+			require.Len(t, pod.Containers, 1)
+			c := pod.Containers[0]
+			require.Equal(t, []string{"streams", "apply", "--replicas=3"}, c.Args)
+			require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+			require.True(t, *pod.SecurityContext.RunAsNonRoot)
+			_, ok := env(c, "NATS_URL")
+			require.True(t, ok)
+
+			// A pre-install hook runs before anything else of the release is
+			// created: it must not need any of it.
+			created := map[string]bool{}
+			for _, n := range r.names() {
+				if !slices.Contains(r.hooks, n) {
+					created[n] = true
+				}
+			}
+			require.Empty(t, pod.Volumes)
+			require.False(t, created["ServiceAccount/"+pod.ServiceAccountName], "the chart's ServiceAccount does not exist yet")
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					require.False(t, created["Secret/"+e.ValueFrom.SecretKeyRef.Name])
+				}
+			}
+			for _, e := range c.EnvFrom {
+				require.Nil(t, e.ConfigMapRef)
+				if e.SecretRef != nil {
+					require.False(t, created["Secret/"+e.SecretRef.Name])
+				}
+			}
+		})
+	}
+}
+
+func TestWithoutTheStreamsJobServicesApplyTheStreams(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, "streamsJob: {enabled: false}"))
+	require.Empty(t, r.hooks)
+	require.False(t, loadConfig(t, r).Streams.SkipApply)
+}
+
+func TestConfigChangesRollThePods(t *testing.T) {
+	t.Parallel()
+	checksums := func(r *rendered) string {
+		cm := get[corev1.ConfigMap](t, r, "ConfigMap", "herald")
+		sum := sha256.Sum256([]byte(strings.TrimSuffix(cm.Data["herald.yaml"], "\n")))
+		want := hex.EncodeToString(sum[:])
+		for svc := range targets {
+			d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
+			require.Equal(t, want, d.Spec.Template.Annotations["checksum/config"], "the checksum of the ConfigMap's file")
+		}
+		return want
+	}
+	before := checksums(mustInstall(t, nil))
+	require.Equal(t, before, checksums(mustInstall(t, nil)), "same config, same pods")
+	require.NotEqual(t, before, checksums(mustInstall(t, values(t, "config: {log: {level: debug}}"))))
+}
+
+func TestSecretsAreOnlyReferenced(t *testing.T) {
+	t.Parallel()
+	const apiKey, linkKey, redisURL = "SG.never-in-a-configmap", "link-key-never-in-a-configmap-0123456789", "redis://:hunter2@redis:6379/0"
+	r := mustInstall(t, values(t, fmt.Sprintf(`
+config:
+  email:
+    from: "Orders <orders@acme.example>"
+    providers: [{type: sendgrid, api_key_env: SENDGRID_API_KEY}]
+  documents: {link_secret_env: HERALD_LINK_SECRET}
+secrets:
+  existingSecret: herald-prod
+  create: true
+  values: {SENDGRID_API_KEY: %q, HERALD_LINK_SECRET: %q}
+redis: {existingSecret: redis-url}
+`, apiKey, linkKey)))
+	require.NotContains(t, mustInstall(t, nil).names(), "Secret/herald-secrets")
+
+	secret := get[corev1.Secret](t, r, "Secret", "herald-secrets")
+	require.Equal(t, apiKey, secret.StringData["SENDGRID_API_KEY"])
+	for _, name := range r.names() {
+		if name == "Secret/herald-secrets" {
+			continue
+		}
+		b, err := json.Marshal(r.objects[name])
+		require.NoError(t, err)
+		for _, value := range []string{apiKey, linkKey, redisURL, "hunter2"} {
+			require.NotContainsf(t, string(b), value, "%s holds a secret value", name)
+		}
+	}
+	cfg := loadConfig(t, r)
+	require.Equal(t, "SENDGRID_API_KEY", cfg.Email.Providers[0].APIKeyEnv)
+
+	for svc := range targets {
+		d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
+		var refs []string
+		for _, e := range container(t, d).EnvFrom {
+			refs = append(refs, e.SecretRef.Name)
+		}
+		require.Equal(t, []string{"herald-prod", "herald-secrets"}, refs)
+		require.NotEmpty(t, d.Spec.Template.Annotations["checksum/secret"], "a changed chart Secret rolls the pods")
+	}
+}
+
+func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		values string
+		kind   string
+		want   []string
+	}{
+		{"services: {pdf: {autoscaling: {enabled: true}}}", "HorizontalPodAutoscaler", []string{"herald-pdf"}},
+		{"services: {router: {replicas: 2}}", "PodDisruptionBudget", []string{"herald-router"}},
+		{"services: {dlq: {podDisruptionBudget: {enabled: true}}}", "PodDisruptionBudget", []string{"herald-dlq"}},
+		{"services: {pdf: {autoscaling: {enabled: true, minReplicas: 2}}}", "PodDisruptionBudget", []string{"herald-pdf"}},
+		{"serviceMonitor: {enabled: true}", "ServiceMonitor", []string{"herald"}},
+		{"prometheusRule: {enabled: true}", "PrometheusRule", []string{"herald"}},
+		{"secrets: {create: true, values: {A: b}}", "Secret", []string{"herald-secrets"}},
+		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-delivery-email", "herald-dlq", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-delivery-email", "herald-dlq", "herald-router"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.values, func(t *testing.T) {
+			t.Parallel()
+			r := mustInstall(t, values(t, tt.values))
+			require.Equal(t, tt.want, r.ofKind(tt.kind))
+		})
+	}
+}
+
+func TestAlertRules(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, "prometheusRule: {enabled: true}\nservices: {pdf: {enabled: false}}"))
+	rule := get[prometheusRule](t, r, "PrometheusRule", "herald")
+
+	// The metrics Herald exports (and kube-state-metrics' and Prometheus's own).
+	known := []string{"herald_dlq_depth", "herald_deliveries_total", "herald_consumer_pending",
+		"herald_consumer_ack_pending", "kube_pod_status_ready", "up"}
+	p := parser.NewParser(parser.Options{})
+	var alerts []string
+	for _, g := range rule.Spec.Groups {
+		for _, rl := range g.Rules {
+			alerts = append(alerts, rl.Alert)
+			expr, err := p.ParseExpr(rl.Expr)
+			require.NoErrorf(t, err, "%s: %s", rl.Alert, rl.Expr)
+			parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+				vs, ok := node.(*parser.VectorSelector)
+				if !ok {
+					return nil
+				}
+				require.Containsf(t, known, vs.Name, "%s reads a metric nobody exports", rl.Alert)
+				var ns string
+				for _, m := range vs.LabelMatchers {
+					if m.Name == "namespace" {
+						ns = m.Value
+					}
+					if m.Name == "job" || m.Name == "pod" {
+						require.Truef(t, m.Matches("herald-router") || m.Matches("herald-router-7d9c-x2x4"), "%s: %s", rl.Alert, m)
+						require.Falsef(t, m.Matches("herald-pdf") || m.Matches("herald-pdf-7d9c-x2x4"), "%s selects a disabled service", rl.Alert)
+						require.False(t, m.Matches("herald-streams-x2x4"), "the hook Job is no service")
+					}
+				}
+				require.Equalf(t, namespace, ns, "%s: %s is not scoped to the release's namespace", rl.Alert, vs)
+				return nil
+			})
+			require.NotEmpty(t, rl.Labels["severity"])
+			for k, text := range rl.Annotations {
+				// Prometheus expands annotations as Go templates with these
+				// variables defined.
+				_, err := template.New(k).Funcs(template.FuncMap{"humanizePercentage": fmt.Sprint}).
+					Parse("{{$labels := .Labels}}{{$value := .Value}}" + text)
+				require.NoErrorf(t, err, "%s annotation %s", rl.Alert, k)
+			}
+		}
+	}
+	require.ElementsMatch(t, []string{"HeraldDeadLettersGrowing", "HeraldDeadLettersPiledUp", "HeraldDeliveryTriesFailing",
+		"HeraldDuplicateSent", "HeraldConsumerLagging", "HeraldPodNotReady", "HeraldServiceDown"}, alerts)
+}
+
+func TestSchemaRefusesBadValues(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		values string
+		want   string // in the error
+	}{
+		{`services: {router: {replicas: "two"}}`, "/services/router/replicas"},
+		{`config: {log: {level: loud}}`, "/config/log/level"},
+		{`image: {repository: ""}`, "/image/repository"},
+		{`image: {pullPolicy: Sometimes}`, "/image/pullPolicy"},
+		{`replica: 2`, "replica"},
+		{`services: {api: {enabled: true}}`, "api"},
+		{`services: {router: {replica: 2}}`, "replica"},
+		{`config: {email: {form: "Orders <orders@acme.example>"}}`, "form"},
+		{`config: {http: {listen: "0.0.0.0:9090"}}`, "http"},
+		{`config: {nats: {url: "nats://x:4222"}}`, "nats"},
+		{`config: {redis: {url: "redis://x"}}`, "url"},
+		{`config: {log: {format: text}}`, "format"},
+		{`config: {email: {timeout: "10 seconds"}}`, "/config/email/timeout"},
+		{`config: {email: {providers: [{type: mailgun}]}}`, "/config/email/providers/0/type"},
+		{`config: {email: {providers: [{type: smtp}]}}`, "host"},
+		{`config: {email: {providers: [{type: sendgrid, api_key: SG.x}]}}`, "api_key"},
+		{`config: {streams: {replicas: 7}}`, "/config/streams/replicas"},
+		{`config: {router: {routes: [{event: order.created, channels: [pigeon]}]}}`, "/config/router/routes/0/channels/0"},
+		{`secrets: {values: {"not-an-env": x}}`, "not-an-env"},
+		{`nats: {url: "http://nats:4222"}`, "/nats/url"},
+		{`prometheusRule: {deliveryFailureRatio: 2}`, "/prometheusRule/deliveryFailureRatio"},
+		{`extraEnv: [{value: x}]`, "name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.values, func(t *testing.T) {
+			t.Parallel()
+			_, err := install(values(t, tt.values))
+			require.ErrorContains(t, err, "values don't meet the specifications of the schema")
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestTemplatesRefuseWhatTheSchemaCannotSee(t *testing.T) {
+	t.Parallel()
+	_, err := install(values(t, "redis: {url: \"\"}"))
+	require.ErrorContains(t, err, "redis.url or redis.existingSecret is required")
+	_, err = install(values(t, "services: {pdf: {autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}}}"))
+	require.ErrorContains(t, err, "minReplicas (5) exceeds maxReplicas (2)")
+}
+
+// TestSchemaMirrorsHeraldConfig keeps values.schema.json's config section
+// key for key equal to Herald's config struct, less what the chart sets
+// itself: a key Herald adds must be added to the schema, and the schema must
+// never accept a key Herald would refuse at start-up.
+func TestSchemaMirrorsHeraldConfig(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	require.NoError(t, err)
+	var schema map[string]any
+	require.NoError(t, json.Unmarshal(raw, &schema))
+	resolve := func(node map[string]any) map[string]any {
+		if ref, ok := node["$ref"].(string); ok {
+			name := strings.TrimPrefix(ref, "#/definitions/")
+			return schema["definitions"].(map[string]any)[name].(map[string]any)
+		}
+		return node
+	}
+	var inSchema []string
+	var walk func(prefix string, node map[string]any)
+	walk = func(prefix string, node map[string]any) {
+		node = resolve(node)
+		if items, ok := node["items"].(map[string]any); ok {
+			node = resolve(items)
+		}
+		props, ok := node["properties"].(map[string]any)
+		if !ok {
+			return
+		}
+		require.Equalf(t, false, node["additionalProperties"], "%s must refuse unknown keys", prefix)
+		for k, v := range props {
+			inSchema = append(inSchema, prefix+k)
+			walk(prefix+k+".", v.(map[string]any))
+		}
+	}
+	walk("", schema["properties"].(map[string]any)["config"].(map[string]any))
+
+	inHerald := yamlKeys("", reflect.TypeFor[app.Config]())
+	chartOwned := []string{"nats", "nats.url", "redis.url", "http", "http.listen", "streams.skip_apply", "log.format"}
+	for _, k := range chartOwned {
+		require.Contains(t, inHerald, k, "Herald no longer has %s: update the chart", k)
+	}
+	var want []string
+	for _, k := range inHerald {
+		if !slices.Contains(chartOwned, k) {
+			want = append(want, k)
+		}
+	}
+	require.ElementsMatch(t, want, inSchema)
+}
+
+// yamlKeys lists the dotted YAML keys a config type decodes.
+func yamlKeys(prefix string, typ reflect.Type) []string {
+	for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice {
+		typ = typ.Elem()
+	}
+	if typ.Kind() != reflect.Struct || typ.PkgPath() == "time" {
+		return nil
+	}
+	var keys []string
+	for f := range typ.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		keys = append(keys, prefix+name)
+		keys = append(keys, yamlKeys(prefix+name+".", f.Type)...)
+	}
+	return keys
+}
+
+func TestLint(t *testing.T) {
+	t.Parallel()
+	for name, vals := range map[string]map[string]any{"defaults": nil, "production": production(t)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			kube := &chartutil.KubeVersion{Version: "v1.33.0", Major: "1", Minor: "33"}
+			result := lint.AllWithKubeVersion(chartDir, vals, namespace, kube)
+			for _, m := range result.Messages {
+				require.LessOrEqualf(t, m.Severity, support.InfoSev, "%s", m)
+			}
+		})
+	}
+}
+
+func TestNotes(t *testing.T) {
+	t.Parallel()
+	notes := mustInstall(t, nil).notes
+	require.Contains(t, notes, "kubectl -n notify logs job/herald-streams")
+	require.Contains(t, notes, "exec deploy/herald-dlq -- /herald dlq list")
+	require.Contains(t, notes, "config.email.from is not set")
+
+	notes = mustInstall(t, production(t)).notes
+	require.NotContains(t, notes, "WARNING")
+	require.Contains(t, notes, "3–12 replicas (HPA)")
+}
+
+func TestNATSValuesDescribeAThreeNodeJetStreamCluster(t *testing.T) {
+	t.Parallel()
+	// The keys of the official NATS chart (1.x) that README.md relies on.
+	v, err := chartutil.ReadValuesFile(filepath.Join(chartDir, "docs", "nats-values.yaml"))
+	require.NoError(t, err)
+	for path, want := range map[string]any{
+		"config.cluster.enabled":                 true,
+		"config.cluster.replicas":                float64(3),
+		"config.jetstream.enabled":               true,
+		"config.jetstream.fileStore.enabled":     true,
+		"config.jetstream.fileStore.dir":         "/data",
+		"config.jetstream.fileStore.pvc.enabled": true,
+		"config.jetstream.fileStore.pvc.size":    "20Gi",
+		"config.jetstream.memoryStore.enabled":   false,
+		"promExporter.enabled":                   true,
+	} {
+		got, err := v.PathValue(path)
+		require.NoError(t, err, path)
+		require.EqualValues(t, want, got, path)
+	}
+}
