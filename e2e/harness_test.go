@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -105,13 +106,19 @@ func newMsg(subject, msgID string, payload []byte) *nats.Msg {
 }
 
 // publishAsync publishes without waiting for the stream's ack; waitPublished
-// waits for all of them.
+// waits for all of them. When the client's window of unacknowledged
+// publishes is full (a loaded machine), it waits for the window to drain,
+// as a well-behaved publisher does.
 func (p *pipeline) publishAsync(t *testing.T, subject, msgID string, payload []byte) {
 	t.Helper()
 	msg := nats.NewMsg(subject)
 	msg.Data = payload
 	msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	_, err := p.js.PublishMsgAsync(msg)
+	if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+		p.waitPublished(t)
+		_, err = p.js.PublishMsgAsync(msg)
+	}
 	require.NoError(t, err)
 }
 
