@@ -75,7 +75,9 @@ func (s *Service) sweepLoop(ctx context.Context) {
 // how many it resent. With a Locker, one replica sweeps at a time.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	if s.cfg.Locker != nil {
-		lease, err := s.cfg.Locker.Acquire(ctx, "sweep", s.cfg.Sweep.Interval)
+		// Held for an interval (a minute at least), so a sweeper that dies
+		// mid-sweep hands over by the next tick.
+		lease, err := s.cfg.Locker.Acquire(ctx, "sweep", max(s.cfg.Sweep.Interval, time.Minute))
 		if errors.Is(err, lock.ErrHeld) {
 			return 0, nil
 		}

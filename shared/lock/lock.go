@@ -28,14 +28,16 @@ var (
 )
 
 // Redis takes leases on one Redis (or a client-side-routed cluster).
+// Concurrent acquires and releases share round trips (see batcher).
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
+	batch  *batcher
 }
 
 // NewRedis returns a locker whose keys are prefix+key.
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
-	return &Redis{client: client, prefix: prefix}
+	return &Redis{client: client, prefix: prefix, batch: &batcher{client: client}}
 }
 
 // Lease is a held lock.
@@ -49,12 +51,17 @@ type Lease struct {
 // owner holds it, and any other error when Redis cannot answer — in which
 // case the caller must not act as if it held the lease.
 func (r *Redis) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("lock: a lease needs a TTL of at least 1ms, not %s: it must free itself if its holder dies", ttl)
+	}
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
 	l := &Lease{r: r, key: r.prefix + key, token: hex.EncodeToString(b[:])}
-	ok, err := r.client.SetNX(ctx, l.key, l.token, ttl).Result()
+	cmd := redis.NewBoolCmd(ctx, "set", l.key, l.token, "px", ttl.Milliseconds(), "nx")
+	_ = r.batch.do(ctx, cmd)
+	ok, err := cmd.Result()
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("lock: redis: %w", err)
@@ -78,7 +85,12 @@ return 0`)
 
 // Release gives the lease back if it is still this owner's.
 func (l *Lease) Release(ctx context.Context) error {
-	n, err := release.Run(ctx, l.r.client, []string{l.key}, l.token).Int()
+	cmd := redis.NewCmd(ctx, "evalsha", release.Hash(), 1, l.key, l.token)
+	err := l.r.batch.do(ctx, cmd)
+	if redis.HasErrorPrefix(err, "NOSCRIPT") { // a Redis restarted since the script was loaded
+		cmd = release.Eval(ctx, l.r.client, []string{l.key}, l.token)
+	}
+	n, err := cmd.Int()
 	if err != nil {
 		return fmt.Errorf("lock: redis: %w", err)
 	}

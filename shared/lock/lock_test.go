@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -122,8 +123,76 @@ func TestConformance(t *testing.T) {
 				wg.Wait()
 				require.Equal(t, int32(1), won.Load())
 			})
+			// Commands of concurrent callers share round trips: each must
+			// still get its own answer.
+			t.Run("ManyCallersEachGetTheirOwnAnswer", func(t *testing.T) {
+				t.Parallel()
+				l := open(t)
+				ctx := context.Background()
+				const keys, racers = 300, 3
+				var won [keys]atomic.Int32
+				leases := make(chan *lock.Lease, keys)
+				var wg sync.WaitGroup
+				for k := range keys {
+					for range racers {
+						wg.Go(func() {
+							lease, err := l.Acquire(ctx, fmt.Sprintf("key-%d", k), time.Minute)
+							if err == nil {
+								won[k].Add(1)
+								leases <- lease
+								return
+							}
+							require.ErrorIs(t, err, lock.ErrHeld)
+						})
+					}
+				}
+				wg.Wait()
+				close(leases)
+				for k := range keys {
+					require.Equal(t, int32(1), won[k].Load(), "key-%d", k)
+				}
+				for lease := range leases {
+					wg.Go(func() { require.NoError(t, lease.Release(ctx)) })
+				}
+				wg.Wait()
+				for k := range keys {
+					lease, err := l.Acquire(ctx, fmt.Sprintf("key-%d", k), time.Minute)
+					require.NoError(t, err, "key-%d was released", k)
+					require.NoError(t, lease.Release(ctx))
+				}
+			})
 		})
 	}
+}
+
+// A Redis restarted since the release script was loaded answers NOSCRIPT;
+// the release still happens.
+func TestReleaseAfterTheScriptCacheIsFlushed(t *testing.T) {
+	t.Parallel()
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		r, err := embedded.StartRedis("127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(r.Close)
+		url = r.URL()
+	}
+	l := connect(t, url)
+	ctx := context.Background()
+	first, err := l.Acquire(ctx, "k", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, first.Release(ctx), "loads the script")
+
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	admin := redis.NewClient(opts)
+	defer admin.Close()
+	require.NoError(t, admin.ScriptFlush(ctx).Err())
+
+	lease, err := l.Acquire(ctx, "k", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, lease.Release(ctx))
+	_, err = l.Acquire(ctx, "k", time.Minute)
+	require.NoError(t, err, "released")
 }
 
 func TestRedisDownIsNotHeldNorFree(t *testing.T) {
