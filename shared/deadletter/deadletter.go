@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/telemetry"
@@ -69,8 +70,17 @@ func Write(ctx context.Context, js jetstream.Publisher, msg jetstream.Msg, reaso
 }
 
 // Copy writes a message read back from stream by sequence — one that
-// exhausted its deliveries to consumer — to the DLQ.
+// exhausted its deliveries to consumer — to the DLQ. Traced, the copy joins
+// the trace of the message it keeps, linked to the span that found it
+// (handling the server's advisory).
 func Copy(ctx context.Context, js jetstream.Publisher, stream, consumer string, m *jetstream.RawStreamMsg, deliveries uint64, reason string) error {
+	if original := trace.SpanContextFromContext(telemetry.Propagator.Extract(context.Background(), telemetry.Header(m.Header))); original.IsValid() {
+		found := trace.SpanFromContext(ctx)
+		var span trace.Span
+		ctx, span = found.TracerProvider().Tracer(telemetry.Scope).Start(trace.ContextWithRemoteSpanContext(ctx, original),
+			"dead-letter "+stream+" > "+consumer, trace.WithLinks(trace.Link{SpanContext: found.SpanContext()}))
+		defer span.End()
+	}
 	return write(ctx, js, Entry{
 		Stream: stream, Consumer: consumer, Subject: m.Subject, Sequence: m.Sequence,
 		Deliveries: deliveries, Reason: reason, Header: m.Header, Data: m.Data,

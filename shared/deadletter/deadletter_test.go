@@ -6,6 +6,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/shared/deadletter"
@@ -47,4 +49,35 @@ func TestCopyKeepsHeadersButNotServerInstructions(t *testing.T) {
 	require.Equal(t, "acme", m.Header.Get(deadletter.HeaderTenant))
 	require.Empty(t, m.Header.Get("Nats-Rollup"))
 	require.Empty(t, m.Header.Get("Nats-Expected-Stream"))
+}
+
+// A message that ran out of deliveries is copied while handling the server's
+// advisory, in another trace; the dead letter joins the message's own trace,
+// linked to the advisory's.
+func TestCopyJoinsTheTraceOfTheMessageItKeeps(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	ctx, advisory := tp.Tracer("test").Start(heraldtest.Context(t), "process $JS.EVENT.ADVISORY…")
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	original := &jetstream.RawStreamMsg{
+		Subject: "notify.email.normal.acme", Sequence: 7, Data: []byte(`{"tenant":"acme"}`),
+		Header: nats.Header{"traceparent": {parent}},
+	}
+	require.NoError(t, deadletter.Copy(ctx, n.JS, "NOTIFY", "email-normal", original, 100, "exhausted"))
+	advisory.End()
+
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		spans[s.Name()] = s
+	}
+	dead, publish := spans["dead-letter NOTIFY > email-normal"], spans["publish dlq.NOTIFY.email-normal"]
+	require.NotNil(t, dead)
+	require.NotNil(t, publish)
+	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", dead.SpanContext().TraceID().String())
+	require.Equal(t, "00f067aa0ba902b7", dead.Parent().SpanID().String())
+	require.Len(t, dead.Links(), 1)
+	require.Equal(t, advisory.SpanContext().SpanID(), dead.Links()[0].SpanContext.SpanID())
+	require.Equal(t, dead.SpanContext().SpanID(), publish.Parent().SpanID())
 }
