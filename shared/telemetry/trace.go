@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Scope is the instrumentation scope of Herald's spans.
@@ -70,14 +69,6 @@ func (h Header) Keys() []string {
 // when nothing does.
 func Tracer(ctx context.Context) trace.Tracer {
 	return trace.SpanFromContext(ctx).TracerProvider().Tracer(Scope)
-}
-
-// TracerOrNoop is tp's tracer, or one that records nothing when tp is nil.
-func TracerOrNoop(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
-	return tp.Tracer(Scope)
 }
 
 // StartPublish starts the producer span of publishing msg — named
