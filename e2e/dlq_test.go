@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -219,6 +220,7 @@ func TestABurstOfFailuresSendsABoundedNumberOfAlerts(t *testing.T) {
 	s := fakeSlack(t)
 	window := 2 * time.Second
 	p := startPipeline(t, s.alertTo(window))
+	p.startApp(t, "dlq") // a second replica: still one alert stream, not one per replica
 	const n = 10_000
 	start := time.Now()
 	for i := range n {
@@ -231,14 +233,57 @@ func TestABurstOfFailuresSendsABoundedNumberOfAlerts(t *testing.T) {
 	posts := s.posts()
 	bound := 2 + int(burst/window) + 1
 	require.LessOrEqual(t, len(posts), bound, "at most one alert per window, plus the first")
+	require.Equal(t, n, alerted(t, posts), "every failure is counted in some alert")
+	t.Logf("%d failures over %s: %d alerts (bound %d)", n, burst.Round(time.Millisecond), len(posts), bound)
+}
+
+// alerted sums the failures the alerts counted.
+func alerted(t *testing.T, posts []string) int {
+	t.Helper()
 	total := 0
 	for _, text := range posts {
 		m := regexp.MustCompile(`gave up on ([\d,]+) message`).FindStringSubmatch(text)
 		require.NotNil(t, m, text)
-		c, err := strconv.Atoi(regexp.MustCompile(`,`).ReplaceAllString(m[1], ""))
+		c, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
 		require.NoError(t, err)
 		total += c
 	}
-	require.Equal(t, n, total, "every failure is counted in some alert")
-	t.Logf("%d failures over %s: %d alerts (bound %d)", n, burst.Round(time.Millisecond), len(posts), bound)
+	return total
+}
+
+// One DLQ replica at a time aggregates alerts (the alerts consumer pins a
+// client); when it stops, another takes over and nothing goes unalerted.
+func TestAlertingMovesToAnotherReplicaWhenOneStops(t *testing.T) {
+	t.Parallel()
+	s := fakeSlack(t)
+	p := startPipeline(t, s.alertTo(200*time.Millisecond), func(c *app.Config) { c.Services = []string{"router"} })
+	ctx := heraldtest.Context(t)
+	c, err := p.js.Consumer(ctx, dlq.Stream, dlq.AlertsDurable)
+	require.NoError(t, err)
+	cfg := c.CachedInfo().Config
+	require.Equal(t, jetstream.PriorityPolicyPinned, cfg.PriorityPolicy, "as declared")
+	cfg.PinnedTTL = 2 * time.Second // production: 1 min
+	_, err = p.js.UpdateConsumer(ctx, dlq.Stream, cfg)
+	require.NoError(t, err)
+
+	replicas := []*app.App{p.startApp(t, "dlq"), p.startApp(t, "dlq")}
+	sent := 0
+	burst := func(n int) {
+		for range n {
+			sent++
+			p.publish(t, "orders.created", fmt.Sprintf("bad-%d", sent), []byte(fmt.Sprintf(`{"specversion":"1.0","id":"bad-%d"}`, sent)))
+		}
+		require.Eventually(t, func() bool { return alerted(t, s.posts()) == sent }, 30*time.Second, 50*time.Millisecond,
+			"every failure alerted, once")
+	}
+	burst(20)
+	// Stop one replica, then the other, with a third started between: one
+	// of the stops is the pinned replica's, whichever it was.
+	require.NoError(t, replicas[0].Stop(ctx))
+	burst(20)
+	p.startApp(t, "dlq")
+	require.NoError(t, replicas[1].Stop(ctx))
+	burst(20)
+	time.Sleep(time.Second)
+	require.Equal(t, sent, alerted(t, s.posts()), "no failure alerted twice")
 }

@@ -83,11 +83,18 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 			}
 		})
 	}
-	cc, err := c.Consume(l.dispatch,
+	opts := []jetstream.PullConsumeOpt{
 		jetstream.PullMaxMessages(cmp.Or(cfg.Buffer, 2*n)),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			logger.WarnContext(ctx, "pull consumer", "consumer", c.CachedInfo().Name, "error", err)
-		}))
+			logger.WarnContext(ctx, "pull consumer", "consumer", name, "error", err)
+		}),
+	}
+	// A consumer declared with priority groups (pinned_client: one
+	// process at a time gets every message) is pulled in its first group.
+	if groups := c.CachedInfo().Config.PriorityGroups; len(groups) > 0 {
+		opts = append(opts, jetstream.PullPriorityGroup(groups[0]))
+	}
+	cc, err := c.Consume(l.dispatch, opts...)
 	if err != nil {
 		close(l.work)
 		l.workers.Wait()
