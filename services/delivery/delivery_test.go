@@ -265,7 +265,14 @@ func TestStopDrainsInFlightSends(t *testing.T) {
 	sent := b.mailCount(t)
 	stored, ackPending := b.notifyState(t)
 	require.Equal(t, int(b.faulty.calls.Load()), sent, "every send that started finished")
-	require.Zero(t, ackPending, "every finished send was acknowledged before Stop returned")
-	require.Equal(t, n, sent+int(stored), "nothing lost: sent, or still waiting in NOTIFY")
+	// NOTIFY is a work queue: an acknowledged message leaves it. So sent +
+	// stored = n says both that nothing was lost and that every finished
+	// send was acknowledged before Stop returned (one that was not would
+	// be counted twice).
+	require.Equal(t, n, sent+int(stored), "nothing lost, and every finished send acknowledged")
 	require.Less(t, sent, n, "Stop did not wait for the whole backlog")
+	// What may still be ack-pending is only what the server handed out as
+	// the pull drained and the client never received: it comes back after
+	// AckWait. Never more than one pull's worth.
+	require.LessOrEqual(t, int(ackPending), 4, "no more in transit than the pull buffer (2 × concurrency)")
 }
