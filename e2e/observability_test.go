@@ -155,6 +155,7 @@ func TestMetricsCountARun(t *testing.T) {
 	require.Equal(t, 4.0, sum(families, "herald_deliveries_total", map[string]string{"outcome": "delivered", "provider": "maildir", "channel": "email"}))
 	require.Zero(t, sum(families, "herald_deliveries_total", map[string]string{"outcome": "duplicate_sent"}))
 	require.Equal(t, 4.0, histogramCount(families, "herald_delivery_latency_seconds"))
+	require.Equal(t, 4.0, histogramCount(families, "herald_notification_latency_seconds"), "end to end, from ORDERS")
 	require.Equal(t, 1.0, sum(families, "herald_dlq_depth", map[string]string{"stream": "ORDERS", "consumer": "router"}))
 	for _, c := range [][2]string{{"ORDERS", "router"}, {"DOCS", "pdf"}, {"NOTIFY", "email-normal"}} {
 		labels := map[string]string{"stream": c[0], "consumer": c[1]}

@@ -336,6 +336,9 @@ func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification
 	if !d.CreatedAt.IsZero() {
 		w.metrics.latency.Record(ctx, time.Since(d.CreatedAt).Seconds(), w.metrics.attrs(d))
 	}
+	if !d.Event.StoredAt.IsZero() {
+		w.metrics.endToEnd.Record(ctx, time.Since(d.Event.StoredAt).Seconds(), w.metrics.attrs(d))
+	}
 	w.record(ctx, d, e, log)
 	w.publishStatus(ctx, d, e, log)
 	log.InfoContext(ctx, "delivered", "provider", r.Provider, "provider_message_id", r.MessageID, "tries", e.Tries)
@@ -431,18 +434,21 @@ func (w worker) deadLetter(ctx context.Context, msg jetstream.Msg, d notificatio
 	}
 }
 
+var latencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
 type metrics struct {
 	outcomes  metric.Int64Counter
 	ambiguous metric.Int64Counter
 	lockBusy  metric.Int64Counter
 	unguarded metric.Int64Counter
 	latency   metric.Float64Histogram
+	endToEnd  metric.Float64Histogram
 }
 
 func newMetrics(mp metric.MeterProvider) (metrics, error) {
 	m := mp.Meter("github.com/heraldhq/herald/services/delivery")
 	var x metrics
-	var errs [5]error
+	var errs [6]error
 	x.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
 		metric.WithDescription("Delivery outcomes by channel, provider and outcome: delivered, retry, failed, exhausted, duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired)."))
 	x.ambiguous, errs[1] = m.Int64Counter("herald.delivery.ambiguous",
@@ -453,7 +459,10 @@ func newMetrics(mp metric.MeterProvider) (metrics, error) {
 		metric.WithDescription("Messages put back because Redis could not be asked for the lease; none is sent unguarded."))
 	x.latency, errs[4] = m.Float64Histogram("herald.delivery.latency", metric.WithUnit("s"),
 		metric.WithDescription("Time from the router planning a delivery to a provider accepting it."),
-		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	x.endToEnd, errs[5] = m.Float64Histogram("herald.notification.latency", metric.WithUnit("s"),
+		metric.WithDescription("End to end: from the event being stored in its stream (ORDERS, INVENTORY) to a provider accepting its notification, routing and rendering included; a redriven or resent notification counts from its original event."),
+		metric.WithExplicitBucketBoundaries(latencyBuckets...))
 	return x, errors.Join(errs[:]...)
 }
 

@@ -38,6 +38,18 @@ type Decision struct {
 	Skipped int
 }
 
+// stamp records when the event was stored in its stream in every delivery.
+func (d Decision) stamp(storedAt time.Time) {
+	for i := range d.Deliveries {
+		d.Deliveries[i].Event.StoredAt = storedAt
+	}
+	for _, r := range d.Renders {
+		for i := range r.Deliveries {
+			r.Deliveries[i].Event.StoredAt = storedAt
+		}
+	}
+}
+
 // planned counts every delivery, sent now or waiting for its document.
 func (d Decision) planned() int {
 	n := len(d.Deliveries)

@@ -91,6 +91,9 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
 	d, invalid := s.cfg.decide(msg.Data(), time.Now().UTC())
+	if md, err := msg.Metadata(); err == nil {
+		d.stamp(md.Timestamp.UTC())
+	}
 	span.SetAttributes(
 		attribute.String("cloudevents.event_id", d.Event.ID), attribute.String("cloudevents.event_type", d.Event.Type),
 		attribute.String("cloudevents.event_source", d.Event.Source), attribute.String("herald.tenant", d.Event.Tenant),

@@ -66,6 +66,9 @@ type EventRef struct {
 	Type   string    `json:"type"`
 	Source string    `json:"source"`
 	Time   time.Time `json:"time,omitzero"`
+	// StoredAt is when the event reached its JetStream stream: where
+	// Herald's end-to-end latency starts.
+	StoredAt time.Time `json:"stored_at,omitzero"`
 }
 
 // OrderSummary is what a template may say about an order.
