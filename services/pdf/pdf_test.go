@@ -96,7 +96,7 @@ func (b *bundle) submit(t *testing.T, req documents.Request) {
 	require.NoError(t, err)
 	msg := nats.NewMsg(documents.Subject(req.Type))
 	msg.Data = body
-	msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(req.Object))
+	msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(req))
 	_, err = b.nats.JS.PublishMsg(heraldtest.Context(t), msg)
 	require.NoError(t, err)
 }

@@ -26,6 +26,14 @@ type Config struct {
 	Channels []event.Channel `yaml:"channels"`
 	// Concurrency is how many events are routed at once. Defaults to 4.
 	Concurrency int `yaml:"concurrency"`
+	// MaxRecipients caps the recipients one event may list; an event with
+	// more is invalid and dead-lettered, naming this limit. A business
+	// document goes to a handful of contacts: 500 leaves ample room, keeps
+	// the deliveries waiting for one document (~800 bytes each) within a
+	// single render request at NATS's default 1 MiB max payload, and stops
+	// a publisher's mistake (a mailing list pasted into an order) from
+	// becoming thousands of emails. Defaults to 500.
+	MaxRecipients int `yaml:"max_recipients"`
 
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`
@@ -50,6 +58,7 @@ func (c Config) WithDefaults() Config {
 		c.Channels = []event.Channel{event.ChannelEmail}
 	}
 	c.Concurrency = cmp.Or(c.Concurrency, 4)
+	c.MaxRecipients = cmp.Or(c.MaxRecipients, 500)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
@@ -74,6 +83,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 {
 		problems = append(problems, fmt.Sprintf("router.concurrency: must be 1 or more (got %d)", c.Concurrency))
+	}
+	if c.MaxRecipients < 1 {
+		problems = append(problems, fmt.Sprintf("router.max_recipients: must be 1 or more (got %d)", c.MaxRecipients))
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "\n"))

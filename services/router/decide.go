@@ -2,6 +2,8 @@ package router
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -59,6 +61,42 @@ func (d Decision) planned() int {
 	return n
 }
 
+// fit splits each render request into parts that fit maxPayload (the
+// connection's), and checks that every delivery sent now fits. A message
+// that can never be published makes the event invalid at once: retrying
+// cannot shrink it.
+func (d *Decision) fit(maxPayload int64) error {
+	err := d.checkDeliveries(maxPayload)
+	var parts []documents.Request
+	for _, r := range d.Renders {
+		if err != nil {
+			break
+		}
+		var split []documents.Request
+		split, err = documents.Split(r, maxPayload)
+		parts = append(parts, split...)
+	}
+	if err != nil {
+		*d = Decision{Event: d.Event, Outcome: Invalid}
+		return err
+	}
+	d.Renders = parts
+	return nil
+}
+
+func (d Decision) checkDeliveries(maxPayload int64) error {
+	for _, del := range d.Deliveries {
+		body, err := json.Marshal(del)
+		if err != nil {
+			return fmt.Errorf("delivery %s: %w", del.ID, err)
+		}
+		if err := documents.Fit("delivery "+del.ID, body, maxPayload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decide parses an event and plans its deliveries. It does no I/O, so every
 // routing rule can be tested as a table. The error, when set, says why the
 // event is invalid.
@@ -108,6 +146,9 @@ func (p *planner) order() error {
 	if err != nil {
 		return err
 	}
+	if err := p.limit(data.Recipients); err != nil {
+		return err
+	}
 	o := data.Order
 	summary := &notification.OrderSummary{
 		ID: o.ID, Kind: o.Kind, Revision: o.Revision, IssuedAt: o.IssuedAt, Currency: o.Currency,
@@ -154,9 +195,20 @@ func (p *planner) waitForDocuments(o event.Order, deliveries []notification.Deli
 	return now
 }
 
+// limit refuses an event listing more recipients than the config allows.
+func (p *planner) limit(recipients []event.Recipient) error {
+	if len(recipients) > p.cfg.MaxRecipients {
+		return fmt.Errorf("data.recipients: %d recipients, more than router.max_recipients (%d)", len(recipients), p.cfg.MaxRecipients)
+	}
+	return nil
+}
+
 func (p *planner) stock() error {
 	data, err := p.ev.StockData()
 	if err != nil {
+		return err
+	}
+	if err := p.limit(data.Recipients); err != nil {
 		return err
 	}
 	for _, r := range p.cfg.Routes {

@@ -2,17 +2,24 @@ package router
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 )
 
 var now = time.Date(2026, 11, 30, 9, 0, 1, 0, time.UTC)
+
+// maxPayload is the NATS server's default max payload.
+const maxPayload = 1 << 20
 
 func sampleEvent(t *testing.T, edit func(m map[string]any)) []byte {
 	t.Helper()
@@ -196,6 +203,111 @@ func TestDecideInvalid(t *testing.T) {
 	}
 }
 
+// contacts lists n supplier contacts, each with an email address.
+func contacts(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = map[string]any{"name": fmt.Sprintf("Contact %d", i), "role": "supplier",
+			"email": fmt.Sprintf("c%04d@zarya.example", i), "channels": []string{"email"}}
+	}
+	return out
+}
+
+func withContacts(n int) func(m map[string]any) {
+	return func(m map[string]any) { m["data"].(map[string]any)["recipients"] = contacts(n) }
+}
+
+func TestDecideCapsRecipientsPerEvent(t *testing.T) {
+	t.Parallel()
+	stock, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	cfg := Config{Channels: []event.Channel{event.ChannelSMS}, MaxRecipients: 1}.WithDefaults()
+
+	d, err := cfg.decide(sampleEvent(t, nil), now)
+	require.EqualError(t, err, "data.recipients: 2 recipients, more than router.max_recipients (1)")
+	require.Equal(t, Invalid, d.Outcome)
+	require.Empty(t, keys(d))
+
+	d, err = cfg.decide(stock, now)
+	require.NoError(t, err, "a stock alert with one recipient is within the cap")
+	require.Equal(t, Routed, d.Outcome)
+
+	defaults := Config{}.WithDefaults()
+	require.Equal(t, 500, defaults.MaxRecipients)
+	_, err = defaults.decide(sampleEvent(t, withContacts(500)), now)
+	require.NoError(t, err)
+	_, err = defaults.decide(sampleEvent(t, withContacts(501)), now)
+	require.EqualError(t, err, "data.recipients: 501 recipients, more than router.max_recipients (500)")
+}
+
+// An event with more deliveries than one message holds asks for its
+// document in parts, each within the max payload, each with its own id.
+func TestFitSplitsARenderRequestToFitTheMaxPayload(t *testing.T) {
+	t.Parallel()
+	cfg := Config{MaxRecipients: 1400}.WithDefaults()
+	payload := sampleEvent(t, withContacts(1400))
+	decide := func() Decision {
+		d, err := cfg.decide(payload, now)
+		require.NoError(t, err)
+		d.stamp(now)
+		require.NoError(t, d.fit(maxPayload))
+		return d
+	}
+	d := decide()
+	require.Equal(t, Routed, d.Outcome)
+	require.Greater(t, len(d.Renders), 1, "1,400 deliveries (~800 bytes each) do not fit one message")
+
+	ids := map[string]bool{}
+	var want []string
+	for i := range 1400 {
+		want = append(want, fmt.Sprintf("acme:PO-2026-0042:1:purchase_order:email:c%04d@zarya.example", i))
+	}
+	for _, r := range d.Renders {
+		body, err := json.Marshal(r)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(body), maxPayload-documents.Headroom)
+		require.Equal(t, "acme/PO-2026-0042/purchase_order-r1.pdf", r.Object, "every part is the same document")
+		ids[documents.MsgID(r)] = true
+	}
+	require.Len(t, ids, len(d.Renders), "each part has its own message id")
+	got := keys(d)
+	slices.Sort(got)
+	require.Equal(t, want, got, "every delivery in exactly one part")
+
+	again := decide()
+	for i, r := range again.Renders {
+		require.Equal(t, documents.MsgID(d.Renders[i]), documents.MsgID(r), "the same event splits the same way")
+	}
+}
+
+// What can never be published makes the event invalid at once, rather than
+// failing every retry.
+func TestFitRefusesMessagesThatCanNeverFit(t *testing.T) {
+	t.Parallel()
+	const small = documents.Headroom + 4<<10
+	longLine := sampleEvent(t, func(m map[string]any) {
+		order(m)["lines"].([]any)[0].(map[string]any)["description"] = strings.Repeat("Leche ", 1000)
+	})
+	d, err := Config{}.WithDefaults().decide(longLine, now)
+	require.NoError(t, err)
+	err = d.fit(small)
+	require.ErrorIs(t, err, documents.ErrTooLarge)
+	require.ErrorContains(t, err, "render request acme/PO-2026-0042/purchase_order-r1.pdf with a single delivery is ")
+	require.Equal(t, Invalid, d.Outcome)
+	require.Empty(t, keys(d))
+
+	stock, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	cfg := Config{Channels: []event.Channel{event.ChannelSMS}}.WithDefaults()
+	d, err = cfg.decide(stock, now)
+	require.NoError(t, err)
+	require.NoError(t, d.fit(small))
+	err = d.fit(documents.Headroom + 100)
+	require.ErrorIs(t, err, documents.ErrTooLarge)
+	require.ErrorContains(t, err, "delivery "+notification.ID("acme:evt-2026-11-30-0100:0:low_stock:sms:+34600111222"))
+	require.Equal(t, Invalid, d.Outcome)
+}
+
 func TestDecideStockAlert(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
@@ -213,7 +325,8 @@ func TestDecideStockAlert(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	cfg := Config{
-		Channels: []event.Channel{"pigeon"},
+		Channels:      []event.Channel{"pigeon"},
+		MaxRecipients: -1,
 		Routes: []Route{
 			{Event: "order.created", Document: "quote", Channels: []event.Channel{event.ChannelEmail}},
 			{Event: "payment.captured", Template: "paid", Channels: []event.Channel{event.ChannelEmail}},
@@ -223,6 +336,7 @@ func TestConfigValidate(t *testing.T) {
 	err := cfg.Validate()
 	require.Error(t, err)
 	for _, want := range []string{
+		`router.max_recipients: must be 1 or more (got -1)`,
 		`router.routes[0].document: "quote" is not a document type`,
 		`router.routes[1].event: event type "payment.captured": family "payment" has no stream`,
 		`router.routes[2].document: inventory events carry no document`,

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"time"
 
@@ -77,7 +78,9 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 		cfg := consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
-		if err := s.loops.Start(ctx, c, s.handle, cfg); err != nil {
+		maxDeliver := c.CachedInfo().Config.MaxDeliver
+		handle := func(ctx context.Context, msg jetstream.Msg) { s.handle(ctx, msg, maxDeliver) }
+		if err := s.loops.Start(ctx, c, handle, cfg); err != nil {
 			return fmt.Errorf("router: %w", err)
 		}
 	}
@@ -87,12 +90,16 @@ func (s *Service) Start(ctx context.Context) error {
 // Stop drains: events being routed finish and are acknowledged.
 func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 
-func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
+func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int) {
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
 	d, invalid := s.cfg.decide(msg.Data(), time.Now().UTC())
-	if md, err := msg.Metadata(); err == nil {
+	md, _ := msg.Metadata()
+	if md != nil {
 		d.stamp(md.Timestamp.UTC())
+	}
+	if invalid == nil {
+		invalid = d.fit(s.js.Conn().MaxPayload())
 	}
 	span.SetAttributes(
 		attribute.String("cloudevents.event_id", d.Event.ID), attribute.String("cloudevents.event_type", d.Event.Type),
@@ -108,15 +115,17 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	if invalid != nil {
 		span.SetStatus(codes.Error, invalid.Error())
-		log.WarnContext(ctx, "dead-lettering invalid event", "reason", invalid.Error())
-		if err := deadletter.Terminate(ctx, s.js, msg, invalid.Error()); err != nil {
-			log.ErrorContext(ctx, "dead-lettering failed; the event will be redelivered", "error", err)
-			consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
-		}
+		s.deadLetter(ctx, msg, log, invalid)
 		return
 	}
 	if err := s.publish(ctx, d); err != nil {
 		span.SetStatus(codes.Error, err.Error())
+		if md != nil && maxDeliver > 0 && md.NumDelivered >= uint64(maxDeliver) {
+			// The server would give up on the event without a word, and the
+			// DLQ service would only know that it was never settled.
+			s.deadLetter(ctx, msg, log, fmt.Errorf("routing failed after %d tries: %w", md.NumDelivered, err))
+			return
+		}
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
 		consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
 		return
@@ -128,8 +137,17 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) {
 	log.DebugContext(ctx, "event routed", "outcome", d.Outcome, "deliveries", d.planned(), "documents", len(d.Renders), "skipped", d.Skipped)
 }
 
+// deadLetter copies the event to the DLQ with its reason, then terminates it.
+func (s *Service) deadLetter(ctx context.Context, msg jetstream.Msg, log *slog.Logger, reason error) {
+	log.WarnContext(ctx, "dead-lettering event", "reason", reason.Error())
+	if err := deadletter.Terminate(ctx, s.js, msg, reason.Error()); err != nil {
+		log.ErrorContext(ctx, "dead-lettering failed; the event is left to be redelivered (or, after its last try, to the DLQ service)", "error", err)
+		consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
+	}
+}
+
 // publish sends the deliveries that need no document to NOTIFY, and each
-// document's render request (with the deliveries that wait for it) to DOCS,
+// document's render requests (with the deliveries that wait for it) to DOCS,
 // and counts which NOTIFY stored and which it already had.
 func (s *Service) publish(ctx context.Context, d Decision) error {
 	for _, r := range d.Renders {
@@ -139,7 +157,7 @@ func (s *Service) publish(ctx context.Context, d Decision) error {
 		}
 		msg := nats.NewMsg(documents.Subject(r.Type))
 		msg.Data = body
-		msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(r.Object))
+		msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(r))
 		ack, err := telemetry.PublishMsg(ctx, s.js, msg)
 		if err != nil {
 			return fmt.Errorf("requesting %s: %w", r.Object, err)
