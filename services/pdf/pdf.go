@@ -9,6 +9,13 @@
 // deliveries are exhausted the request is dead-lettered with its reason, and
 // a failed status event goes out for each waiting notification: none waits
 // forever in silence.
+//
+// Several requests may name one document: the parts of a large fan-out, or
+// a later event that adds recipients to a revision. Whichever finds the
+// document stored reuses it — a revision's document is the one first
+// stored — and each releases its own deliveries. Two parts rendered at once
+// by two workers render the same bytes (a request's document depends on its
+// order and date only), so both store the same document.
 package pdf
 
 import (
@@ -45,10 +52,21 @@ type Renderer interface {
 	Render(ctx context.Context, req documents.Request) ([]byte, error)
 }
 
+// Store keeps rendered documents; *documents.Store is the real one.
+type Store interface {
+	// Lookup returns the reference of a stored document, if there is one.
+	Lookup(ctx context.Context, name, docType string) (notification.Document, bool, error)
+	// Put stores a document and returns its reference.
+	Put(ctx context.Context, name, docType string, pdf []byte) (notification.Document, error)
+}
+
 // Config configures the renderer service.
 type Config struct {
 	// Renderer renders documents. Defaults to the maroto renderer.
 	Renderer Renderer
+	// Store keeps the rendered documents. Defaults to the object store
+	// "documents", opened on Start.
+	Store Store
 	// Concurrency is how many documents are rendered at once. Rendering is
 	// CPU-bound. Defaults to 2.
 	Concurrency int
@@ -83,7 +101,7 @@ func (c Config) WithDefaults() Config {
 type Service struct {
 	cfg      Config
 	js       jetstream.JetStream
-	store    *documents.Store
+	store    Store
 	loops    consumer.Group
 	rendered metric.Int64Counter
 	duration metric.Float64Histogram
@@ -95,7 +113,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	if cfg.Concurrency < 1 {
 		return nil, fmt.Errorf("pdf.concurrency: must be 1 or more (got %d)", cfg.Concurrency)
 	}
-	s := &Service{cfg: cfg, js: js}
+	s := &Service{cfg: cfg, js: js, store: cfg.Store}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/pdf")
 	var errs [2]error
 	s.rendered, errs[0] = m.Int64Counter("herald.documents",
@@ -108,11 +126,13 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 
 // Start consumes render requests.
 func (s *Service) Start(ctx context.Context) error {
-	store, err := documents.Open(ctx, s.js)
-	if err != nil {
-		return fmt.Errorf("pdf: %w", err)
+	if s.store == nil {
+		store, err := documents.Open(ctx, s.js)
+		if err != nil {
+			return fmt.Errorf("pdf: %w", err)
+		}
+		s.store = store
 	}
-	s.store = store
 	c, err := consumer.Lookup(ctx, s.js, Stream, Durable)
 	if err != nil {
 		return fmt.Errorf("pdf: %w", err)
@@ -147,9 +167,10 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int)
 		return
 	}
 	var invalid *render.InputError
-	if errors.As(err, &invalid) {
+	if errors.As(err, &invalid) || errors.Is(err, documents.ErrTooLarge) {
 		// The order itself cannot be rendered (a character no font has, a
-		// malformed amount): no retry can change that.
+		// malformed amount), or a delivery can never be published: no retry
+		// can change that.
 		s.count(ctx, req, "failed")
 		s.deadLetter(ctx, msg, req, err)
 		return
@@ -195,10 +216,19 @@ func (s *Service) document(ctx context.Context, req documents.Request) (ref noti
 }
 
 // release publishes the waiting deliveries, each now carrying the stored
-// document, and waits until NOTIFY has them all.
+// document, and waits until NOTIFY has them all. It publishes none unless
+// all fit the connection's max payload.
 func (s *Service) release(ctx context.Context, req documents.Request, ref notification.Document) error {
-	for i := range req.Deliveries {
+	maxPayload := s.js.Conn().MaxPayload()
+	for i, d := range req.Deliveries {
 		req.Deliveries[i].Document = &ref
+		body, err := json.Marshal(req.Deliveries[i])
+		if err != nil {
+			return fmt.Errorf("releasing %s: %w", d.ID, err)
+		}
+		if err := documents.Fit("delivery "+d.ID, body, maxPayload); err != nil {
+			return err
+		}
 	}
 	_, err := notification.Publish(ctx, s.js, req.Deliveries)
 	return err
