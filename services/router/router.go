@@ -4,10 +4,16 @@
 // recipient per channel to notify.<channel>.<priority>.<tenant> with
 // Nats-Msg-Id set to the delivery's dedupe key. It never talks to a provider.
 //
+// Deliveries that carry a document wait for it instead, in render requests
+// on docs.render.<doc_type> (split to fit the max payload, identified by
+// the deliveries they carry: see documents.MsgID and documents.Split).
+//
 // An event is acknowledged only after every delivery it produced is stored,
 // so a crash mid-way redelivers the event and the republished deliveries are
-// dropped by NOTIFY's duplicate window. A malformed event is dead-lettered
-// with its reason and terminated; an event no route applies to is acknowledged
+// dropped by NOTIFY's duplicate window. An event that is malformed, lists
+// more than MaxRecipients, or would need a message larger than the max
+// payload is dead-lettered with its reason and terminated; so is one whose
+// last allowed delivery fails. An event no route applies to is acknowledged
 // and counted.
 package router
 
