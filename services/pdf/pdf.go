@@ -219,16 +219,11 @@ func (s *Service) document(ctx context.Context, req documents.Request) (ref noti
 // document, and waits until NOTIFY has them all. It publishes none unless
 // all fit the connection's max payload.
 func (s *Service) release(ctx context.Context, req documents.Request, ref notification.Document) error {
-	maxPayload := s.js.Conn().MaxPayload()
-	for i, d := range req.Deliveries {
+	for i := range req.Deliveries {
 		req.Deliveries[i].Document = &ref
-		body, err := json.Marshal(req.Deliveries[i])
-		if err != nil {
-			return fmt.Errorf("releasing %s: %w", d.ID, err)
-		}
-		if err := documents.Fit("delivery "+d.ID, body, maxPayload); err != nil {
-			return err
-		}
+	}
+	if err := documents.FitDeliveries(req.Deliveries, s.js.Conn().MaxPayload()); err != nil {
+		return err
 	}
 	_, err := notification.Publish(ctx, s.js, req.Deliveries)
 	return err

@@ -2,7 +2,6 @@ package router
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,16 +65,7 @@ func (d Decision) planned() int {
 // that can never be published makes the event invalid at once: retrying
 // cannot shrink it.
 func (d *Decision) fit(maxPayload int64) error {
-	err := d.checkDeliveries(maxPayload)
-	var parts []documents.Request
-	for _, r := range d.Renders {
-		if err != nil {
-			break
-		}
-		var split []documents.Request
-		split, err = documents.Split(r, maxPayload)
-		parts = append(parts, split...)
-	}
+	parts, err := d.split(maxPayload)
 	if err != nil {
 		*d = Decision{Event: d.Event, Outcome: Invalid}
 		return err
@@ -84,17 +74,19 @@ func (d *Decision) fit(maxPayload int64) error {
 	return nil
 }
 
-func (d Decision) checkDeliveries(maxPayload int64) error {
-	for _, del := range d.Deliveries {
-		body, err := json.Marshal(del)
-		if err != nil {
-			return fmt.Errorf("delivery %s: %w", del.ID, err)
-		}
-		if err := documents.Fit("delivery "+del.ID, body, maxPayload); err != nil {
-			return err
-		}
+func (d Decision) split(maxPayload int64) ([]documents.Request, error) {
+	if err := documents.FitDeliveries(d.Deliveries, maxPayload); err != nil {
+		return nil, err
 	}
-	return nil
+	var parts []documents.Request
+	for _, r := range d.Renders {
+		split, err := documents.Split(r, maxPayload)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, split...)
+	}
+	return parts, nil
 }
 
 // decide parses an event and plans its deliveries. It does no I/O, so every

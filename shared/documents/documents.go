@@ -85,6 +85,20 @@ func Fit(what string, body []byte, maxPayload int64) error {
 	return nil
 }
 
+// FitDeliveries checks that each delivery, as JSON, fits maxPayload.
+func FitDeliveries(deliveries []notification.Delivery, maxPayload int64) error {
+	for _, d := range deliveries {
+		body, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("delivery %s: %w", d.ID, err)
+		}
+		if err := Fit("delivery "+d.ID, body, maxPayload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func tooLarge(what string, size, maxPayload int64) error {
 	return fmt.Errorf("%w: %s is %d bytes; a max payload of %d leaves %d after headers",
 		ErrTooLarge, what, size, maxPayload, maxPayload-Headroom)
