@@ -100,6 +100,23 @@ func TestAnAdvisoryWhoseMessageTheDLQRefusesEndsInTheDLQ(t *testing.T) {
 		require.NoError(t, err)
 		return info.NumAckPending == 0 && info.NumPending == 0
 	}, 10*time.Second, 20*time.Millisecond, "the advisory is settled, not retried forever")
+
+	// Once the DLQ takes larger entries, redriving the advisory's entry
+	// tries the copy again.
+	cfg.MaxMsgSize = 8 << 20
+	_, err = b.nats.JS.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	x, err := dlq.OpenEntries(ctx, b.nats.JS)
+	require.NoError(t, err)
+	e, err := x.Get(ctx, 1)
+	require.NoError(t, err)
+	_, err = x.Redrive(ctx, e)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(b.notify(t)) == 0 }, 20*time.Second, 20*time.Millisecond)
+	entries := b.dlq(t)
+	require.Len(t, entries, 2)
+	require.Equal(t, "dlq.NOTIFY.email-normal", entries[1].Subject)
+	require.Equal(t, data, entries[1].Data)
 }
 
 // An advisory about a stream that no longer exists names a message that is
