@@ -145,8 +145,12 @@ func (e Entry) message() *nats.Msg {
 	if dropped := copyHeaders(entry.Header, e.Header); dropped > 0 {
 		entry.Header.Set(HeaderDroppedHeaders, strconv.Itoa(dropped))
 	}
-	if id := e.Header.Get(jetstream.MsgIDHeader); id != "" {
+	// The id is kept as sent (operators search by it); only an absurd one
+	// is cut, to bound the entry.
+	if id := e.Header.Get(jetstream.MsgIDHeader); len(id) > 1024 {
 		entry.Header.Set(HeaderMsgID, clean(id, 1024))
+	} else if id != "" {
+		entry.Header.Set(HeaderMsgID, id)
 	}
 	entry.Header.Set(HeaderStream, e.Stream)
 	entry.Header.Set(HeaderConsumer, e.Consumer)
