@@ -110,6 +110,9 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_dlq_redrives": {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
 		"KV_deliveries":   {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
 		"OBJ_documents":   {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
+
+		// Payloads of dead letters too large to travel in their entry.
+		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
 	}
 	all, err := streams.Load()
 	require.NoError(t, err)
@@ -138,7 +141,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 18)
+	require.Len(t, report, 19)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -242,4 +245,12 @@ func TestBucketsWorkAsBuckets(t *testing.T) {
 	got, err := obj.GetBytes(ctx, "acme/PO-1/purchase_order-r1.pdf")
 	require.NoError(t, err)
 	require.Equal(t, []byte("%PDF-1.7"), got)
+
+	payloads, err := n.JS.ObjectStore(ctx, "dlq_payloads")
+	require.NoError(t, err)
+	status, err := payloads.Status(ctx)
+	require.NoError(t, err)
+	dlq, err := streams.Find("DLQ")
+	require.NoError(t, err)
+	require.Greater(t, status.TTL(), dlq.Config.MaxAge, "a kept payload outlives the entry that names it")
 }

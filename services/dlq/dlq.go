@@ -186,6 +186,10 @@ func (s *Service) handleAdvisory(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if err := s.copyExhausted(ctx, adv); err != nil {
+		if errors.Is(err, deadletter.ErrRefused) || errors.Is(err, jetstream.ErrStreamNotFound) {
+			s.giveUp(ctx, msg, adv, err)
+			return
+		}
 		delay := consumer.NakWithBackoff(msg, time.Second, time.Minute)
 		s.cfg.Logger.WarnContext(ctx, "could not dead-letter an exhausted message; will retry", "stream", adv.Stream,
 			"sequence", adv.StreamSeq, "retry_in", delay, "error", err)
@@ -193,6 +197,21 @@ func (s *Service) handleAdvisory(ctx context.Context, msg jetstream.Msg) {
 	}
 	if err := msg.DoubleAck(ctx); err != nil {
 		s.cfg.Logger.WarnContext(ctx, "advisory ack not confirmed; it will be handled again, harmlessly", "error", err)
+	}
+}
+
+// giveUp dead-letters an advisory whose message can never be copied (the
+// DLQ refuses it, or its stream is gone): retried, it would fail forever.
+// The entry keeps the advisory and why; the message it names stays in its
+// stream, and redriving the entry republishes the advisory — a new try.
+func (s *Service) giveUp(ctx context.Context, msg jetstream.Msg, adv advisory, cause error) {
+	reason := fmt.Sprintf("could not dead-letter %s #%d (exhausted %d deliveries to %s): %v",
+		adv.Stream, adv.StreamSeq, adv.Deliveries, adv.Consumer, cause)
+	s.cfg.Logger.ErrorContext(ctx, "an exhausted message cannot be dead-lettered; dead-lettering its advisory",
+		"stream", adv.Stream, "sequence", adv.StreamSeq, "error", cause)
+	if err := deadletter.Terminate(ctx, s.js, msg, reason); err != nil {
+		delay := consumer.NakWithBackoff(msg, time.Second, time.Minute)
+		s.cfg.Logger.WarnContext(ctx, "could not dead-letter the advisory either; will retry", "retry_in", delay, "error", err)
 	}
 }
 

@@ -23,18 +23,22 @@ const RedrivesBucket = "dlq_redrives"
 
 // Entry is one dead letter as an operator sees it.
 type Entry struct {
-	Seq         uint64      `json:"seq"`
-	Time        time.Time   `json:"time"`
-	Stream      string      `json:"stream"`
-	Consumer    string      `json:"consumer"`
-	Subject     string      `json:"subject"`
-	OriginalSeq uint64      `json:"original_seq"`
-	Deliveries  uint64      `json:"deliveries"`
-	Tenant      string      `json:"tenant,omitempty"`
-	Reason      string      `json:"reason"`
-	Header      nats.Header `json:"-"`
-	Data        []byte      `json:"-"`
-	Redriven    *Redrive    `json:"redriven,omitempty"`
+	Seq         uint64    `json:"seq"`
+	Time        time.Time `json:"time"`
+	Stream      string    `json:"stream"`
+	Consumer    string    `json:"consumer"`
+	Subject     string    `json:"subject"`
+	OriginalSeq uint64    `json:"original_seq"`
+	Deliveries  uint64    `json:"deliveries"`
+	Tenant      string    `json:"tenant,omitempty"`
+	Reason      string    `json:"reason"`
+	// PayloadObject names the object in deadletter.PayloadBucket that
+	// keeps the payload when it was too large for the entry (Data is then
+	// empty: read it with Payload).
+	PayloadObject string      `json:"payload_object,omitempty"`
+	Header        nats.Header `json:"-"`
+	Data          []byte      `json:"-"`
+	Redriven      *Redrive    `json:"redriven,omitempty"`
 }
 
 // Redrive is the record of an entry sent back to its subject.
@@ -59,6 +63,12 @@ func (f Filter) subject() string {
 		return "dlq.>"
 	}
 	return deadletter.Subject(f.Stream, cmp.Or(f.Consumer, "*"))
+}
+
+// bySubject says whether the filter selects by subject alone, so the
+// stream's per-subject counts say how many entries it selects.
+func (f Filter) bySubject() bool {
+	return len(f.Seqs) == 0 && f.Tenant == "" && f.Reason == "" && f.OlderThan == 0 && f.NewerThan == 0
 }
 
 func (f Filter) match(e Entry, now time.Time) bool {
@@ -97,10 +107,62 @@ func OpenEntries(ctx context.Context, js jetstream.JetStream) (*Entries, error) 
 
 // Each calls fn with every entry the filter selects, oldest first.
 func (x *Entries) Each(ctx context.Context, f Filter, fn func(Entry) error) error {
+	return x.scan(ctx, f, func(e Entry) error { return fn(x.withRedrive(ctx, e)) })
+}
+
+// List returns the first limit entries the filter selects (all of them
+// when limit is 0), oldest first, and how many it selects in all.
+func (x *Entries) List(ctx context.Context, f Filter, limit int) ([]Entry, int, error) {
+	var list []Entry
+	total, counted := 0, false
+	if f.bySubject() && limit > 0 {
+		n, err := x.count(ctx, f)
+		if err != nil {
+			return nil, 0, err
+		}
+		total, counted = n, true
+	}
+	enough := errors.New("enough")
+	err := x.scan(ctx, f, func(e Entry) error {
+		if !counted {
+			total++
+		}
+		switch {
+		case limit == 0 || len(list) < limit:
+			list = append(list, x.withRedrive(ctx, e))
+		case counted:
+			return enough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, enough) {
+		return nil, 0, err
+	}
+	// Entries written between the count and the scan.
+	return list, max(total, len(list)), nil
+}
+
+// count is how many entries the subject filter selects, from the stream's
+// per-subject counts: no entry is read.
+func (x *Entries) count(ctx context.Context, f Filter) (int, error) {
+	info, err := x.stream.Info(ctx, jetstream.WithSubjectFilter(f.subject()))
+	if err != nil {
+		return 0, fmt.Errorf("dlq: counting: %w", err)
+	}
+	total := 0
+	for _, n := range info.State.Subjects {
+		total += int(n)
+	}
+	return total, nil
+}
+
+// scan calls fn with every entry the filter selects, oldest first, without
+// their redrive records.
+func (x *Entries) scan(ctx context.Context, f Filter, fn func(Entry) error) error {
 	now := time.Now()
 	if len(f.Seqs) > 0 {
 		for _, seq := range f.Seqs {
-			e, err := x.Get(ctx, seq)
+			e, err := x.get(ctx, seq)
 			if err != nil {
 				return err
 			}
@@ -128,7 +190,7 @@ func (x *Entries) Each(ctx context.Context, f Filter, fn func(Entry) error) erro
 				return err
 			}
 			last = md.NumPending == 0
-			e := x.entry(ctx, md.Sequence.Stream, msg.Headers(), msg.Data())
+			e := entry(md.Sequence.Stream, msg.Headers(), msg.Data())
 			if f.match(e, now) {
 				if err := fn(e); err != nil {
 					return err
@@ -146,6 +208,14 @@ func (x *Entries) Each(ctx context.Context, f Filter, fn func(Entry) error) erro
 
 // Get reads one entry by its DLQ sequence.
 func (x *Entries) Get(ctx context.Context, seq uint64) (Entry, error) {
+	e, err := x.get(ctx, seq)
+	if err != nil {
+		return e, err
+	}
+	return x.withRedrive(ctx, e), nil
+}
+
+func (x *Entries) get(ctx context.Context, seq uint64) (Entry, error) {
 	m, err := x.stream.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Entry{}, fmt.Errorf("dlq: no entry %d", seq)
@@ -153,25 +223,40 @@ func (x *Entries) Get(ctx context.Context, seq uint64) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("dlq: entry %d: %w", seq, err)
 	}
-	return x.entry(ctx, seq, m.Header, m.Data), nil
+	return entry(seq, m.Header, m.Data), nil
 }
 
-func (x *Entries) entry(ctx context.Context, seq uint64, h nats.Header, data []byte) Entry {
+func entry(seq uint64, h nats.Header, data []byte) Entry {
 	e := Entry{
 		Seq: seq, Stream: h.Get(deadletter.HeaderStream), Consumer: h.Get(deadletter.HeaderConsumer),
 		Subject: h.Get(deadletter.HeaderSubject), Tenant: h.Get(deadletter.HeaderTenant), Reason: h.Get(deadletter.HeaderReason),
-		Header: h, Data: data,
+		PayloadObject: h.Get(deadletter.HeaderPayloadObject), Header: h, Data: data,
 	}
 	e.Time, _ = time.Parse(time.RFC3339Nano, h.Get(deadletter.HeaderTime))
 	e.OriginalSeq, _ = strconv.ParseUint(h.Get(deadletter.HeaderSequence), 10, 64)
 	e.Deliveries, _ = strconv.ParseUint(h.Get(deadletter.HeaderDeliveries), 10, 64)
-	if kve, err := x.redrives.Get(ctx, strconv.FormatUint(seq, 10)); err == nil {
+	return e
+}
+
+// withRedrive adds the entry's redrive record, if it has one.
+func (x *Entries) withRedrive(ctx context.Context, e Entry) Entry {
+	if kve, err := x.redrives.Get(ctx, strconv.FormatUint(e.Seq, 10)); err == nil {
 		var r Redrive
 		if json.Unmarshal(kve.Value(), &r) == nil {
 			e.Redriven = &r
 		}
 	}
 	return e
+}
+
+// Payload is the entry's original payload, read from the object store
+// when it was kept there.
+func (x *Entries) Payload(ctx context.Context, e Entry) ([]byte, error) {
+	data, err := deadletter.Payload(ctx, x.js, e.Header, e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("dlq: entry %d: %w", e.Seq, err)
+	}
+	return data, nil
 }
 
 // Redrive republishes an entry to its original subject, with its original
@@ -188,14 +273,22 @@ func (x *Entries) Redrive(ctx context.Context, e Entry) (Redrive, error) {
 		r.Count = e.Redriven.Count + 1
 	}
 	r.MsgID = fmt.Sprintf("redrive:%d:%d", e.Seq, r.Count)
+	data, err := x.Payload(ctx, e)
+	if err != nil {
+		return r, err
+	}
 	msg := nats.NewMsg(e.Subject)
-	msg.Data = e.Data
+	msg.Data = data
 	for k, vs := range e.Header {
 		if !strings.HasPrefix(k, "Herald-") && k != jetstream.MsgIDHeader {
 			msg.Header[k] = vs
 		}
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, r.MsgID)
+	if size, limit := deadletter.Size(msg), x.js.Conn().MaxPayload(); size > limit {
+		return r, fmt.Errorf("dlq: entry %d cannot be redriven: with its headers it is %d bytes, over the server's max_payload of %d (its payload is in %s/%s)",
+			e.Seq, size, limit, deadletter.PayloadBucket, e.PayloadObject)
+	}
 	if _, err := telemetry.PublishMsg(ctx, x.js, msg); err != nil {
 		return r, fmt.Errorf("dlq: redriving %d to %s: %w", e.Seq, e.Subject, err)
 	}
@@ -206,11 +299,17 @@ func (x *Entries) Redrive(ctx context.Context, e Entry) (Redrive, error) {
 	return r, nil
 }
 
-// Delete removes an entry for good.
-func (x *Entries) Delete(ctx context.Context, seq uint64) error {
-	if err := x.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return fmt.Errorf("dlq: deleting %d: %w", seq, err)
+// Delete removes an entry for good, with the payload it kept in the
+// object store. The entry goes first: a payload left behind by a failure
+// expires with its bucket's max_age, an entry without its payload would not
+// be readable.
+func (x *Entries) Delete(ctx context.Context, e Entry) error {
+	if err := x.stream.DeleteMsg(ctx, e.Seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("dlq: deleting %d: %w", e.Seq, err)
 	}
-	_ = x.redrives.Delete(ctx, strconv.FormatUint(seq, 10))
+	_ = x.redrives.Delete(ctx, strconv.FormatUint(e.Seq, 10))
+	if err := deadletter.DeletePayload(ctx, x.js, e.Header); err != nil {
+		return fmt.Errorf("dlq: %d deleted, but not its payload: %w", e.Seq, err)
+	}
 	return nil
 }

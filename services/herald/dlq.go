@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/shared/deadletter"
 )
 
 func dlqCommand() *cobra.Command {
@@ -98,16 +99,8 @@ func dlqListCommand() *cobra.Command {
 			limit, _ := cmd.Flags().GetInt("limit")
 			asJSON, _ := cmd.Flags().GetBool("json")
 			return withEntries(cmd, func(ctx context.Context, x *dlq.Entries) error {
-				var list []dlq.Entry
-				stop := errors.New("limit")
-				err := x.Each(ctx, f, func(e dlq.Entry) error {
-					list = append(list, e)
-					if limit > 0 && len(list) >= limit {
-						return stop
-					}
-					return nil
-				})
-				if err != nil && !errors.Is(err, stop) {
+				list, total, err := x.List(ctx, f, max(limit, 0))
+				if err != nil {
 					return err
 				}
 				if asJSON {
@@ -115,7 +108,7 @@ func dlqListCommand() *cobra.Command {
 					enc.SetIndent("", "  ")
 					return enc.Encode(list)
 				}
-				printEntries(cmd.OutOrStdout(), list)
+				printEntries(cmd.OutOrStdout(), list, total)
 				return nil
 			})
 		},
@@ -126,7 +119,9 @@ func dlqListCommand() *cobra.Command {
 	return cmd
 }
 
-func printEntries(w io.Writer, list []dlq.Entry) {
+// printEntries prints a table of entries, then how many there are: "100 of
+// 2,319 entries" when the list stops short of what the filter selects.
+func printEntries(w io.Writer, list []dlq.Entry, total int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tAGE\tFROM\tSUBJECT\tTRIES\tTENANT\tREDRIVEN\tREASON")
 	for _, e := range list {
@@ -138,7 +133,20 @@ func printEntries(w io.Writer, list []dlq.Entry) {
 			e.Stream, e.Consumer, e.Subject, e.Deliveries, dash(e.Tenant), redriven, shorten(e.Reason, 80))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "%d entries\n", len(list))
+	if total > len(list) {
+		fmt.Fprintf(w, "%s of %s entries (--limit 0 lists all)\n", thousands(len(list)), thousands(total))
+		return
+	}
+	fmt.Fprintf(w, "%s entries\n", thousands(total))
+}
+
+// thousands writes n with thousands separators: 2,319.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func dlqShowCommand() *cobra.Command {
@@ -168,14 +176,22 @@ func dlqShowCommand() *cobra.Command {
 				if e.Redriven != nil {
 					fmt.Fprintf(out, "(redriven %d× — last at %s as %s)\n", e.Redriven.Count, e.Redriven.Time.Format(time.RFC3339), e.Redriven.MsgID)
 				}
+				data, err := x.Payload(ctx, e)
+				if err != nil {
+					return err
+				}
+				if e.PayloadObject != "" {
+					fmt.Fprintf(out, "(payload of %s bytes, too large for the entry: read from object store %s as %s)\n",
+						thousands(len(data)), deadletter.PayloadBucket, e.PayloadObject)
+				}
 				fmt.Fprintln(out)
 				var pretty any
-				if json.Unmarshal(e.Data, &pretty) == nil {
+				if json.Unmarshal(data, &pretty) == nil {
 					enc := json.NewEncoder(out)
 					enc.SetIndent("", "  ")
 					return enc.Encode(pretty)
 				}
-				fmt.Fprintf(out, "%q\n", e.Data)
+				fmt.Fprintf(out, "%q\n", data)
 				return nil
 			})
 		},
@@ -211,7 +227,7 @@ func dlqPurgeCommand() *cobra.Command {
 				return errors.New("purging deletes entries for good: add --yes")
 			}
 			return actOnEntries(cmd, args, "purging", func(ctx context.Context, x *dlq.Entries, e dlq.Entry) error {
-				return x.Delete(ctx, e.Seq)
+				return x.Delete(ctx, e)
 			})
 		},
 	}

@@ -6,12 +6,22 @@
 // An entry's body is the original payload, byte for byte; its headers are the
 // original headers plus Herald-* headers saying where it came from and why it
 // failed, so `nats stream view DLQ` shows everything an operator needs.
+//
+// An entry must fit the connection's max_payload, and the headers it adds
+// can push an original that fitted over it. Such a payload is kept in the
+// object store bucket dlq_payloads instead (see payload.go), and the entry,
+// with an empty body, names the object. The original headers an entry copies
+// are bounded too, so that what a publisher sent cannot stop its own dead
+// letter from being written.
 package deadletter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +45,21 @@ const (
 	HeaderTime       = "Herald-Time"
 	HeaderMsgID      = "Herald-Original-Msg-Id"
 	HeaderTenant     = "Herald-Tenant"
+	// HeaderDroppedHeaders counts the original headers left out to bound
+	// the entry's size; set only when some were.
+	HeaderDroppedHeaders = "Herald-Dropped-Headers"
+)
+
+// ErrRefused is returned, wrapped, when the server refuses an entry for
+// good (larger than it takes): retrying the same copy cannot succeed.
+var ErrRefused = errors.New("the DLQ refuses the entry")
+
+const (
+	// maxCopiedHeaders bounds the original headers an entry keeps.
+	maxCopiedHeaders = 16 << 10
+	// publishHeadroom is what a traced publish may add to an entry's
+	// headers: traceparent, tracestate (≤ 512 B) and baggage (≤ 8 KiB).
+	publishHeadroom = 9 << 10
 )
 
 // Subject is where entries from one stream's consumer are written.
@@ -45,7 +70,7 @@ func Subject(stream, consumer string) string {
 // Terminate writes msg to the DLQ with reason, waits for the DLQ stream to
 // store it, and only then terminates msg. If the copy fails, msg is left
 // unsettled for redelivery and the error is returned.
-func Terminate(ctx context.Context, js jetstream.Publisher, msg jetstream.Msg, reason string) error {
+func Terminate(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg, reason string) error {
 	if err := Write(ctx, js, msg, reason); err != nil {
 		return err
 	}
@@ -58,7 +83,7 @@ func Terminate(ctx context.Context, js jetstream.Publisher, msg jetstream.Msg, r
 // Write copies msg to the DLQ. The entry's Nats-Msg-Id is derived from the
 // original's stream and sequence, so writing the same message twice within
 // the DLQ's duplicate window stores one entry.
-func Write(ctx context.Context, js jetstream.Publisher, msg jetstream.Msg, reason string) error {
+func Write(ctx context.Context, js jetstream.JetStream, msg jetstream.Msg, reason string) error {
 	md, err := msg.Metadata()
 	if err != nil {
 		return fmt.Errorf("dead letter: %w", err)
@@ -73,7 +98,7 @@ func Write(ctx context.Context, js jetstream.Publisher, msg jetstream.Msg, reaso
 // exhausted its deliveries to consumer — to the DLQ. Traced, the copy joins
 // the trace of the message it keeps, linked to the span that found it
 // (handling the server's advisory).
-func Copy(ctx context.Context, js jetstream.Publisher, stream, consumer string, m *jetstream.RawStreamMsg, deliveries uint64, reason string) error {
+func Copy(ctx context.Context, js jetstream.JetStream, stream, consumer string, m *jetstream.RawStreamMsg, deliveries uint64, reason string) error {
 	if original := trace.SpanContextFromContext(telemetry.Propagator.Extract(context.Background(), telemetry.Header(m.Header))); original.IsValid() {
 		found := trace.SpanFromContext(ctx)
 		var span trace.Span
@@ -96,19 +121,35 @@ type Entry struct {
 	Data                      []byte
 }
 
-func write(ctx context.Context, js jetstream.Publisher, e Entry) error {
+func write(ctx context.Context, js jetstream.JetStream, e Entry) error {
+	entry := e.message()
+	if Size(entry)+publishHeadroom > js.Conn().MaxPayload() {
+		if err := keepPayload(ctx, js, e, entry); err != nil {
+			return err
+		}
+	}
+	_, err := telemetry.PublishMsg(ctx, js, entry)
+	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) {
+		return fmt.Errorf("dead letter: writing to %s: %w: %w", entry.Subject, ErrRefused, err)
+	}
+	if err != nil {
+		return fmt.Errorf("dead letter: writing to %s: %w", entry.Subject, err)
+	}
+	return nil
+}
+
+// message is the entry as published, its body the original payload.
+func (e Entry) message() *nats.Msg {
 	entry := nats.NewMsg(Subject(e.Stream, e.Consumer))
 	entry.Data = e.Data
-	for k, vs := range e.Header {
-		// Nats-* headers are instructions to (or stamps from) the server —
-		// an id, expectations, a rollup, a direct get's Nats-Subject — and
-		// must not act on, or be mistaken for, the dead letter itself.
-		if strings.HasPrefix(k, "Nats-") {
-			continue
-		}
-		entry.Header[k] = vs
+	if dropped := copyHeaders(entry.Header, e.Header); dropped > 0 {
+		entry.Header.Set(HeaderDroppedHeaders, strconv.Itoa(dropped))
 	}
-	if id := e.Header.Get(jetstream.MsgIDHeader); id != "" {
+	// The id is kept as sent (operators search by it); only an absurd one
+	// is cut, to bound the entry.
+	if id := e.Header.Get(jetstream.MsgIDHeader); len(id) > 1024 {
+		entry.Header.Set(HeaderMsgID, clean(id, 1024))
+	} else if id != "" {
 		entry.Header.Set(HeaderMsgID, id)
 	}
 	entry.Header.Set(HeaderStream, e.Stream)
@@ -122,10 +163,67 @@ func write(ctx context.Context, js jetstream.Publisher, e Entry) error {
 		entry.Header.Set(HeaderTenant, tenant)
 	}
 	entry.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dlq:%s:%d", e.Stream, e.Sequence))
-	if _, err := telemetry.PublishMsg(ctx, js, entry); err != nil {
-		return fmt.Errorf("dead letter: writing to %s: %w", entry.Subject, err)
+	return entry
+}
+
+// copyHeaders copies the original headers an entry keeps into dst, the
+// smallest first while they fit in maxCopiedHeaders — so the most are
+// kept, and what goes is the one huge header — and returns how many it
+// left out.
+func copyHeaders(dst, src nats.Header) (dropped int) {
+	keys := make([]string, 0, len(src))
+	for k := range src {
+		// Nats-* headers are instructions to (or stamps from) the server —
+		// an id, expectations, a rollup, a direct get's Nats-Subject — and
+		// must not act on, or be mistaken for, the dead letter itself.
+		// Herald-* headers are the entry's own: a publisher's must not
+		// pass for them (a forged Herald-Payload-Object would point at
+		// another entry's payload).
+		if hasPrefixFold(k, "Nats-") || hasPrefixFold(k, "Herald-") {
+			continue
+		}
+		keys = append(keys, k)
 	}
-	return nil
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(headerSize(a, src[a]), headerSize(b, src[b])), strings.Compare(a, b))
+	})
+	budget := maxCopiedHeaders
+	for _, k := range keys {
+		n := headerSize(k, src[k])
+		if n > budget {
+			dropped++
+			continue
+		}
+		budget -= n
+		dst[k] = src[k]
+	}
+	return dropped
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// Size is how much of the server's max_payload msg takes: its body and its
+// headers as the client encodes them ("NATS/1.0\r\n", one "Key: value\r\n"
+// per value, a closing "\r\n").
+func Size(msg *nats.Msg) int64 {
+	n := len(msg.Data)
+	if len(msg.Header) > 0 {
+		n += len("NATS/1.0\r\n") + len("\r\n")
+		for k, vs := range msg.Header {
+			n += headerSize(k, vs)
+		}
+	}
+	return int64(n)
+}
+
+func headerSize(key string, values []string) int {
+	n := 0
+	for _, v := range values {
+		n += len(key) + len(": ") + len(v) + len("\r\n")
+	}
+	return n
 }
 
 // tenantOf reads the top-level "tenant" every Herald message carries

@@ -1,7 +1,12 @@
 package deadletter_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/streams"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
@@ -80,4 +86,151 @@ func TestCopyJoinsTheTraceOfTheMessageItKeeps(t *testing.T) {
 	require.Len(t, dead.Links(), 1)
 	require.Equal(t, advisory.SpanContext().SpanID(), dead.Links()[0].SpanContext.SpanID())
 	require.Equal(t, dead.SpanContext().SpanID(), publish.Parent().SpanID())
+}
+
+// padded is a JSON payload of exactly n bytes for tenant acme.
+func padded(n int) []byte {
+	head := `{"tenant":"acme","pad":"`
+	return []byte(head + strings.Repeat("x", n-len(head)-2) + `"}`)
+}
+
+// An original that fitted the server's max_payload no longer does once the
+// entry's headers are added: its payload is kept in the object store, and
+// the entry names it.
+func TestAPayloadTooLargeForItsEntryIsKeptInTheObjectStore(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	data := padded(int(n.Conn.MaxPayload()) - 200)
+	original := &jetstream.RawStreamMsg{Subject: "orders.created", Sequence: 9, Data: data,
+		Header: nats.Header{"Nats-Msg-Id": {"evt-big"}, "Ce-Type": {"order.created"}}}
+	require.NoError(t, deadletter.Copy(ctx, n.JS, "ORDERS", "router", original, 1, "invalid: no order"))
+	require.NoError(t, deadletter.Copy(ctx, n.JS, "ORDERS", "router", original, 1, "invalid: no order"), "written twice, kept once")
+
+	entries := heraldtest.StreamMessages(t, n.JS, "DLQ")
+	require.Len(t, entries, 1)
+	m := entries[0]
+	require.Empty(t, m.Data)
+	require.Equal(t, "ORDERS/9", m.Header.Get(deadletter.HeaderPayloadObject))
+	require.Equal(t, strconv.Itoa(len(data)), m.Header.Get(deadletter.HeaderPayloadSize))
+	sum := sha256.Sum256(data)
+	require.Equal(t, hex.EncodeToString(sum[:]), m.Header.Get(deadletter.HeaderPayloadSHA256))
+	require.Equal(t, "acme", m.Header.Get(deadletter.HeaderTenant))
+	require.Equal(t, "order.created", m.Header.Get("Ce-Type"))
+	got, err := deadletter.Payload(ctx, n.JS, m.Header, m.Data)
+	require.NoError(t, err)
+	require.Equal(t, data, got, "the original, byte for byte")
+
+	require.NoError(t, deadletter.DeletePayload(ctx, n.JS, m.Header))
+	_, err = deadletter.Payload(ctx, n.JS, m.Header, m.Data)
+	require.ErrorIs(t, err, jetstream.ErrObjectNotFound)
+}
+
+// A payload that fits travels in its entry.
+func TestAPayloadThatFitsTravelsInItsEntry(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	data := padded(64 << 10)
+	original := &jetstream.RawStreamMsg{Subject: "orders.created", Sequence: 3, Data: data}
+	require.NoError(t, deadletter.Copy(ctx, n.JS, "ORDERS", "router", original, 1, "invalid"))
+	m := heraldtest.StreamMessages(t, n.JS, "DLQ")[0]
+	require.Equal(t, data, m.Data)
+	require.Empty(t, m.Header.Get(deadletter.HeaderPayloadObject))
+	got, err := deadletter.Payload(ctx, n.JS, m.Header, m.Data)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+}
+
+// Headers count against max_payload too: a publisher's huge header is
+// left out (and counted) rather than stop the entry from being written,
+// and its Herald-* headers cannot pass for the entry's own.
+func TestAnEntryBoundsTheHeadersItCopies(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	original := &jetstream.RawStreamMsg{Subject: "orders.created", Sequence: 4, Data: []byte(`{"tenant":"acme"}`),
+		Header: nats.Header{
+			"X-Huge":                {strings.Repeat("h", int(n.Conn.MaxPayload())-1024)},
+			"Ce-Id":                 {"evt-1"},
+			"herald-payload-object": {"NOTIFY/1"}, deadletter.HeaderPayloadObject: {"NOTIFY/1"},
+		}}
+	require.NoError(t, deadletter.Copy(ctx, n.JS, "ORDERS", "router", original, 1, "invalid"))
+	m := heraldtest.StreamMessages(t, n.JS, "DLQ")[0]
+	require.Empty(t, m.Header.Get("X-Huge"))
+	require.Equal(t, "1", m.Header.Get(deadletter.HeaderDroppedHeaders))
+	require.Equal(t, "evt-1", m.Header.Get("Ce-Id"))
+	require.Empty(t, m.Header.Get(deadletter.HeaderPayloadObject))
+	require.Empty(t, m.Header.Get("herald-payload-object"))
+	require.Equal(t, []byte(`{"tenant":"acme"}`), m.Data)
+}
+
+// An entry the DLQ stream refuses for good says so: whoever retries it
+// can tell that retrying cannot help.
+func TestAnEntryTheDLQRefusesIsReportedAsRefused(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	s, err := n.JS.Stream(ctx, "DLQ")
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.MaxMsgSize = 4 << 10
+	_, err = n.JS.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+
+	original := &jetstream.RawStreamMsg{Subject: "orders.created", Sequence: 5, Data: padded(8 << 10)}
+	err = deadletter.Copy(ctx, n.JS, "ORDERS", "router", original, 1, "invalid")
+	require.ErrorIs(t, err, deadletter.ErrRefused)
+
+	err = deadletter.Copy(ctx, n.JS, "ORDERS", "router", &jetstream.RawStreamMsg{Subject: "orders.created", Sequence: 6, Data: padded(100)}, 1, "invalid")
+	require.NoError(t, err)
+}
+
+// The copy comes before the termination: with the DLQ unavailable, a
+// worker's message is not terminated — it comes back — and once the DLQ is
+// back, the copy is written and then the message is terminated.
+func TestNothingIsTerminatedUntilItsCopyIsStored(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	_, err := n.JS.Publish(ctx, "notify.email.normal.acme", []byte(`{"tenant":"acme","id":"ntf_1"}`))
+	require.NoError(t, err)
+	cons, err := n.JS.Consumer(ctx, "NOTIFY", "email-normal")
+	require.NoError(t, err)
+	next := func() jetstream.Msg {
+		t.Helper()
+		msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		require.NoError(t, err, "the message came back")
+		return msg
+	}
+	terminated := func() []*jetstream.RawStreamMsg {
+		var out []*jetstream.RawStreamMsg
+		for _, m := range heraldtest.StreamMessages(t, n.JS, "ADVISORIES") {
+			if strings.HasPrefix(m.Subject, "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.NOTIFY.") {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+
+	require.NoError(t, n.JS.DeleteStream(ctx, "DLQ"))
+	msg := next()
+	require.Error(t, deadletter.Terminate(ctx, n.JS, msg, "permanent: 550 mailbox unavailable"))
+	require.NoError(t, msg.Nak()) // as every caller does when Terminate fails
+	msg = next()
+	md, err := msg.Metadata()
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), md.NumDelivered)
+	require.Empty(t, terminated())
+	require.Len(t, heraldtest.StreamMessages(t, n.JS, "NOTIFY"), 1)
+
+	report, err := streams.Apply(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	require.NoError(t, report.Err())
+	require.NoError(t, deadletter.Terminate(ctx, n.JS, msg, "permanent: 550 mailbox unavailable"))
+	entries := heraldtest.StreamMessages(t, n.JS, "DLQ")
+	require.Len(t, entries, 1)
+	require.Equal(t, "permanent: 550 mailbox unavailable", entries[0].Header.Get(deadletter.HeaderReason))
+	require.Eventually(t, func() bool { return len(terminated()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "NOTIFY"), "terminated, it left its work queue")
 }
