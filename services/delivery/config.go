@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Provider is an email provider with the name it is known by in logs,
@@ -83,6 +84,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider defaults to a no-op provider.
 	MeterProvider metric.MeterProvider
+	// Tenants bounds the tenant label of metrics; one is shared by every
+	// service of a process (metrics.max_tenants). Defaults to
+	// telemetry.DefaultMaxTenants tenants.
+	Tenants *telemetry.Labels
 	// TracerProvider, when set, traces every message handled; nil traces
 	// nothing.
 	TracerProvider trace.TracerProvider
@@ -99,6 +104,9 @@ func (c Config) WithDefaults() Config {
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
+	}
+	if c.Tenants == nil {
+		c.Tenants = telemetry.NewTenantLabels(telemetry.DefaultMaxTenants)
 	}
 	return c
 }

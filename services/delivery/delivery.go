@@ -84,7 +84,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, js: js, composer: composer, chain: chain{providers: cfg.Providers, timeout: cfg.ProviderTimeout}}
-	s.metrics, err = newMetrics(cfg.MeterProvider)
+	s.metrics, err = newMetrics(cfg.MeterProvider, cfg.Tenants)
 	return s, err
 }
 
@@ -443,11 +443,12 @@ type metrics struct {
 	unguarded metric.Int64Counter
 	latency   metric.Float64Histogram
 	endToEnd  metric.Float64Histogram
+	tenants   *telemetry.Labels
 }
 
-func newMetrics(mp metric.MeterProvider) (metrics, error) {
+func newMetrics(mp metric.MeterProvider, tenants *telemetry.Labels) (metrics, error) {
 	m := mp.Meter("github.com/heraldhq/herald/services/delivery")
-	var x metrics
+	x := metrics{tenants: tenants}
 	var errs [6]error
 	x.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
 		metric.WithDescription("Delivery outcomes by channel, provider and outcome: delivered, retry, failed, exhausted, duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired)."))
@@ -467,11 +468,11 @@ func newMetrics(mp metric.MeterProvider) (metrics, error) {
 }
 
 func (m metrics) attrs(d notification.Delivery) metric.MeasurementOption {
-	return metric.WithAttributes(attribute.String("channel", string(event.ChannelEmail)), attribute.String("tenant", d.Tenant))
+	return metric.WithAttributes(attribute.String("channel", string(event.ChannelEmail)), attribute.String("tenant", m.tenants.Value(d.Tenant)))
 }
 
 func (m metrics) outcome(ctx context.Context, d notification.Delivery, provider, outcome string) {
 	m.outcomes.Add(ctx, 1, metric.WithAttributes(
 		attribute.String("channel", string(event.ChannelEmail)), attribute.String("provider", provider),
-		attribute.String("outcome", outcome), attribute.String("tenant", d.Tenant)))
+		attribute.String("outcome", outcome), attribute.String("tenant", m.tenants.Value(d.Tenant))))
 }

@@ -112,7 +112,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/dlq")
 	var err error
 	s.entries, err = m.Int64Counter("herald.dlq.entries",
-		metric.WithDescription("New dead letters, by stream, consumer and reason class."))
+		metric.WithDescription("New dead letters, by stream, consumer and reason kind (alert.ReasonKinds)."))
 	return s, err
 }
 
@@ -272,7 +272,7 @@ func (s *Service) handleEntry(ctx context.Context, msg jetstream.Msg) {
 		f.Time = t
 	}
 	s.entries.Add(ctx, 1, metric.WithAttributes(attribute.String("stream", f.Stream), attribute.String("consumer", f.Consumer),
-		attribute.String("reason", alert.ReasonClass(f.Reason))))
+		attribute.String("reason", alert.ReasonKind(f.Reason))))
 	s.alerts.Add(f)
 	_ = msg.Ack()
 }

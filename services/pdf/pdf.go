@@ -78,6 +78,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider defaults to a no-op provider.
 	MeterProvider metric.MeterProvider
+	// Tenants bounds the tenant label of metrics; one is shared by every
+	// service of a process (metrics.max_tenants). Defaults to
+	// telemetry.DefaultMaxTenants tenants.
+	Tenants *telemetry.Labels
 	// TracerProvider, when set, traces every message handled; nil traces
 	// nothing.
 	TracerProvider trace.TracerProvider
@@ -93,6 +97,9 @@ func (c Config) WithDefaults() Config {
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
+	}
+	if c.Tenants == nil {
+		c.Tenants = telemetry.NewTenantLabels(telemetry.DefaultMaxTenants)
 	}
 	return c
 }
@@ -258,5 +265,5 @@ func (s *Service) publishFailed(ctx context.Context, d notification.Delivery, ca
 
 func (s *Service) count(ctx context.Context, req documents.Request, outcome string) {
 	s.rendered.Add(ctx, 1, metric.WithAttributes(attribute.String("type", req.Type),
-		attribute.String("tenant", req.Tenant), attribute.String("outcome", outcome)))
+		attribute.String("tenant", s.cfg.Tenants.Value(req.Tenant)), attribute.String("outcome", outcome)))
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Config configures the router.
@@ -39,6 +40,10 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 	// MeterProvider defaults to a no-op provider.
 	MeterProvider metric.MeterProvider `yaml:"-"`
+	// Tenants bounds the tenant label of metrics; one is shared by every
+	// service of a process (metrics.max_tenants). Defaults to
+	// telemetry.DefaultMaxTenants tenants.
+	Tenants *telemetry.Labels `yaml:"-"`
 	// TracerProvider, when set, traces every message handled; nil traces
 	// nothing.
 	TracerProvider trace.TracerProvider `yaml:"-"`
@@ -62,6 +67,9 @@ func (c Config) WithDefaults() Config {
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
+	}
+	if c.Tenants == nil {
+		c.Tenants = telemetry.NewTenantLabels(telemetry.DefaultMaxTenants)
 	}
 	return c
 }

@@ -35,7 +35,6 @@ import (
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
-	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
@@ -114,10 +113,10 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int)
 		attribute.Int("herald.documents", len(d.Renders)))
 	log := s.cfg.Logger.With("event_id", d.Event.ID, "type", d.Event.Type, "tenant", d.Event.Tenant, "subject", msg.Subject())
 	s.events.Add(ctx, 1, metric.WithAttributes(
-		attribute.String("type", label(d.Event.Type, typeLabel.MatchString)), attribute.String("tenant", label(d.Event.Tenant, event.ValidTenant)),
+		attribute.String("type", label(d.Event.Type, typeLabel.MatchString)), attribute.String("tenant", s.cfg.Tenants.Value(d.Event.Tenant)),
 		attribute.String("outcome", string(d.Outcome))))
 	if d.Skipped > 0 {
-		s.skipped.Add(ctx, int64(d.Skipped), metric.WithAttributes(attribute.String("tenant", d.Event.Tenant)))
+		s.skipped.Add(ctx, int64(d.Skipped), metric.WithAttributes(attribute.String("tenant", s.cfg.Tenants.Value(d.Event.Tenant))))
 	}
 	if invalid != nil {
 		span.SetStatus(codes.Error, invalid.Error())
@@ -168,7 +167,7 @@ func (s *Service) publish(ctx context.Context, d Decision) error {
 		if err != nil {
 			return fmt.Errorf("requesting %s: %w", r.Object, err)
 		}
-		s.docs.Add(ctx, 1, metric.WithAttributes(attribute.String("type", r.Type), attribute.String("tenant", r.Tenant)))
+		s.docs.Add(ctx, 1, metric.WithAttributes(attribute.String("type", r.Type), attribute.String("tenant", s.cfg.Tenants.Value(r.Tenant))))
 		for _, waiting := range r.Deliveries {
 			s.countDelivery(ctx, waiting, ack.Duplicate)
 		}
@@ -191,16 +190,17 @@ func (s *Service) countDelivery(ctx context.Context, d notification.Delivery, du
 		counter = s.dupes
 	}
 	counter.Add(ctx, 1, metric.WithAttributes(attribute.String("channel", string(d.Channel)),
-		attribute.String("priority", string(d.Priority)), attribute.String("tenant", d.Tenant)))
+		attribute.String("priority", string(d.Priority)), attribute.String("tenant", s.cfg.Tenants.Value(d.Tenant))))
 }
 
 var typeLabel = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$`)
 
 // label keeps a metric label to values of a sane shape, so a stream of
-// garbage events cannot create unbounded time series.
+// garbage events cannot create unbounded time series. (Tenants, which any
+// publisher picks freely, are bounded in number too: Config.Tenants.)
 func label(value string, valid func(string) bool) string {
 	if value == "" || valid(value) {
 		return value
 	}
-	return "invalid"
+	return telemetry.Invalid
 }

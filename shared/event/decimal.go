@@ -2,7 +2,7 @@ package event
 
 import (
 	"encoding/json"
-	"fmt"
+	"reflect"
 	"regexp"
 )
 
@@ -12,10 +12,12 @@ type Decimal string
 
 var decimalPattern = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 
-// UnmarshalJSON accepts only strings, with a message a publisher can act on.
+// UnmarshalJSON accepts only strings. Anything else is an
+// UnmarshalTypeError naming the JSON kind, not the value: encoding/json adds
+// the field's path, and a publisher's bytes never reach the error.
 func (d *Decimal) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] != '"' && string(b) != "null" {
-		return fmt.Errorf("decimal %s must be a JSON string such as \"183.48\", not a number", b)
+		return &json.UnmarshalTypeError{Value: jsonKind(b[0]), Type: reflect.TypeFor[Decimal]()}
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -34,6 +36,19 @@ func (d Decimal) check(p *problems, field string, required bool) {
 	case d == "" && required:
 		p.add(field, "is required")
 	case d != "" && !d.Valid():
-		p.add(field, "%q is not a decimal such as \"183.48\"", string(d))
+		p.add(field, "%s is not a decimal such as \"183.48\"", quote(string(d)))
 	}
+}
+
+// jsonKind names the kind of JSON value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	}
+	return "number"
 }

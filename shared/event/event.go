@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SpecVersion is the only CloudEvents version Herald accepts.
@@ -40,12 +43,21 @@ func (e *ValidationError) Error() string {
 	return "invalid event: " + strings.Join(e.Problems, "; ")
 }
 
+// maxProblems bounds a ValidationError: an event with a thousand bad
+// recipients makes a reason a person can read and a DLQ header can hold.
+const maxProblems = 20
+
 // problems collects validation findings under a field path prefix.
 type problems struct {
 	list []string
+	more int
 }
 
 func (p *problems) add(field, format string, args ...any) {
+	if len(p.list) == maxProblems {
+		p.more++
+		return
+	}
 	p.list = append(p.list, field+": "+fmt.Sprintf(format, args...))
 }
 
@@ -53,7 +65,11 @@ func (p *problems) err() error {
 	if len(p.list) == 0 {
 		return nil
 	}
-	return &ValidationError{Problems: p.list}
+	list := p.list
+	if p.more > 0 {
+		list = append(list, fmt.Sprintf("and %d more problems", p.more))
+	}
+	return &ValidationError{Problems: list}
 }
 
 var tenantPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -65,7 +81,15 @@ func ValidTenant(s string) bool { return tenantPattern.MatchString(s) }
 // Decode parses a structured-mode CloudEvent and validates its envelope:
 // specversion, id, source, type and tenant. The data is validated by
 // OrderData or StockData, because which shape applies depends on the type.
+//
+// Parsing is strict where encoding/json is lenient: bytes that are not
+// UTF-8, a key repeated in one object (exactly or in another case) and an
+// envelope key that is not a CloudEvents attribute name are refused, so
+// Herald never reads an event differently from a gateway in front of it.
 func Decode(payload []byte) (Event, error) {
+	if err := checkUTF8(payload); err != nil {
+		return Event{}, err
+	}
 	var ev Event
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if err := dec.Decode(&ev); err != nil {
@@ -74,56 +98,127 @@ func Decode(payload []byte) (Event, error) {
 	if dec.More() {
 		return Event{}, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
 	}
-	return ev, ev.validate()
+	var p problems
+	if err := checkEnvelopeKeys(&p, payload); err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	ev.validate(&p)
+	return ev, p.err()
 }
 
-func (ev Event) validate() error {
-	var p problems
+func (ev Event) validate(p *problems) {
 	switch {
 	case ev.SpecVersion == "":
 		p.add("specversion", "is required (want %q)", SpecVersion)
 	case ev.SpecVersion != SpecVersion:
-		p.add("specversion", "%q is not supported (want %q)", ev.SpecVersion, SpecVersion)
+		p.add("specversion", "%s is not supported (want %q)", quote(ev.SpecVersion), SpecVersion)
 	}
-	requireText(&p, "id", ev.ID, 256)
-	requireText(&p, "source", ev.Source, 1024)
-	requireText(&p, "type", ev.Type, 256)
+	checkID(p, "id", ev.ID, 256)
+	requireText(p, "source", ev.Source, 1024)
+	requireText(p, "type", ev.Type, 256)
 	switch {
 	case ev.Tenant == "":
 		p.add("tenant", "is required")
 	case !ValidTenant(ev.Tenant):
-		p.add("tenant", "%q must be 1-64 letters, digits, '-' or '_'", ev.Tenant)
+		p.add("tenant", "%s must be 1-64 letters, digits, '-' or '_'", quote(ev.Tenant))
 	}
 	if ct := ev.DataContentType; ct != "" && !strings.HasPrefix(ct, "application/json") {
-		p.add("datacontenttype", "%q is not supported (want application/json)", ct)
+		p.add("datacontenttype", "%s is not supported (want application/json)", quote(ct))
 	}
-	return p.err()
 }
 
-// requireText checks a required identifier: present, bounded, printable.
+// requireText checks a required single-line text: present, bounded, free
+// of control characters.
 func requireText(p *problems, field, value string, maxLen int) {
 	switch {
 	case strings.TrimSpace(value) == "":
 		p.add(field, "is required")
 	case len(value) > maxLen:
 		p.add(field, "is longer than %d bytes", maxLen)
-	case strings.ContainsFunc(value, isControl):
+	default:
+		checkText(p, field, value)
+	}
+}
+
+// checkText refuses control characters in text that may reach an email's
+// headers or body: a CR or LF in a name ends a header line or forges a line
+// of the body ("Bcc: …"), and no mail client shows the others.
+func checkText(p *problems, field, value string) {
+	if strings.ContainsFunc(value, isControl) {
 		p.add(field, "contains control characters")
 	}
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+// checkMultiline is checkText for a postal address, where line breaks are
+// the address's own: LF is allowed, CR and every other control is not.
+// Addresses are printed in documents only, never in an email.
+func checkMultiline(p *problems, field, value string) {
+	if strings.ContainsFunc(value, func(r rune) bool { return r != '\n' && isControl(r) }) {
+		p.add(field, "contains control characters (only \\n, between lines, is allowed)")
+	}
+}
+
+// isControl reports C0 and C1 controls, DEL, and the Unicode line and
+// paragraph separators that some clients break lines at.
+func isControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == '\u2028' || r == '\u2029'
+}
+
+// idPattern is what an id that becomes part of a dedupe key, a
+// Nats-Msg-Id or an object name may look like: no separators (':' splits
+// a dedupe key, '/' an object name), no leading dot ("." and ".."), ASCII
+// so that no two spellings of one id exist.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+
+// ValidID reports whether s can be an order or event id of at most maxLen
+// bytes: letters, digits, '-', '_' and '.', not starting with '.'.
+func ValidID(s string, maxLen int) bool { return len(s) <= maxLen && idPattern.MatchString(s) }
+
+func checkID(p *problems, field, value string, maxLen int) {
+	switch {
+	case strings.TrimSpace(value) == "":
+		p.add(field, "is required")
+	case len(value) > maxLen:
+		p.add(field, "is longer than %d bytes", maxLen)
+	case !ValidID(value, maxLen):
+		p.add(field, "%s may contain only letters, digits, '-', '_' and '.', and must not start with '.'", quote(value))
+	}
+}
+
+// maxQuoted bounds how much of a publisher's value an error repeats: enough
+// to recognise it, never a megabyte of it in a log line or a DLQ header.
+const maxQuoted = 64
+
+// quote repeats a value in an error: Go-quoted (so control characters are
+// visible), cut to maxQuoted bytes.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
 
 // describeJSONError turns encoding/json errors into a sentence a publisher
-// can act on, keeping the offset where the JSON broke.
+// can act on, keeping the offset where the JSON broke. Values are named by
+// their kind or quoted short, never repeated raw.
 func describeJSONError(err error) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var tm *time.ParseError
 	switch {
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("not valid JSON at byte %d: %v", syntax.Offset, syntax)
+	case errors.As(err, &typ) && typ.Type == reflect.TypeFor[Decimal]():
+		return fmt.Sprintf("field %q must be a JSON string such as \"183.48\", not a %s", typ.Field, typ.Value)
 	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q: JSON %s where %s was expected", typ.Field, typ.Value, typ.Type)
+		kind, _, _ := strings.Cut(typ.Value, " ") // "number 1e999": the kind, not the value
+		return fmt.Sprintf("field %q: JSON %s where %s was expected", typ.Field, kind, typ.Type)
+	case errors.As(err, &tm):
+		return fmt.Sprintf("%s is not an RFC 3339 time such as \"2026-11-30T09:00:00Z\"", quote(strings.Trim(tm.Value, `"`)))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "not valid JSON: the payload ends before the JSON is complete"
 	case errors.Is(err, io.EOF):

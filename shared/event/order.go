@@ -102,48 +102,53 @@ func (r Recipient) Address(c Channel) string {
 // OrderData decodes and validates the data of an order.* event.
 func (ev Event) OrderData() (OrderData, error) {
 	var d OrderData
-	if err := decodeData(ev, &d); err != nil {
+	var p problems
+	if err := decodeData(ev, &d, &p); err != nil {
 		return OrderData{}, err
 	}
-	var p problems
 	d.Order.validate(&p)
 	validateRecipients(&p, d.Recipients)
 	return d, p.err()
 }
 
-func decodeData(ev Event, into any) error {
+// decodeData decodes an event's data into the shape its type implies. A
+// key that the shape's fields match only ignoring case goes into p; an
+// error means there is nothing to validate.
+func decodeData(ev Event, into any, p *problems) error {
 	if len(ev.Data) == 0 || string(ev.Data) == "null" {
 		return &ValidationError{Problems: []string{"data: is required"}}
 	}
 	if err := json.Unmarshal(ev.Data, into); err != nil {
 		return &ValidationError{Problems: []string{"data: " + describeJSONError(err)}}
 	}
+	if err := checkDataKeys(p, ev.Data, into); err != nil {
+		return &ValidationError{Problems: []string{err.Error()}}
+	}
 	return nil
 }
 
 func (o Order) validate(p *problems) {
-	switch {
-	case strings.TrimSpace(o.ID) == "":
-		p.add("data.order.id", "is required")
-	case len(o.ID) > 128:
-		p.add("data.order.id", "is longer than 128 bytes")
-	case strings.ContainsFunc(o.ID, func(r rune) bool { return isControl(r) || r == ':' }):
-		p.add("data.order.id", "%q must not contain ':' or control characters", o.ID)
-	}
+	checkID(p, "data.order.id", o.ID, 128)
 	if o.Kind != KindPurchase && o.Kind != KindSales {
-		p.add("data.order.kind", "%q must be %q or %q", o.Kind, KindPurchase, KindSales)
+		p.add("data.order.kind", "%s must be %q or %q", quote(string(o.Kind)), KindPurchase, KindSales)
 	}
 	if o.Revision < 1 {
 		p.add("data.order.revision", "is required and must be 1 or more (got %d)", o.Revision)
 	}
 	if len(o.Currency) != 3 || strings.ToUpper(o.Currency) != o.Currency {
-		p.add("data.order.currency", "%q must be an ISO 4217 code such as EUR", o.Currency)
+		p.add("data.order.currency", "%s must be an ISO 4217 code such as EUR", quote(o.Currency))
 	}
+	checkText(p, "data.order.locale", o.Locale)
+	o.Buyer.validate(p, "data.order.buyer")
+	o.Supplier.validate(p, "data.order.supplier")
 	for i, l := range o.Lines {
 		field := fmt.Sprintf("data.order.lines[%d]", i)
 		if strings.TrimSpace(l.Description) == "" {
 			p.add(field+".description", "is required")
 		}
+		checkText(p, field+".description", l.Description)
+		checkText(p, field+".sku", l.SKU)
+		checkText(p, field+".unit", l.Unit)
 		l.Quantity.check(p, field+".quantity", true)
 		l.UnitPrice.check(p, field+".unit_price", true)
 		l.TaxRate.check(p, field+".tax_rate", false)
@@ -151,6 +156,14 @@ func (o Order) validate(p *problems) {
 	o.Totals.Net.check(p, "data.order.totals.net", true)
 	o.Totals.Tax.check(p, "data.order.totals.tax", true)
 	o.Totals.Gross.check(p, "data.order.totals.gross", true)
+}
+
+// validate checks a party's text. Its name reaches email subjects and
+// bodies; its address only documents, so it alone may span lines.
+func (party Party) validate(p *problems, field string) {
+	checkText(p, field+".name", party.Name)
+	checkText(p, field+".tax_id", party.TaxID)
+	checkMultiline(p, field+".address", party.Address)
 }
 
 var phonePattern = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
@@ -161,12 +174,13 @@ func validateRecipients(p *problems, rs []Recipient) {
 	}
 	for i, r := range rs {
 		field := fmt.Sprintf("data.recipients[%d]", i)
+		r.validateText(p, field)
 		if len(r.Channels) == 0 {
 			p.add(field+".channels", "at least one channel is required")
 		}
 		for _, c := range r.Channels {
 			if !slices.Contains(Channels, c) {
-				p.add(field+".channels", "%q is not a channel (want one of %v)", c, Channels)
+				p.add(field+".channels", "%s is not a channel (want one of %v)", quote(string(c)), Channels)
 				continue
 			}
 			validateAddress(p, field, r, c)
@@ -174,20 +188,31 @@ func validateRecipients(p *problems, rs []Recipient) {
 	}
 }
 
+// validateText refuses control characters in every text of a recipient:
+// the name becomes the display name of an email's To header.
+func (r Recipient) validateText(p *problems, field string) {
+	checkText(p, field+".name", r.Name)
+	checkText(p, field+".role", r.Role)
+	checkText(p, field+".email", r.Email)
+	checkText(p, field+".phone", r.Phone)
+	checkText(p, field+".webhook", r.Webhook)
+	checkText(p, field+".locale", r.Locale)
+}
+
 func validateAddress(p *problems, field string, r Recipient, c Channel) {
 	addr := r.Address(c)
 	switch c {
 	case ChannelEmail:
 		if a, err := mail.ParseAddress(addr); addr == "" || err != nil || a.Address != addr {
-			p.add(field+".email", "%q is not an email address (needed for channel email)", r.Email)
+			p.add(field+".email", "%s is not an email address (needed for channel email)", quote(r.Email))
 		}
 	case ChannelSMS, ChannelWhatsApp:
 		if !phonePattern.MatchString(addr) {
-			p.add(field+".phone", "%q is not an E.164 phone number such as +34600111222 (needed for channel %s)", r.Phone, c)
+			p.add(field+".phone", "%s is not an E.164 phone number such as +34600111222 (needed for channel %s)", quote(r.Phone), c)
 		}
 	case ChannelWebhook:
 		if !strings.HasPrefix(addr, "https://") && !strings.HasPrefix(addr, "http://") {
-			p.add(field+".webhook", "%q is not an http(s) URL (needed for channel webhook)", r.Webhook)
+			p.add(field+".webhook", "%s is not an http(s) URL (needed for channel webhook)", quote(r.Webhook))
 		}
 	}
 }

@@ -23,16 +23,21 @@ type Stock struct {
 // StockData decodes and validates the data of an inventory.* event.
 func (ev Event) StockData() (StockData, error) {
 	var d StockData
-	if err := decodeData(ev, &d); err != nil {
+	var p problems
+	if err := decodeData(ev, &d, &p); err != nil {
 		return StockData{}, err
 	}
-	var p problems
 	if strings.TrimSpace(d.Stock.SKU) == "" {
 		p.add("data.stock.sku", "is required")
 	}
 	if strings.TrimSpace(d.Stock.Warehouse) == "" {
 		p.add("data.stock.warehouse", "is required")
 	}
+	checkText(&p, "data.stock.sku", d.Stock.SKU)
+	checkText(&p, "data.stock.description", d.Stock.Description)
+	checkText(&p, "data.stock.warehouse", d.Stock.Warehouse)
+	checkText(&p, "data.stock.unit", d.Stock.Unit)
+	checkText(&p, "data.stock.locale", d.Stock.Locale)
 	d.Stock.OnHand.check(&p, "data.stock.on_hand", true)
 	d.Stock.ReorderPoint.check(&p, "data.stock.reorder_point", false)
 	validateRecipients(&p, d.Recipients)

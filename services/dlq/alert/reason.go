@@ -32,6 +32,63 @@ var (
 	technical = regexp.MustCompile(`(?i)^(x509|sha\d{1,3}|md5|utf-?(8|16)|base(32|64)|s3|ipv[46]|http/\d(\.\d)?|http[23]|h[23]|oauth2|tls1(\.[0-3])?|e164|rfc\d{3,5}|v\d)$`)
 )
 
+// The reason kinds: the closed set of values a metric's reason label takes.
+const (
+	KindMalformedEvent   = "malformed_event"   // not a JSON CloudEvent at all
+	KindInvalidEvent     = "invalid_event"     // an event that fails validation
+	KindMalformedMessage = "malformed_message" // a delivery or render request Herald cannot read
+	KindRenderFailed     = "render_failed"     // a document that cannot be, or was not, rendered
+	KindPermanent        = "permanent"         // a permanent delivery failure: a provider's refusal, a missing template
+	KindGaveUp           = "gave_up"           // a notification out of tries
+	KindExhausted        = "exhausted"         // a message out of deliveries (the server's MaxDeliver)
+	KindOther            = "other"
+)
+
+// ReasonKinds lists every reason kind.
+var ReasonKinds = []string{KindMalformedEvent, KindInvalidEvent, KindMalformedMessage, KindRenderFailed,
+	KindPermanent, KindGaveUp, KindExhausted, KindOther}
+
+// reasonKinds recognises the words each service starts its reasons with,
+// most specific first.
+var reasonKinds = []struct {
+	kind  string
+	match func(string) bool
+}{
+	{KindMalformedEvent, prefix("malformed event")},
+	{KindInvalidEvent, prefix("invalid event")},
+	{KindMalformedMessage, prefix("malformed delivery", "malformed render request")},
+	{KindRenderFailed, func(r string) bool {
+		return prefix("render failed", "cannot render")(r) || strings.Contains(r, "could not be rendered")
+	}},
+	{KindGaveUp, prefix("gave up after")},
+	{KindExhausted, prefix("exhausted ")},
+	{KindPermanent, func(r string) bool { return strings.Contains(r, "permanent: ") }},
+}
+
+func prefix(starts ...string) func(string) bool {
+	return func(r string) bool {
+		for _, s := range starts {
+			if strings.HasPrefix(r, s) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// ReasonKind sorts a dead-letter reason into one of ReasonKinds. Unlike
+// ReasonClass, which has as many classes as there are causes (and shapes
+// of a publisher's input), it can label a metric: what an invalid event
+// says is the publisher's choice, how many kinds there are is not.
+func ReasonKind(reason string) string {
+	for _, k := range reasonKinds {
+		if k.match(reason) {
+			return k.kind
+		}
+	}
+	return KindOther
+}
+
 // ReasonClass reduces a dead-letter reason to its class, so that failures
 // with the same cause count together: whitespace is collapsed; quoted values,
 // request ids, ids, numbers, paths, URLs and email addresses are replaced by

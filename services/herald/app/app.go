@@ -48,7 +48,9 @@ type App struct {
 	cfg    Config
 	logger *slog.Logger
 	tel    *telemetry.Telemetry
-	tracer trace.TracerProvider
+	// tenants bounds the tenant label across every service of the process.
+	tenants *telemetry.Labels
+	tracer  trace.TracerProvider
 	// flushTraces exports the spans still buffered, when this App made
 	// the tracer provider.
 	flushTraces func(context.Context) error
@@ -78,13 +80,15 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, logger: logger, tel: tel, tracer: cfg.TracerProvider}
+	a := &App{cfg: cfg, logger: logger, tel: tel, tracer: cfg.TracerProvider,
+		tenants: telemetry.NewTenantLabels(cfg.Metrics.MaxTenants)}
 	if err := a.startTracing(); err != nil {
 		return nil, err
 	}
 	a.routerC = cfg.Router
 	a.routerC.Logger = logger.With("service", "router")
 	a.routerC.MeterProvider = tel.MeterProvider()
+	a.routerC.Tenants = a.tenants
 	a.routerC.TracerProvider = a.tracer
 	a.routerC = a.routerC.WithDefaults()
 	errs := []error{cfg.Validate(), a.routerC.Validate(), a.checkTemplates()}
@@ -100,7 +104,7 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 		errs = append(errs, err)
 	}
 	a.pdfC = pdf.Config{Concurrency: cfg.PDF.Concurrency, Logger: logger.With("service", "pdf"),
-		MeterProvider: tel.MeterProvider(), TracerProvider: a.tracer}
+		MeterProvider: tel.MeterProvider(), Tenants: a.tenants, TracerProvider: a.tracer}
 	if cfg.runs("dlq") {
 		a.dlqC, err = a.dlqConfig()
 		errs = append(errs, err)
@@ -150,7 +154,7 @@ func (a *App) emailConfig() (delivery.Config, error) {
 		ProviderTimeout: a.cfg.Email.Timeout, LockTTL: a.cfg.Email.LockTTL, RetryDelay: a.cfg.Email.RetryDelay,
 		AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, MaxTries: a.cfg.Email.MaxTries,
 		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
-		TracerProvider: a.tracer,
+		Tenants: a.tenants, TracerProvider: a.tracer,
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Targets are the services one herald process can run.
@@ -56,6 +57,13 @@ type Config struct {
 		// Format is text or json. Defaults to text.
 		Format string `yaml:"format"`
 	} `yaml:"log"`
+	Metrics struct {
+		// MaxTenants is how many distinct tenants label the metrics of one
+		// process; later tenants are counted together as "other", so
+		// publishers cannot create time series without bound. Defaults
+		// to 100.
+		MaxTenants int `yaml:"max_tenants"`
+	} `yaml:"metrics"`
 	Router router.Config `yaml:"router"`
 	Email  EmailConfig   `yaml:"email"`
 	PDF    struct {
@@ -205,11 +213,16 @@ func (c Config) WithDefaults() Config {
 	c.Documents.LinkTTL = cmp.Or(c.Documents.LinkTTL, 7*24*time.Hour)
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	c.Log.Format = cmp.Or(c.Log.Format, "text")
+	c.Metrics.MaxTenants = cmp.Or(c.Metrics.MaxTenants, telemetry.DefaultMaxTenants)
 	if len(c.Services) == 0 {
 		c.Services = Targets
 	}
 	return c
 }
+
+// maxTenantsLimit caps metrics.max_tenants: each tenant is a series per
+// metric and label combination, and Prometheus slows long before this.
+const maxTenantsLimit = 10_000
 
 // Validate checks what the services do not check themselves.
 func (c Config) Validate() error {
@@ -224,6 +237,9 @@ func (c Config) Validate() error {
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		problems = append(problems, fmt.Sprintf("log.format: %q must be text or json", c.Log.Format))
+	}
+	if c.Metrics.MaxTenants < 1 || c.Metrics.MaxTenants > maxTenantsLimit {
+		problems = append(problems, fmt.Sprintf("metrics.max_tenants: %d must be between 1 and %d", c.Metrics.MaxTenants, maxTenantsLimit))
 	}
 	if c.Streams.Replicas < 0 || c.Streams.Replicas > 5 {
 		problems = append(problems, fmt.Sprintf("streams.replicas: %d must be between 1 and 5", c.Streams.Replicas))

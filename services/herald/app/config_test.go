@@ -69,6 +69,8 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		{"bad route", "router: {routes: [{event: order.created, document: quote, channels: [email]}]}",
 			`router.routes[0].document: "quote" is not a document type`},
 		{"replicas", "streams: {replicas: 7}", `streams.replicas: 7 must be between 1 and 5`},
+		{"negative max tenants", "metrics: {max_tenants: -1}", `metrics.max_tenants: -1 must be between 1 and 10000`},
+		{"too many max tenants", "metrics: {max_tenants: 1000000}", `metrics.max_tenants: 1000000 must be between 1 and 10000`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
