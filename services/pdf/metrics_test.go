@@ -51,7 +51,7 @@ func TestDocumentMetricsBoundTenants(t *testing.T) {
 		require.NoError(t, err)
 		msg := nats.NewMsg(documents.Subject(req.Type))
 		msg.Data = body
-		msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(req.Object))
+		msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(req))
 		_, err = n.JS.PublishMsg(ctx, msg)
 		require.NoError(t, err)
 	}
