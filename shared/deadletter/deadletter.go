@@ -16,6 +16,7 @@
 package deadletter
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -228,14 +229,35 @@ func headerSize(key string, values []string) int {
 
 // tenantOf reads the top-level "tenant" every Herald message carries
 // (events, deliveries, render requests), when the payload is JSON at all.
+// A payload that names a tenant twice, or under another casing, files its
+// entry under no tenant: it is exactly the ambiguity the router refuses, and
+// guessing would file it under the tenant an attacker chose.
 func tenantOf(data []byte) string {
-	var m struct {
-		Tenant string `json:"tenant"`
-	}
-	if json.Unmarshal(data, &m) != nil || !event.ValidTenant(m.Tenant) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return ""
 	}
-	return m.Tenant
+	tenant, named := "", 0
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return ""
+		}
+		if k, _ := key.(string); strings.EqualFold(k, "tenant") {
+			named++
+			if k != "tenant" || json.Unmarshal(value, &tenant) != nil {
+				return ""
+			}
+		}
+	}
+	if named != 1 || !event.ValidTenant(tenant) {
+		return ""
+	}
+	return tenant
 }
 
 // clean makes a reason fit a header: one line, bounded length.

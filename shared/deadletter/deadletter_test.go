@@ -234,3 +234,32 @@ func TestNothingIsTerminatedUntilItsCopyIsStored(t *testing.T) {
 	require.Eventually(t, func() bool { return len(terminated()) == 1 }, 10*time.Second, 10*time.Millisecond)
 	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "NOTIFY"), "terminated, it left its work queue")
 }
+
+// The router refuses an event that names its tenant twice; its dead letter
+// must not be filed under the tenant a later key chose either, or
+// `herald dlq list --tenant victim` would show it to the wrong tenant.
+func TestAnEntryIsFiledUnderAnUnambiguousTenantOnly(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	payloads := map[string]string{
+		`{"tenant":"acme","id":"e1"}`:                        "acme",
+		`{"tenant":"acme","deliveries":[{"tenant":"acme"}]}`: "acme",
+		`{"tenant":"acme","TENANT":"victim"}`:                "",
+		`{"tenant":"acme","tenant":"victim"}`:                "",
+		`{"Tenant":"victim"}`:                                "",
+		`{"tenant":"not a tenant"}`:                          "",
+		`not json`:                                           "",
+	}
+	seq := uint64(0)
+	for payload, want := range payloads {
+		seq++
+		original := &jetstream.RawStreamMsg{Subject: "orders.created", Sequence: seq, Data: []byte(payload), Header: nats.Header{}}
+		require.NoError(t, deadletter.Copy(ctx, n.JS, "ORDERS", "router", original, 1, "invalid event"))
+		m, err := n.JS.Stream(ctx, "DLQ")
+		require.NoError(t, err)
+		got, err := m.GetLastMsgForSubject(ctx, "dlq.ORDERS.router")
+		require.NoError(t, err)
+		require.Equal(t, want, got.Header.Get(deadletter.HeaderTenant), payload)
+	}
+}
