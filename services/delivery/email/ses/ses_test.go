@@ -3,6 +3,7 @@ package ses_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/ses"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -163,10 +165,9 @@ func TestTimeoutIsAmbiguous(t *testing.T) {
 
 func TestUnreachableIsTransientNotAmbiguous(t *testing.T) {
 	t.Parallel()
-	// A fake stopped with its subtest leaves a port nothing listens on.
-	var url string
-	t.Run("stop", func(t *testing.T) { url = sestest.New(t).URL() })
-	_, err := newProvider(t, url).Send(context.Background(), emailtest.Sample())
+	port, err := heraldtest.RefusingPort(t, net.IPv4(127, 0, 0, 1))
+	require.NoError(t, err)
+	_, err = newProvider(t, fmt.Sprintf("http://127.0.0.1:%d", port)).Send(context.Background(), emailtest.Sample())
 	require.Error(t, err)
 	require.False(t, email.IsPermanent(err))
 	require.False(t, email.IsAmbiguous(err), "a refused connection delivered nothing: %v", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/smtp"
 	"github.com/heraldhq/herald/services/delivery/email/smtp/smtptest"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -291,10 +292,8 @@ func TestFaults(t *testing.T) {
 	})
 	t.Run("ConnectionRefusedIsNotAmbiguous", func(t *testing.T) {
 		t.Parallel()
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := heraldtest.RefusingPort(t, net.IPv4(127, 0, 0, 1))
 		require.NoError(t, err)
-		port := l.Addr().(*net.TCPAddr).Port
-		require.NoError(t, l.Close())
 		p, err := smtp.New(smtp.Config{Host: "127.0.0.1", Port: port, TLS: smtp.TLSNone, Username: "herald", Password: secret})
 		require.NoError(t, err)
 		_, err = p.Send(context.Background(), emailtest.Sample())
@@ -354,12 +353,10 @@ func TestNewNamesTheField(t *testing.T) {
 
 func TestIPv6Host(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "[::1]:0")
+	port, err := heraldtest.RefusingPort(t, net.IPv6loopback)
 	if err != nil {
 		t.Skip("no IPv6 loopback:", err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
 	p, err := smtp.New(smtp.Config{Host: "::1", Port: port, TLS: smtp.TLSNone})
 	require.NoError(t, err)
 	_, err = p.Send(context.Background(), emailtest.Sample())
