@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -25,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/services/dlq/alert"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -288,8 +290,9 @@ func TestErrorsNeverQuoteTheURL(t *testing.T) {
 	down.failAlways(http.StatusNotFound)
 	hung := newFakeSlack(t)
 	hung.hangAlways()
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
+	port, err := heraldtest.RefusingPort(t, net.IPv4(127, 0, 0, 1))
+	require.NoError(t, err)
+	refused := fmt.Sprintf("http://127.0.0.1:%d/hooks/%s", port, webhookSecret)
 
 	for name, tc := range map[string]struct {
 		sender alert.Sender
@@ -300,7 +303,7 @@ func TestErrorsNeverQuoteTheURL(t *testing.T) {
 			"the slack webhook answered 404 Not Found"},
 		"no answer in time": {alert.Slack{URL: hung.url, Client: hung.client()}, hung.url,
 			"posting to the slack webhook: context deadline exceeded"},
-		"a refused connection": {alert.Webhook{URL: closed.URL + "/hooks/" + webhookSecret}, closed.URL + "/hooks/" + webhookSecret,
+		"a refused connection": {alert.Webhook{URL: refused}, refused,
 			"posting to the webhook: dial tcp"},
 		"an invalid URL": {alert.Slack{URL: "https://hooks.slack.com/services/\x7f" + slackSecret}, "https://hooks.slack.com/services/\x7f" + slackSecret,
 			"the URL of the slack webhook is not valid"},
@@ -308,8 +311,10 @@ func TestErrorsNeverQuoteTheURL(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			defer cancel()
+			ctx := context.Background()
+			if tc.url == hung.url {
+				ctx = expireWhenHeld(t, hung)
+			}
 			err := tc.sender.Send(ctx, alert.Summary{Count: 1})
 			require.ErrorContains(t, err, tc.want)
 			if tc.url != "" {
@@ -571,6 +576,27 @@ func (f *fakeSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		_, _ = w.Write([]byte("ok"))
 	}
+}
+
+// expireWhenHeld returns a context whose deadline passes once f holds a
+// request unanswered: a wall-clock deadline could pass before the request
+// even arrived.
+func expireWhenHeld(t *testing.T, f *fakeSlack) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(nil); <-done })
+	go func() {
+		defer close(done)
+		for f.hanging() == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		cancel(context.DeadlineExceeded)
+	}()
+	return ctx
 }
 
 // delivered are the accepted texts as Slack shows them.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -112,9 +114,9 @@ func TestRejectionsWithoutInjectedFaults(t *testing.T) {
 	})
 	t.Run("ConnectionRefusedIsNotAmbiguous", func(t *testing.T) {
 		t.Parallel()
-		closed := httptest.NewServer(http.NotFoundHandler())
-		closed.Close()
-		_, err := newProvider(t, closed.URL, apiKey).Send(context.Background(), emailtest.Sample())
+		port, err := heraldtest.RefusingPort(t, net.IPv4(127, 0, 0, 1))
+		require.NoError(t, err)
+		_, err = newProvider(t, fmt.Sprintf("http://127.0.0.1:%d", port), apiKey).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.False(t, email.IsPermanent(err), "%v", err)
 		require.False(t, email.IsAmbiguous(err), "%v", err)
