@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -30,7 +31,10 @@ type cluster struct {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	ports := freePorts(t, 6)
+	ports := clusterPorts(t, 6)
+	// A name of its own: a route left pointing at a port this cluster no
+	// longer uses can never join another test's cluster.
+	name := "herald-" + strings.Trim(heraldtest.Prefix(), ":")
 	c := &cluster{}
 	for i := range 3 {
 		var routes []string
@@ -41,7 +45,7 @@ func startCluster(t *testing.T) *cluster {
 		}
 		c.cfgs = append(c.cfgs, embedded.NATSConfig{
 			ServerName: fmt.Sprintf("n%d", i+1), Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), StoreDir: t.TempDir(),
-			Cluster: &embedded.ClusterConfig{Name: "herald", Listen: fmt.Sprintf("127.0.0.1:%d", ports[3+i]), Routes: routes},
+			Cluster: &embedded.ClusterConfig{Name: name, Listen: fmt.Sprintf("127.0.0.1:%d", ports[3+i]), Routes: routes},
 		})
 	}
 	c.nodes = make([]*embedded.NATS, 3)
@@ -87,17 +91,37 @@ func (c *cluster) index(name string) int {
 	return -1
 }
 
-func freePorts(t *testing.T, n int) []int {
+// clusterPorts returns n loopback ports for cluster nodes.
+//
+// A stopped node must come back on its own addresses — the other nodes'
+// routes and the clients' server lists name them — so the servers cannot
+// pick their ports, and nats-server cannot be handed a listener. A port
+// found free with port 0 and closed again, though, may be taken by any
+// parallel test that binds port 0 before the node does, or while it is down.
+// So these ports come from below the ranges kernels hand out for port 0 and
+// outgoing connections (Linux from 32768, macOS and Windows from 49152):
+// only another user of fixed ports could meet them. Each test process takes
+// its own block, chosen by its pid, and skips a port found in use.
+func clusterPorts(t *testing.T, n int) []int {
 	t.Helper()
+	const first, last, block = 20000, 32000, 60
+	base := first + os.Getpid()%((last-first)/block)*block
 	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-		defer ln.Close()
+	for len(ports) < n {
+		i := int(clusterPortsTaken.Add(1)) - 1
+		require.Less(t, i, block, "this test process used up its %d cluster ports", block)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+		if err != nil {
+			continue // some other program's
+		}
+		require.NoError(t, ln.Close())
+		ports = append(ports, base+i)
 	}
 	return ports
 }
+
+// clusterPortsTaken counts the ports of this process's block handed out.
+var clusterPortsTaken atomic.Int32
 
 // Kill the NOTIFY stream's leader while events keep coming, bring it back:
 // every notification is delivered, none twice.
@@ -153,8 +177,17 @@ func TestClusterLosesItsLeaderWithoutLosingOrDuplicating(t *testing.T) {
 	leader := c.index(s.CachedInfo().Cluster.Leader)
 	require.GreaterOrEqual(t, leader, 0)
 	c.stop(leader)
-	t.Logf("stopped %s, the NOTIFY leader, after %d events", c.cfgs[leader].ServerName, published.Load())
-	time.Sleep(3 * time.Second)
+	stoppedAt := published.Load()
+	t.Logf("stopped %s, the NOTIFY leader, after %d events", c.cfgs[leader].ServerName, stoppedAt)
+	// The cluster carries on without it: another node leads NOTIFY, and
+	// events keep being stored, before it comes back.
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		info, err := s.Info(ctx)
+		return err == nil && info.Cluster != nil && info.Cluster.Leader != "" &&
+			info.Cluster.Leader != c.cfgs[leader].ServerName && published.Load() >= stoppedAt+n/6
+	}, time.Minute, 50*time.Millisecond, "no new NOTIFY leader, or no events stored without the old one")
 	c.start(t, leader)
 	t.Logf("restarted it after %d events", published.Load())
 	<-done
@@ -191,10 +224,27 @@ func TestClusterLosesItsLeaderWithoutLosingOrDuplicating(t *testing.T) {
 		}
 		t.Fatalf("delivered %d of %d; %s", len(count()), n, strings.Join(state, "; "))
 	}
-	time.Sleep(2 * time.Second) // anything late would be a duplicate
+	// Anything still to come would be a duplicate, and it could only come
+	// from a message not yet settled: wait until none is.
+	require.Eventually(t, func() bool { return settled(t, js, "ORDERS", "router") && settled(t, js, "NOTIFY", "email-normal") },
+		time.Minute, 50*time.Millisecond, "messages are still pending or unacknowledged")
 	for id, k := range count() {
 		require.Equal(t, 1, k, "notification %s sent %d times", id, k)
 	}
+}
+
+// settled reports whether a consumer has nothing left to deliver and
+// nothing delivered but not yet acknowledged.
+func settled(t *testing.T, js jetstream.JetStream, stream, consumer string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := js.Consumer(ctx, stream, consumer)
+	if err != nil {
+		return false
+	}
+	info := c.CachedInfo()
+	return info.NumPending == 0 && info.NumAckPending == 0
 }
 
 // publishUntilStored publishes event i, retrying through elections: the

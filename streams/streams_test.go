@@ -15,10 +15,15 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/streams"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
+}
 
 // declarationFiles walks the directory on disk, not the embedded copy, so a
 // file the embed pattern misses is caught too.

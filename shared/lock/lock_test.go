@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -101,8 +102,15 @@ func TestConformance(t *testing.T) {
 				ctx := context.Background()
 				lease, err := l.Acquire(ctx, "k", 300*time.Millisecond)
 				require.NoError(t, err)
+				// Taken after k and never extended, "control" frees itself
+				// no earlier than k's first TTL would have ended.
+				_, err = l.Acquire(ctx, "control", 300*time.Millisecond)
+				require.NoError(t, err)
 				require.NoError(t, lease.Extend(ctx, time.Minute))
-				time.Sleep(500 * time.Millisecond)
+				require.Eventually(t, func() bool {
+					_, err := l.Acquire(ctx, "control", time.Minute)
+					return err == nil
+				}, 10*time.Second, 20*time.Millisecond)
 				_, err = l.Acquire(ctx, "k", time.Minute)
 				require.ErrorIs(t, err, lock.ErrHeld)
 			})
@@ -197,10 +205,9 @@ func TestReleaseAfterTheScriptCacheIsFlushed(t *testing.T) {
 
 func TestRedisDownIsNotHeldNorFree(t *testing.T) {
 	t.Parallel()
-	r, err := embedded.StartRedis("127.0.0.1:0")
+	port, err := heraldtest.RefusingPort(t, net.IPv4(127, 0, 0, 1))
 	require.NoError(t, err)
-	l := connect(t, r.URL())
-	r.Close()
+	l := connect(t, fmt.Sprintf("redis://127.0.0.1:%d", port))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err = l.Acquire(ctx, "k", time.Minute)

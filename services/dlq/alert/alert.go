@@ -77,9 +77,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider defaults to a no-op provider.
 	MeterProvider metric.MeterProvider
-	// Now is the clock that stamps summaries. Defaults to time.Now.
-	// Windows are timed by the runtime's timers whatever it says.
-	Now func() time.Time
+	// Clock stamps summaries and times windows, retries and timeouts.
+	// Defaults to the system clock.
+	Clock Clock
 }
 
 // WithDefaults returns the config with every unset field filled in.
@@ -92,8 +92,8 @@ func (c Config) WithDefaults() Config {
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = systemClock{}
 	}
 	return c
 }
@@ -124,7 +124,7 @@ func New(cfg Config) *Aggregator {
 // Add counts f for the next summary. It never waits on the network and is
 // safe for concurrent use. Failures added after Run returns are not sent.
 func (a *Aggregator) Add(f Failure) {
-	now := a.cfg.Now()
+	now := a.cfg.Clock.Now()
 	if f.Time.IsZero() {
 		f.Time = now
 	}
@@ -150,28 +150,29 @@ func (a *Aggregator) Run(ctx context.Context) error {
 	defer stopSending()
 	out := a.startSenders(sendCtx)
 
-	window := time.NewTimer(a.cfg.Window)
-	window.Stop()
-	open := false // a window is open: the next summary waits for it to end
+	// windowEnd receives when the open window ends; nil while none is open,
+	// and then the next failure is alerted at once.
+	var windowEnd <-chan struct{}
+	stopWindow := func() bool { return false }
+	openWindow := func() { windowEnd, stopWindow = after(a.cfg.Clock, a.cfg.Window) }
 	for {
 		select {
 		case <-ctx.Done():
-			window.Stop()
+			stopWindow()
 			a.emit(ctx, out)
 			out.close()
-			deadline := time.AfterFunc(a.cfg.FlushTimeout, stopSending)
+			stopFlushing := a.cfg.Clock.AfterFunc(a.cfg.FlushTimeout, stopSending)
 			out.wait()
-			deadline.Stop()
+			stopFlushing()
 			return nil
 		case <-a.wake:
-			if !open && a.emit(ctx, out) {
-				open = true
-				window.Reset(a.cfg.Window)
+			if windowEnd == nil && a.emit(ctx, out) {
+				openWindow()
 			}
-		case <-window.C:
-			open = a.emit(ctx, out)
-			if open {
-				window.Reset(a.cfg.Window)
+		case <-windowEnd:
+			windowEnd = nil
+			if a.emit(ctx, out) {
+				openWindow()
 			}
 		}
 	}
@@ -192,7 +193,7 @@ func (a *Aggregator) emit(ctx context.Context, out *outbox) bool {
 
 // cut takes what is pending as a Summary, or reports that nothing is.
 func (a *Aggregator) cut() (Summary, bool) {
-	now := a.cfg.Now()
+	now := a.cfg.Clock.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	w := a.pending

@@ -8,8 +8,8 @@ import (
 	"html"
 	"log/slog"
 	"maps"
-	"math"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -26,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/services/dlq/alert"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -69,7 +70,7 @@ func TestSingleFailureAlertsAtOnce(t *testing.T) {
 	tb := setup(t)
 	slack := newFakeSlack(t)
 	tb.cfg.Senders = []alert.Sender{alert.Slack{URL: slack.url, Client: slack.client()}}
-	agg, stop := start(t, tb.cfg) // a one-minute window: only the first-alert path can be this quick
+	agg, stop := start(t, tb.cfg) // the fake clock never ends the window: only the first-alert path can send
 
 	agg.Add(failure(0))
 	require.Eventually(t, func() bool { return len(slack.delivered()) == 1 }, 2*time.Second, 5*time.Millisecond)
@@ -93,15 +94,14 @@ func TestBurstIsAggregated(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 	slack, hook := newFakeSlack(t), newFakeWebhook(t)
-	tb.cfg.Window = 2 * time.Second // ample for 10,000 Adds, even under -race
 	tb.cfg.Senders = []alert.Sender{
 		alert.Slack{URL: slack.url, Client: slack.client()},
 		alert.Webhook{URL: hook.url, Client: hook.client()},
 	}
 	agg, stop := start(t, tb.cfg)
 
+	// The fake clock stands still: the whole burst falls within one window.
 	const goroutines, each = 8, 1250
-	began := time.Now()
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
@@ -111,8 +111,6 @@ func TestBurstIsAggregated(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	burst := time.Since(began)
-	require.Less(t, burst, tb.cfg.Window, "the burst must be shorter than a window for this test to mean anything")
 
 	total := func() int {
 		n := 0
@@ -121,14 +119,16 @@ func TestBurstIsAggregated(t *testing.T) {
 		}
 		return n
 	}
+	tb.clock.advanceWhenArmed(t, tb.cfg.Window)
 	require.Eventually(t, func() bool { return total() == goroutines*each }, 5*time.Second, 10*time.Millisecond)
-	time.Sleep(tb.cfg.Window + 200*time.Millisecond) // long enough for a stray extra alert to show up
-	stop()
+	// One more window, in which nothing came: the burst is over, and the
+	// aggregator waits for the next failure instead of opening a window.
+	tb.clock.advanceWhenArmed(t, tb.cfg.Window)
+	require.Eventually(t, func() bool { return !tb.clock.armed(tb.cfg.Window) }, 5*time.Second, 5*time.Millisecond)
+	stop() // waits for the senders, so a stray alert would be in by now
 
-	bound := 2 + int(math.Ceil(float64(burst)/float64(tb.cfg.Window)))
 	summaries, texts := hook.summaries(t), slack.delivered()
-	t.Logf("%d failures over %s made %d alerts (bound %d)", goroutines*each, burst, len(summaries), bound)
-	require.LessOrEqual(t, len(summaries), min(bound, 3))
+	require.LessOrEqual(t, len(summaries), 2, "one alert at once, one when the window ends")
 	require.Len(t, texts, len(summaries))
 	require.Equal(t, goroutines*each, total())
 	slackTotal := 0
@@ -162,33 +162,33 @@ func TestLongBurstAlertsAboutOncePerWindow(t *testing.T) {
 	tb.cfg.Senders = []alert.Sender{alert.Webhook{URL: hook.url, Client: hook.client()}}
 	agg, stop := start(t, tb.cfg)
 
-	added := 0
-	began := time.Now()
-	for time.Since(began) < 6*tb.cfg.Window {
-		agg.Add(failure(added))
-		added++
-		time.Sleep(5 * time.Millisecond)
+	// A failure every 5 ms for six windows. The clock moves on only once the
+	// aggregator has set its window, as a real one would while it works.
+	const step, steps = 5 * time.Millisecond, 120
+	began := tb.clock.Now()
+	for i := range steps {
+		agg.Add(failure(i))
+		tb.clock.waitArmed(t, tb.cfg.Window)
+		tb.clock.advance(step)
 	}
-	burst := time.Since(began)
 	require.Eventually(t, func() bool {
 		n := 0
 		for _, s := range hook.summaries(t) {
 			n += s.Count
 		}
-		return n == added
+		return n == steps
 	}, 5*time.Second, 10*time.Millisecond)
 	stop()
 
+	// One alert at once, then one as each of the six windows ends: the
+	// package doc's bound, 1 + ceil(burst/window).
 	summaries := hook.summaries(t)
-	bound := 2 + int(math.Ceil(float64(burst)/float64(tb.cfg.Window)))
-	t.Logf("%d failures over %s made %d alerts (bound %d)", added, burst, len(summaries), bound)
-	require.LessOrEqual(t, len(summaries), bound)
-	require.GreaterOrEqual(t, len(summaries), 3, "a burst over six windows is not one alert")
-	for i := 1; i < len(summaries); i++ {
-		require.Equal(t, summaries[i-1].Until, summaries[i].Since, "each summary covers the time since the one before")
-		// Cut times, not arrival times: a busy machine may hold one post back
-		// and let the next catch up with it.
-		require.GreaterOrEqual(t, summaries[i].Until.Sub(summaries[i-1].Until), tb.cfg.Window, "alerts are a window apart")
+	require.Len(t, summaries, 7)
+	for i, s := range summaries {
+		require.Equal(t, began.Add(time.Duration(i)*tb.cfg.Window), s.Until, "alerts are a window apart")
+		if i > 0 {
+			require.Equal(t, summaries[i-1].Until, s.Since, "each summary covers the time since the one before")
+		}
 	}
 }
 
@@ -196,8 +196,7 @@ func TestWebhookSendsTheDocumentedJSON(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 	hook := newFakeWebhook(t)
-	now := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
-	tb.cfg.Now = func() time.Time { return now }
+	now := tb.clock.Now()
 	tb.cfg.Senders = []alert.Sender{alert.Webhook{URL: hook.url, Client: hook.client(),
 		Header: http.Header{"Authorization": {"Bearer s3cret"}}}}
 	agg, _ := start(t, tb.cfg)
@@ -230,12 +229,13 @@ func TestSlackRetriesUntilItIsHeard(t *testing.T) {
 	agg, stop := start(t, tb.cfg)
 
 	agg.Add(failure(0))
+	tb.clock.advanceWhenArmed(t, tb.cfg.RetryDelay) // after the 500
+	// After the 429, the retry waits its Retry-After: 1, not twice RetryDelay.
+	tb.clock.advanceWhenArmed(t, time.Second)
 	require.Eventually(t, func() bool { return len(slack.delivered()) == 1 }, 5*time.Second, 10*time.Millisecond)
 	stop()
 
-	tries := slack.triedAt()
-	require.Len(t, tries, 3)
-	require.GreaterOrEqual(t, tries[2].Sub(tries[1]), time.Second, "the 429's Retry-After: 1 is honoured")
+	require.Equal(t, 3, slack.tries())
 	require.Equal(t, map[string]int64{"slack sent": 1}, tb.alertsCounted(t))
 	require.Contains(t, tb.logs.String(), "the slack webhook answered 500 Internal Server Error (internal_error)")
 	require.Contains(t, tb.logs.String(), "the slack webhook answered 429 Too Many Requests (rate_limited)")
@@ -249,7 +249,6 @@ func TestAFailingSenderBlocksNobody(t *testing.T) {
 	down, hung, hook := newFakeSlack(t), newFakeSlack(t), newFakeWebhook(t)
 	down.failAlways(http.StatusInternalServerError)
 	hung.hangAlways()
-	tb.cfg.SendTimeout = 500 * time.Millisecond
 	tb.cfg.Senders = []alert.Sender{
 		alert.Slack{URL: down.url, Client: down.client()},
 		&alert.Slack{URL: hung.url, Client: hung.client()}, // a pointer counts as "slack" too
@@ -258,13 +257,24 @@ func TestAFailingSenderBlocksNobody(t *testing.T) {
 	agg, stop := start(t, tb.cfg)
 
 	agg.Add(failure(0))
-	require.Eventually(t, func() bool { return len(hook.arrivals()) == 1 && len(hung.triedAt()) > 0 }, 2*time.Second, 5*time.Millisecond)
-	require.Less(t, hook.arrivals()[0], hung.triedAt()[0].Add(tb.cfg.SendTimeout), "the webhook did not wait for the hung slack")
-	require.Eventually(t, func() bool { return strings.Count(tb.logs.String(), `msg="alert not sent"`) == 2 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(hook.bodies()) == 1 && hung.hanging() == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the webhook did not wait for the hung slack")
+	// Time passes until both slacks gave up, SendTimeout ending each hung
+	// try. It passes only while every try under way is held by the hung
+	// slack: one still on its way would be cut short before it arrived.
+	require.Eventually(t, func() bool {
+		if strings.Count(tb.logs.String(), `msg="alert not sent"`) == 2 {
+			return true
+		}
+		if tb.clock.waiting(tb.cfg.SendTimeout) == hung.hanging() {
+			tb.clock.advanceToNext()
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond)
 	stop()
 
-	require.Len(t, down.triedAt(), 4)
-	require.Len(t, hung.triedAt(), 4)
+	require.Equal(t, 4, down.tries())
+	require.Equal(t, 4, hung.tries())
 	require.Equal(t, map[string]int64{"slack failed": 2, "webhook sent": 1}, tb.alertsCounted(t))
 	logs := tb.logs.String()
 	require.Contains(t, logs, "4 tries failed, the last with: the slack webhook answered 500 Internal Server Error")
@@ -280,8 +290,9 @@ func TestErrorsNeverQuoteTheURL(t *testing.T) {
 	down.failAlways(http.StatusNotFound)
 	hung := newFakeSlack(t)
 	hung.hangAlways()
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
+	port, err := heraldtest.RefusingPort(t, net.IPv4(127, 0, 0, 1))
+	require.NoError(t, err)
+	refused := fmt.Sprintf("http://127.0.0.1:%d/hooks/%s", port, webhookSecret)
 
 	for name, tc := range map[string]struct {
 		sender alert.Sender
@@ -292,7 +303,7 @@ func TestErrorsNeverQuoteTheURL(t *testing.T) {
 			"the slack webhook answered 404 Not Found"},
 		"no answer in time": {alert.Slack{URL: hung.url, Client: hung.client()}, hung.url,
 			"posting to the slack webhook: context deadline exceeded"},
-		"a refused connection": {alert.Webhook{URL: closed.URL + "/hooks/" + webhookSecret}, closed.URL + "/hooks/" + webhookSecret,
+		"a refused connection": {alert.Webhook{URL: refused}, refused,
 			"posting to the webhook: dial tcp"},
 		"an invalid URL": {alert.Slack{URL: "https://hooks.slack.com/services/\x7f" + slackSecret}, "https://hooks.slack.com/services/\x7f" + slackSecret,
 			"the URL of the slack webhook is not valid"},
@@ -300,8 +311,10 @@ func TestErrorsNeverQuoteTheURL(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			defer cancel()
+			ctx := context.Background()
+			if tc.url == hung.url {
+				ctx = expireWhenHeld(t, hung)
+			}
 			err := tc.sender.Send(ctx, alert.Summary{Count: 1})
 			require.ErrorContains(t, err, tc.want)
 			if tc.url != "" {
@@ -325,10 +338,8 @@ func TestShutdownFlushesWhatIsPending(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		agg.Add(failure(i))
 	}
-	began := time.Now()
-	stop()
+	stop() // the fake clock never ends the window: only the shutdown can send these
 
-	require.Less(t, time.Since(began), time.Second)
 	summaries := hook.summaries(t)
 	require.Len(t, summaries, 2)
 	require.Equal(t, []int{1, 4}, []int{summaries[0].Count, summaries[1].Count})
@@ -345,11 +356,14 @@ func TestShutdownIsBounded(t *testing.T) {
 	agg, stop := start(t, tb.cfg)
 
 	agg.Add(failure(0))
-	require.Eventually(t, func() bool { return len(hung.triedAt()) == 1 }, 2*time.Second, 5*time.Millisecond)
-	began := time.Now()
+	require.Eventually(t, func() bool { return hung.hanging() == 1 }, 5*time.Second, 5*time.Millisecond)
+	// Shutdown waits for the hung slack until FlushTimeout has passed, and no
+	// longer: start's stop fails if Run does not return.
+	flushTimedOut := make(chan bool, 1)
+	go func() { flushTimedOut <- tb.clock.advanceOnceArmed(tb.cfg.FlushTimeout) }()
 	stop()
 
-	require.Less(t, time.Since(began), time.Second, "a sender that never answers holds shutdown for FlushTimeout at most")
+	require.True(t, <-flushTimedOut, "shutdown set no FlushTimeout")
 	require.Equal(t, map[string]int64{"slack failed": 1}, tb.alertsCounted(t))
 }
 
@@ -397,19 +411,25 @@ func TestRunRunsOnce(t *testing.T) {
 // can read.
 type testBundle struct {
 	cfg    alert.Config
+	clock  *fakeClock
 	logs   *logBuffer
 	reader *sdkmetric.ManualReader
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	tb := &testBundle{logs: &logBuffer{}, reader: sdkmetric.NewManualReader()}
+	tb := &testBundle{clock: newFakeClock(), logs: &logBuffer{}, reader: sdkmetric.NewManualReader()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(tb.reader))
 	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
 	tb.cfg = alert.Config{
-		RetryDelay:    20 * time.Millisecond,
+		Window:     time.Minute,
+		RetryDelay: 20 * time.Millisecond,
+		// Longer than the clock is moved by any test that does not mean to
+		// cut a send short, however slow the machine is to finish one.
+		SendTimeout:   time.Hour,
 		Logger:        slog.New(slog.NewTextHandler(tb.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		MeterProvider: mp,
+		Clock:         tb.clock,
 	}
 	return tb
 }
@@ -490,7 +510,8 @@ type fakeSlack struct {
 	fail   []int // statuses to answer, one per request, before accepting
 	always int   // a status to answer every request with
 	hang   bool  // never answer
-	tries  []time.Time
+	tried  int
+	held   int // hung requests not yet given up by the client
 	texts  []string
 }
 
@@ -524,7 +545,7 @@ func (f *fakeSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
-	f.tries = append(f.tries, time.Now())
+	f.tried++
 	status, hang := f.always, f.hang
 	if status == 0 && len(f.fail) > 0 {
 		status, f.fail = f.fail[0], f.fail[1:]
@@ -535,10 +556,16 @@ func (f *fakeSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	switch {
 	case hang:
+		f.mu.Lock()
+		f.held++
+		f.mu.Unlock()
 		select {
 		case <-r.Context().Done():
 		case <-f.release:
 		}
+		f.mu.Lock()
+		f.held--
+		f.mu.Unlock()
 	case status == http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "rate_limited", status)
@@ -549,6 +576,27 @@ func (f *fakeSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		_, _ = w.Write([]byte("ok"))
 	}
+}
+
+// expireWhenHeld returns a context whose deadline passes once f holds a
+// request unanswered: a wall-clock deadline could pass before the request
+// even arrived.
+func expireWhenHeld(t *testing.T, f *fakeSlack) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(nil); <-done })
+	go func() {
+		defer close(done)
+		for f.hanging() == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		cancel(context.DeadlineExceeded)
+	}()
+	return ctx
 }
 
 // delivered are the accepted texts as Slack shows them.
@@ -566,10 +614,17 @@ func (f *fakeSlack) rawTexts() []string {
 	return slices.Clone(f.texts)
 }
 
-func (f *fakeSlack) triedAt() []time.Time {
+func (f *fakeSlack) tries() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.tries)
+	return f.tried
+}
+
+// hanging is how many requests the fake holds unanswered right now.
+func (f *fakeSlack) hanging() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held
 }
 
 // fakeWebhook accepts any JSON POST with 202 and keeps it.
@@ -579,7 +634,6 @@ type fakeWebhook struct {
 
 	mu     sync.Mutex
 	posts  [][]byte
-	times  []time.Time
 	header http.Header
 }
 
@@ -594,7 +648,6 @@ func newFakeWebhook(t *testing.T) *fakeWebhook {
 		}
 		f.mu.Lock()
 		f.posts = append(f.posts, buf.Bytes())
-		f.times = append(f.times, time.Now())
 		f.header = r.Header.Clone()
 		f.mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
@@ -610,12 +663,6 @@ func (f *fakeWebhook) bodies() [][]byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.posts)
-}
-
-func (f *fakeWebhook) arrivals() []time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.times)
 }
 
 func (f *fakeWebhook) lastAuthorization() string {
@@ -683,4 +730,132 @@ func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// fakeClock is an alert.Clock whose time moves only when the test moves it.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers map[*fakeTimer]struct{}
+}
+
+type fakeTimer struct {
+	at time.Time
+	d  time.Duration // as set, so tests can tell a window from a retry
+	f  func()
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC), timers: map[*fakeTimer]struct{}{}}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tm := &fakeTimer{at: c.now.Add(d), d: d, f: f}
+	c.timers[tm] = struct{}{}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, armed := c.timers[tm]
+		delete(c.timers, tm)
+		return armed
+	}
+}
+
+// advance moves time on by d and fires the timers then due.
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []func()
+	for tm := range c.timers {
+		if !tm.at.After(c.now) {
+			due = append(due, tm.f)
+			delete(c.timers, tm)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		go f()
+	}
+}
+
+// advanceToNext moves time on to the earliest armed timer, if any.
+func (c *fakeClock) advanceToNext() {
+	c.mu.Lock()
+	var next time.Duration
+	for tm := range c.timers {
+		if d := tm.at.Sub(c.now); next == 0 || d < next {
+			next = d
+		}
+	}
+	c.mu.Unlock()
+	c.advance(next)
+}
+
+// armed reports whether a timer set for d is waiting.
+func (c *fakeClock) armed(d time.Duration) bool { return c.waiting(d) > 0 }
+
+// waiting counts the timers set for d that are waiting.
+func (c *fakeClock) waiting(d time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for tm := range c.timers {
+		if tm.d == d {
+			n++
+		}
+	}
+	return n
+}
+
+// armedDurations lists what the waiting timers were set for.
+func (c *fakeClock) armedDurations() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for tm := range c.timers {
+		out = append(out, tm.d)
+	}
+	return out
+}
+
+// armedWithin waits up to 10 s for the code under test to set a timer for d.
+// It is safe to call from any goroutine.
+func (c *fakeClock) armedWithin(d time.Duration) bool {
+	for deadline := time.Now().Add(10 * time.Second); !c.armed(d); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// advanceOnceArmed waits for a timer set for d, then moves time on by d. It
+// reports false if none was set. It is safe to call from any goroutine.
+func (c *fakeClock) advanceOnceArmed(d time.Duration) bool {
+	if !c.armedWithin(d) {
+		return false
+	}
+	c.advance(d)
+	return true
+}
+
+// waitArmed waits for the code under test to set a timer for d.
+func (c *fakeClock) waitArmed(t *testing.T, d time.Duration) {
+	t.Helper()
+	require.True(t, c.armedWithin(d), "no timer was set for %s (armed: %v)", d, c.armedDurations())
+}
+
+// advanceWhenArmed waits for a timer set for d, then moves time on by d.
+func (c *fakeClock) advanceWhenArmed(t *testing.T, d time.Duration) {
+	t.Helper()
+	c.waitArmed(t, d)
+	c.advance(d)
 }

@@ -92,7 +92,7 @@ func (a *Aggregator) deliver(ctx context.Context, s Sender, kind string, log *sl
 func (a *Aggregator) sendWithRetries(ctx context.Context, s Sender, log *slog.Logger, sum Summary) error {
 	delay := a.cfg.RetryDelay
 	for try := 1; ; try++ {
-		tryCtx, cancel := context.WithTimeout(ctx, a.cfg.SendTimeout)
+		tryCtx, cancel := withTimeout(ctx, a.cfg.Clock, a.cfg.SendTimeout)
 		err := s.Send(tryCtx, sum)
 		cancel()
 		switch {
@@ -105,7 +105,7 @@ func (a *Aggregator) sendWithRetries(ctx context.Context, s Sender, log *slog.Lo
 		}
 		wait := retryWait(err, delay)
 		log.InfoContext(ctx, "alert not sent yet; trying again", "try", try, "retry_in", wait, "error", err)
-		if !sleep(ctx, wait) {
+		if !sleep(ctx, a.cfg.Clock, wait) {
 			return fmt.Errorf("stopped by shutdown after try %d, which failed with: %w", try, err)
 		}
 		delay *= 2
@@ -130,18 +130,6 @@ func retryWait(err error, delay time.Duration) time.Duration {
 		delay = max(delay, se.RetryAfter)
 	}
 	return min(delay, maxRetryWait)
-}
-
-// sleep waits for d, and reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // kinded is implemented by this package's senders, so metrics and logs can

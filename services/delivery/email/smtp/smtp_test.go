@@ -1,9 +1,11 @@
 package smtp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/smtp"
 	"github.com/heraldhq/herald/services/delivery/email/smtp/smtptest"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -259,12 +262,14 @@ func TestFaults(t *testing.T) {
 	t.Run("SlowReplyPastTheDeadlineIsAmbiguous", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
+		// The reply is held a minute: only the deadline can end the send.
 		srv.Faults(func(int) smtptest.Fault { return smtptest.Slow(time.Minute) })
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-		start := time.Now()
-		_, err := provider(t, srv, nil).Send(ctx, emailtest.Sample())
-		require.Less(t, time.Since(start), 5*time.Second, "Send must give up when the context ends")
+		relay := newDataWatch(t, srv)
+		ctx, expire := emailtest.Deadline(context.Background())
+		wait := emailtest.SendInBackground(t, ctx, relay.provider(t), emailtest.Sample())
+		relay.waitHandedOver(t)
+		expire()
+		err := wait()
 		require.Error(t, err)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.True(t, email.IsAmbiguous(err), "the whole message was sent: %v", err)
@@ -275,19 +280,20 @@ func TestFaults(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
 		srv.Faults(func(int) smtptest.Fault { return smtptest.Slow(time.Minute) })
+		relay := newDataWatch(t, srv)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		time.AfterFunc(300*time.Millisecond, cancel)
-		_, err := provider(t, srv, nil).Send(ctx, emailtest.Sample())
+		wait := emailtest.SendInBackground(t, ctx, relay.provider(t), emailtest.Sample())
+		relay.waitHandedOver(t)
+		cancel()
+		err := wait()
 		require.ErrorIs(t, err, context.Canceled)
 		require.True(t, email.IsAmbiguous(err), "the whole message was sent: %v", err)
 	})
 	t.Run("ConnectionRefusedIsNotAmbiguous", func(t *testing.T) {
 		t.Parallel()
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := heraldtest.RefusingPort(t, net.IPv4(127, 0, 0, 1))
 		require.NoError(t, err)
-		port := l.Addr().(*net.TCPAddr).Port
-		require.NoError(t, l.Close())
 		p, err := smtp.New(smtp.Config{Host: "127.0.0.1", Port: port, TLS: smtp.TLSNone, Username: "herald", Password: secret})
 		require.NoError(t, err)
 		_, err = p.Send(context.Background(), emailtest.Sample())
@@ -347,12 +353,10 @@ func TestNewNamesTheField(t *testing.T) {
 
 func TestIPv6Host(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "[::1]:0")
+	port, err := heraldtest.RefusingPort(t, net.IPv6loopback)
 	if err != nil {
 		t.Skip("no IPv6 loopback:", err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
 	p, err := smtp.New(smtp.Config{Host: "::1", Port: port, TLS: smtp.TLSNone})
 	require.NoError(t, err)
 	_, err = p.Send(context.Background(), emailtest.Sample())
@@ -361,4 +365,87 @@ func TestIPv6Host(t *testing.T) {
 	require.ErrorContains(t, err, fmt.Sprintf("[::1]:%d", port))
 	require.ErrorContains(t, err, "refused")
 	require.False(t, errors.Is(err, context.DeadlineExceeded))
+}
+
+// dataWatch relays one SMTP connection to a fake server and tells when the
+// client has sent the end of DATA: from then on the message is handed over,
+// and a send cut short may have been queued.
+type dataWatch struct {
+	l          net.Listener
+	handedOver chan struct{}
+}
+
+func newDataWatch(t *testing.T, srv *smtptest.Server) *dataWatch {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	w := &dataWatch{l: l, handedOver: make(chan struct{})}
+	done := make(chan struct{})
+	t.Cleanup(func() { _ = l.Close(); <-done })
+	go func() {
+		defer close(done)
+		w.relay(srv.Addr())
+	}()
+	return w
+}
+
+// provider sends through the relay, in plain text so it can read DATA.
+func (w *dataWatch) provider(t *testing.T) *smtp.Provider {
+	t.Helper()
+	addr := w.l.Addr().(*net.TCPAddr)
+	p, err := smtp.New(smtp.Config{Host: addr.IP.String(), Port: addr.Port, TLS: smtp.TLSNone, HeloName: "herald.test"})
+	require.NoError(t, err)
+	return p
+}
+
+func (w *dataWatch) relay(serverAddr string) {
+	client, err := w.l.Accept()
+	if err != nil {
+		return
+	}
+	defer client.Close()
+	server, err := net.Dial("tcp", serverAddr)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	go func() {
+		_, _ = io.Copy(client, server)
+		_ = client.Close() // ends the copy below when the server hangs up
+	}()
+	var tail []byte // the end of what was relayed so far, across reads
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+			tail = append(tail, buf[:n]...)
+			if bytes.Contains(tail, []byte("\r\n.\r\n")) {
+				w.markHandedOver()
+			}
+			tail = tail[max(0, len(tail)-4):]
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (w *dataWatch) markHandedOver() {
+	select {
+	case <-w.handedOver:
+	default:
+		close(w.handedOver)
+	}
+}
+
+func (w *dataWatch) waitHandedOver(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.handedOver:
+	case <-time.After(10 * time.Second):
+		require.Fail(t, "the client never sent the end of DATA")
+	}
 }
