@@ -297,7 +297,7 @@ func (a *App) connect(ctx context.Context) error {
 }
 
 func (a *App) applyStreams(ctx context.Context) error {
-	report, err := streams.Apply(ctx, a.js, streams.Options{Replicas: a.cfg.Streams.Replicas})
+	report, err := streams.Apply(ctx, a.js, a.cfg.StreamOptions())
 	if err != nil {
 		return fmt.Errorf("applying streams: %w", err)
 	}
