@@ -277,9 +277,18 @@ func (a *App) connect(ctx context.Context) error {
 		return fmt.Errorf("nats: connecting to %s: %w", redact(a.cfg.NATS.URL), err)
 	}
 	a.nc = nc
-	if a.js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(notification.AckTimeout)); err != nil {
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(notification.AckTimeout))
+	if err != nil {
 		return err
 	}
+	// Every bucket and object store the services bind through a.js reports
+	// its writes: a store that keeps refusing them fails readiness.
+	stores, err := health.NewStores(a.tel.MeterProvider())
+	if err != nil {
+		return err
+	}
+	a.js = stores.Watch(js)
+	a.checks.Add("stores", stores.Check)
 	a.checks.Add("nats", func(context.Context) error {
 		if s := nc.Status(); s != nats.CONNECTED {
 			return fmt.Errorf("nats connection is %s", s)
