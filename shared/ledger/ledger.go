@@ -216,23 +216,26 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 // returns false. It reads the retry index, not the ledger, and reads each
 // entry the index names again before fn sees it: an index key naming an
 // entry delivered (or failed for good) meanwhile is dropped, never passed on.
+// An entry that cannot be read is skipped, and its error returned at the end.
 func (l *Ledger) EachRetryable(ctx context.Context, fn func(Entry) bool) error {
 	w, err := l.retries.WatchAll(ctx, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
 	if err != nil {
 		return fmt.Errorf("ledger: reading %s: %w", RetryBucket, err)
 	}
 	defer func() { _ = w.Stop() }()
+	var unread []error
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return errors.Join(append(unread, ctx.Err())...)
 		case idx := <-w.Updates():
 			if idx == nil { // every key present when the watch began was seen
-				return nil
+				return errors.Join(unread...)
 			}
 			e, err := l.get(ctx, idx.Key())
 			if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-				return err
+				unread = append(unread, err)
+				continue
 			}
 			if err != nil || !e.retryable() {
 				l.dropStale(ctx, idx)
@@ -240,7 +243,7 @@ func (l *Ledger) EachRetryable(ctx context.Context, fn func(Entry) bool) error {
 			}
 			e.indexRevision = idx.Revision()
 			if !fn(e) {
-				return nil
+				return errors.Join(unread...)
 			}
 		}
 	}

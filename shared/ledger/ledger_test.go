@@ -194,3 +194,25 @@ func TestRetireIsRevisionChecked(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ledger.Failed, got.State, "retired from the index, still failed")
 }
+
+// An entry the sweep cannot read does not hide the others from it.
+func TestEachRetryableSkipsUnreadableEntries(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	l, err := ledger.Open(ctx, n.JS)
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b"} {
+		e := ledger.Entry{DedupeKey: k, Tenant: "acme", State: ledger.Failed, Retryable: true}
+		require.NoError(t, l.Put(ctx, &e))
+	}
+	kv, err := n.JS.KeyValue(ctx, ledger.Bucket)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, ledger.Key("acme", "a"), []byte("{not json"))
+	require.NoError(t, err)
+
+	var got []string
+	err = l.EachRetryable(ctx, func(e ledger.Entry) bool { got = append(got, e.DedupeKey); return true })
+	require.ErrorContains(t, err, "ledger: entry "+ledger.Key("acme", "a"))
+	require.Equal(t, []string{"b"}, got)
+}
