@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,6 +75,9 @@ func (b *bundle) delivered(t *testing.T, n int) {
 func TestSweepReadsOnlyTheRetryIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// The index is complete from the start (the one full scan that finds
+	// what an older Herald left retryable is the ledger's own test).
+	require.NoError(t, b.ledger.EachRetryable(heraldtest.Context(t), func(ledger.Entry) bool { return true }))
 	b.delivered(t, 150)
 	b.failed(t, 3, 0)
 	b.delivered(t, 300)
@@ -148,5 +153,6 @@ func (b *bundle) retryIndex(t *testing.T) []string {
 		return nil
 	}
 	require.NoError(t, err)
-	return keys
+	// Ledger keys are tenant.digest; the index's mark of completeness is not one.
+	return slices.DeleteFunc(keys, func(k string) bool { return !strings.Contains(k, ".") })
 }

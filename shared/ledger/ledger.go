@@ -218,6 +218,9 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 // entry delivered (or failed for good) meanwhile is dropped, never passed on.
 // An entry that cannot be read is skipped, and its error returned at the end.
 func (l *Ledger) EachRetryable(ctx context.Context, fn func(Entry) bool) error {
+	if err := l.complete(ctx); err != nil {
+		return err
+	}
 	w, err := l.retries.WatchAll(ctx, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
 	if err != nil {
 		return fmt.Errorf("ledger: reading %s: %w", RetryBucket, err)
@@ -231,6 +234,9 @@ func (l *Ledger) EachRetryable(ctx context.Context, fn func(Entry) bool) error {
 		case idx := <-w.Updates():
 			if idx == nil { // every key present when the watch began was seen
 				return errors.Join(unread...)
+			}
+			if idx.Key() == indexComplete {
+				continue
 			}
 			e, err := l.get(ctx, idx.Key())
 			if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -247,6 +253,38 @@ func (l *Ledger) EachRetryable(ctx context.Context, fn func(Entry) bool) error {
 			}
 		}
 	}
+}
+
+// indexComplete is the retry index's mark that it names every retryable
+// entry. Ledger keys always hold a dot; this one has none.
+const indexComplete = "complete"
+
+// complete indexes, when the mark is missing, every entry the ledger holds
+// as failed-but-retryable, then sets the mark. That is once after an
+// upgrade from a Herald without the index, and then whenever the mark
+// expires with the bucket's retention — a full scan per retention period,
+// which also restores any key a lost write kept out of the index.
+func (l *Ledger) complete(ctx context.Context) error {
+	_, err := l.retries.Get(ctx, indexComplete)
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return err
+	}
+	keys, err := l.kv.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger: listing %s to complete %s: %w", Bucket, RetryBucket, err)
+	}
+	defer func() { _ = keys.Stop() }()
+	for key := range keys.Keys() {
+		if e, err := l.get(ctx, key); err == nil && e.retryable() {
+			if _, err := l.retries.Put(ctx, key, []byte(e.NotificationID)); err != nil {
+				return fmt.Errorf("ledger: indexing %s as retryable: %w", key, err)
+			}
+		}
+	}
+	if _, err := l.retries.Put(ctx, indexComplete, nil); err != nil {
+		return fmt.Errorf("ledger: marking %s complete: %w", RetryBucket, err)
+	}
+	return nil
 }
 
 // dropStale removes an index key whose entry is not retryable (or expired),
