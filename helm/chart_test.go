@@ -659,7 +659,7 @@ func TestAlertRules(t *testing.T) {
 
 	// The metrics Herald exports (and kube-state-metrics' and Prometheus's own).
 	known := []string{"herald_dlq_depth", "herald_deliveries_total", "herald_consumer_pending",
-		"herald_consumer_ack_pending", "kube_pod_status_ready", "up"}
+		"herald_consumer_ack_pending", "herald_store_failing", "kube_pod_status_ready", "up"}
 	p := parser.NewParser(parser.Options{})
 	var alerts []string
 	for _, g := range rule.Spec.Groups {
@@ -698,7 +698,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"HeraldDeadLettersGrowing", "HeraldDeadLettersPiledUp", "HeraldDeliveryTriesFailing",
-		"HeraldDuplicateSent", "HeraldConsumerLagging", "HeraldPodNotReady", "HeraldServiceDown"}, alerts)
+		"HeraldDuplicateSent", "HeraldConsumerLagging", "HeraldStoreFailing", "HeraldPodNotReady", "HeraldServiceDown"}, alerts)
 }
 
 func TestSchemaRefusesBadValues(t *testing.T) {
@@ -728,6 +728,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{`secrets: {values: {"not-an-env": x}}`, "not-an-env"},
 		{`nats: {url: "http://nats:4222"}`, "/nats/url"},
 		{`prometheusRule: {deliveryFailureRatio: 2}`, "/prometheusRule/deliveryFailureRatio"},
+		{`prometheusRule: {storeFailingFor: "5 minutes"}`, "/prometheusRule/storeFailingFor"},
 		{`extraEnv: [{value: x}]`, "name"},
 	}
 	for _, tt := range tests {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -76,6 +78,29 @@ type Options struct {
 	// Replicas overrides num_replicas of every stream, for clustered
 	// deployments (3 in production). Defaults to the declared value.
 	Replicas int
+	// MaxAge overrides max_age of the named streams: how long a message is
+	// kept, which for a key-value bucket or object store is how long an
+	// entry outlives its last write (0 keeps it forever). Streams not named
+	// keep their declared value; naming an undeclared stream is an error.
+	MaxAge map[string]time.Duration
+}
+
+// adjust applies the options to the declarations.
+func (o Options) adjust(all []Stream) error {
+	for name := range o.MaxAge {
+		if !slices.ContainsFunc(all, func(s Stream) bool { return s.Config.Name == name }) {
+			return fmt.Errorf("streams: max_age given for %s, which is not declared", name)
+		}
+	}
+	for i := range all {
+		if o.Replicas > 0 {
+			all[i].Config.Replicas = o.Replicas
+		}
+		if age, ok := o.MaxAge[all[i].Config.Name]; ok {
+			all[i].Config.MaxAge = age
+		}
+	}
+	return nil
 }
 
 // Apply makes the server match the declarations: it creates what is missing
@@ -88,11 +113,11 @@ func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, e
 	if err != nil {
 		return nil, err
 	}
+	if err := opts.adjust(all); err != nil {
+		return nil, err
+	}
 	var report Report
 	for _, s := range all {
-		if opts.Replicas > 0 {
-			s.Config.Replicas = opts.Replicas
-		}
 		res, err := applyStream(ctx, js, s)
 		if err != nil {
 			return report, err

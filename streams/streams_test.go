@@ -21,9 +21,7 @@ import (
 	"github.com/heraldhq/herald/streams"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 // declarationFiles walks the directory on disk, not the embedded copy, so a
 // file the embed pattern misses is caught too.
@@ -105,16 +103,17 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		subjects  []string
 		consumers []string
 	}{
-		"ORDERS":          {jetstream.LimitsPolicy, []string{"orders.*"}, []string{"router"}},
-		"INVENTORY":       {jetstream.LimitsPolicy, []string{"inventory.*"}, []string{"router"}},
-		"DOCS":            {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
-		"NOTIFY":          {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal"}},
-		"STATUS":          {jetstream.LimitsPolicy, []string{"notify.status.*"}, nil},
-		"ADVISORIES":      {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
-		"DLQ":             {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
-		"KV_dlq_redrives": {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
-		"KV_deliveries":   {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
-		"OBJ_documents":   {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
+		"ORDERS":              {jetstream.LimitsPolicy, []string{"orders.*"}, []string{"router"}},
+		"INVENTORY":           {jetstream.LimitsPolicy, []string{"inventory.*"}, []string{"router"}},
+		"DOCS":                {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
+		"NOTIFY":              {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal"}},
+		"STATUS":              {jetstream.LimitsPolicy, []string{"notify.status.*"}, nil},
+		"ADVISORIES":          {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
+		"DLQ":                 {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
+		"KV_dlq_redrives":     {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
+		"KV_deliveries":       {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
+		"KV_delivery_retries": {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
+		"OBJ_documents":       {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
@@ -138,6 +137,23 @@ func TestDeclaresDesignLayout(t *testing.T) {
 	require.GreaterOrEqual(t, orders.Config.Duplicates, 10*time.Minute, "DESIGN.md: ORDERS duplicate window ≥ 10 min")
 }
 
+// What is kept, and for how long: the ledger and its retry index forget
+// after 90 days (ledger.retention), documents are kept until someone
+// decides otherwise (documents.retention).
+func TestDeclaredRetention(t *testing.T) {
+	t.Parallel()
+	want := map[string]time.Duration{
+		"KV_deliveries":       90 * 24 * time.Hour,
+		"KV_delivery_retries": 90 * 24 * time.Hour,
+		"OBJ_documents":       0,
+	}
+	for name, age := range want {
+		s, err := streams.Find(name)
+		require.NoError(t, err)
+		require.Equal(t, age, s.Config.MaxAge, name)
+	}
+}
+
 func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	t.Parallel()
 	n := heraldtest.StartNATS(t)
@@ -146,7 +162,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 19)
+	require.Len(t, report, 20)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -227,6 +243,41 @@ func TestApplyReportsRefusedChange(t *testing.T) {
 	info, err := n.JS.Stream(ctx, "NOTIFY")
 	require.NoError(t, err)
 	require.Equal(t, jetstream.LimitsPolicy, info.CachedInfo().Config.Retention, "a refused change is not forced")
+}
+
+func TestApplyOverridesMaxAge(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+
+	opts := streams.Options{MaxAge: map[string]time.Duration{"KV_deliveries": 60 * 24 * time.Hour, "OBJ_documents": 365 * 24 * time.Hour}}
+	report, err := streams.Apply(ctx, n.JS, opts)
+	require.NoError(t, err)
+	require.NoError(t, report.Err())
+	changed := map[string][]string{}
+	for _, r := range report {
+		if r.Action != streams.Unchanged {
+			changed[r.Name] = r.Changes
+		}
+	}
+	require.Equal(t, map[string][]string{
+		"KV_deliveries": {"max_age: 2160h0m0s → 1440h0m0s"},
+		"OBJ_documents": {"max_age: (unset) → 8760h0m0s"},
+	}, changed)
+	kv, err := n.JS.KeyValue(ctx, "deliveries")
+	require.NoError(t, err)
+	status, err := kv.Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 60*24*time.Hour, status.TTL(), "a bucket's TTL is its stream's max_age")
+
+	report, err = streams.Apply(ctx, n.JS, opts)
+	require.NoError(t, err)
+	for _, r := range report {
+		require.Equal(t, streams.Unchanged, r.Action, r.String())
+	}
+
+	_, err = streams.Apply(ctx, n.JS, streams.Options{MaxAge: map[string]time.Duration{"KV_delivery": time.Hour}})
+	require.ErrorContains(t, err, "KV_delivery, which is not declared")
 }
 
 // The KV and object store declarations must be buckets the client

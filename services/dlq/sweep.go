@@ -72,7 +72,8 @@ func (s *Service) sweepLoop(ctx context.Context) {
 }
 
 // Sweep resends what the ledger holds as failed-but-retryable, and returns
-// how many it resent. With a Locker, one replica sweeps at a time.
+// how many it resent. It reads the ledger's retry index, not the whole
+// ledger. With a Locker, one replica sweeps at a time.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	if s.cfg.Locker != nil {
 		// Held for an interval (a minute at least), so a sweeper that dies
@@ -90,7 +91,15 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	resent := 0
 	var errs []error
 	err := s.ledger.EachRetryable(ctx, func(e ledger.Entry) bool {
-		if time.Since(e.UpdatedAt) < cfg.MinAge || e.Resends >= cfg.MaxResends || len(e.Delivery) == 0 {
+		if e.Resends >= cfg.MaxResends || len(e.Delivery) == 0 {
+			// Resent as often as it may be, or nothing kept to resend: it
+			// waits in the DLQ for an operator, not in the sweep's index.
+			if err := s.ledger.Retire(ctx, e); err != nil {
+				errs = append(errs, err)
+			}
+			return len(errs) < 5
+		}
+		if time.Since(e.UpdatedAt) < cfg.MinAge {
 			return true
 		}
 		if err := s.resend(ctx, &e); err != nil {

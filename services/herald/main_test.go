@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -48,7 +50,7 @@ func TestStreamsPrint(t *testing.T) {
 
 	out, err = herald(t, "streams", "print")
 	require.NoError(t, err)
-	require.Equal(t, 19, strings.Count(out, "# streams/"))
+	require.Equal(t, 20, strings.Count(out, "# streams/"))
 }
 
 func TestStreamsApplyAndPublish(t *testing.T) {
@@ -58,10 +60,10 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 
 	out, err := herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 19, strings.Count(out, "created "), out)
+	require.Equal(t, 20, strings.Count(out, "created "), out)
 	out, err = herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 19, strings.Count(out, "unchanged "), out)
+	require.Equal(t, 20, strings.Count(out, "unchanged "), out)
 
 	out, err = herald(t, "publish", "../../examples/events/order.created.json")
 	require.NoError(t, err)
@@ -93,6 +95,28 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	out, err = herald(t, "publish", "--count", "5", "../../examples/events/order.created.json")
 	require.NoError(t, err)
 	require.Contains(t, out, "5 duplicates", "copies are derived the same way every time")
+}
+
+// The configured retentions reach the server, and one too short for the
+// ledger stops the command before it expires anything.
+func TestStreamsApplyTakesTheConfiguredRetention(t *testing.T) {
+	n := heraldtest.StartNATS(t)
+	t.Setenv("NATS_URL", n.Server.URL())
+	config := filepath.Join(t.TempDir(), "herald.yaml")
+	t.Setenv("HERALD_CONFIG", config)
+
+	require.NoError(t, os.WriteFile(config, []byte("ledger: {retention: 24h}\n"), 0o600))
+	_, err := herald(t, "streams", "apply")
+	require.ErrorContains(t, err, "ledger.retention: 1 day (24h) is shorter than 51 days")
+	_, err = n.JS.Stream(heraldtest.Context(t), "KV_deliveries")
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "nothing applied")
+
+	require.NoError(t, os.WriteFile(config, []byte("ledger: {retention: 2400h}\n"), 0o600))
+	_, err = herald(t, "streams", "apply")
+	require.NoError(t, err)
+	s, err := n.JS.Stream(heraldtest.Context(t), "KV_deliveries")
+	require.NoError(t, err)
+	require.Equal(t, 100*24*time.Hour, s.CachedInfo().Config.MaxAge)
 }
 
 func TestPublishRefusesInvalidEvents(t *testing.T) {

@@ -36,9 +36,14 @@ that differ, and the command exits non-zero.`,
 			if err != nil {
 				return err
 			}
-			replicas, _ := cmd.Flags().GetInt("replicas")
-			if !cmd.Flags().Changed("replicas") {
-				replicas = cfg.Streams.Replicas
+			// The retentions it applies are checked first: a mistyped
+			// ledger.retention would otherwise expire the ledger at once.
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			opts := cfg.StreamOptions()
+			if cmd.Flags().Changed("replicas") {
+				opts.Replicas, _ = cmd.Flags().GetInt("replicas")
 			}
 			js, closeNATS, err := connectJetStream(cfg.NATS.URL)
 			if err != nil {
@@ -47,7 +52,7 @@ that differ, and the command exits non-zero.`,
 			defer closeNATS()
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
-			report, err := streams.Apply(ctx, js, streams.Options{Replicas: replicas})
+			report, err := streams.Apply(ctx, js, opts)
 			for _, r := range report {
 				fmt.Fprintln(cmd.OutOrStdout(), r)
 			}

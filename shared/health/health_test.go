@@ -8,9 +8,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/shared/health"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 func TestReadyHandler(t *testing.T) {
 	t.Parallel()

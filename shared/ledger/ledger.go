@@ -6,6 +6,14 @@
 // Writes are optimistic: an entry remembers the revision it was read at, and
 // writing it back fails with ErrConflict if someone else wrote in between, so
 // two writers can never silently overwrite each other's outcome.
+//
+// The ledger remembers a key for as long as its bucket keeps an entry after
+// its last write: 90 days unless ledger.retention says otherwise, longer than
+// any copy of a message can come back (README, "Streams").
+//
+// Put also keeps an index of the failed-but-retryable entries in a second
+// bucket, "delivery_retries", so the resend sweep reads those and not the
+// whole ledger.
 package ledger
 
 import (
@@ -22,6 +30,11 @@ import (
 
 // Bucket is the key-value bucket declared in streams/KV_deliveries.
 const Bucket = "deliveries"
+
+// RetryBucket is the index of retryable entries, declared in
+// streams/KV_delivery_retries: the same keys as Bucket, each naming an entry
+// that is (or, for a moment, is about to be) failed-but-retryable.
+const RetryBucket = "delivery_retries"
 
 // State is where a notification stands.
 type State string
@@ -73,7 +86,14 @@ type Entry struct {
 	UpdatedAt time.Time `json:"updated_at"`
 
 	revision uint64
+	// indexed: the entry was read (or written) failed-but-retryable, so
+	// the retry index holds its key — at indexRevision, when known.
+	indexed       bool
+	indexRevision uint64
 }
+
+// retryable is what the sweep resends, and what the retry index names.
+func (e *Entry) retryable() bool { return e.State == Failed && e.Retryable }
 
 // Exists reports whether the entry was read from the ledger (or written to it).
 func (e *Entry) Exists() bool { return e.revision > 0 }
@@ -92,16 +112,25 @@ var ErrConflict = errors.New("ledger: entry changed since it was read")
 
 // Ledger reads and writes entries.
 type Ledger struct {
-	kv jetstream.KeyValue
+	kv      jetstream.KeyValue
+	retries jetstream.KeyValue
+	// settle is how old an index key must be before EachRetryable drops it
+	// for naming an entry that is not retryable: Put writes the key just
+	// before the entry, and a sweep reading in between must not undo it.
+	settle time.Duration
 }
 
-// Open binds to the bucket, which streams.Apply creates.
+// Open binds to the buckets, which streams.Apply creates.
 func Open(ctx context.Context, js jetstream.JetStream) (*Ledger, error) {
 	kv, err := js.KeyValue(ctx, Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: bucket %s: %w", Bucket, err)
 	}
-	return &Ledger{kv: kv}, nil
+	retries, err := js.KeyValue(ctx, RetryBucket)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: bucket %s: %w", RetryBucket, err)
+	}
+	return &Ledger{kv: kv, retries: retries, settle: time.Minute}, nil
 }
 
 // Key is where a dedupe key is kept: the tenant, then a digest of the key
@@ -114,9 +143,17 @@ func Key(tenant, dedupeKey string) string {
 // Get reads the entry for a dedupe key; a key never recorded comes back as
 // an entry that does not Exist, ready to be filled and Put.
 func (l *Ledger) Get(ctx context.Context, tenant, dedupeKey string) (Entry, error) {
-	kve, err := l.kv.Get(ctx, Key(tenant, dedupeKey))
+	e, err := l.get(ctx, Key(tenant, dedupeKey))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Entry{DedupeKey: dedupeKey, Tenant: tenant}, nil
+	}
+	return e, err
+}
+
+func (l *Ledger) get(ctx context.Context, key string) (Entry, error) {
+	kve, err := l.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Entry{}, err
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("ledger: %w", err)
@@ -125,12 +162,16 @@ func (l *Ledger) Get(ctx context.Context, tenant, dedupeKey string) (Entry, erro
 	if err := json.Unmarshal(kve.Value(), &e); err != nil {
 		return Entry{}, fmt.Errorf("ledger: entry %s: %w", kve.Key(), err)
 	}
-	e.revision = kve.Revision()
+	e.revision, e.indexed = kve.Revision(), e.retryable()
 	return e, nil
 }
 
 // Put writes e if nobody wrote it since it was read (or, for a new entry,
-// if nobody created it meanwhile); else ErrConflict.
+// if nobody created it meanwhile); else ErrConflict. An entry becoming
+// failed-but-retryable enters the retry index before it is written; one
+// leaving that state leaves the index after. A crash between the two
+// writes thus leaves the index naming an entry too many — which the sweep
+// checks and drops — and never one too few.
 func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 	e.UpdatedAt = time.Now().UTC()
 	b, err := json.Marshal(e)
@@ -138,6 +179,14 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 		return err
 	}
 	key := Key(e.Tenant, e.DedupeKey)
+	retryable := e.retryable()
+	if retryable && !e.indexed {
+		rev, err := l.retries.Put(ctx, key, []byte(e.NotificationID))
+		if err != nil {
+			return fmt.Errorf("ledger: indexing %s as retryable: %w", key, err)
+		}
+		e.indexRevision = rev
+	}
 	var rev uint64
 	if e.revision == 0 {
 		rev, err = l.kv.Create(ctx, key, b)
@@ -151,35 +200,118 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	e.revision = rev
+	if !retryable && e.indexed {
+		// The outcome is written; an index key left behind by a failed
+		// delete only costs the sweep a look, and it drops the key then.
+		// Revision-checked when the index was read, so as not to drop a key
+		// written again since.
+		_ = l.retries.Delete(ctx, key, jetstream.LastRevision(e.indexRevision))
+		e.indexRevision = 0
+	}
+	e.revision, e.indexed = rev, retryable
 	return nil
 }
 
 // EachRetryable calls fn with every failed-but-retryable entry, until fn
-// returns false. It reads the whole bucket key by key: fine for a periodic
-// sweep over thousands of notifications, not for a hot path.
+// returns false. It reads the retry index, not the ledger, and reads each
+// entry the index names again before fn sees it: an index key naming an
+// entry delivered (or failed for good) meanwhile is dropped, never passed on.
+// An entry that cannot be read is skipped, and its error returned at the end.
 func (l *Ledger) EachRetryable(ctx context.Context, fn func(Entry) bool) error {
-	keys, err := l.kv.ListKeys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil
+	if err := l.complete(ctx); err != nil {
+		return err
 	}
+	w, err := l.retries.WatchAll(ctx, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
 	if err != nil {
-		return fmt.Errorf("ledger: %w", err)
+		return fmt.Errorf("ledger: reading %s: %w", RetryBucket, err)
+	}
+	defer func() { _ = w.Stop() }()
+	var unread []error
+	for {
+		select {
+		case <-ctx.Done():
+			return errors.Join(append(unread, ctx.Err())...)
+		case idx := <-w.Updates():
+			if idx == nil { // every key present when the watch began was seen
+				return errors.Join(unread...)
+			}
+			if idx.Key() == indexComplete {
+				continue
+			}
+			e, err := l.get(ctx, idx.Key())
+			if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+				unread = append(unread, err)
+				continue
+			}
+			if err != nil || !e.retryable() {
+				l.dropStale(ctx, idx)
+				continue
+			}
+			e.indexRevision = idx.Revision()
+			if !fn(e) {
+				return errors.Join(unread...)
+			}
+		}
+	}
+}
+
+// indexComplete is the retry index's mark that it names every retryable
+// entry. Ledger keys always hold a dot; this one has none.
+const indexComplete = "complete"
+
+// complete indexes, when the mark is missing, every entry the ledger holds
+// as failed-but-retryable, then sets the mark. That is once after an
+// upgrade from a Herald without the index, and then whenever the mark
+// expires with the bucket's retention — a full scan per retention period,
+// which also restores any key a lost write kept out of the index.
+func (l *Ledger) complete(ctx context.Context) error {
+	_, err := l.retries.Get(ctx, indexComplete)
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return err
+	}
+	keys, err := l.kv.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger: listing %s to complete %s: %w", Bucket, RetryBucket, err)
 	}
 	defer func() { _ = keys.Stop() }()
 	for key := range keys.Keys() {
-		kve, err := l.kv.Get(ctx, key)
-		if err != nil {
-			continue // deleted meanwhile
-		}
-		var e Entry
-		if json.Unmarshal(kve.Value(), &e) != nil || e.State != Failed || !e.Retryable {
-			continue
-		}
-		e.revision = kve.Revision()
-		if !fn(e) {
-			return nil
+		if e, err := l.get(ctx, key); err == nil && e.retryable() {
+			if _, err := l.retries.Put(ctx, key, []byte(e.NotificationID)); err != nil {
+				return fmt.Errorf("ledger: indexing %s as retryable: %w", key, err)
+			}
 		}
 	}
-	return ctx.Err()
+	if _, err := l.retries.Put(ctx, indexComplete, nil); err != nil {
+		return fmt.Errorf("ledger: marking %s complete: %w", RetryBucket, err)
+	}
+	return nil
+}
+
+// dropStale removes an index key whose entry is not retryable (or expired),
+// unless it is fresh — its entry may be about to be written — or was
+// written again since it was read.
+func (l *Ledger) dropStale(ctx context.Context, idx jetstream.KeyValueEntry) {
+	if time.Since(idx.Created()) < l.settle {
+		return
+	}
+	_ = l.retries.Delete(ctx, idx.Key(), jetstream.LastRevision(idx.Revision()))
+}
+
+// Retire takes an entry EachRetryable passed out of the retry index: the
+// sweep is done with it (it resent it as often as it may). The entry stays
+// failed. The delete is revision-checked, so a newer failure of the same
+// notification — a redrive that failed again — stays indexed.
+func (l *Ledger) Retire(ctx context.Context, e Entry) error {
+	if e.indexRevision == 0 {
+		return fmt.Errorf("ledger: retiring %s: the entry was not read from %s", e.NotificationID, RetryBucket)
+	}
+	err := l.retries.Delete(ctx, Key(e.Tenant, e.DedupeKey), jetstream.LastRevision(e.indexRevision))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: retiring %s from %s: %w", e.NotificationID, RetryBucket, err)
+	}
+	return nil
 }

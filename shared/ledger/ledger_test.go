@@ -1,10 +1,14 @@
 package ledger_test
 
 import (
+	"errors"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -73,4 +77,173 @@ func TestAttemptsAreBounded(t *testing.T) {
 	require.Equal(t, 30, e.Tries)
 	require.Len(t, e.Attempts, ledger.MaxAttempts)
 	require.Equal(t, uint64(30), e.Attempts[len(e.Attempts)-1].Delivery)
+}
+
+func open(t *testing.T) (*ledger.Ledger, jetstream.KeyValue) {
+	t.Helper()
+	n := heraldtest.StartNATSWithStreams(t)
+	l, err := ledger.Open(heraldtest.Context(t), n.JS)
+	require.NoError(t, err)
+	idx, err := n.JS.KeyValue(heraldtest.Context(t), ledger.RetryBucket)
+	require.NoError(t, err)
+	return l, idx
+}
+
+// indexed lists the ledger keys (tenant.digest) the retry index names,
+// less the index's own mark of completeness.
+func indexed(t *testing.T, idx jetstream.KeyValue) []string {
+	t.Helper()
+	keys, err := idx.Keys(heraldtest.Context(t))
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil
+	}
+	require.NoError(t, err)
+	if keys = slices.DeleteFunc(keys, func(k string) bool { return !strings.Contains(k, ".") }); len(keys) == 0 {
+		return nil
+	}
+	return keys
+}
+
+func retryable(t *testing.T, l *ledger.Ledger) []string {
+	t.Helper()
+	var got []string
+	require.NoError(t, l.EachRetryable(heraldtest.Context(t), func(e ledger.Entry) bool {
+		got = append(got, e.DedupeKey)
+		return true
+	}))
+	return got
+}
+
+// The retry index names an entry exactly while it is failed-but-retryable.
+func TestRetryIndexFollowsTheEntry(t *testing.T) {
+	t.Parallel()
+	l, idx := open(t)
+	ctx := heraldtest.Context(t)
+	e, err := l.Get(ctx, "acme", key)
+	require.NoError(t, err)
+	steps := []struct {
+		state     ledger.State
+		retryable bool
+		indexed   bool
+	}{
+		{ledger.Sending, false, false},
+		{ledger.Retrying, true, false},
+		{ledger.Failed, true, true},    // out of tries
+		{ledger.Failed, true, true},    // written again as is: stays
+		{ledger.Retrying, true, false}, // resent by the sweep
+		{ledger.Failed, true, true},
+		{ledger.Sending, false, false}, // redriven, claimed
+		{ledger.Delivered, false, false},
+	}
+	for i, s := range steps {
+		e.State, e.Retryable = s.state, s.retryable
+		require.NoError(t, l.Put(ctx, &e), "step %d", i)
+		want := []string(nil)
+		if s.indexed {
+			want = []string{ledger.Key("acme", key)}
+		}
+		require.Equal(t, want, indexed(t, idx), "step %d: %s", i, s.state)
+		if s.indexed {
+			require.Equal(t, []string{key}, retryable(t, l), "step %d", i)
+		}
+		// Each step as the next writer sees it: read back from the ledger.
+		e, err = l.Get(ctx, "acme", key)
+		require.NoError(t, err)
+	}
+}
+
+// Index keys naming no retryable entry are dropped once they are old
+// enough that no Put can still be between its two writes.
+func TestEachRetryableDropsStaleIndexKeys(t *testing.T) {
+	t.Parallel()
+	l, idx := open(t)
+	ctx := heraldtest.Context(t)
+	delivered := ledger.Entry{DedupeKey: key, Tenant: "acme", State: ledger.Delivered}
+	require.NoError(t, l.Put(ctx, &delivered))
+	for _, k := range []string{ledger.Key("acme", key), ledger.Key("acme", "never written")} {
+		_, err := idx.Put(ctx, k, nil)
+		require.NoError(t, err)
+	}
+
+	require.Empty(t, retryable(t, l))
+	require.Len(t, indexed(t, idx), 2, "fresh keys may belong to a Put under way: kept")
+
+	ledger.SetSettle(l, 0)
+	require.Empty(t, retryable(t, l))
+	require.Empty(t, indexed(t, idx))
+}
+
+// Retire takes an entry out of the index, unless it was indexed again
+// since the sweep read it.
+func TestRetireIsRevisionChecked(t *testing.T) {
+	t.Parallel()
+	l, idx := open(t)
+	ctx := heraldtest.Context(t)
+	e := ledger.Entry{DedupeKey: key, Tenant: "acme", State: ledger.Failed, Retryable: true}
+	require.NoError(t, l.Put(ctx, &e))
+	read, err := l.Get(ctx, "acme", key)
+	require.NoError(t, err)
+	require.ErrorContains(t, l.Retire(ctx, read), "not read from delivery_retries")
+
+	var seen []ledger.Entry
+	require.NoError(t, l.EachRetryable(ctx, func(e ledger.Entry) bool { seen = append(seen, e); return true }))
+	require.Len(t, seen, 1)
+	_, err = idx.Put(ctx, ledger.Key("acme", key), nil) // a newer failure indexed it again
+	require.NoError(t, err)
+	require.NoError(t, l.Retire(ctx, seen[0]))
+	require.Len(t, indexed(t, idx), 1, "the newer failure stays indexed")
+
+	seen = nil
+	require.NoError(t, l.EachRetryable(ctx, func(e ledger.Entry) bool { seen = append(seen, e); return true }))
+	require.NoError(t, l.Retire(ctx, seen[0]))
+	require.Empty(t, indexed(t, idx))
+	got, err := l.Get(ctx, "acme", key)
+	require.NoError(t, err)
+	require.Equal(t, ledger.Failed, got.State, "retired from the index, still failed")
+}
+
+// An entry the sweep cannot read does not hide the others from it.
+func TestEachRetryableSkipsUnreadableEntries(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	l, err := ledger.Open(ctx, n.JS)
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b"} {
+		e := ledger.Entry{DedupeKey: k, Tenant: "acme", State: ledger.Failed, Retryable: true}
+		require.NoError(t, l.Put(ctx, &e))
+	}
+	kv, err := n.JS.KeyValue(ctx, ledger.Bucket)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, ledger.Key("acme", "a"), []byte("{not json"))
+	require.NoError(t, err)
+
+	var got []string
+	err = l.EachRetryable(ctx, func(e ledger.Entry) bool { got = append(got, e.DedupeKey); return true })
+	require.ErrorContains(t, err, "ledger: entry "+ledger.Key("acme", "a"))
+	require.Equal(t, []string{"b"}, got)
+}
+
+// Entries an older Herald left failed-but-retryable, before the index
+// existed, are found once by a full scan; from then on only the index is read.
+func TestEachRetryableIndexesWhatAnOlderHeraldLeft(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	kv, err := n.JS.KeyValue(ctx, ledger.Bucket)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, ledger.Key("acme", key), []byte(`{"dedupe_key":"`+key+`","tenant":"acme","state":"failed","retryable":true}`))
+	require.NoError(t, err)
+	l, err := ledger.Open(ctx, n.JS)
+	require.NoError(t, err)
+
+	require.Equal(t, []string{key}, retryable(t, l))
+	idx, err := n.JS.KeyValue(ctx, ledger.RetryBucket)
+	require.NoError(t, err)
+	require.Equal(t, []string{ledger.Key("acme", key)}, indexed(t, idx))
+
+	// Left behind again, with the index complete: not looked for.
+	_, err = kv.Put(ctx, ledger.Key("acme", "other"), []byte(`{"dedupe_key":"other","tenant":"acme","state":"failed","retryable":true}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{key}, retryable(t, l))
 }

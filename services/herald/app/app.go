@@ -281,9 +281,18 @@ func (a *App) connect(ctx context.Context) error {
 		return fmt.Errorf("nats: connecting to %s: %w", redact(a.cfg.NATS.URL), err)
 	}
 	a.nc = nc
-	if a.js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(notification.AckTimeout)); err != nil {
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(notification.AckTimeout))
+	if err != nil {
 		return err
 	}
+	// Every bucket and object store the services bind through a.js reports
+	// its writes: a store that keeps refusing them fails readiness.
+	stores, err := health.NewStores(a.tel.MeterProvider())
+	if err != nil {
+		return err
+	}
+	a.js = stores.Watch(js)
+	a.checks.Add("stores", stores.Check)
 	a.checks.Add("nats", func(context.Context) error {
 		if s := nc.Status(); s != nats.CONNECTED {
 			return fmt.Errorf("nats connection is %s", s)
@@ -301,7 +310,7 @@ func (a *App) connect(ctx context.Context) error {
 }
 
 func (a *App) applyStreams(ctx context.Context) error {
-	report, err := streams.Apply(ctx, a.js, streams.Options{Replicas: a.cfg.Streams.Replicas})
+	report, err := streams.Apply(ctx, a.js, a.cfg.StreamOptions())
 	if err != nil {
 		return fmt.Errorf("applying streams: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/telemetry"
+	"github.com/heraldhq/herald/streams"
 )
 
 // Targets are the services one herald process can run.
@@ -73,6 +74,14 @@ type Config struct {
 	} `yaml:"pdf"`
 	Documents DocumentsConfig `yaml:"documents"`
 	DLQ       DLQConfig       `yaml:"dlq"`
+	Ledger    struct {
+		// Retention is how long the delivery ledger remembers a
+		// notification after its last write — and so how late a copy of it
+		// is still recognised and not sent again. It must outlast the
+		// longest way a copy can come back: 51 days with the declared
+		// streams (README, "Why 90 days"). Defaults to 90 days.
+		Retention time.Duration `yaml:"retention"`
+	} `yaml:"ledger"`
 
 	// Services are the targets this process runs. Set by the command line.
 	Services []string `yaml:"-"`
@@ -124,6 +133,10 @@ type DocumentsConfig struct {
 	// PublicURL is Herald's HTTP address as recipients reach it, e.g.
 	// https://herald.example.com. Defaults to http://<http.listen>.
 	PublicURL string `yaml:"public_url"`
+	// Retention is how long a rendered document is kept after it was
+	// stored; 0 keeps it forever, as business documents may have to be for
+	// years. Defaults to 0.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // DLQConfig configures the DLQ service: alerts and the resend sweep.
@@ -211,6 +224,7 @@ func (c Config) WithDefaults() Config {
 	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, "127.0.0.1:8080")
 	c.Redis.Prefix = cmp.Or(c.Redis.Prefix, "herald:")
 	c.Documents.LinkTTL = cmp.Or(c.Documents.LinkTTL, 7*24*time.Hour)
+	c.Ledger.Retention = cmp.Or(c.Ledger.Retention, 90*24*time.Hour)
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	c.Log.Format = cmp.Or(c.Log.Format, "text")
 	c.Metrics.MaxTenants = cmp.Or(c.Metrics.MaxTenants, telemetry.DefaultMaxTenants)
@@ -244,6 +258,7 @@ func (c Config) Validate() error {
 	if c.Streams.Replicas < 0 || c.Streams.Replicas > 5 {
 		problems = append(problems, fmt.Sprintf("streams.replicas: %d must be between 1 and 5", c.Streams.Replicas))
 	}
+	problems = append(problems, c.validateRetention()...)
 	for i, p := range c.Email.Providers {
 		switch {
 		case !slices.Contains(ProviderTypes, p.Type):
@@ -261,3 +276,65 @@ func (c Config) Validate() error {
 }
 
 func (c Config) runs(service string) bool { return slices.Contains(c.Services, service) }
+
+// StreamOptions adjusts the stream declarations to this configuration.
+func (c Config) StreamOptions() streams.Options {
+	return streams.Options{Replicas: c.Streams.Replicas, MaxAge: map[string]time.Duration{
+		"KV_deliveries":       c.Ledger.Retention,
+		"KV_delivery_retries": c.Ledger.Retention,
+		"OBJ_documents":       c.Documents.Retention,
+	}}
+}
+
+// validateRetention checks the ledger outlasts every copy of a delivery,
+// and a document every delivery that carries or links it.
+func (c Config) validateRetention() []string {
+	window, why, err := comebackWindow()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	if c.Ledger.Retention < window {
+		problems = append(problems, fmt.Sprintf("ledger.retention: %s is shorter than %s, the longest a copy of a delivery can take to come back (%s); "+
+			"a copy arriving after its ledger entry expired is sent again", days(c.Ledger.Retention), days(window), why))
+	}
+	if r := c.Documents.Retention; r != 0 && r < window+c.Documents.LinkTTL {
+		problems = append(problems, fmt.Sprintf("documents.retention: %s is shorter than %s: a delivery can come back %s after its document was stored (%s), "+
+			"and its link must then work for documents.link_ttl (%s); 0 keeps documents forever",
+			days(r), days(window+c.Documents.LinkTTL), days(window), why, days(c.Documents.LinkTTL)))
+	}
+	return problems
+}
+
+// comebackWindow is the longest a copy of a delivery can take to reach a
+// worker again, read from the stream declarations: a dead letter is kept
+// for a redrive as long as DLQ keeps it, and a redriven event may then wait
+// in each stream on its way back to a worker — its input stream, DOCS,
+// NOTIFY — as long as each keeps a message. (The sweep's resends rewrite
+// the ledger entry, so they start its retention anew.)
+func comebackWindow() (time.Duration, string, error) {
+	all, err := streams.Load()
+	if err != nil {
+		return 0, "", err
+	}
+	age := map[string]time.Duration{}
+	for _, s := range all {
+		age[s.Config.Name] = s.Config.MaxAge
+	}
+	input := max(age["ORDERS"], age["INVENTORY"])
+	window := age["DLQ"] + input + age["DOCS"] + age["NOTIFY"]
+	why := fmt.Sprintf("a dead letter is kept %s for a redrive, then may wait %s in ORDERS or INVENTORY, %s in DOCS and %s in NOTIFY",
+		days(age["DLQ"]), days(input), days(age["DOCS"]), days(age["NOTIFY"]))
+	return window, why, nil
+}
+
+// days shows a retention the way operators set it.
+func days(d time.Duration) string {
+	switch {
+	case d == 24*time.Hour:
+		return "1 day (24h)"
+	case d > 0 && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d days (%dh)", d/(24*time.Hour), d/time.Hour)
+	}
+	return d.String()
+}

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/streams"
 )
 
 func write(t *testing.T, yaml string) string {
@@ -71,6 +73,9 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		{"replicas", "streams: {replicas: 7}", `streams.replicas: 7 must be between 1 and 5`},
 		{"negative max tenants", "metrics: {max_tenants: -1}", `metrics.max_tenants: -1 must be between 1 and 10000`},
 		{"too many max tenants", "metrics: {max_tenants: 1000000}", `metrics.max_tenants: 1000000 must be between 1 and 10000`},
+		{"ledger forgets too soon", "ledger: {retention: 720h}", `ledger.retention: 30 days (720h) is shorter than 51 days (1224h), ` +
+			`the longest a copy of a delivery can take to come back (a dead letter is kept 30 days (720h) for a redrive, then may wait 7 days (168h) in ORDERS or INVENTORY`},
+		{"documents go before their deliveries", "documents: {retention: 1000h}", `documents.retention: 1000h0m0s is shorter than 58 days (1392h)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,4 +130,26 @@ email:
 
 	_, err = app.Load(write(t, "email: {providers: [{type: sendgrid, api_key: SG.inline}]}"))
 	require.ErrorContains(t, err, "field api_key not found", "a secret cannot be written in the file")
+}
+
+// Unset, the retentions are the declared ones: applying the defaults
+// changes nothing on the server.
+func TestRetentionDefaultsAreTheDeclaredOnes(t *testing.T) {
+	t.Parallel()
+	cfg := app.Config{}.WithDefaults()
+	require.NoError(t, cfg.Validate())
+	opts := cfg.StreamOptions()
+	require.Len(t, opts.MaxAge, 3)
+	for name, age := range opts.MaxAge {
+		s, err := streams.Find(name)
+		require.NoError(t, err)
+		require.Equal(t, s.Config.MaxAge, age, name)
+	}
+	require.Equal(t, 90*24*time.Hour, opts.MaxAge["KV_deliveries"])
+
+	cfg.Ledger.Retention, cfg.Documents.Retention = 400*24*time.Hour, 10*365*24*time.Hour
+	require.NoError(t, cfg.Validate())
+	opts = cfg.StreamOptions()
+	require.Equal(t, map[string]time.Duration{"KV_deliveries": 400 * 24 * time.Hour, "KV_delivery_retries": 400 * 24 * time.Hour,
+		"OBJ_documents": 10 * 365 * 24 * time.Hour}, opts.MaxAge)
 }
