@@ -78,6 +78,11 @@ func TestChaos(t *testing.T) {
 	f.configure(&c.cfg)
 	withoutDocuments(&c.cfg)
 	c.cfg.Email.RetryDelay = 20 * time.Millisecond
+	// No fault here leaves a send ambiguous (a provider that may have taken
+	// a message it did not confirm: the one duplicate Herald allows). A
+	// provider call cut short by a loaded machine would: under -race on two
+	// cores, SES calls outlast a one-second timeout.
+	c.cfg.Email.Timeout = 10 * time.Second
 	t.Cleanup(func() {
 		for _, a := range c.all {
 			_ = a.Stop(context.Background())
