@@ -367,7 +367,10 @@ func (w worker) retry(ctx context.Context, msg jetstream.Msg, d notification.Del
 	e.State, e.Reason, e.Retryable = ledger.Retrying, cause.Error(), true
 	w.record(ctx, d, e, log)
 	w.metrics.outcome(ctx, d, "", "retry")
-	delay := consumer.NakWithBackoff(msg, max(w.cfg.RetryDelay, email.RetryAfter(cause)), 5*time.Minute)
+	// The back-off's jitter may halve a delay: starting from twice the
+	// providers' Retry-After keeps the wait at least as long as they asked.
+	after := email.RetryAfter(cause)
+	delay := consumer.NakWithBackoff(msg, max(w.cfg.RetryDelay, 2*after), max(5*time.Minute, 2*after))
 	log.WarnContext(ctx, "every provider failed; will retry", "tries", e.Tries, "retry_in", delay, "error", cause)
 }
 

@@ -3,21 +3,21 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"path/filepath"
-	"sync/atomic"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/services/delivery"
-	"github.com/heraldhq/herald/services/delivery/email"
-	"github.com/heraldhq/herald/services/delivery/email/maildir"
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
+	"github.com/heraldhq/herald/services/delivery/email/ses"
+	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
@@ -27,46 +27,37 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
-// faulty puts failures and latency in front of a real provider, the way a
-// misbehaving email service would present them.
-type faulty struct {
-	email.Provider
-	delay time.Duration
-	fail  func(call int) error
-	calls atomic.Int32
-}
-
-func (f *faulty) Send(ctx context.Context, msg email.Message) (email.Receipt, error) {
-	call := int(f.calls.Add(1))
-	select {
-	case <-time.After(f.delay):
-	case <-ctx.Done():
-		return email.Receipt{}, ctx.Err()
-	}
-	if f.fail != nil {
-		if err := f.fail(call); err != nil {
-			return email.Receipt{}, err
-		}
-	}
-	return f.Provider.Send(ctx, msg)
-}
-
+// bundle is a NATS server with Herald's streams, a fake SES speaking the
+// real wire protocol, and a delivery worker sending through the real ses
+// provider: faults are injected where a misbehaving SES would put them, so
+// the SDK and the provider's own classification run.
 type bundle struct {
-	nats    *heraldtest.NATS
-	mailDir string
-	faulty  *faulty
-	svc     *delivery.Service
-	locker  delivery.Locker
+	nats   *heraldtest.NATS
+	ses    *sestest.Server
+	svc    *delivery.Service
+	locker delivery.Locker
 }
 
-func setup(t *testing.T, f *faulty, concurrency int) *bundle {
+func setup(t *testing.T, concurrency int) *bundle {
 	t.Helper()
-	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), mailDir: t.TempDir(), faulty: f, locker: heraldtest.Locker(t)}
-	sink, err := maildir.New(b.mailDir)
-	require.NoError(t, err)
-	f.Provider = sink
+	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), ses: sestest.New(t), locker: heraldtest.Locker(t)}
 	b.svc = b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency = concurrency })
 	return b
+}
+
+// sesProvider is the real provider, pointed at the fake with static
+// credentials, on an HTTP client of its own whose idle connections close
+// with the test.
+func sesProvider(t *testing.T, endpoint string) *ses.Provider {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	p, err := ses.New(context.Background(), ses.Config{
+		Region: "eu-west-1", Endpoint: endpoint, HTTPClient: &http.Client{Transport: tr},
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
+	})
+	require.NoError(t, err)
+	return p
 }
 
 // worker starts one more delivery worker sharing the bundle's provider and
@@ -74,7 +65,7 @@ func setup(t *testing.T, f *faulty, concurrency int) *bundle {
 func (b *bundle) worker(t *testing.T, js jetstream.JetStream, edit func(*delivery.Config)) *delivery.Service {
 	t.Helper()
 	cfg := delivery.Config{
-		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "faulty", Provider: b.faulty}},
+		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "ses", Provider: sesProvider(t, b.ses.URL())}},
 		Locker: b.locker, Concurrency: 1, RetryDelay: 50 * time.Millisecond,
 	}
 	if edit != nil {
@@ -156,12 +147,9 @@ func (b *bundle) publishRaw(t *testing.T, id string, body []byte) {
 	require.NoError(t, err)
 }
 
-func (b *bundle) mailCount(t *testing.T) int {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(b.mailDir, "*.eml"))
-	require.NoError(t, err)
-	return len(files)
-}
+// sent is how many messages SES accepted; calls, how many requests it got.
+func (b *bundle) sent() int  { return len(b.ses.Received()) }
+func (b *bundle) calls() int { return b.ses.Calls() }
 
 func (b *bundle) notifyState(t *testing.T) (stored uint64, ackPending int) {
 	t.Helper()
@@ -187,84 +175,87 @@ func (b *bundle) streamMessages(t *testing.T, stream string) []*jetstream.RawStr
 
 func TestTransientFailuresAreRetriedThenDeliveredOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{fail: func(call int) error {
-		if call <= 2 {
-			return errors.New("503 service unavailable")
-		}
-		return nil
-	}}, 1)
+	b := setup(t, 1)
+	b.ses.Faults(emailtest.FailFirst(2, sestest.ServerError))
 	b.publish(t, 1)
 
-	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 60*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return b.sent() == 1 }, 60*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"a delivered message is acknowledged and leaves the work queue")
-	require.Equal(t, int32(3), b.faulty.calls.Load())
-	require.Equal(t, 1, b.mailCount(t))
+	require.Equal(t, 3, b.calls())
+	require.Equal(t, 1, b.sent())
 	require.Empty(t, b.dlq(t))
 }
 
 func TestPermanentFailureIsDeadLetteredWithTheProvidersWords(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{fail: func(int) error {
-		return email.Permanentf("550 5.1.1 mailbox unavailable")
-	}}, 1)
+	b := setup(t, 1)
+	b.ses.Faults(func(int) sestest.Fault { return sestest.InvalidAddress })
 	b.publish(t, 1)
 
 	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 60*time.Second, 20*time.Millisecond)
 	entry := b.dlq(t)[0]
 	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
-	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "faulty: permanent: 550 5.1.1 mailbox unavailable")
+	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "ses: permanent: HTTP 400: BadRequestException: Illegal address")
 	require.Equal(t, "notify.email.normal.acme", entry.Header.Get(deadletter.HeaderSubject))
 	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"terminated, after the copy")
-	require.Equal(t, int32(1), b.faulty.calls.Load(), "a permanent failure is not retried")
-	require.Zero(t, b.mailCount(t))
+	require.Equal(t, 1, b.calls(), "a permanent failure is not retried")
+	require.Zero(t, b.sent())
 }
 
 func TestUnreadableDeliveryIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{}, 1)
+	b := setup(t, 1)
 	b.publishRaw(t, "garbage", []byte(`{"id": "ntf_1"}`))
 	b.publish(t, 2)
 
-	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 && b.mailCount(t) == 1 }, 60*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 && b.sent() == 1 }, 60*time.Second, 20*time.Millisecond)
 	require.Contains(t, b.dlq(t)[0].Header.Get(deadletter.HeaderReason),
 		"malformed delivery: missing channel, dedupe_key, recipient.address, template, tenant")
-	require.Equal(t, int32(1), b.faulty.calls.Load(), "nothing was sent for the unreadable one")
+	require.Equal(t, 1, b.calls(), "nothing was sent for the unreadable one")
 }
 
-// A send slower than AckWait must not be redelivered to another worker
-// while it is under way.
+// A send slower than AckWait must not be redelivered while it is under
+// way: the worker tells the server it is still working on it (InProgress).
+// The lease and the ledger would stop a redelivered copy from sending
+// again, so the send count alone cannot tell; the server's delivery count
+// can.
 func TestSlowSendIsKeptAlive(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{delay: 2500 * time.Millisecond}, 4)
+	b := setup(t, 4)
+	b.ses.Faults(func(int) sestest.Fault { return sestest.Timeout(2500 * time.Millisecond) })
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
 	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.AckWait, c.BackOff = time.Second, nil })
 	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency = 4 })
 
 	b.publish(t, 1)
-	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 60*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return b.sent() == 1 }, 60*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond)
-	require.Equal(t, int32(1), b.faulty.calls.Load(), "no second worker started the same send")
+	c, err := b.nats.JS.Consumer(heraldtest.Context(t), "NOTIFY", "email-normal")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), c.CachedInfo().Delivered.Consumer, "delivered once, never redelivered")
+	require.Equal(t, 1, b.calls(), "no second worker started the same send")
 }
 
 // Stop finishes what is under way and leaves nothing hanging until AckWait.
 func TestStopDrainsInFlightSends(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{delay: 300 * time.Millisecond}, 2)
+	b := setup(t, 2)
+	b.ses.Faults(func(int) sestest.Fault { return sestest.Timeout(300 * time.Millisecond) })
 	const n = 12
 	for i := range n {
 		b.publish(t, i)
 	}
-	require.Eventually(t, func() bool { return b.faulty.calls.Load() >= 2 }, 60*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return b.calls() >= 2 }, 60*time.Second, 5*time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, b.svc.Stop(ctx))
 
-	sent := b.mailCount(t)
+	sent := b.sent()
 	stored, ackPending := b.notifyState(t)
-	require.Equal(t, int(b.faulty.calls.Load()), sent, "every send that started finished")
+	require.Equal(t, b.calls(), sent, "every send that started finished")
 	// NOTIFY is a work queue: an acknowledged message leaves it. So sent +
 	// stored = n says both that nothing was lost and that every finished
 	// send was acknowledged before Stop returned (one that was not would

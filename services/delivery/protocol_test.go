@@ -3,8 +3,8 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery"
-	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
+	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/shared/deadletter"
-	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
@@ -27,7 +27,8 @@ import (
 // to several workers at once, while the send is slow: exactly one send.
 func TestRacingCopiesSendOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{delay: 300 * time.Millisecond}, 4)
+	b := setup(t, 4)
+	b.ses.Faults(func(int) sestest.Fault { return sestest.Timeout(300 * time.Millisecond) })
 	for range 3 {
 		_, js := b.connect(t)
 		b.worker(t, js, func(c *delivery.Config) { c.Concurrency = 4 })
@@ -38,8 +39,8 @@ func TestRacingCopiesSendOnce(t *testing.T) {
 
 	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"every copy is acknowledged")
-	require.Equal(t, int32(1), b.faulty.calls.Load())
-	require.Equal(t, 1, b.mailCount(t))
+	require.Equal(t, 1, b.calls())
+	require.Equal(t, 1, b.sent())
 	e := b.ledgerEntry(t, 1)
 	require.Equal(t, ledger.Delivered, e.State)
 	require.Equal(t, 1, e.Tries)
@@ -50,7 +51,8 @@ func TestRacingCopiesSendOnce(t *testing.T) {
 // lease held, come back later, and find the ledger: exactly one send.
 func TestRedeliveryDuringASlowSendSendsOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{delay: time.Second}, 1)
+	b := setup(t, 1)
+	b.ses.Faults(func(int) sestest.Fault { return sestest.Timeout(time.Second) })
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
 	b.editConsumer(t, func(c *jetstream.ConsumerConfig) {
 		c.AckWait, c.BackOff = 50*time.Millisecond, nil // shorter than the 100 ms keep-alive floor
@@ -65,8 +67,8 @@ func TestRedeliveryDuringASlowSendSendsOnce(t *testing.T) {
 	info, err := b.nats.JS.Consumer(heraldtest.Context(t), "NOTIFY", "email-normal")
 	require.NoError(t, err)
 	require.Positive(t, info.CachedInfo().NumRedelivered+int(info.CachedInfo().Delivered.Consumer)-1, "the message was redelivered")
-	require.Equal(t, int32(1), b.faulty.calls.Load())
-	require.Equal(t, 1, b.mailCount(t))
+	require.Equal(t, 1, b.calls())
+	require.Equal(t, 1, b.sent())
 }
 
 // crashAfterRecord kills a worker right after it wrote "delivered" to the
@@ -88,7 +90,7 @@ func (c *crashAfterRecord) Put(ctx context.Context, e *ledger.Entry) error {
 
 func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{}, 1)
+	b := setup(t, 1)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
 	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.AckWait, c.BackOff = time.Second, nil })
 
@@ -107,7 +109,7 @@ func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 
 	b.publish(t, 1)
 	require.Eventually(t, crashing.crashed.Load, 60*time.Second, 10*time.Millisecond)
-	require.Equal(t, 1, b.mailCount(t), "sent once before the crash")
+	require.Equal(t, 1, b.sent(), "sent once before the crash")
 
 	// A surviving worker on the same lock gets the redelivery.
 	survivorRedis := redis.NewClient(opts)
@@ -116,22 +118,20 @@ func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 
 	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"the survivor acknowledges the redelivered copy")
-	require.Equal(t, int32(1), b.faulty.calls.Load(), "no second send")
-	require.Equal(t, 1, b.mailCount(t))
+	require.Equal(t, 1, b.calls(), "no second send")
+	require.Equal(t, 1, b.sent())
 }
 
 func TestRedisDownSendsNothingUntilItIsBack(t *testing.T) {
 	t.Parallel()
-	r, err := embedded.StartRedis("127.0.0.1:0")
-	require.NoError(t, err)
-	addr := r.URL()
-	r.Close()
-	opts, err := redis.ParseURL(addr)
+	srv := heraldtest.StartRedisServer(t)
+	srv.Stop()
+	opts, err := redis.ParseURL(srv.URL())
 	require.NoError(t, err)
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })
 
-	b := setup(t, &faulty{}, 1)
+	b := setup(t, 1)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
 	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Locker = lock.NewRedis(rdb, "herald:lock:") })
 	b.publish(t, 1)
@@ -143,34 +143,28 @@ func TestRedisDownSendsNothingUntilItIsBack(t *testing.T) {
 		require.NoError(t, err)
 		return ci.Delivered.Consumer >= 2
 	}, 10*time.Second, 20*time.Millisecond, "the message is tried and put back")
-	require.Zero(t, b.faulty.calls.Load(), "never sent without the lock")
+	require.Zero(t, b.calls(), "never sent without the lock")
 	stored, _ := b.notifyState(t)
 	require.Equal(t, uint64(1), stored, "and never dropped")
 
-	back, err := embedded.StartRedis(opts.Addr)
-	require.NoError(t, err)
-	t.Cleanup(back.Close)
-	require.Eventually(t, func() bool { return b.mailCount(t) == 1 }, 60*time.Second, 50*time.Millisecond)
-	require.Equal(t, int32(1), b.faulty.calls.Load())
+	srv.Start()
+	require.Eventually(t, func() bool { return b.sent() == 1 }, 60*time.Second, 50*time.Millisecond)
+	require.Equal(t, 1, b.calls())
 }
 
 func TestLedgerKeepsTheAttemptsAndStatusIsPublished(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{fail: func(call int) error {
-		if call <= 2 {
-			return &email.TransientError{Err: fmt.Errorf("HTTP 503: try %d", call)}
-		}
-		return nil
-	}}, 1)
+	b := setup(t, 1)
+	b.ses.Faults(emailtest.FailFirst(2, sestest.APIError(http.StatusServiceUnavailable, "ServiceUnavailable", "try later")))
 	b.publish(t, 1)
 	require.Eventually(t, func() bool { return b.ledgerEntry(t, 1).State == ledger.Delivered }, 60*time.Second, 20*time.Millisecond)
 
 	e := b.ledgerEntry(t, 1)
 	require.Equal(t, 3, e.Tries)
-	require.Equal(t, "faulty", e.Provider)
-	require.NotEmpty(t, e.ProviderMessageID)
-	require.Equal(t, "faulty: HTTP 503: try 1", e.Attempts[0].Error)
-	require.Equal(t, "faulty: HTTP 503: try 2", e.Attempts[1].Error)
+	require.Equal(t, "ses", e.Provider)
+	require.Equal(t, b.ses.Received()[0].MessageID, e.ProviderMessageID)
+	require.Equal(t, "ses: HTTP 503: ServiceUnavailable: try later (request id fake-request-1)", e.Attempts[0].Error)
+	require.Equal(t, "ses: HTTP 503: ServiceUnavailable: try later (request id fake-request-2)", e.Attempts[1].Error)
 	require.Equal(t, []uint64{1, 2, 3}, []uint64{e.Attempts[0].Delivery, e.Attempts[1].Delivery, e.Attempts[2].Delivery})
 	require.Empty(t, e.Attempts[2].Error)
 
@@ -184,19 +178,23 @@ func TestLedgerKeepsTheAttemptsAndStatusIsPublished(t *testing.T) {
 
 func TestPermanentRefusalIsRecordedAsFailed(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{fail: func(int) error { return email.Permanentf("HTTP 400: Illegal address") }}, 1)
+	b := setup(t, 1)
+	b.ses.Faults(func(int) sestest.Fault {
+		return sestest.APIError(http.StatusBadRequest, "MessageRejected", "Email address is not verified.")
+	})
 	b.publish(t, 1)
 	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 60*time.Second, 20*time.Millisecond)
 	e := b.ledgerEntry(t, 1)
 	require.Equal(t, ledger.Failed, e.State)
 	require.False(t, e.Retryable)
-	require.Contains(t, e.Reason, "HTTP 400: Illegal address")
-	require.Equal(t, int32(1), b.faulty.calls.Load(), "no retry")
+	require.Contains(t, e.Reason, "HTTP 400: MessageRejected: Email address is not verified.")
+	require.Equal(t, 1, b.calls(), "no retry")
 }
 
 func TestExhaustedTriesAreRecordedAsRetryableAndDeadLettered(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &faulty{fail: func(int) error { return errors.New("HTTP 503") }}, 1)
+	b := setup(t, 1)
+	b.ses.Faults(func(int) sestest.Fault { return sestest.ServerError })
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
 	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.MaxTries = 3 })
 	b.publish(t, 1)
@@ -210,8 +208,8 @@ func TestExhaustedTriesAreRecordedAsRetryableAndDeadLettered(t *testing.T) {
 	require.NotEmpty(t, e.Delivery, "kept for the resend sweep")
 	entry := b.dlq(t)[0]
 	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
-	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "gave up after 3 tries: faulty: HTTP 503")
+	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "gave up after 3 tries: ses: HTTP 500: InternalFailure")
 	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
 		"copied to the DLQ, then terminated")
-	require.Equal(t, int32(3), b.faulty.calls.Load())
+	require.Equal(t, 3, b.calls())
 }

@@ -1,7 +1,8 @@
 // Package heraldtest starts the real servers Herald's tests run against:
 // an embedded nats-server on a random loopback port with its store in
 // t.TempDir(), and Redis — the server REDIS_URL points at (CI runs a real
-// redis-server), or else an embedded Redis-protocol server.
+// redis-server), or else an embedded Redis-protocol server; for tests that
+// restart Redis, a redis-server process of the test's own.
 package heraldtest
 
 import (

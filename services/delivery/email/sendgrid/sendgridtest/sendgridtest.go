@@ -8,6 +8,7 @@
 package sendgridtest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -219,9 +220,13 @@ func (s *Server) injectFaults(next http.Handler) http.Handler {
 				panic(http.ErrAbortHandler)
 			}
 		}
-		next.ServeHTTP(&faultWriter{ResponseWriter: w, fault: fault}, r)
+		next.ServeHTTP(&faultWriter{ResponseWriter: w, fault: fault}, r.WithContext(context.WithValue(r.Context(), faultKey{}, fault)))
 	})
 }
+
+// faultKey carries a call's fault to the handler, for faults that change
+// what is recorded.
+type faultKey struct{}
 
 // faultWriter applies faults that change a normal answer.
 type faultWriter struct {
@@ -284,7 +289,9 @@ func (s *Server) mailSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, problems...)
 		return
 	}
-	got.MessageID = rand.Text()
+	if fault, _ := r.Context().Value(faultKey{}).(Fault); fault.kind != noMessageID {
+		got.MessageID = rand.Text()
+	}
 	s.mu.Lock()
 	s.received = append(s.received, got)
 	s.mu.Unlock()

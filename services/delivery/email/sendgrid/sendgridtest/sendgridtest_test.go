@@ -112,7 +112,10 @@ func TestNoMessageIDStillRecords(t *testing.T) {
 	resp, _ := post(t, fake.URL(), "Bearer "+key, valid)
 	require.Equal(t, http.StatusAccepted, resp.StatusCode)
 	require.Empty(t, resp.Header.Get("X-Message-Id"))
-	require.Len(t, fake.Received(), 1)
+	got := fake.Received()
+	require.Len(t, got, 1)
+	require.Empty(t, got[0].MessageID, "recorded with the id it was answered with: none")
+	require.Equal(t, "olga@zarya.example", got[0].To)
 }
 
 // A request stuck in Timeout must not hold up the test's cleanup, nor get an

@@ -31,13 +31,15 @@ import (
 	"time"
 )
 
-// Received is a message the fake accepted and confirmed with a message id.
+// Received is a message the fake accepted: answered with success, with or
+// without a message id.
 type Received struct {
 	From string
 	To   []string
 	// Raw is the MIME document as sent.
-	Raw       []byte
-	Tags      map[string]string
+	Raw  []byte
+	Tags map[string]string
+	// MessageID is the id the fake answered with; empty under NoMessageID.
 	MessageID string
 }
 
@@ -105,6 +107,7 @@ type Fault struct {
 	message    string
 	retryAfter time.Duration
 	delay      time.Duration
+	hold       <-chan struct{}
 	noID       bool
 }
 
@@ -113,8 +116,9 @@ var (
 	None = Fault{}
 	// ServerError is an internal failure on SES's side.
 	ServerError = APIError(http.StatusInternalServerError, "InternalFailure", "The request processing has failed because of an unknown error, exception or failure.")
-	// NoMessageID is a success answer that carries no message id; the
-	// message is not recorded as received.
+	// NoMessageID accepts and records the message, as SES would, but
+	// answers success without a message id: the sender cannot tell whether
+	// it will go out.
 	NoMessageID = Fault{name: "NoMessageID", noID: true}
 	// InvalidAddress is SES refusing the recipient, whatever it is.
 	InvalidAddress = APIError(http.StatusBadRequest, "BadRequestException", "Illegal address")
@@ -145,6 +149,13 @@ func Throttle(retryAfter time.Duration) Fault {
 // message not accepted.
 func Timeout(d time.Duration) Fault {
 	return Fault{name: "Timeout(" + d.String() + ")", delay: d}
+}
+
+// Hold holds the answer until release is closed, then answers normally: a
+// send that stays under way for as long as a test needs. A client that
+// gives up first leaves nothing behind, as with Timeout.
+func Hold(release <-chan struct{}) Fault {
+	return Fault{name: "Hold", hold: release}
 }
 
 func (f Fault) String() string {
@@ -189,28 +200,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 
 	f := s.fault(call)
-	if f.delay > 0 {
-		t := time.NewTimer(f.delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			// Cut the connection rather than answer: an empty 200 would
-			// read as a success without a message id.
-			panic(http.ErrAbortHandler)
-		}
+	if !s.wait(r, f) {
+		return
 	}
 	if f.status != 0 {
 		if f.retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((f.retryAfter+time.Second-1)/time.Second)))
 		}
 		writeError(w, f.status, f.code, f.message)
-		return
-	}
-	if f.noID {
-		writeJSON(w, http.StatusOK, struct{}{})
 		return
 	}
 
@@ -229,9 +226,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	got := Received{
-		From: req.FromEmailAddress, To: req.Destination.ToAddresses, Raw: req.Content.Raw.Data,
-		Tags: map[string]string{}, MessageID: messageID(call),
+	got := Received{From: req.FromEmailAddress, To: req.Destination.ToAddresses, Raw: req.Content.Raw.Data, Tags: map[string]string{}}
+	if !f.noID {
+		got.MessageID = messageID(call)
 	}
 	for _, t := range req.EmailTags {
 		got.Tags[t.Name] = t.Value
@@ -239,7 +236,36 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.received = append(s.received, got)
 	s.mu.Unlock()
+	if f.noID {
+		writeJSON(w, http.StatusOK, struct{}{})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"MessageId": got.MessageID})
+}
+
+// wait holds the answer as f says (Timeout, Hold). It reports false when
+// the request is to be abandoned: its client gave up, or the test ended.
+func (s *Server) wait(r *http.Request, f Fault) bool {
+	if f.delay <= 0 && f.hold == nil {
+		return true
+	}
+	var timeout <-chan time.Time
+	if f.delay > 0 {
+		t := time.NewTimer(f.delay)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-timeout:
+	case <-f.hold:
+	case <-r.Context().Done():
+		return false
+	case <-s.done:
+		// Cut the connection rather than answer: an empty 200 would read
+		// as a success without a message id.
+		panic(http.ErrAbortHandler)
+	}
+	return true
 }
 
 func (s *Server) fault(call int) Fault {

@@ -122,3 +122,50 @@ func TestStopReleasesTimeouts(t *testing.T) {
 	require.Error(t, <-errc)
 	require.Less(t, time.Since(start), 5*time.Second)
 }
+
+// A success without a message id is a message SES took: it is recorded, as
+// SendGrid's fake records its own, because it may well go out.
+func TestNoMessageIDStillRecords(t *testing.T) {
+	t.Parallel()
+	srv := sestest.New(t)
+	srv.Faults(emailtest.FailFirst(1, sestest.NoMessageID))
+	resp := post(t, srv.URL()+sendPath, signedBy, sendBody)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.JSONEq(t, `{}`, string(body))
+	got := srv.Received()
+	require.Len(t, got, 1)
+	require.Empty(t, got[0].MessageID)
+	require.Equal(t, []string{"b@zarya.example"}, got[0].To)
+}
+
+// Hold keeps a request under way until the test lets it go; only then is
+// the message accepted.
+func TestHoldAnswersWhenReleased(t *testing.T) {
+	t.Parallel()
+	srv := sestest.New(t)
+	release := make(chan struct{})
+	srv.Faults(emailtest.FailFirst(1, sestest.Hold(release)))
+	status := make(chan int, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, srv.URL()+sendPath, strings.NewReader(sendBody))
+		if err != nil {
+			status <- 0
+			return
+		}
+		req.Header.Set("Authorization", signedBy)
+		resp, err := heraldtest.HTTPClient(t).Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		_ = resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	require.Eventually(t, func() bool { return srv.Calls() == 1 }, 5*time.Second, time.Millisecond)
+	require.Empty(t, srv.Received(), "nothing accepted while held")
+	close(release)
+	require.Equal(t, http.StatusOK, <-status)
+	require.Len(t, srv.Received(), 1)
+}
