@@ -8,6 +8,7 @@ package documents
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/shared/event"
@@ -40,4 +41,12 @@ func MsgID(object string) string { return "render:" + object }
 // ObjectName is where a document revision is stored.
 func ObjectName(tenant, orderID, docType string, revision int) string {
 	return fmt.Sprintf("%s/%s/%s-r%d.pdf", tenant, orderID, docType, revision)
+}
+
+// BelongsTo says whether an object is one of tenant's documents: its name's
+// first segment is the tenant (see ObjectName). A message naming another
+// tenant's object must not render over it or send it anywhere.
+func BelongsTo(object, tenant string) bool {
+	owner, rest, ok := strings.Cut(object, "/")
+	return ok && tenant != "" && owner == tenant && rest != ""
 }
