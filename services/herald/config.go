@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"io"
 	"log/slog"
 	"os"
 
@@ -29,12 +30,13 @@ func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	return cfg.WithDefaults(), nil
 }
 
-func newLogger(cfg app.Config) *slog.Logger {
+// newLogger logs to w: the command's stderr.
+func newLogger(cfg app.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.Log.Level))
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.Log.Format == "json" {
-		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(os.Stderr, opts)))
+		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(telemetry.LogHandler(slog.NewTextHandler(os.Stderr, opts)))
+	return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
 }

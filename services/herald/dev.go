@@ -45,7 +45,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	}
 	data, _ := cmd.Flags().GetString("data")
 	natsListen, _ := cmd.Flags().GetString("nats-listen")
-	logger := newLogger(cfg)
+	logger := newLogger(cfg, cmd.ErrOrStderr())
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dev, err := app.StartDev(ctx, app.DevConfig{DataDir: data, NATSListen: natsListen, RedisURL: cfg.Redis.URL, Config: cfg}, logger)

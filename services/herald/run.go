@@ -30,7 +30,7 @@ Traces are exported over OTLP when the standard variables ask for them
 				return err
 			}
 			cfg.Services = args
-			logger := newLogger(cfg.WithDefaults())
+			logger := newLogger(cfg.WithDefaults(), cmd.ErrOrStderr())
 			a, err := app.New(cfg, logger)
 			if err != nil {
 				return err

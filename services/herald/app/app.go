@@ -33,6 +33,7 @@ import (
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/streams"
 )
@@ -91,7 +92,7 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	if cfg.Redis.URL != "" {
 		opts, err := redis.ParseURL(cfg.Redis.URL)
 		if err != nil {
-			return nil, fmt.Errorf("redis.url: %w", err)
+			return nil, fmt.Errorf("redis.url: %w", redact.Error(err, cfg.Redis.URL))
 		}
 		a.rdb = redis.NewClient(opts)
 	}
@@ -274,7 +275,7 @@ func (a *App) connect(ctx context.Context) error {
 		nats.ClosedHandler(func(*nats.Conn) { close(a.ncClosed) }),
 	)
 	if err != nil {
-		return fmt.Errorf("nats: connecting to %s: %w", redact(a.cfg.NATS.URL), err)
+		return fmt.Errorf("nats: connecting to %s: %w", redact.URL(a.cfg.NATS.URL), redact.Error(err, a.cfg.NATS.URL))
 	}
 	a.nc = nc
 	if a.js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(notification.AckTimeout)); err != nil {
@@ -289,9 +290,10 @@ func (a *App) connect(ctx context.Context) error {
 	a.checks.Add("streams", a.streamsPresent)
 	if a.rdb != nil {
 		if err := a.rdb.Ping(ctx).Err(); err != nil {
-			a.logger.WarnContext(ctx, "redis is not reachable yet; deliveries wait for it", "addr", a.rdb.Options().Addr, "error", err)
+			a.logger.WarnContext(ctx, "redis is not reachable yet; deliveries wait for it", "addr", a.rdb.Options().Addr,
+				"error", redact.Error(err, a.cfg.Redis.URL))
 		}
-		a.checks.Add("redis", func(ctx context.Context) error { return a.rdb.Ping(ctx).Err() })
+		a.checks.Add("redis", func(ctx context.Context) error { return redact.Error(a.rdb.Ping(ctx).Err(), a.cfg.Redis.URL) })
 	}
 	return nil
 }
@@ -424,20 +426,8 @@ func (a *App) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// redact hides a password in a URL before it reaches a log or an error.
-func redact(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		return scheme + "://***@" + rest[at+1:]
-	}
-	return url
-}
-
 // RedisURL is the Redis this process uses, password hidden; "" if none.
-func (a *App) RedisURL() string { return redact(a.cfg.Redis.URL) }
+func (a *App) RedisURL() string { return redact.URL(a.cfg.Redis.URL) }
 
 // ProviderNames lists the email provider chain, in order.
 func (a *App) ProviderNames() []string {
