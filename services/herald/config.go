@@ -14,7 +14,7 @@ import (
 
 // loadConfig is the one place configuration is read: the YAML file
 // (--config or HERALD_CONFIG), then the environment (NATS_URL, REDIS_URL),
-// then the command's own flags.
+// then the command's own flags (--http-listen, --api-listen).
 func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	path, _ := cmd.Flags().GetString("config")
 	cfg, err := app.Load(cmp.Or(path, os.Getenv("HERALD_CONFIG")))
@@ -26,6 +26,9 @@ func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	cfg.Getenv = os.Getenv
 	if f := cmd.Flags().Lookup("http-listen"); f != nil && f.Changed {
 		cfg.HTTP.Listen = f.Value.String()
+	}
+	if f := cmd.Flags().Lookup("api-listen"); f != nil && f.Changed {
+		cfg.API.Listen = f.Value.String()
 	}
 	return cfg.WithDefaults(), nil
 }
