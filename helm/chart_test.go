@@ -711,6 +711,24 @@ serviceMonitor: {enabled: true}
 	require.Equal(t, "http", sm.Spec.Endpoints[0].Port)
 }
 
+// Each service may connect as its own NATS user, with only the permissions
+// it needs: its URL (credentials in it) comes from a Secret of its own.
+func TestServicesMayEachHaveTheirOwnNATSUser(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, "services: {router: {natsExistingSecret: herald-nats-router}}"))
+	router, ok := env(container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-router")), "NATS_URL")
+	require.True(t, ok)
+	require.Empty(t, router.Value, "never in the manifest")
+	require.Equal(t, "herald-nats-router", router.ValueFrom.SecretKeyRef.Name)
+	require.Equal(t, "url", router.ValueFrom.SecretKeyRef.Key)
+	pdf, ok := env(container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-pdf")), "NATS_URL")
+	require.True(t, ok)
+	require.Equal(t, "nats://nats.nats.svc.cluster.local:4222", pdf.Value, "the others keep nats.url")
+
+	_, err := install(values(t, "services: {router: {natsExistingSecret: Not_A_Name}}"))
+	require.ErrorContains(t, err, "/services/router/natsExistingSecret")
+}
+
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	r := mustInstall(t, values(t, "prometheusRule: {enabled: true}\nservices: {pdf: {enabled: false}}"))
