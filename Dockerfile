@@ -31,8 +31,9 @@ LABEL org.opencontainers.image.title="herald" \
       org.opencontainers.image.source="https://github.com/heraldhq/herald"
 COPY --from=build /herald /herald
 USER 65532:65532
-# /healthz, /readyz and /metrics (run with --http-listen 0.0.0.0:8080 or
-# http.listen in the config file: the default listens on loopback only).
-EXPOSE 8080
+# Operations: /healthz, /readyz and /metrics on 8080 (--http-listen or
+# http.listen; keep it private). Public: document links on 8081 (--api-listen
+# or api.listen). The defaults listen on loopback only.
+EXPOSE 8080 8081
 ENTRYPOINT ["/herald"]
 CMD ["--help"]

@@ -73,7 +73,7 @@ func TestChaos(t *testing.T) {
 	c.cfg.NATS.URL = n.Server.URL()
 	c.cfg.Redis.URL = redis.URL()
 	c.cfg.Redis.Prefix = heraldtest.Prefix()
-	c.cfg.HTTP.Listen = "127.0.0.1:0"
+	c.cfg.HTTP.Listen, c.cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	c.cfg.Streams.SkipApply = true
 	f.configure(&c.cfg)
 	withoutDocuments(&c.cfg)

@@ -143,7 +143,7 @@ func TestClusterLosesItsLeaderWithoutLosingOrDuplicating(t *testing.T) {
 	cfg.NATS.URL = c.urls()
 	cfg.Redis.URL = heraldtest.RedisURL(t)
 	cfg.Redis.Prefix = heraldtest.Prefix()
-	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Streams.Replicas = 3
 	cfg.Services = []string{"router", "delivery"}
 	cfg.Email.From = "Orders <orders@acme.example>"

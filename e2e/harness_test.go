@@ -40,7 +40,7 @@ type pipeline struct {
 func startPipeline(t *testing.T, edits ...func(*app.Config)) *pipeline {
 	t.Helper()
 	var cfg app.Config
-	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Redis.Prefix = heraldtest.Prefix()
 	for _, edit := range edits {
 		edit(&cfg)
@@ -84,7 +84,7 @@ func (p *pipeline) startApp(t *testing.T, services ...string) *app.App {
 	cfg := p.cfg
 	cfg.NATS.URL = p.dev.NATS.URL()
 	cfg.Redis.URL = p.redis
-	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Services = services
 	cfg.Streams.SkipApply = true
 	a, err := app.New(cfg, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))

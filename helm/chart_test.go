@@ -34,8 +34,10 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/heraldhq/herald/services/herald/app"
@@ -189,6 +191,8 @@ func (r *rendered) add(manifest string) error {
 		obj = &appsv1.Deployment{}
 	case "batch/v1 Job":
 		obj = &batchv1.Job{}
+	case "networking.k8s.io/v1 Ingress":
+		obj = &networkingv1.Ingress{}
 	case "policy/v1 PodDisruptionBudget":
 		obj = &policyv1.PodDisruptionBudget{}
 	case "autoscaling/v2 HorizontalPodAutoscaler":
@@ -258,9 +262,9 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 	r := mustInstall(t, nil)
 
 	require.ElementsMatch(t, []string{"herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router"}, r.ofKind("Deployment"))
-	require.ElementsMatch(t, r.ofKind("Deployment"), r.ofKind("Service"))
+	require.ElementsMatch(t, append(r.ofKind("Deployment"), "herald-public"), r.ofKind("Service"))
 	require.Equal(t, []string{"herald"}, r.ofKind("ServiceAccount"))
-	for _, kind := range []string{"HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Secret"} {
+	for _, kind := range []string{"HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Secret", "Ingress"} {
 		require.Emptyf(t, r.ofKind(kind), "%s rendered by default", kind)
 	}
 
@@ -275,7 +279,10 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 			require.Empty(t, c.Command, "the image's entrypoint is /herald")
 			require.Equal(t, int32(1), *d.Spec.Replicas)
 
-			require.Equal(t, []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}, c.Ports)
+			require.Equal(t, []corev1.ContainerPort{
+				{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+				{Name: "public", ContainerPort: 8081, Protocol: corev1.ProtocolTCP},
+			}, c.Ports)
 			require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
 			require.Equal(t, "http", c.LivenessProbe.HTTPGet.Port.String())
 			require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
@@ -309,6 +316,7 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 			require.Equal(t, slices.Contains(usesRedis, svc), hasRedis, "REDIS_URL only where Redis is used: /readyz checks it")
 
 			s := get[corev1.Service](t, r, "Service", "herald-"+svc)
+			require.Len(t, s.Spec.Ports, 1, "the service's own Service carries the operations port only")
 			require.Equal(t, "http", s.Spec.Ports[0].Name)
 			require.Equal(t, "http", s.Spec.Ports[0].TargetPort.String())
 			selects(t, s.Spec.Selector, d)
@@ -360,6 +368,7 @@ func TestConfigMapIsAConfigHeraldLoads(t *testing.T) {
 	t.Parallel()
 	cfg := loadConfig(t, mustInstall(t, nil))
 	require.Equal(t, "0.0.0.0:8080", cfg.HTTP.Listen, "probes and scrapes come from outside the pod")
+	require.Equal(t, "0.0.0.0:8081", cfg.API.Listen, "the port named public")
 	require.True(t, cfg.Streams.SkipApply, "the hook Job applies the streams")
 	require.Equal(t, "json", cfg.Log.Format)
 	require.Equal(t, 3, cfg.Streams.Replicas)
@@ -405,12 +414,14 @@ func TestChartOwnedSettingsWinOverValues(t *testing.T) {
 	r, err := installChart(ch, values(t, `
 config:
   http: {listen: 127.0.0.1:9999}
+  api: {listen: 0.0.0.0:8080}
   log: {format: text}
   streams: {skip_apply: false}
 `))
 	require.NoError(t, err)
 	cfg := loadConfig(t, r)
 	require.Equal(t, "0.0.0.0:8080", cfg.HTTP.Listen)
+	require.Equal(t, "0.0.0.0:8081", cfg.API.Listen)
 	require.Equal(t, "json", cfg.Log.Format)
 	require.True(t, cfg.Streams.SkipApply)
 }
@@ -423,6 +434,8 @@ func TestProductionValues(t *testing.T) {
 	// builds, the link key is long enough, the alert URL is there.
 	cfg := loadConfig(t, r)
 	require.Equal(t, "Orders <orders@acme.example>", cfg.Email.From)
+	ing := get[networkingv1.Ingress](t, r, "Ingress", "herald")
+	require.Equal(t, "https://"+ing.Spec.Rules[0].Host, cfg.Documents.PublicURL, "links point at the Ingress")
 	secrets := map[string]string{}
 	for _, name := range secretNames(cfg) {
 		secrets[name] = "a-test-value-for-" + name + "-that-is-at-least-32-bytes"
@@ -641,7 +654,8 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 		{"prometheusRule: {enabled: true}", "PrometheusRule", []string{"herald"}},
 		{"secrets: {create: true, values: {A: b}}", "Secret", []string{"herald-secrets"}},
 		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-delivery-email", "herald-dlq", "herald-router"}},
-		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-delivery-email", "herald-dlq", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-delivery-email", "herald-dlq", "herald-public", "herald-router"}},
+		{"public: {ingress: {enabled: true, host: herald.example.com}}", "Ingress", []string{"herald"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.values, func(t *testing.T) {
@@ -650,6 +664,69 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 			require.Equal(t, tt.want, r.ofKind(tt.kind))
 		})
 	}
+}
+
+// Only the public port leaves the cluster: the Ingress reaches the public
+// Service, which reaches every service's public port and nothing else;
+// probes and Prometheus use the operations port through the services' own
+// Services, which no Ingress reaches.
+func TestOnlyThePublicPortIsExposed(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, `
+public: {ingress: {enabled: true, host: herald.example.com, className: nginx}}
+serviceMonitor: {enabled: true}
+`))
+	ing := get[networkingv1.Ingress](t, r, "Ingress", "herald")
+	require.Len(t, ing.Spec.Rules, 1)
+	require.Equal(t, "herald.example.com", ing.Spec.Rules[0].Host)
+	paths := ing.Spec.Rules[0].HTTP.Paths
+	require.Len(t, paths, 1)
+	require.Equal(t, networkingv1.ServiceBackendPort{Name: "public"}, paths[0].Backend.Service.Port)
+	require.Equal(t, "herald-public", paths[0].Backend.Service.Name)
+
+	public := get[corev1.Service](t, r, "Service", "herald-public")
+	require.Len(t, public.Spec.Ports, 1)
+	require.Equal(t, "public", public.Spec.Ports[0].Name)
+	require.Equal(t, "public", public.Spec.Ports[0].TargetPort.String())
+	selector := labels.SelectorFromSet(public.Spec.Selector)
+	for svc := range targets {
+		d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
+		require.True(t, selector.Matches(labels.Set(d.Spec.Template.Labels)), "%s serves document links", svc)
+		for _, p := range container(t, d).Ports {
+			if p.Name == "public" {
+				require.Equal(t, loadConfig(t, r).API.Listen, fmt.Sprintf("0.0.0.0:%d", p.ContainerPort))
+			}
+		}
+	}
+	job := get[batchv1.Job](t, r, "Job", "herald-streams")
+	require.False(t, selector.Matches(labels.Set(job.Spec.Template.Labels)), "the streams Job serves nothing")
+
+	sm := get[serviceMonitor](t, r, "ServiceMonitor", "herald")
+	scraped, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	require.NoError(t, err)
+	require.False(t, scraped.Matches(labels.Set(public.Labels)), "Prometheus does not scrape through the public Service")
+	for svc := range targets {
+		require.True(t, scraped.Matches(labels.Set(get[corev1.Service](t, r, "Service", "herald-"+svc).Labels)), svc)
+	}
+	require.Equal(t, "http", sm.Spec.Endpoints[0].Port)
+}
+
+// Each service may connect as its own NATS user, with only the permissions
+// it needs: its URL (credentials in it) comes from a Secret of its own.
+func TestServicesMayEachHaveTheirOwnNATSUser(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, "services: {router: {natsExistingSecret: herald-nats-router}}"))
+	router, ok := env(container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-router")), "NATS_URL")
+	require.True(t, ok)
+	require.Empty(t, router.Value, "never in the manifest")
+	require.Equal(t, "herald-nats-router", router.ValueFrom.SecretKeyRef.Name)
+	require.Equal(t, "url", router.ValueFrom.SecretKeyRef.Key)
+	pdf, ok := env(container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-pdf")), "NATS_URL")
+	require.True(t, ok)
+	require.Equal(t, "nats://nats.nats.svc.cluster.local:4222", pdf.Value, "the others keep nats.url")
+
+	_, err := install(values(t, "services: {router: {natsExistingSecret: Not_A_Name}}"))
+	require.ErrorContains(t, err, "/services/router/natsExistingSecret")
 }
 
 func TestAlertRules(t *testing.T) {
@@ -716,6 +793,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{`services: {router: {replica: 2}}`, "replica"},
 		{`config: {email: {form: "Orders <orders@acme.example>"}}`, "form"},
 		{`config: {http: {listen: "0.0.0.0:9090"}}`, "http"},
+		{`config: {api: {listen: "0.0.0.0:9090"}}`, "api"},
+		{`public: {ingress: {hosts: [herald.example.com]}}`, "hosts"},
 		{`config: {nats: {url: "nats://x:4222"}}`, "nats"},
 		{`config: {redis: {url: "redis://x"}}`, "url"},
 		{`config: {log: {format: text}}`, "format"},
@@ -747,6 +826,8 @@ func TestTemplatesRefuseWhatTheSchemaCannotSee(t *testing.T) {
 	require.ErrorContains(t, err, "redis.url or redis.existingSecret is required")
 	_, err = install(values(t, "services: {pdf: {autoscaling: {enabled: true, minReplicas: 5, maxReplicas: 2}}}"))
 	require.ErrorContains(t, err, "minReplicas (5) exceeds maxReplicas (2)")
+	_, err = install(values(t, "public: {ingress: {enabled: true}}"))
+	require.ErrorContains(t, err, "public.ingress.host is required")
 }
 
 // TestSchemaMirrorsHeraldConfig keeps values.schema.json's config section
@@ -786,7 +867,7 @@ func TestSchemaMirrorsHeraldConfig(t *testing.T) {
 	walk("", schema["properties"].(map[string]any)["config"].(map[string]any))
 
 	inHerald := yamlKeys("", reflect.TypeFor[app.Config]())
-	chartOwned := []string{"nats", "nats.url", "redis.url", "http", "http.listen", "streams.skip_apply", "log.format"}
+	chartOwned := []string{"nats", "nats.url", "redis.url", "http", "http.listen", "api", "api.listen", "streams.skip_apply", "log.format"}
 	for _, k := range chartOwned {
 		require.Contains(t, inHerald, k, "Herald no longer has %s: update the chart", k)
 	}
@@ -843,6 +924,7 @@ func TestNotes(t *testing.T) {
 	notes = mustInstall(t, production(t)).notes
 	require.NotContains(t, notes, "WARNING")
 	require.Contains(t, notes, "3–12 replicas (HPA)")
+	require.Contains(t, notes, "the Ingress for herald.acme.example")
 }
 
 func TestNATSValuesDescribeAThreeNodeJetStreamCluster(t *testing.T) {

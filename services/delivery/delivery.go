@@ -129,6 +129,9 @@ type worker struct {
 
 func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 	d, err := notification.Decode(msg.Data())
+	if err == nil {
+		err = ownTenant(msg.Subject(), d)
+	}
 	if err != nil {
 		w.metrics.outcome(ctx, d, "", "failed")
 		w.deadLetter(ctx, msg, d, err)
@@ -282,6 +285,21 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 	default:
 		w.retry(ctx, msg, d, entry, err, log)
 	}
+}
+
+// ownTenant refuses a delivery that reaches outside its tenant: published
+// on another tenant's subject (notify.<channel>.<priority>.<tenant>), or
+// naming another tenant's document — a forged message that would mail one
+// tenant's PDF to an address another chose. It is refused before the
+// lease and the ledger: nothing of it is recorded under either tenant.
+func ownTenant(subject string, d notification.Delivery) error {
+	if tokens := strings.Split(subject, "."); len(tokens) != 4 || tokens[3] != d.Tenant {
+		return fmt.Errorf("forged delivery: tenant %q published on %s", d.Tenant, subject)
+	}
+	if d.Document != nil && d.Document.Object != "" && !documents.BelongsTo(d.Document.Object, d.Tenant) {
+		return fmt.Errorf("forged delivery: document %s is not tenant %q's", d.Document.Object, d.Tenant)
+	}
+	return nil
 }
 
 // content is the delivery's document: attached, or linked when it is

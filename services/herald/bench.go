@@ -17,6 +17,7 @@ import (
 	chart "github.com/wcharczuk/go-chart/v2"
 
 	"github.com/heraldhq/herald/services/bench"
+	"github.com/heraldhq/herald/shared/redact"
 )
 
 func benchCommand() *cobra.Command {
@@ -91,7 +92,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	report, err := bench.Run(cmd.Context(), bc, func(p bench.Progress) { _ = bar.Set(p.Delivered) })
 	_ = bar.Finish()
 	if err != nil {
-		return err
+		return redact.Error(err, bc.NATSURL, bc.RedisURL)
 	}
 	if plot != "" {
 		if err := writePlot(plot, report); err != nil {

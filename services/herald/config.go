@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"io"
 	"log/slog"
 	"os"
 
@@ -13,7 +14,7 @@ import (
 
 // loadConfig is the one place configuration is read: the YAML file
 // (--config or HERALD_CONFIG), then the environment (NATS_URL, REDIS_URL),
-// then the command's own flags.
+// then the command's own flags (--http-listen, --api-listen).
 func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	path, _ := cmd.Flags().GetString("config")
 	cfg, err := app.Load(cmp.Or(path, os.Getenv("HERALD_CONFIG")))
@@ -26,15 +27,19 @@ func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	if f := cmd.Flags().Lookup("http-listen"); f != nil && f.Changed {
 		cfg.HTTP.Listen = f.Value.String()
 	}
+	if f := cmd.Flags().Lookup("api-listen"); f != nil && f.Changed {
+		cfg.API.Listen = f.Value.String()
+	}
 	return cfg.WithDefaults(), nil
 }
 
-func newLogger(cfg app.Config) *slog.Logger {
+// newLogger logs to w: the command's stderr.
+func newLogger(cfg app.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.Log.Level))
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.Log.Format == "json" {
-		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(os.Stderr, opts)))
+		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(telemetry.LogHandler(slog.NewTextHandler(os.Stderr, opts)))
+	return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
 }

@@ -33,7 +33,7 @@ against it. Ctrl-C finishes in-flight messages, then stops.`,
 	}
 	cmd.Flags().String("data", ".herald", "data directory: JetStream store and mail sink")
 	cmd.Flags().String("nats-listen", "127.0.0.1:4222", "embedded NATS client address")
-	cmd.Flags().String("http-listen", "127.0.0.1:8080", "address for /healthz, /readyz and /metrics")
+	listenFlags(cmd)
 	cmd.Flags().Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may spend finishing in-flight messages")
 	return cmd
 }
@@ -45,7 +45,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	}
 	data, _ := cmd.Flags().GetString("data")
 	natsListen, _ := cmd.Flags().GetString("nats-listen")
-	logger := newLogger(cfg)
+	logger := newLogger(cfg, cmd.ErrOrStderr())
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dev, err := app.StartDev(ctx, app.DevConfig{DataDir: data, NATSListen: natsListen, RedisURL: cfg.Redis.URL, Config: cfg}, logger)
@@ -70,7 +70,8 @@ func printBanner(w io.Writer, dev *app.Dev) {
 	fmt.Fprintf(w, "\nHerald dev is running.\n\n")
 	fmt.Fprintf(w, "  NATS    %s   (JetStream store %s/nats)\n", dev.NATS.URL(), dev.DataDir)
 	fmt.Fprintf(w, "  Redis   %s\n", redis)
-	fmt.Fprintf(w, "  HTTP    http://%s/healthz  /readyz  /metrics\n", dev.App.HTTPAddr())
+	fmt.Fprintf(w, "  Ops     http://%s/healthz  /readyz  /metrics   (--http-listen: keep private)\n", dev.App.HTTPAddr())
+	fmt.Fprintf(w, "  Public  http://%s/v1/documents/…   (--api-listen: document links)\n", dev.App.APIAddr())
 	if dev.MailDir != "" {
 		fmt.Fprintf(w, "  Mail    %s   (one .eml file per email; open it with any mail client)\n", dev.MailDir)
 	} else {

@@ -16,9 +16,7 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
 
 // herald runs the command line as a user would and returns its output.
 func herald(t *testing.T, args ...string) (string, error) {

@@ -18,7 +18,9 @@ func runCommand() *cobra.Command {
 		Short: "Run Herald services against NATS_URL (and REDIS_URL)",
 		Long: `Run the named services in this process: router, pdf, delivery, dlq.
 With no names, all of them run. Each process serves /healthz, /readyz and
-/metrics on --http-listen. SIGINT or SIGTERM drains in-flight messages, then exits.
+/metrics on --http-listen (operations: keep it private), and signed document
+links on --api-listen (public: put this one behind your ingress). SIGINT or
+SIGTERM drains in-flight messages, then exits.
 
 Traces are exported over OTLP when the standard variables ask for them
 (OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp; see the README).`,
@@ -30,7 +32,7 @@ Traces are exported over OTLP when the standard variables ask for them
 				return err
 			}
 			cfg.Services = args
-			logger := newLogger(cfg.WithDefaults())
+			logger := newLogger(cfg.WithDefaults(), cmd.ErrOrStderr())
 			a, err := app.New(cfg, logger)
 			if err != nil {
 				return err
@@ -40,7 +42,7 @@ Traces are exported over OTLP when the standard variables ask for them
 			if err := a.Start(ctx); err != nil {
 				return err
 			}
-			logger.Info("herald running", "services", cfg.WithDefaults().Services, "http", a.HTTPAddr())
+			logger.Info("herald running", "services", cfg.WithDefaults().Services, "http", a.HTTPAddr(), "api", a.APIAddr())
 			<-ctx.Done()
 			stop()
 			timeout, _ := cmd.Flags().GetDuration("shutdown-timeout")
@@ -50,7 +52,13 @@ Traces are exported over OTLP when the standard variables ask for them
 			return a.Stop(sctx)
 		},
 	}
-	cmd.Flags().String("http-listen", "127.0.0.1:8080", "address for /healthz, /readyz and /metrics")
+	listenFlags(cmd)
 	cmd.Flags().Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may spend finishing in-flight messages")
 	return cmd
+}
+
+// listenFlags are the two HTTP addresses, for run and dev.
+func listenFlags(cmd *cobra.Command) {
+	cmd.Flags().String("http-listen", "127.0.0.1:8080", "operations address: /healthz, /readyz and /metrics (keep it private)")
+	cmd.Flags().String("api-listen", "127.0.0.1:8081", "public address: signed document links")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -118,7 +119,7 @@ consumer's. The output is what the stock CLI takes:
 func connectJetStream(url string) (jetstream.JetStream, func(), error) {
 	nc, err := nats.Connect(url, nats.Name("herald cli"), nats.Timeout(5*time.Second))
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to NATS at %s: %w (set NATS_URL, or start `herald dev`)", url, err)
+		return nil, nil, fmt.Errorf("connecting to NATS at %s: %w (set NATS_URL, or start `herald dev`)", redact.URL(url), redact.Error(err, url))
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

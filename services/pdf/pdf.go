@@ -162,6 +162,11 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int)
 		s.deadLetter(ctx, msg, req, fmt.Errorf("malformed render request: %v", cmp.Or(err, errors.New("missing object or type"))))
 		return
 	}
+	if !documents.BelongsTo(req.Object, req.Tenant) {
+		// Rendering over, or releasing, another tenant's document.
+		s.deadLetter(ctx, msg, req, fmt.Errorf("forged render request: object %s is not tenant %q's", req.Object, req.Tenant))
+		return
+	}
 	log := s.cfg.Logger.With("object", req.Object, "tenant", req.Tenant)
 	ref, err := s.document(ctx, req)
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/shared/event"
@@ -168,4 +169,12 @@ func spread(req Request, n int, hashes []uint64, sizes []int64, room int64) ([]R
 		parts[p].Deliveries = append(parts[p].Deliveries, d)
 	}
 	return slices.DeleteFunc(parts, func(r Request) bool { return len(r.Deliveries) == 0 }), true
+}
+
+// BelongsTo says whether an object is one of tenant's documents: its name's
+// first segment is the tenant (see ObjectName). A message naming another
+// tenant's object must not render over it or send it anywhere.
+func BelongsTo(object, tenant string) bool {
+	owner, rest, ok := strings.Cut(object, "/")
+	return ok && tenant != "" && owner == tenant && rest != ""
 }

@@ -28,6 +28,9 @@ type NATSConfig struct {
 	Logger *slog.Logger
 	// Cluster joins the server to a JetStream cluster. Defaults to none.
 	Cluster *ClusterConfig
+	// Options edits the server's options last, before it starts: users
+	// and their permissions, say. Defaults to none.
+	Options func(*server.Options)
 }
 
 // ClusterConfig makes an embedded server one node of a cluster.
@@ -65,6 +68,9 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 	}
 	if err := cluster(opts, cfg.Cluster); err != nil {
 		return nil, fmt.Errorf("embedded nats: cluster: %w", err)
+	}
+	if cfg.Options != nil {
+		cfg.Options(opts)
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -89,12 +89,14 @@ dlq:
 {{/*
 Herald's configuration file: the values' config, with what the chart owns
 laid over it. The services listen on every interface (Kubernetes probes and
-scrapes come from outside the pod), log JSON, and leave the streams to the
-hook Job.
+scrapes come from outside the pod): operations on 8080 (port "http"), the
+public listener on 8081 (port "public"). They log JSON, and leave the streams
+to the hook Job.
 */}}
 {{- define "herald.config" -}}
 {{- $owned := dict
   "http" (dict "listen" "0.0.0.0:8080")
+  "api" (dict "listen" "0.0.0.0:8081")
   "log" (dict "format" "json")
   "streams" (dict "skip_apply" .Values.streamsJob.enabled)
 }}
@@ -146,4 +148,13 @@ hook Job.
 {{/* The fewest replicas a service runs with. */}}
 {{- define "herald.minReplicas" -}}
 {{- if .autoscaling.enabled }}{{ .autoscaling.minReplicas }}{{ else }}{{ .replicas }}{{ end }}
+{{- end }}
+
+{{/*
+The label of the pods behind the public Service: every service's pods serve
+document links on their public port (any of them can read the object store),
+and nothing else — the streams Job's pod — carries it.
+*/}}
+{{- define "herald.publicLabel" -}}
+herald.io/public: "true"
 {{- end }}

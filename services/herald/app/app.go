@@ -1,6 +1,7 @@
 // Package app assembles Herald's services into one process: it connects to
 // NATS (and Redis), applies the stream declarations, starts the services the
-// configuration names, and serves health and metrics over HTTP. `herald run`
+// configuration names, and serves health and metrics on one HTTP listener
+// (operations) and document links on another (public). `herald run`
 // and `herald dev` use it; so do the end-to-end tests.
 package app
 
@@ -33,6 +34,7 @@ import (
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/streams"
 )
@@ -65,8 +67,9 @@ type App struct {
 	js          jetstream.JetStream
 	rdb         *redis.Client
 	services    []service
-	http        *http.Server
-	httpAddr    net.Addr
+	servers     []*http.Server
+	opsAddr     net.Addr // http.listen
+	publicAddr  net.Addr // api.listen
 	stopOnce    sync.Once
 	stopErr     error
 }
@@ -95,7 +98,7 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	if cfg.Redis.URL != "" {
 		opts, err := redis.ParseURL(cfg.Redis.URL)
 		if err != nil {
-			return nil, fmt.Errorf("redis.url: %w", err)
+			return nil, fmt.Errorf("redis.url: %w", redact.Error(err, cfg.Redis.URL))
 		}
 		a.rdb = redis.NewClient(opts)
 	}
@@ -278,7 +281,7 @@ func (a *App) connect(ctx context.Context) error {
 		nats.ClosedHandler(func(*nats.Conn) { close(a.ncClosed) }),
 	)
 	if err != nil {
-		return fmt.Errorf("nats: connecting to %s: %w", redact(a.cfg.NATS.URL), err)
+		return fmt.Errorf("nats: connecting to %s: %w", redact.URL(a.cfg.NATS.URL), redact.Error(err, a.cfg.NATS.URL))
 	}
 	a.nc = nc
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(notification.AckTimeout))
@@ -302,9 +305,10 @@ func (a *App) connect(ctx context.Context) error {
 	a.checks.Add("streams", a.streamsPresent)
 	if a.rdb != nil {
 		if err := a.rdb.Ping(ctx).Err(); err != nil {
-			a.logger.WarnContext(ctx, "redis is not reachable yet; deliveries wait for it", "addr", a.rdb.Options().Addr, "error", err)
+			a.logger.WarnContext(ctx, "redis is not reachable yet; deliveries wait for it", "addr", a.rdb.Options().Addr,
+				"error", redact.Error(err, a.cfg.Redis.URL))
 		}
-		a.checks.Add("redis", func(ctx context.Context) error { return a.rdb.Ping(ctx).Err() })
+		a.checks.Add("redis", func(ctx context.Context) error { return redact.Error(a.rdb.Ping(ctx).Err(), a.cfg.Redis.URL) })
 	}
 	return nil
 }
@@ -355,27 +359,55 @@ func (a *App) streamsPresent(ctx context.Context) error {
 	return nil
 }
 
+// startHTTP opens both listeners: operations (http.listen) for probes and
+// scrapers, public (api.listen) for what outsiders reach. They share no
+// route, so exposing the public one exposes nothing of operations.
 func (a *App) startHTTP(ctx context.Context) error {
-	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", health.LiveHandler())
-	mux.Handle("GET /readyz", a.checks.ReadyHandler())
-	mux.Handle("GET /metrics", a.tel.Handler())
-	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
+	opsLn, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("http.listen: %w", err)
 	}
-	a.httpAddr = ln.Addr()
-	if err := a.serveDocuments(ctx, mux); err != nil {
-		_ = ln.Close()
+	publicLn, err := net.Listen("tcp", a.cfg.API.Listen)
+	if err != nil {
+		_ = opsLn.Close()
+		return fmt.Errorf("api.listen: %w", err)
+	}
+	a.opsAddr, a.publicAddr = opsLn.Addr(), publicLn.Addr()
+	public := http.NewServeMux()
+	if err := a.serveDocuments(ctx, public); err != nil {
+		_, _ = opsLn.Close(), publicLn.Close()
 		return err
 	}
-	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ops := http.NewServeMux()
+	ops.Handle("GET /healthz", health.LiveHandler())
+	ops.Handle("GET /readyz", a.checks.ReadyHandler())
+	ops.Handle("GET /metrics", a.tel.Handler())
+	a.serve("http.listen", opsLn, ops)
+	a.serve("api.listen", publicLn, public)
+	return nil
+}
+
+// The timeouts of both listeners, so that no client holds a connection
+// open at will. Nothing served reads a request body yet: reading is
+// bounded tight. Writing leaves a large document time to reach a slow
+// client. An idle keep-alive connection is closed after a minute.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 2 * time.Minute
+	idleTimeout       = time.Minute
+)
+
+// serve serves h on ln until Stop shuts the server down.
+func (a *App) serve(name string, ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
+	a.servers = append(a.servers, srv)
 	go func() {
-		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.logger.Error("http server stopped", "error", err)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.logger.Error("http server stopped", "listener", name, "error", err)
 		}
 	}()
-	return nil
 }
 
 // serveDocuments, when links are configured, serves signed document links
@@ -384,7 +416,7 @@ func (a *App) serveDocuments(ctx context.Context, mux *http.ServeMux) error {
 	if a.linkKey == nil {
 		return nil
 	}
-	public := cmp.Or(a.cfg.Documents.PublicURL, "http://"+a.httpAddr.String())
+	public := cmp.Or(a.cfg.Documents.PublicURL, "http://"+a.publicAddr.String())
 	signer, err := documents.NewSigner(a.linkKey, public, a.cfg.Documents.LinkTTL)
 	if err != nil {
 		return fmt.Errorf("documents.public_url: %w", err)
@@ -398,8 +430,11 @@ func (a *App) serveDocuments(ctx context.Context, mux *http.ServeMux) error {
 	return nil
 }
 
-// HTTPAddr is the address health and metrics are served on.
-func (a *App) HTTPAddr() string { return a.httpAddr.String() }
+// HTTPAddr is the operations address: health, readiness, metrics.
+func (a *App) HTTPAddr() string { return a.opsAddr.String() }
+
+// APIAddr is the public address: document links.
+func (a *App) APIAddr() string { return a.publicAddr.String() }
 
 // Stop drains the services (in-flight messages finish and are
 // acknowledged), then closes connections. ctx bounds the drain. Calling it
@@ -415,8 +450,8 @@ func (a *App) stop(ctx context.Context) error {
 		errs = append(errs, a.services[i].Stop(ctx))
 	}
 	a.services = nil
-	if a.http != nil {
-		errs = append(errs, a.http.Shutdown(ctx))
+	for _, srv := range a.servers {
+		errs = append(errs, srv.Shutdown(ctx))
 	}
 	if a.nc != nil {
 		// Drain flushes pending publishes and acks before closing.
@@ -437,20 +472,8 @@ func (a *App) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// redact hides a password in a URL before it reaches a log or an error.
-func redact(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		return scheme + "://***@" + rest[at+1:]
-	}
-	return url
-}
-
 // RedisURL is the Redis this process uses, password hidden; "" if none.
-func (a *App) RedisURL() string { return redact(a.cfg.Redis.URL) }
+func (a *App) RedisURL() string { return redact.URL(a.cfg.Redis.URL) }
 
 // ProviderNames lists the email provider chain, in order.
 func (a *App) ProviderNames() []string {

@@ -40,10 +40,19 @@ type Config struct {
 		Prefix string `yaml:"prefix"`
 	} `yaml:"redis"`
 	HTTP struct {
-		// Listen is the health, metrics (and later API) address.
+		// Listen is the operations address: /healthz, /readyz and
+		// /metrics, for probes and scrapers, never for the internet (the
+		// metrics name tenants, readiness names internal addresses).
 		// Defaults to 127.0.0.1:8080.
 		Listen string `yaml:"listen"`
 	} `yaml:"http"`
+	API struct {
+		// Listen is the public address: what recipients and outsiders
+		// reach — signed document links now; the API, provider webhooks
+		// and the console later. It serves nothing of the operations
+		// address. Defaults to 127.0.0.1:8081.
+		Listen string `yaml:"listen"`
+	} `yaml:"api"`
 	Streams struct {
 		// Replicas overrides num_replicas of every stream (3 on a cluster).
 		// Defaults to the declared value.
@@ -130,8 +139,9 @@ type DocumentsConfig struct {
 	LinkSecretFile string `yaml:"link_secret_file"`
 	// LinkTTL is how long a link works. Defaults to 7 days.
 	LinkTTL time.Duration `yaml:"link_ttl"`
-	// PublicURL is Herald's HTTP address as recipients reach it, e.g.
-	// https://herald.example.com. Defaults to http://<http.listen>.
+	// PublicURL is Herald's public address (api.listen) as recipients
+	// reach it, e.g. https://herald.example.com. Defaults to
+	// http://<api.listen>.
 	PublicURL string `yaml:"public_url"`
 	// Retention is how long a rendered document is kept after it was
 	// stored; 0 keeps it forever, as business documents may have to be for
@@ -222,6 +232,7 @@ func Load(path string) (Config, error) {
 func (c Config) WithDefaults() Config {
 	c.NATS.URL = cmp.Or(c.NATS.URL, "nats://127.0.0.1:4222")
 	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, "127.0.0.1:8080")
+	c.API.Listen = cmp.Or(c.API.Listen, "127.0.0.1:8081")
 	c.Redis.Prefix = cmp.Or(c.Redis.Prefix, "herald:")
 	c.Documents.LinkTTL = cmp.Or(c.Documents.LinkTTL, 7*24*time.Hour)
 	c.Ledger.Retention = cmp.Or(c.Ledger.Retention, 90*24*time.Hour)

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -107,6 +108,7 @@ func TestDefaultChainIsSESThenSendGrid(t *testing.T) {
 	env["SENDGRID_API_KEY"] = "SG.SECRET-must-not-leak"
 	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a.Stop(context.Background())) }) // its Redis client
 	require.Equal(t, []string{"ses", "sendgrid"}, a.ProviderNames())
 }
 

@@ -1,0 +1,231 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/streams"
+)
+
+// jsCommon is what every Herald service asks the JetStream API: whether
+// the declared streams exist (readiness), and their state.
+var jsCommon = []string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*"}
+
+// consume is what reading a durable consumer takes: its info, the next
+// messages, and the acknowledgements.
+func consume(stream, durable string) []string {
+	return []string{
+		"$JS.API.CONSUMER.INFO." + stream + "." + durable,
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + "." + durable,
+		"$JS.ACK." + stream + "." + durable + ".>",
+	}
+}
+
+// readDocuments and writeDocuments are the object store "documents": its
+// metadata is read with direct gets (every stream allows them), its chunks
+// through an ordered consumer; writing a name again purges its old chunks.
+// ledger is the key-value bucket "deliveries" and its retry index,
+// "delivery_retries", which the sweep watches. dlqPayloads is where a
+// service that dead-letters a message too large for its entry keeps the
+// payload.
+var (
+	readDocuments = []string{
+		"$JS.API.DIRECT.GET.OBJ_documents.>", "$JS.API.CONSUMER.CREATE.OBJ_documents.>", "$JS.API.CONSUMER.DELETE.OBJ_documents.>",
+	}
+	writeDocuments = []string{"$O.documents.>", "$JS.API.STREAM.PURGE.OBJ_documents"}
+	ledger         = []string{"$KV.deliveries.>", "$JS.API.DIRECT.GET.KV_deliveries.>",
+		"$KV.delivery_retries.>", "$JS.API.DIRECT.GET.KV_delivery_retries.>"}
+	dlqPayloads = []string{"$O.dlq_payloads.>", "$JS.API.DIRECT.GET.OBJ_dlq_payloads.>", "$JS.API.STREAM.PURGE.OBJ_dlq_payloads"}
+)
+
+// servicePermissions are the least each Herald service needs, as README.md
+// ("NATS permissions") and the chart's README give them. Every service
+// receives its replies, fetched messages and acknowledgements on _INBOX.>.
+var servicePermissions = map[string][]string{
+	"router": join(jsCommon, consume("ORDERS", "router"), consume("INVENTORY", "router"), dlqPayloads,
+		[]string{"docs.render.*", "notify.*.*.*", "dlq.ORDERS.router", "dlq.INVENTORY.router"}),
+	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
+		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
+	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads,
+		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
+	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
+		// The original of a dead letter, from any stream; copies to the
+		// DLQ; the sweep watches its index (once, after an upgrade, lists
+		// the ledger) and resends to NOTIFY.
+		[]string{"$JS.API.DIRECT.GET.>", "dlq.*.*", "notify.*.*.*",
+			"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
+			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>"}),
+}
+
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+const publisherInbox = "_INBOX_orders"
+
+// natsUsers are the users of the permissions test: one per service, an
+// administrator that applies the streams, and a publisher that may only
+// publish events (and read the stream's acknowledgements on an inbox of
+// its own, so it cannot read other clients' replies).
+func natsUsers(opts *server.Options) {
+	opts.Users = []*server.User{
+		{Username: "admin", Password: "admin"},
+		{Username: "publisher", Password: "publisher", Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{"orders.*", "inventory.*"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{publisherInbox + ".>"}},
+		}},
+	}
+	for name, allow := range servicePermissions {
+		opts.Users = append(opts.Users, &server.User{Username: name, Password: name, Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: allow},
+			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+		}})
+	}
+}
+
+// violations collects the server's permission violations.
+type violations struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (v *violations) Enabled(context.Context, slog.Level) bool { return true }
+func (v *violations) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "Violation") {
+		v.mu.Lock()
+		v.lines = append(v.lines, r.Message)
+		v.mu.Unlock()
+	}
+	return nil
+}
+func (v *violations) WithAttrs([]slog.Attr) slog.Handler { return v }
+func (v *violations) WithGroup(string) slog.Handler      { return v }
+func (v *violations) list() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.lines...)
+}
+
+// The permissions README.md documents are enough: each service runs as its
+// own NATS user with only those, an order goes through to its emails and an
+// invalid one to the DLQ, and no service was denied anything on the way. A
+// publisher with its permissions can publish events and nothing else.
+func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
+	t.Parallel()
+	denied := &violations{}
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Options: natsUsers, Logger: slog.New(denied)})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	as := func(user string) string {
+		return strings.Replace(srv.URL(), "nats://", "nats://"+user+":"+user+"@", 1)
+	}
+	ctx := heraldtest.Context(t)
+	admin, err := nats.Connect(as("admin"))
+	require.NoError(t, err)
+	t.Cleanup(admin.Close)
+	adminJS, err := jetstream.New(admin)
+	require.NoError(t, err)
+	report, err := streams.Apply(ctx, adminJS, streams.Options{})
+	require.NoError(t, err)
+	require.NoError(t, report.Err())
+
+	mailDir := t.TempDir()
+	redisURL, prefix := heraldtest.RedisURL(t), heraldtest.Prefix()
+	client := heraldtest.HTTPClient(t)
+	for _, name := range app.Targets {
+		var cfg app.Config
+		cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = as(name), redisURL, prefix
+		cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
+		cfg.Streams.SkipApply = true
+		cfg.Services = []string{name}
+		cfg.Email.From = "Herald <herald@example.com>"
+		cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: mailDir}}
+		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		require.NoError(t, a.Start(ctx), name)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, a.Stop(ctx))
+		})
+		require.Eventually(t, func() bool {
+			resp, err := client.Get("http://" + a.HTTPAddr() + "/readyz")
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}, 30*time.Second, 50*time.Millisecond, "%s is ready", name)
+	}
+
+	refused := make(chan error, 1)
+	publisher, err := nats.Connect(as("publisher"), nats.CustomInboxPrefix(publisherInbox),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case refused <- err:
+			default:
+			}
+		}))
+	require.NoError(t, err)
+	t.Cleanup(publisher.Close)
+	pubJS, err := jetstream.New(publisher)
+	require.NoError(t, err)
+	order, err := os.ReadFile("../../../examples/events/order.created.json")
+	require.NoError(t, err)
+	_, err = pubJS.Publish(ctx, "orders.created", order)
+	require.NoError(t, err, "a publisher publishes events")
+	_, err = pubJS.Publish(ctx, "orders.created", []byte(`{"not": "an event"}`))
+	require.NoError(t, err)
+	// An invalid event too large to travel in its dead letter: the router
+	// keeps its payload in the object store dlq_payloads.
+	huge := `{"not": "an event", "pad": "` + strings.Repeat("x", int(publisher.MaxPayload())-4096) + `"}`
+	_, err = pubJS.Publish(ctx, "orders.created", []byte(huge))
+	require.NoError(t, err)
+
+	mails := func() int {
+		files, err := filepath.Glob(filepath.Join(mailDir, "*.eml"))
+		require.NoError(t, err)
+		return len(files)
+	}
+	require.Eventually(t, func() bool {
+		return len(denied.list()) > 0 || mails() == 2 && len(heraldtest.StreamMessages(t, adminJS, "DLQ")) == 2
+	}, 60*time.Second, 50*time.Millisecond)
+	require.Empty(t, denied.list(), "the server denied a service")
+	require.Equal(t, 2, mails(), "the order's two emails")
+	entries := heraldtest.StreamMessages(t, adminJS, "DLQ")
+	require.Len(t, entries, 2, "the invalid events' dead letters")
+	require.NotEmpty(t, entries[0].Header.Get(deadletter.HeaderPayloadObject)+entries[1].Header.Get(deadletter.HeaderPayloadObject),
+		"the large one's payload is kept in the object store")
+
+	require.NoError(t, publisher.Publish("notify.email.normal.acme", []byte(`{}`)))
+	require.NoError(t, publisher.Flush())
+	select {
+	case err := <-refused:
+		require.True(t, errors.Is(err, nats.ErrPermissionViolation), "%v", err)
+	case <-ctx.Done():
+		t.Fatal("a publisher published a delivery")
+	}
+	for _, line := range denied.list() {
+		require.Contains(t, line, `"notify.email.normal.acme"`, "only the publisher's attempt was denied")
+	}
+}
