@@ -95,7 +95,7 @@ func TestEveryFileIsEmbedded(t *testing.T) {
 	require.Equal(t, onDisk, embedded)
 }
 
-// DESIGN.md's table, as the files must declare it.
+// The layout docs/ARCHITECTURE.md describes, as the files must declare it.
 func TestDeclaresDesignLayout(t *testing.T) {
 	t.Parallel()
 	want := map[string]struct {
@@ -134,7 +134,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 	}
 	orders, err := streams.Find("ORDERS")
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, orders.Config.Duplicates, 10*time.Minute, "DESIGN.md: ORDERS duplicate window ≥ 10 min")
+	require.GreaterOrEqual(t, orders.Config.Duplicates, 10*time.Minute, "docs/ARCHITECTURE.md: ORDERS duplicate window ≥ 10 min")
 }
 
 // What is kept, and for how long: the ledger and its retry index forget

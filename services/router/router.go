@@ -1,7 +1,8 @@
 // Package router decides who hears about each business event. It consumes
 // ORDERS and INVENTORY with the durable consumer "router", applies the routes
-// (YAML config, DESIGN.md's defaults built in), and publishes one delivery per
-// recipient per channel to notify.<channel>.<priority>.<tenant> with
+// (YAML config, with the defaults docs/ARCHITECTURE.md describes built in),
+// and publishes one delivery per recipient per channel to
+// notify.<channel>.<priority>.<tenant> with
 // Nats-Msg-Id set to the delivery's dedupe key. It never talks to a provider.
 //
 // Deliveries that carry a document wait for it instead, in render requests

@@ -32,7 +32,7 @@ type Route struct {
 	Priority notification.Priority `yaml:"priority,omitempty" json:"priority,omitempty"`
 }
 
-// DefaultRoutes are the routes DESIGN.md describes. A purchase order goes to
+// DefaultRoutes are the routes docs/ARCHITECTURE.md describes. A purchase order goes to
 // the supplier and, as the buyer's copy, to the buyer's own contacts; each
 // later document goes to the party that must act on it.
 func DefaultRoutes() []Route {
