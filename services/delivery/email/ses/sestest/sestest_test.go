@@ -103,7 +103,6 @@ func TestSchedules(t *testing.T) {
 func TestStopReleasesTimeouts(t *testing.T) {
 	t.Parallel()
 	errc := make(chan error, 1)
-	start := time.Now()
 	t.Run("server", func(t *testing.T) {
 		srv := sestest.New(t)
 		srv.Faults(func(int) sestest.Fault { return sestest.Timeout(time.Hour) })
@@ -119,8 +118,14 @@ func TestStopReleasesTimeouts(t *testing.T) {
 		}()
 		require.Eventually(t, func() bool { return srv.Calls() == 1 }, 5*time.Second, time.Millisecond)
 	})
-	require.Error(t, <-errc)
-	require.Less(t, time.Since(start), 5*time.Second)
+	// The server's cleanup has run: the held request must be cut now, not
+	// when its hour is up (a bound on the wait, not a measured duration).
+	select {
+	case err := <-errc:
+		require.Error(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("stopping the server left a held request hanging")
+	}
 }
 
 // A success without a message id is a message SES took: it is recorded, as
