@@ -95,7 +95,9 @@ func Decode(payload []byte) (Event, error) {
 	if err := dec.Decode(&ev); err != nil {
 		return Event{}, fmt.Errorf("%w: %s", ErrMalformed, describeJSONError(err))
 	}
-	if dec.More() {
+	// More would miss a stray '}' or ']' (it reports the end of a value);
+	// anything but the end of the input is trailing data.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Event{}, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
 	}
 	var p problems
