@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -31,14 +33,36 @@ type keyWalk struct {
 	p   *problems
 }
 
+// path is where a value sits, built into a field name only when a problem
+// is reported there: most payloads have none, and naming every key on the
+// way cost more than the walk itself.
+type path struct {
+	parent *path
+	key    string // an object's key; else an array index
+	index  int
+	root   string // the top level's name ("" for an event, "data" for its data)
+}
+
+func (p *path) String() string {
+	switch {
+	case p.parent == nil:
+		return p.root
+	case p.key == "" && p.index >= 0:
+		return p.parent.String() + "[" + strconv.Itoa(p.index) + "]"
+	}
+	return join(p.parent.String(), p.key)
+}
+
 // checkEnvelopeKeys walks a whole event: envelope keys must be CloudEvents
 // attribute names, and no object anywhere may repeat a key, exactly or
 // differing only in case.
 func checkEnvelopeKeys(p *problems, payload []byte) error {
 	w := keyWalk{dec: json.NewDecoder(bytes.NewReader(payload)), p: p}
 	w.dec.UseNumber()
-	return w.value("", reflect.TypeFor[Event](), 0, true)
+	return w.value(&path{}, envelopeSchema, 0, true)
 }
+
+var envelopeSchema = reflect.TypeFor[Event]()
 
 // checkDataKeys walks an event's data against the shape it decodes into:
 // besides repeated keys, a key that names one of its fields only when case
@@ -46,12 +70,12 @@ func checkEnvelopeKeys(p *problems, payload []byte) error {
 func checkDataKeys(p *problems, data []byte, into any) error {
 	w := keyWalk{dec: json.NewDecoder(bytes.NewReader(data)), p: p}
 	w.dec.UseNumber()
-	return w.value("data", reflect.TypeOf(into), 0, false)
+	return w.value(&path{root: "data"}, reflect.TypeOf(into), 0, false)
 }
 
 // value walks one value found at path; schema is the Go type it decodes
 // into (nil when unknown), envelope marks the top level of an event.
-func (w keyWalk) value(path string, schema reflect.Type, depth int, envelope bool) error {
+func (w keyWalk) value(at *path, schema reflect.Type, depth int, envelope bool) error {
 	tok, err := w.dec.Token()
 	if err != nil {
 		return err
@@ -59,21 +83,21 @@ func (w keyWalk) value(path string, schema reflect.Type, depth int, envelope boo
 	switch tok := tok.(type) {
 	case json.Delim:
 		if depth >= maxDepth {
-			return fmt.Errorf("%s: nested deeper than %d levels", orTop(path), maxDepth)
+			return fmt.Errorf("%s: nested deeper than %d levels", orTop(at.String()), maxDepth)
 		}
 		if tok == '{' {
-			return w.object(path, schema, depth+1, envelope)
+			return w.object(at, schema, depth+1, envelope)
 		}
-		return w.array(path, elem(schema), depth+1)
+		return w.array(at, elem(schema), depth+1)
 	case string:
 		if strings.ContainsRune(tok, utf8.RuneError) {
-			w.p.add(orTop(path), "contains U+FFFD or an unpaired \\u surrogate escape: text must be valid Unicode")
+			w.p.add(orTop(at.String()), "contains U+FFFD or an unpaired \\u surrogate escape: text must be valid Unicode")
 		}
 	}
 	return nil
 }
 
-func (w keyWalk) object(path string, schema reflect.Type, depth int, envelope bool) error {
+func (w keyWalk) object(at *path, schema reflect.Type, depth int, envelope bool) error {
 	fields := fieldsOf(schema)
 	seen := map[string]string{} // folded key → the key as first seen
 	for w.dec.More() {
@@ -82,17 +106,25 @@ func (w keyWalk) object(path string, schema reflect.Type, depth int, envelope bo
 			return err
 		}
 		key, _ := tok.(string)
-		field := join(path, key)
+		here := &path{parent: at, key: key, index: -1}
 		folded := fold(key)
 		switch first, ok := seen[folded]; {
 		case ok && first == key:
-			w.p.add(field, "appears twice in one object (keys must be unique)")
+			w.p.add(here.String(), "appears twice in one object (keys must be unique)")
 		case ok:
-			w.p.add(field, "differs only in case from %s in the same object (keys are case-sensitive and must be unique)", quote(first))
+			w.p.add(here.String(), "differs only in case from %s in the same object (keys are case-sensitive and must be unique)", quote(first))
 		}
 		seen[folded] = key
-		w.checkName(field, key, fields, envelope)
-		if err := w.value(field, fields[key], depth, false); err != nil {
+		w.checkName(here, key, folded, fields, envelope)
+		if envelope && key == "data" {
+			// The data is walked against its own shape when it is
+			// decoded (checkDataKeys), which depends on the type.
+			if err := w.dec.Decode(new(json.RawMessage)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.value(here, fields.types[key], depth, false); err != nil {
 			return err
 		}
 	}
@@ -100,9 +132,9 @@ func (w keyWalk) object(path string, schema reflect.Type, depth int, envelope bo
 	return err
 }
 
-func (w keyWalk) array(path string, schema reflect.Type, depth int) error {
+func (w keyWalk) array(at *path, schema reflect.Type, depth int) error {
 	for i := 0; w.dec.More(); i++ {
-		if err := w.value(fmt.Sprintf("%s[%d]", path, i), schema, depth, false); err != nil {
+		if err := w.value(&path{parent: at, index: i}, schema, depth, false); err != nil {
 			return err
 		}
 	}
@@ -112,42 +144,54 @@ func (w keyWalk) array(path string, schema reflect.Type, depth int) error {
 
 // checkName refuses an envelope key that is not an attribute name, and a
 // data key that matches a field of the schema only when case is ignored.
-func (w keyWalk) checkName(field, key string, fields map[string]reflect.Type, envelope bool) {
-	known := ""
-	for name := range fields {
-		if name != key && fold(name) == fold(key) {
-			known = name
-		}
+func (w keyWalk) checkName(at *path, key, folded string, fields schemaFields, envelope bool) {
+	known := fields.folded[folded]
+	if known == key {
+		known = ""
 	}
 	switch {
 	case envelope && !attributeName.MatchString(key) && known != "":
-		w.p.add(field, "attribute names are lowercase letters and digits (CloudEvents 1.0): did you mean %q?", known)
+		w.p.add(at.String(), "attribute names are lowercase letters and digits (CloudEvents 1.0): did you mean %q?", known)
 	case envelope && !attributeName.MatchString(key):
-		w.p.add(field, "attribute names are lowercase letters and digits (CloudEvents 1.0)")
+		w.p.add(at.String(), "attribute names are lowercase letters and digits (CloudEvents 1.0)")
 	case known != "":
-		w.p.add(field, "is not a field: did you mean %q? (field names are case-sensitive)", known)
+		w.p.add(at.String(), "is not a field: did you mean %q? (field names are case-sensitive)", known)
 	}
 }
 
-// fieldsOf maps the JSON names of a struct's fields to their types; nil for
-// anything but a struct (or a pointer to one).
-func fieldsOf(t reflect.Type) map[string]reflect.Type {
+// schemaFields are a struct's JSON field names: their types, and each name
+// by its case-folded form.
+type schemaFields struct {
+	types  map[string]reflect.Type
+	folded map[string]string
+}
+
+var schemas sync.Map // reflect.Type → schemaFields
+
+// fieldsOf returns the fields of a struct type (or a pointer to one); none
+// for anything else. Computed once per type.
+func fieldsOf(t reflect.Type) schemaFields {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t == nil || t.Kind() != reflect.Struct {
-		return nil
+		return schemaFields{}
 	}
-	fields := map[string]reflect.Type{}
+	if f, ok := schemas.Load(t); ok {
+		return f.(schemaFields)
+	}
+	f := schemaFields{types: map[string]reflect.Type{}, folded: map[string]string{}}
 	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || name == "-" {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if !sf.IsExported() || name == "-" {
 			continue
 		}
-		fields[cmp.Or(name, f.Name)] = f.Type
+		name = cmp.Or(name, sf.Name)
+		f.types[name], f.folded[fold(name)] = sf.Type, name
 	}
-	return fields
+	schemas.Store(t, f)
+	return f
 }
 
 // elem is the element type of a slice or array schema, else nil.
@@ -162,7 +206,12 @@ func elem(t reflect.Type) reflect.Type {
 // case it equates the Kelvin sign with k and the long s with s, so
 // "ſource" would reach the field "source".
 func fold(s string) string {
-	return strings.Map(func(r rune) rune { return unicode.ToUpper(unicode.ToLower(r)) }, s)
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Map(func(r rune) rune { return unicode.ToUpper(unicode.ToLower(r)) }, s)
+		}
+	}
+	return strings.ToUpper(s)
 }
 
 // join names a key under path, quoting keys that are not plain names.

@@ -207,3 +207,20 @@ func TestValidationErrorIsBounded(t *testing.T) {
 	require.Len(t, verr.Problems, 21)
 	require.Equal(t, "and 30 more problems", verr.Problems[20])
 }
+
+// BenchmarkDecodeOrder is the router's cost per event: the strict walk, the
+// envelope and the order's data.
+func BenchmarkDecodeOrder(b *testing.B) {
+	payload, err := os.ReadFile("../../examples/events/order.created.json")
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		ev, err := event.Decode(payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ev.OrderData(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
