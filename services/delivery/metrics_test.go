@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email/maildir"
@@ -57,29 +56,10 @@ func TestDeliveryMetricsBoundTenants(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	tenants := map[string]bool{}
 	require.Eventually(t, func() bool {
-		clear(tenants)
-		var rm metricdata.ResourceMetrics
-		require.NoError(t, reader.Collect(context.Background(), &rm))
-		var delivered int64
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				s, ok := m.Data.(metricdata.Sum[int64])
-				if !ok || m.Name != "herald.deliveries" {
-					continue
-				}
-				for _, dp := range s.DataPoints {
-					v, _ := dp.Attributes.Value("tenant")
-					tenants[v.AsString()] = true
-					if o, _ := dp.Attributes.Value("outcome"); o.AsString() == "delivered" {
-						delivered += dp.Value
-					}
-				}
-			}
-		}
-		return delivered == deliveries
+		return heraldtest.Counts(t, reader, "herald.deliveries", "outcome")["delivered"] == deliveries
 	}, 60*time.Second, 100*time.Millisecond, "every delivery sent")
+	tenants := heraldtest.Counts(t, reader, "herald.deliveries", "tenant")
 	require.Len(t, tenants, maxTenants+1, "%d tenants and other: %v", maxTenants, tenants)
-	require.True(t, tenants[telemetry.Other])
+	require.Contains(t, tenants, telemetry.Other)
 }

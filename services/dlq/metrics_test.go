@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/dlq/alert"
@@ -45,26 +44,10 @@ func TestDeadLetterReasonsMakeBoundedSeries(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	reasons := map[string]int64{}
+	var reasons map[string]int64
 	require.Eventually(t, func() bool {
-		clear(reasons)
-		var rm metricdata.ResourceMetrics
-		require.NoError(t, reader.Collect(context.Background(), &rm))
-		var total int64
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				s, ok := m.Data.(metricdata.Sum[int64])
-				if !ok || m.Name != "herald.dlq.entries" {
-					continue
-				}
-				for _, dp := range s.DataPoints {
-					v, _ := dp.Attributes.Value("reason")
-					reasons[v.AsString()] += dp.Value
-					total += dp.Value
-				}
-			}
-		}
-		return total == entries
+		reasons = heraldtest.Counts(t, reader, "herald.dlq.entries", "reason")
+		return heraldtest.Total(reasons) == entries
 	}, 30*time.Second, 100*time.Millisecond, "every entry counted")
 	require.Equal(t, map[string]int64{alert.KindInvalidEvent: entries}, reasons)
 }

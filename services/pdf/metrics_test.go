@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/shared/documents"
@@ -56,27 +55,11 @@ func TestDocumentMetricsBoundTenants(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	tenants := map[string]bool{}
+	var tenants map[string]int64
 	require.Eventually(t, func() bool {
-		clear(tenants)
-		var rm metricdata.ResourceMetrics
-		require.NoError(t, reader.Collect(context.Background(), &rm))
-		var rendered int64
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				s, ok := m.Data.(metricdata.Sum[int64])
-				if !ok || m.Name != "herald.documents" {
-					continue
-				}
-				for _, dp := range s.DataPoints {
-					v, _ := dp.Attributes.Value("tenant")
-					tenants[v.AsString()] = true
-					rendered += dp.Value
-				}
-			}
-		}
-		return rendered == requests
+		tenants = heraldtest.Counts(t, reader, "herald.documents", "tenant")
+		return heraldtest.Total(tenants) == requests
 	}, 60*time.Second, 100*time.Millisecond, "every document rendered")
 	require.Len(t, tenants, maxTenants+1, "%d tenants and other: %v", maxTenants, tenants)
-	require.True(t, tenants[telemetry.Other])
+	require.Contains(t, tenants, telemetry.Other)
 }

@@ -1,7 +1,6 @@
 package router_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -13,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/heraldtest"
@@ -61,57 +59,11 @@ func TestRandomTenantsMakeBoundedSeries(t *testing.T) {
 	}
 
 	require.Eventually(t, func() bool {
-		return sum(t, reader, "herald.router.events") == events
+		return heraldtest.Total(heraldtest.Counts(t, reader, "herald.router.events", "tenant")) == events
 	}, 60*time.Second, 100*time.Millisecond, "every event routed")
-	tenants := tenantsByMetric(t, reader)
 	for _, name := range []string{"herald.router.events", "herald.router.deliveries", "herald.router.documents"} {
-		require.Contains(t, tenants, name)
-		require.Equal(t, maxTenants+1, len(tenants[name]), "%s: %d tenants and other", name, maxTenants)
-		require.Contains(t, tenants[name], telemetry.Other, name)
+		tenants := heraldtest.Counts(t, reader, name, "tenant")
+		require.Len(t, tenants, maxTenants+1, "%s: %d tenants and other", name, maxTenants)
+		require.Contains(t, tenants, telemetry.Other, name)
 	}
-}
-
-func collect(t *testing.T, reader *sdkmetric.ManualReader) []metricdata.Metrics {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	var all []metricdata.Metrics
-	for _, sm := range rm.ScopeMetrics {
-		all = append(all, sm.Metrics...)
-	}
-	return all
-}
-
-func sum(t *testing.T, reader *sdkmetric.ManualReader, name string) int64 {
-	t.Helper()
-	var total int64
-	for _, m := range collect(t, reader) {
-		if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
-			for _, dp := range s.DataPoints {
-				total += dp.Value
-			}
-		}
-	}
-	return total
-}
-
-// tenantsByMetric lists the tenant label values of every counter.
-func tenantsByMetric(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]bool {
-	t.Helper()
-	out := map[string]map[string]bool{}
-	for _, m := range collect(t, reader) {
-		s, ok := m.Data.(metricdata.Sum[int64])
-		if !ok {
-			continue
-		}
-		for _, dp := range s.DataPoints {
-			if v, ok := dp.Attributes.Value("tenant"); ok {
-				if out[m.Name] == nil {
-					out[m.Name] = map[string]bool{}
-				}
-				out[m.Name][v.AsString()] = true
-			}
-		}
-	}
-	return out
 }
