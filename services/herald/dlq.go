@@ -14,6 +14,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/shared/deadletter"
@@ -140,14 +142,10 @@ func printEntries(w io.Writer, list []dlq.Entry, total int) {
 	fmt.Fprintf(w, "%s entries\n", thousands(total))
 }
 
-// thousands writes n with thousands separators: 2,319.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
+// thousands writes a count as people read it: 2,319.
+func thousands(n int) string { return english.Sprintf("%d", n) }
+
+var english = message.NewPrinter(language.English)
 
 func dlqShowCommand() *cobra.Command {
 	return &cobra.Command{

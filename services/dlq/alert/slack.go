@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Slack posts to a Slack incoming webhook, or to anything that accepts the
@@ -109,14 +112,7 @@ func plural(n int, noun string) string {
 	return thousands(n) + " " + noun + "s"
 }
 
-// thousands writes n with thousands separators: 10,000.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
+// thousands writes a count as people read it: 2,319.
+func thousands(n int) string { return english.Sprintf("%d", n) }
+
+var english = message.NewPrinter(language.English)
