@@ -163,6 +163,13 @@ func (b *bundle) notifyState(t *testing.T) (stored uint64, ackPending int) {
 	return info.State.Msgs, c.CachedInfo().NumAckPending
 }
 
+// waitSettled waits until NOTIFY holds no message: every copy was
+// acknowledged, or dead-lettered and terminated.
+func (b *bundle) waitSettled(t *testing.T, why ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond, why...)
+}
+
 func (b *bundle) dlq(t *testing.T) []*jetstream.RawStreamMsg {
 	t.Helper()
 	return b.streamMessages(t, "DLQ")
@@ -180,8 +187,7 @@ func TestTransientFailuresAreRetriedThenDeliveredOnce(t *testing.T) {
 	b.publish(t, 1)
 
 	require.Eventually(t, func() bool { return b.sent() == 1 }, 60*time.Second, 20*time.Millisecond)
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
-		"a delivered message is acknowledged and leaves the work queue")
+	b.waitSettled(t, "a delivered message is acknowledged and leaves the work queue")
 	require.Equal(t, 3, b.calls())
 	require.Equal(t, 1, b.sent())
 	require.Empty(t, b.dlq(t))
@@ -198,8 +204,7 @@ func TestPermanentFailureIsDeadLetteredWithTheProvidersWords(t *testing.T) {
 	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
 	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "ses: permanent: HTTP 400: BadRequestException: Illegal address")
 	require.Equal(t, "notify.email.normal.acme", entry.Header.Get(deadletter.HeaderSubject))
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
-		"terminated, after the copy")
+	b.waitSettled(t, "terminated, after the copy")
 	require.Equal(t, 1, b.calls(), "a permanent failure is not retried")
 	require.Zero(t, b.sent())
 }
@@ -231,7 +236,7 @@ func TestSlowSendIsKeptAlive(t *testing.T) {
 
 	b.publish(t, 1)
 	require.Eventually(t, func() bool { return b.sent() == 1 }, 60*time.Second, 20*time.Millisecond)
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond)
+	b.waitSettled(t)
 	c, err := b.nats.JS.Consumer(heraldtest.Context(t), "NOTIFY", "email-normal")
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), c.CachedInfo().Delivered.Consumer, "delivered once, never redelivered")

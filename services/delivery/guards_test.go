@@ -104,8 +104,7 @@ func TestRedisRestartDuringASlowSendSendsOnce(t *testing.T) {
 	require.Equal(t, 1, b.calls(), "the second copy waited for the first send")
 
 	release()
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
-		"both copies are acknowledged")
+	b.waitSettled(t, "both copies are acknowledged")
 	require.Equal(t, 1, b.calls())
 	require.Equal(t, 1, b.sent())
 	e := b.ledgerEntry(t, 1)
@@ -132,8 +131,7 @@ func TestLeaseHoldsOffACopyWhoseClaimLooksStale(t *testing.T) {
 	require.Equal(t, 1, b.calls(), "the second copy found the lease held")
 
 	release()
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
-		"both copies are acknowledged")
+	b.waitSettled(t, "both copies are acknowledged")
 	require.Equal(t, 1, b.calls())
 	require.Equal(t, 1, b.sent())
 }

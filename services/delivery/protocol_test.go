@@ -37,8 +37,7 @@ func TestRacingCopiesSendOnce(t *testing.T) {
 		b.publishAs(t, 1, fmt.Sprintf("copy-%d", copy))
 	}
 
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
-		"every copy is acknowledged")
+	b.waitSettled(t, "every copy is acknowledged")
 	require.Equal(t, 1, b.calls())
 	require.Equal(t, 1, b.sent())
 	e := b.ledgerEntry(t, 1)
@@ -63,7 +62,7 @@ func TestRedeliveryDuringASlowSendSendsOnce(t *testing.T) {
 	b.worker(t, js, nil)
 
 	b.publish(t, 1)
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond)
+	b.waitSettled(t)
 	info, err := b.nats.JS.Consumer(heraldtest.Context(t), "NOTIFY", "email-normal")
 	require.NoError(t, err)
 	require.Positive(t, info.CachedInfo().NumRedelivered+int(info.CachedInfo().Delivered.Consumer)-1, "the message was redelivered")
@@ -116,8 +115,7 @@ func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 	t.Cleanup(func() { _ = survivorRedis.Close() })
 	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Locker = lock.NewRedis(survivorRedis, prefix) })
 
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
-		"the survivor acknowledges the redelivered copy")
+	b.waitSettled(t, "the survivor acknowledges the redelivered copy")
 	require.Equal(t, 1, b.calls(), "no second send")
 	require.Equal(t, 1, b.sent())
 }
@@ -209,7 +207,6 @@ func TestExhaustedTriesAreRecordedAsRetryableAndDeadLettered(t *testing.T) {
 	entry := b.dlq(t)[0]
 	require.Equal(t, "dlq.NOTIFY.email-normal", entry.Subject)
 	require.Contains(t, entry.Header.Get(deadletter.HeaderReason), "gave up after 3 tries: ses: HTTP 500: InternalFailure")
-	require.Eventually(t, func() bool { stored, _ := b.notifyState(t); return stored == 0 }, 60*time.Second, 20*time.Millisecond,
-		"copied to the DLQ, then terminated")
+	b.waitSettled(t, "copied to the DLQ, then terminated")
 	require.Equal(t, 3, b.calls())
 }
