@@ -48,12 +48,17 @@ func (l *Labels) Value(v string) string {
 	}
 	l.mu.RLock()
 	_, ok := l.seen[v]
+	full := len(l.seen) >= l.max
 	l.mu.RUnlock()
-	if ok {
+	switch {
+	case ok:
 		return v
-	}
-	if !l.valid(v) {
+	case !l.valid(v):
 		return Invalid
+	case full:
+		// Once full, a flood of new values (the case the bound is for)
+		// reads under the shared lock only.
+		return Other
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
