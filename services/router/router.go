@@ -114,7 +114,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int)
 		attribute.Int("herald.documents", len(d.Renders)))
 	log := s.cfg.Logger.With("event_id", d.Event.ID, "type", d.Event.Type, "tenant", d.Event.Tenant, "subject", msg.Subject())
 	s.events.Add(ctx, 1, metric.WithAttributes(
-		attribute.String("type", label(d.Event.Type, typeLabel.MatchString)), attribute.String("tenant", s.cfg.Tenants.Value(d.Event.Tenant)),
+		attribute.String("type", typeLabel(d.Event.Type)), attribute.String("tenant", s.cfg.Tenants.Value(d.Event.Tenant)),
 		attribute.String("outcome", string(d.Outcome))))
 	if d.Skipped > 0 {
 		s.skipped.Add(ctx, int64(d.Skipped), metric.WithAttributes(attribute.String("tenant", s.cfg.Tenants.Value(d.Event.Tenant))))
@@ -194,14 +194,14 @@ func (s *Service) countDelivery(ctx context.Context, d notification.Delivery, du
 		attribute.String("priority", string(d.Priority)), attribute.String("tenant", s.cfg.Tenants.Value(d.Tenant))))
 }
 
-var typeLabel = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$`)
+var typePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,31}$`)
 
-// label keeps a metric label to values of a sane shape, so a stream of
+// typeLabel keeps the type label to values of a sane shape, so a stream of
 // garbage events cannot create unbounded time series. (Tenants, which any
 // publisher picks freely, are bounded in number too: Config.Tenants.)
-func label(value string, valid func(string) bool) string {
-	if value == "" || valid(value) {
-		return value
+func typeLabel(t string) string {
+	if t == "" || typePattern.MatchString(t) {
+		return t
 	}
 	return telemetry.Invalid
 }
