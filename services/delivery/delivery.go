@@ -187,7 +187,7 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 			return
 		}
 	}
-	w.try(ctx, msg, d, &entry, log)
+	w.try(ctx, msg, d, &entry, lease, log)
 }
 
 // put writes e in state, detached from ctx and bounded: a claim that lands
@@ -239,7 +239,7 @@ func (w worker) duplicate(ctx context.Context, msg jetstream.Msg, d notification
 }
 
 // try makes one pass over the chain and settles the message by its outcome.
-func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Delivery, entry *ledger.Entry, log *slog.Logger) {
+func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Delivery, entry *ledger.Entry, lease *lock.Lease, log *slog.Logger) {
 	ctx, span := telemetry.Start(ctx, "deliver "+string(d.Channel),
 		attribute.String("herald.notification_id", d.ID), attribute.String("herald.tenant", d.Tenant),
 		attribute.String("herald.template", d.Template), attribute.Int("herald.try", entry.Tries+1))
@@ -277,13 +277,13 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 	}
 	switch {
 	case result.Accepted:
-		w.delivered(ctx, msg, d, entry, result.Receipt, log)
+		w.delivered(ctx, msg, d, entry, result.Receipt, lease, log)
 	case email.IsPermanent(err):
-		w.failed(ctx, msg, d, entry, err, false, log)
+		w.failed(ctx, msg, d, entry, err, false, lease, log)
 	case entry.Tries >= w.cfg.MaxTries:
-		w.failed(ctx, msg, d, entry, fmt.Errorf("gave up after %d tries: %w", entry.Tries, err), true, log)
+		w.failed(ctx, msg, d, entry, fmt.Errorf("gave up after %d tries: %w", entry.Tries, err), true, lease, log)
 	default:
-		w.retry(ctx, msg, d, entry, err, log)
+		w.retry(ctx, msg, d, entry, err, lease, log)
 	}
 }
 
@@ -342,12 +342,7 @@ func attachmentName(d notification.Delivery) string {
 	}, name)
 }
 
-func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r email.Receipt, log *slog.Logger) {
-	// The provider has the message: from here on, recording that is what
-	// stops a second send, so a shutdown that cancels ctx must not cut the
-	// status and ack short either (record detaches on its own).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
+func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r email.Receipt, lease *lock.Lease, log *slog.Logger) {
 	e.State, e.Provider, e.ProviderMessageID, e.Reason, e.Retryable = ledger.Delivered, r.Provider, r.MessageID, "", false
 	e.Delivery = nil
 	w.metrics.outcome(ctx, d, r.Provider, "delivered")
@@ -357,7 +352,11 @@ func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification
 	if !d.Event.StoredAt.IsZero() {
 		w.metrics.endToEnd.Record(ctx, time.Since(d.Event.StoredAt).Seconds(), w.metrics.attrs(d))
 	}
-	w.record(ctx, d, e, log)
+	w.record(ctx, d, e, lease, log)
+	// The provider has the message: a shutdown that cancels ctx must not
+	// cut the status and the ack short.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
 	w.publishStatus(ctx, d, e, log)
 	log.InfoContext(ctx, "delivered", "provider", r.Provider, "provider_message_id", r.MessageID, "tries", e.Tries)
 	w.ack(ctx, msg, log)
@@ -366,12 +365,12 @@ func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification
 // failed records a notification given up — permanently refused, or out of
 // tries (retryable: the sweep may resend it) — then dead-letters and
 // terminates it.
-func (w worker) failed(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, cause error, retryable bool, log *slog.Logger) {
+func (w worker) failed(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, cause error, retryable bool, lease *lock.Lease, log *slog.Logger) {
 	e.State, e.Reason, e.Retryable = ledger.Failed, cause.Error(), retryable
 	if retryable {
 		e.Delivery = msg.Data()
 	}
-	w.record(ctx, d, e, log)
+	w.record(ctx, d, e, lease, log)
 	w.publishStatus(ctx, d, e, log)
 	outcome := "failed"
 	if retryable {
@@ -381,9 +380,9 @@ func (w worker) failed(ctx context.Context, msg jetstream.Msg, d notification.De
 	w.deadLetter(ctx, msg, d, cause)
 }
 
-func (w worker) retry(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, cause error, log *slog.Logger) {
+func (w worker) retry(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, cause error, lease *lock.Lease, log *slog.Logger) {
 	e.State, e.Reason, e.Retryable = ledger.Retrying, cause.Error(), true
-	w.record(ctx, d, e, log)
+	w.record(ctx, d, e, lease, log)
 	w.metrics.outcome(ctx, d, "", "retry")
 	// The back-off's jitter may halve a delay: starting from twice the
 	// providers' Retry-After keeps the wait at least as long as they asked.
@@ -392,40 +391,77 @@ func (w worker) retry(ctx context.Context, msg jetstream.Msg, d notification.Del
 	log.WarnContext(ctx, "every provider failed; will retry", "tries", e.Tries, "retry_in", delay, "error", cause)
 }
 
-// recordTimeout bounds how long a worker insists on recording a delivery
-// (a NATS leader election takes seconds).
-const recordTimeout = 15 * time.Second
+// recordTimeout bounds how long a worker insists on writing a claim (a
+// NATS leader election takes seconds); settleTimeout, each of the status
+// and the ack that follow an outcome.
+const (
+	recordTimeout = 15 * time.Second
+	settleTimeout = 15 * time.Second
+)
 
-// record writes the entry. A conflict means another worker wrote this key
-// while we held its lease — only possible if the lease expired — and is
-// reported loudly; other errors are retried with a growing pause until ctx
-// ends, then logged: the outcome stands either way, and the ack follows.
-func (w worker) record(ctx context.Context, d notification.Delivery, e *ledger.Entry, log *slog.Logger) {
-	// Detached: after a claim, an outcome left unwritten by a stop would
-	// leave the claim standing, holding every copy off for a lease TTL.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
+// record writes the entry, retrying with a growing pause for as long as it
+// takes: an outcome left unwritten is a claim left standing, and once that
+// claim is older than a lease TTL a redelivered copy sends again. So the
+// lease is extended while the ledger cannot be written — every copy waits —
+// and only a shutdown that ran out of time (ctx cancelled) gives up; the ack
+// follows either way.
+//
+// A conflict is either this worker's own write, which landed although its
+// answer was lost, or another worker's, written while we held the lease —
+// only possible if the lease expired — which is reported loudly.
+func (w worker) record(ctx context.Context, d notification.Delivery, e *ledger.Entry, lease *lock.Lease, log *slog.Logger) {
+	extended := time.Now()
 	for try := 0; ; try++ {
-		err := w.cfg.Ledger.Put(ctx, e)
-		switch {
-		case err == nil:
+		// Each try is detached from ctx: even a worker stopping for good
+		// makes one.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		err := w.cfg.Ledger.Put(tctx, e)
+		cancel()
+		if err == nil {
 			return
-		case errors.Is(err, ledger.ErrConflict):
-			other, _ := w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey)
-			if other.State == ledger.Delivered && e.State == ledger.Delivered {
-				w.metrics.outcome(ctx, d, e.Provider, "duplicate_sent")
+		}
+		if errors.Is(err, ledger.ErrConflict) {
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+			other, gerr := w.cfg.Ledger.Get(tctx, d.Tenant, d.DedupeKey)
+			cancel()
+			switch {
+			case gerr != nil:
+				err = gerr // read it again on the next try
+			case sameOutcome(other, *e):
+				return
+			default:
+				if other.State == ledger.Delivered && e.State == ledger.Delivered {
+					w.metrics.outcome(ctx, d, e.Provider, "duplicate_sent")
+				}
+				log.ErrorContext(ctx, "another worker recorded this notification while we held its lease",
+					"ours", e.State, "theirs", other.State, "their_provider", other.Provider)
+				return
 			}
-			log.ErrorContext(ctx, "another worker recorded this notification while we held its lease",
-				"ours", e.State, "theirs", other.State, "their_provider", other.Provider)
-			return
+		}
+		if try == 0 || try%10 == 0 {
+			log.WarnContext(ctx, "ledger unavailable; holding the lease until the outcome is recorded", "state", e.State, "error", err)
+		}
+		if time.Since(extended) > w.lockTTL/3 {
+			if xerr := lease.Extend(ctx, w.lockTTL); xerr != nil {
+				log.WarnContext(ctx, "could not extend the lease while waiting for the ledger", "error", xerr)
+			}
+			extended = time.Now()
 		}
 		select {
 		case <-ctx.Done():
 			log.ErrorContext(ctx, "could not record the outcome in the ledger", "state", e.State, "error", err)
 			return
-		case <-time.After(min(100*time.Millisecond<<min(try, 5), 2*time.Second)):
+		case <-time.After(min(100*time.Millisecond<<min(try, 5), 2*time.Second, w.lockTTL/4)):
 		}
 	}
+}
+
+// sameOutcome reports whether the ledger's entry is the one this worker
+// wrote: same state, same receipt, after the same last attempt.
+func sameOutcome(ledgered, ours ledger.Entry) bool {
+	n := len(ours.Attempts)
+	return ledgered.State == ours.State && ledgered.ProviderMessageID == ours.ProviderMessageID &&
+		len(ledgered.Attempts) == n && n > 0 && ledgered.Attempts[n-1].Time.Equal(ours.Attempts[n-1].Time)
 }
 
 func (w worker) publishStatus(ctx context.Context, d notification.Delivery, e *ledger.Entry, log *slog.Logger) {

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
@@ -134,4 +136,108 @@ func TestLeaseHoldsOffACopyWhoseClaimLooksStale(t *testing.T) {
 	b.waitSettled(t, "both copies are acknowledged")
 	require.Equal(t, 1, b.calls())
 	require.Equal(t, 1, b.sent())
+}
+
+// outageLedger cannot write a delivered outcome while down. With lost, the
+// outage is one write that lands but whose answer is lost, as when a NATS
+// leader steps down after storing it.
+type outageLedger struct {
+	delivery.Ledger
+	lost  bool
+	mu    sync.Mutex
+	down  bool
+	tries int
+}
+
+func (l *outageLedger) Put(ctx context.Context, e *ledger.Entry) error {
+	l.mu.Lock()
+	down := l.down && e.State == ledger.Delivered
+	if e.State == ledger.Delivered {
+		l.tries++
+	}
+	first := l.tries == 1
+	l.mu.Unlock()
+	if !down {
+		return l.Ledger.Put(ctx, e)
+	}
+	if first && l.lost {
+		landed := *e // written from a copy: e keeps the revision it had
+		if err := l.Ledger.Put(ctx, &landed); err != nil {
+			return err
+		}
+		l.heal()
+	}
+	return fmt.Errorf("ledger: %w", context.DeadlineExceeded)
+}
+
+func (l *outageLedger) heal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.down = false
+}
+
+// writes counts the writes of a delivered outcome.
+func (l *outageLedger) writes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tries
+}
+
+// The ledger cannot record a send for several lease TTLs. The worker that
+// sent holds its lease meanwhile, so a copy republished during the outage
+// waits — the claim it would find looks stale — and finds the outcome
+// once it is written. One send.
+func TestLedgerOutageAfterASendHoldsCopiesOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
+	l, err := ledger.Open(heraldtest.Context(t), b.nats.JS)
+	require.NoError(t, err)
+	outage := &outageLedger{Ledger: l, down: true}
+	reader := sdkmetric.NewManualReader()
+	b.worker(t, b.nats.JS, func(c *delivery.Config) {
+		c.Concurrency, c.Ledger, c.LockTTL = 2, outage, time.Second
+		c.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	})
+	t.Cleanup(outage.heal) // before the worker stops: it waits for the ledger
+
+	b.publishAs(t, 1, "first")
+	require.Eventually(t, func() bool { return outage.writes() >= 1 }, 30*time.Second, 10*time.Millisecond, "sent, and recording")
+	b.publishAs(t, 1, "republished")
+	// Three lease TTLs: long enough for a lease not extended to expire,
+	// and the claim to look stale to the copy.
+	time.Sleep(3 * time.Second)
+	require.Equal(t, 1, b.calls(), "the copy waited while the outcome could not be recorded")
+
+	outage.heal()
+	b.waitSettled(t, "both copies are acknowledged")
+	require.Equal(t, 1, b.sent())
+	require.Equal(t, ledger.Delivered, b.ledgerEntry(t, 1).State)
+	require.Zero(t, heraldtest.Counts(t, reader, "herald.deliveries", "outcome")["duplicate_sent"])
+}
+
+// The ledger stores the delivered outcome but its answer is lost: the
+// worker's next write conflicts with its own. That is the outcome
+// recorded, not another worker's send.
+func TestALostLedgerAnswerIsNotASecondSend(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
+	l, err := ledger.Open(heraldtest.Context(t), b.nats.JS)
+	require.NoError(t, err)
+	outage := &outageLedger{Ledger: l, down: true, lost: true}
+	reader := sdkmetric.NewManualReader()
+	b.worker(t, b.nats.JS, func(c *delivery.Config) {
+		c.Ledger = outage
+		c.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	})
+
+	b.publishAs(t, 1, "first")
+	b.waitSettled(t, "acknowledged")
+	require.Equal(t, 1, b.sent())
+	require.Equal(t, ledger.Delivered, b.ledgerEntry(t, 1).State)
+	require.Greater(t, outage.writes(), 1, "written again after the lost answer")
+	counts := heraldtest.Counts(t, reader, "herald.deliveries", "outcome")
+	require.Equal(t, int64(1), counts["delivered"])
+	require.Zero(t, counts["duplicate_sent"])
 }
