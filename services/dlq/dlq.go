@@ -88,6 +88,14 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// Validate checks a config WithDefaults filled in.
+func (c Config) Validate() error {
+	if c.AlertWindow < 0 {
+		return fmt.Errorf("dlq.alerts.window: must not be negative (got %s)", c.AlertWindow)
+	}
+	return c.Sweep.validate()
+}
+
 // Service is the DLQ service.
 type Service struct {
 	cfg     Config
@@ -104,7 +112,7 @@ type Service struct {
 // New returns a DLQ service.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.Sweep.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, js: js}

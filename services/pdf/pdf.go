@@ -104,6 +104,14 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// Validate checks a config WithDefaults filled in.
+func (c Config) Validate() error {
+	if c.Concurrency < 1 {
+		return fmt.Errorf("pdf.concurrency: must be 1 or more (got %d)", c.Concurrency)
+	}
+	return nil
+}
+
 // Service is the renderer.
 type Service struct {
 	cfg      Config
@@ -117,8 +125,8 @@ type Service struct {
 // New returns a renderer service.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	cfg = cfg.WithDefaults()
-	if cfg.Concurrency < 1 {
-		return nil, fmt.Errorf("pdf.concurrency: must be 1 or more (got %d)", cfg.Concurrency)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	s := &Service{cfg: cfg, js: js, store: cfg.Store}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/pdf")

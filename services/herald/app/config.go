@@ -20,9 +20,6 @@ import (
 	"github.com/heraldhq/herald/streams"
 )
 
-// Targets are the services one herald process can run.
-var Targets = []string{"router", "pdf", "delivery", "dlq"}
-
 // Config is Herald's configuration file (HERALD_CONFIG or --config); the
 // same file serves `herald dev` and production. Environment variables and
 // flags override it in main.

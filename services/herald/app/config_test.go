@@ -71,6 +71,8 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 			`router.routes[0].template: no email template "quote"`},
 		{"bad route", "router: {routes: [{event: order.created, document: quote, channels: [email]}]}",
 			`router.routes[0].document: "quote" is not a document type`},
+		{"pdf concurrency", "pdf: {concurrency: -1}", `pdf.concurrency: must be 1 or more (got -1)`},
+		{"sweep limit", "dlq: {sweep: {limit: -1}}", `dlq.sweep: limit and max_resends must be 1 or more`},
 		{"replicas", "streams: {replicas: 7}", `streams.replicas: 7 must be between 1 and 5`},
 		{"negative max tenants", "metrics: {max_tenants: -1}", `metrics.max_tenants: -1 must be between 1 and 10000`},
 		{"too many max tenants", "metrics: {max_tenants: 1000000}", `metrics.max_tenants: 1000000 must be between 1 and 10000`},

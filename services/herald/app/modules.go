@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/services/dlq/alert"
+	"github.com/heraldhq/herald/services/pdf"
+	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/lock"
+)
+
+// module is one service the binary can run — one row of modules. configure
+// builds the service's config from its section of the file and checks it,
+// before anything connects: every bad setting of every service a process
+// runs stops start-up at once. build makes the service once NATS is up.
+type module struct {
+	name      string
+	configure func(*App) error
+	build     func(*App) (service, error)
+}
+
+// modules are the services, one row each.
+var modules = []module{
+	{"router", (*App).configureRouter, func(a *App) (service, error) { return router.New(a.js, a.routerC) }},
+	{"pdf", (*App).configurePDF, func(a *App) (service, error) { return pdf.New(a.js, a.pdfC) }},
+	{"delivery", (*App).configureDelivery, func(a *App) (service, error) { return delivery.New(a.js, a.emailC) }},
+	{"dlq", (*App).configureDLQ, func(a *App) (service, error) { return dlq.New(a.js, a.dlqC) }},
+}
+
+// Targets are the services one herald process can run.
+var Targets = func() []string {
+	names := make([]string, len(modules))
+	for i, m := range modules {
+		names[i] = m.name
+	}
+	return names
+}()
+
+func moduleNamed(name string) (module, bool) {
+	i := slices.IndexFunc(modules, func(m module) bool { return m.name == name })
+	if i < 0 {
+		return module{}, false
+	}
+	return modules[i], true
+}
+
+// configureRouter reads router:, and refuses routes that would publish
+// emails no template can render: better a start-up error than a dead
+// letter per recipient.
+func (a *App) configureRouter() error {
+	c := a.cfg.Router
+	c.Logger = a.logger.With("service", "router")
+	c.MeterProvider, c.Tenants, c.TracerProvider = a.tel.MeterProvider(), a.tenants, a.tracer
+	a.routerC = c.WithDefaults()
+	return errors.Join(a.routerC.Validate(), checkTemplates(a.routerC))
+}
+
+func checkTemplates(c router.Config) error {
+	if !slices.Contains(c.Channels, event.ChannelEmail) {
+		return nil
+	}
+	composer, err := email.NewComposer("check <check@example.com>")
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for i, r := range c.Routes {
+		if slices.Contains(r.Channels, event.ChannelEmail) && !composer.Has(r.Template) {
+			problems = append(problems, fmt.Sprintf("router.routes[%d].template: no email template %q", i, r.Template))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// configurePDF reads pdf:.
+func (a *App) configurePDF() error {
+	a.pdfC = pdf.Config{Concurrency: a.cfg.PDF.Concurrency, Logger: a.logger.With("service", "pdf"),
+		MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants, TracerProvider: a.tracer}.WithDefaults()
+	return a.pdfC.Validate()
+}
+
+// configureDelivery reads email: and builds the provider chain.
+func (a *App) configureDelivery() error {
+	e := a.cfg.Email
+	c := delivery.Config{
+		From: e.From, Concurrency: e.Concurrency, ProviderTimeout: e.Timeout, LockTTL: e.LockTTL, RetryDelay: e.RetryDelay,
+		AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, MaxTries: e.MaxTries,
+		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
+		Tenants: a.tenants, TracerProvider: a.tracer,
+	}
+	if a.rdb != nil {
+		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
+	}
+	providers, err := a.buildProviders(context.Background())
+	if err != nil {
+		return err
+	}
+	c.Providers = providers
+	a.emailC = c.WithDefaults()
+	return a.emailC.Validate()
+}
+
+// configureDLQ reads dlq: — alerts and the resend sweep.
+func (a *App) configureDLQ() error {
+	c := dlq.Config{
+		AlertWindow: a.cfg.DLQ.Alerts.Window, Sweep: a.cfg.DLQ.Sweep,
+		Logger: a.logger.With("service", "dlq"), MeterProvider: a.tel.MeterProvider(),
+		TracerProvider: a.tracer,
+	}
+	if a.rdb != nil {
+		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
+	}
+	al := a.cfg.DLQ.Alerts
+	if al.SlackURLEnv != "" || al.SlackURLFile != "" {
+		u, err := a.secret("dlq.alerts.slack_url_env", al.SlackURLEnv, al.SlackURLFile)
+		if err != nil {
+			return err
+		}
+		c.Alerts = append(c.Alerts, &alert.Slack{URL: u})
+	}
+	if al.WebhookURLEnv != "" || al.WebhookURLFile != "" {
+		u, err := a.secret("dlq.alerts.webhook_url_env", al.WebhookURLEnv, al.WebhookURLFile)
+		if err != nil {
+			return err
+		}
+		c.Alerts = append(c.Alerts, &alert.Webhook{URL: u})
+	}
+	a.dlqC = c.WithDefaults()
+	return a.dlqC.Validate()
+}
