@@ -36,6 +36,16 @@ func NewKeyring(current Key, previous ...Key) (*Keyring, error) {
 	return r, nil
 }
 
+// WithCurrent is a keyring where next seals and every key of r still
+// opens: what a rotation to next needs.
+func (r *Keyring) WithCurrent(next Key) (*Keyring, error) {
+	var previous []Key
+	for _, k := range r.keys {
+		previous = append(previous, k)
+	}
+	return NewKeyring(next, previous...)
+}
+
 // Current is the key that seals.
 func (r *Keyring) Current() Key { return r.current }
 

@@ -56,3 +56,14 @@ func TestKeyringRefusesAnEmptyKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{k.ID()}, r.IDs(), "a key given twice is held once")
 }
+
+func TestWithCurrentKeepsEveryKey(t *testing.T) {
+	t.Parallel()
+	current, _ := newKey(t)
+	previous, _ := newKey(t)
+	next, _ := newKey(t)
+	r, err := keyring(t, current, previous).WithCurrent(next)
+	require.NoError(t, err)
+	require.Equal(t, next.ID(), r.Current().ID())
+	require.ElementsMatch(t, []string{current.ID(), previous.ID(), next.ID()}, r.IDs())
+}

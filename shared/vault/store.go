@@ -23,6 +23,8 @@ var ErrNotFound = errors.New("vault: no such credential")
 // ErrConflict means the credential changed since it was read.
 var ErrConflict = errors.New("vault: credential changed since it was read")
 
+var errNoKeyring = fmt.Errorf("%w: the store was opened without a keyring", ErrNoKey)
+
 // Store keeps credentials sealed in the bucket and opens them on Get.
 type Store struct {
 	kv   jetstream.KeyValue
@@ -31,7 +33,8 @@ type Store struct {
 }
 
 // Open binds to the bucket, which streams.Apply creates. keys seals what
-// Put writes and opens what Get reads.
+// Put writes and opens what Get reads; it may be nil for a store that only
+// lists and deletes, which need no key.
 func Open(ctx context.Context, js jetstream.JetStream, keys *Keyring) (*Store, error) {
 	kv, err := js.KeyValue(ctx, Bucket)
 	if err != nil {
@@ -89,6 +92,9 @@ func (s *Store) Put(ctx context.Context, tenant string, c Credential) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("vault: %w", err)
 	}
+	if s.keys == nil {
+		return errNoKeyring
+	}
 	key := BucketKey(tenant, c.Name)
 	now := s.now().UTC()
 	old, rev, err := s.read(ctx, key)
@@ -111,6 +117,9 @@ func (s *Store) Get(ctx context.Context, tenant, name string) (Credential, error
 	key, err := existingKey(tenant, name)
 	if err != nil {
 		return Credential{}, err
+	}
+	if s.keys == nil {
+		return Credential{}, errNoKeyring
 	}
 	rec, _, err := s.read(ctx, key)
 	if err != nil {

@@ -112,6 +112,18 @@ func TestPutRefusesWhatItCannotStore(t *testing.T) {
 	require.ErrorIs(t, err, vault.ErrNotFound)
 	_, err = b.store.List(ctx, "*")
 	require.ErrorContains(t, err, `tenant "*" is not a tenant id`)
+
+	// Listing and removing need no key; storing and reading do.
+	require.NoError(t, b.store.Put(ctx, "acme", sendgridCredential()))
+	keyless, err := vault.Open(ctx, b.n.JS, nil)
+	require.NoError(t, err)
+	list, err := keyless.List(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	_, err = keyless.Get(ctx, "acme", "sendgrid")
+	require.ErrorIs(t, err, vault.ErrNoKey)
+	require.ErrorIs(t, keyless.Put(ctx, "acme", smtpCredential()), vault.ErrNoKey)
+	require.NoError(t, keyless.Delete(ctx, "acme", "sendgrid"))
 }
 
 // A sealed record copied to another tenant or another provider name does
