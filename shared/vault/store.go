@@ -29,7 +29,6 @@ var errNoKeyring = fmt.Errorf("%w: the store was opened without a keyring", ErrN
 type Store struct {
 	kv   jetstream.KeyValue
 	keys *Keyring
-	now  func() time.Time
 }
 
 // Open binds to the bucket, which streams.Apply creates. keys seals what
@@ -40,7 +39,7 @@ func Open(ctx context.Context, js jetstream.JetStream, keys *Keyring) (*Store, e
 	if err != nil {
 		return nil, fmt.Errorf("vault: bucket %s: %w", Bucket, err)
 	}
-	return &Store{kv: kv, keys: keys, now: time.Now}, nil
+	return &Store{kv: kv, keys: keys}, nil
 }
 
 // BucketKey is where a tenant's credential is kept: <tenant>.<name>.
@@ -96,7 +95,7 @@ func (s *Store) Put(ctx context.Context, tenant string, c Credential) error {
 		return errNoKeyring
 	}
 	key := BucketKey(tenant, c.Name)
-	now := s.now().UTC()
+	now := time.Now().UTC()
 	old, rev, err := s.read(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		old.CreatedAt = now
@@ -132,7 +131,7 @@ func (s *Store) Get(ctx context.Context, tenant, name string) (Credential, error
 // a tenant or name it would have refused.
 func existingKey(tenant, name string) (string, error) {
 	if !event.ValidTenant(tenant) || !ValidName(name) {
-		return "", fmt.Errorf("%w: %q, %q is no tenant id and provider name", ErrNotFound, tenant, name)
+		return "", fmt.Errorf("%w: tenant %q, name %q (not valid ids)", ErrNotFound, tenant, name)
 	}
 	return BucketKey(tenant, name), nil
 }
@@ -174,11 +173,11 @@ func (s *Store) Delete(ctx context.Context, tenant, name string) error {
 	if err != nil {
 		return err
 	}
-	_, rev, err := s.read(ctx, key)
+	e, err := s.entry(ctx, key)
 	if err != nil {
 		return err
 	}
-	return conflict(s.kv.Purge(ctx, key, jetstream.LastRevision(rev)))
+	return conflict(s.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision())))
 }
 
 func (r record) info(name string) Info {
@@ -189,14 +188,23 @@ func (r record) info(name string) Info {
 	}
 }
 
-// read is the record at key and its revision.
-func (s *Store) read(ctx context.Context, key string) (record, uint64, error) {
+// entry is the bucket's entry at key.
+func (s *Store) entry(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return record{}, 0, fmt.Errorf("%w: %s", ErrNotFound, key)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
 	if err != nil {
-		return record{}, 0, fmt.Errorf("vault: reading %s: %w", key, err)
+		return nil, fmt.Errorf("vault: reading %s: %w", key, err)
+	}
+	return e, nil
+}
+
+// read is the record at key and its revision.
+func (s *Store) read(ctx context.Context, key string) (record, uint64, error) {
+	e, err := s.entry(ctx, key)
+	if err != nil {
+		return record{}, 0, err
 	}
 	var rec record
 	if err := json.Unmarshal(e.Value(), &rec); err != nil {
