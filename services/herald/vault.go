@@ -34,7 +34,8 @@ Before: run the services with the new key as their master key and the old
 one in vault.previous_key_files, so they read both. After: drop the old key.
 Interrupted, nothing is lost; run it again to finish.
 
-Make a new key with: openssl rand -base64 32 > new.key`,
+Make a new key, readable by its owner only, with:
+  (umask 077; openssl rand -base64 32 > new.key)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, _ := cmd.Flags().GetString("new-key-file")

@@ -9,7 +9,7 @@
 // (default HERALD_MASTER_KEY, base64) or the file vault.master_key_file
 // (base64 text, or exactly 32 raw bytes). Make one with
 //
-//	openssl rand -base64 32
+//	(umask 077; openssl rand -base64 32 > master.key)
 //
 // or GenerateKeyFile, which `herald dev` calls for .herald/master.key. A key
 // is known by its id, 8 hex characters of a domain-separated SHA-256 of it:
