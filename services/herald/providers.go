@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldhq/herald/shared/vault"
+)
+
+func providersCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "providers",
+		Short: "Store, list and remove tenants' own provider accounts (encrypted at rest)",
+		Long: `A tenant can send through its own SES, SendGrid or SMTP account. Its
+credentials are kept in the KV bucket credentials, their secrets sealed with
+AES-256-GCM under the master key (HERALD_MASTER_KEY, base64 of 32 bytes, or
+--master-key-file); listing and removing need no key. Secrets are read from
+files only, never from flags, so they stay out of shell history and process
+lists; nothing prints more of a secret than its last 4 characters.`,
+	}
+	cmd.AddCommand(providersSetCommand(), providersListCommand(), providersRemoveCommand())
+	return cmd
+}
+
+func providersSetCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set --tenant ID --name N --type ses|sendgrid|smtp [settings] [secret files]",
+		Short: "Store a tenant's provider account, replacing one of the same name",
+		Example: `  herald providers set --tenant acme --name sendgrid --type sendgrid --api-key-file sendgrid.key
+  herald providers set --tenant acme --name ses --type ses --region eu-west-1 \
+    --access-key-id AKIA... --secret-access-key-file aws.secret
+  herald providers set --tenant acme --name relay --type smtp --host smtp.acme.example \
+    --port 587 --username herald --password-file smtp.password`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tenant, _ := cmd.Flags().GetString("tenant")
+			c, err := credentialFromFlags(cmd)
+			if err != nil {
+				return err
+			}
+			if err := c.Validate(); err != nil {
+				return fmt.Errorf("%w\n(%s)", err, providerFlagsHint)
+			}
+			keys, err := cliKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			return withVault(cmd, keys, func(ctx context.Context, s *vault.Store) error {
+				if err := s.Put(ctx, tenant, c); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "stored %s provider %s for tenant %s (secret %s, sealed under key %s)\n",
+					c.Type, c.Name, tenant, c.Secret().Preview(), keys.Current().ID())
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.String("tenant", "", "the tenant (required)")
+	f.String("name", "", "the provider's name in the tenant's chain (required)")
+	f.String("type", "", "ses, sendgrid or smtp (required)")
+	f.String("endpoint", "", "ses, sendgrid: the API's base URL, for an emulator or a regional endpoint")
+	f.String("region", "", "ses: the AWS region")
+	f.String("access-key-id", "", "ses: the AWS access key id (stored sealed all the same)")
+	f.String("secret-access-key-file", "", "ses: file holding the AWS secret access key")
+	f.String("api-key-file", "", "sendgrid: file holding the API key")
+	f.String("host", "", "smtp: the server")
+	f.Int("port", 0, "smtp: the port (default 587, or 465 with --tls implicit)")
+	f.String("username", "", "smtp: the AUTH user")
+	f.String("password-file", "", "smtp: file holding the AUTH password")
+	f.String("tls", "", "smtp: mandatory (default), opportunistic, implicit or none")
+	masterKeyFlag(cmd)
+	for _, name := range []string{"tenant", "name", "type"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+const providerFlagsHint = "ses takes --region, --access-key-id, --secret-access-key-file and --endpoint; " +
+	"sendgrid --api-key-file and --endpoint; smtp --host, --port, --username, --password-file and --tls"
+
+// credentialFromFlags reads the credential the flags describe, its secrets
+// from the files named.
+func credentialFromFlags(cmd *cobra.Command) (vault.Credential, error) {
+	f := cmd.Flags()
+	var c vault.Credential
+	c.Name, _ = f.GetString("name")
+	c.Type, _ = f.GetString("type")
+	c.Endpoint, _ = f.GetString("endpoint")
+	c.Region, _ = f.GetString("region")
+	c.Host, _ = f.GetString("host")
+	c.Port, _ = f.GetInt("port")
+	c.Username, _ = f.GetString("username")
+	c.TLS, _ = f.GetString("tls")
+	id, _ := f.GetString("access-key-id")
+	c.AccessKeyID = vault.NewSecret(id)
+	for _, file := range []struct {
+		flag string
+		into *vault.Secret
+	}{{"secret-access-key-file", &c.SecretAccessKey}, {"api-key-file", &c.APIKey}, {"password-file", &c.Password}} {
+		path, _ := f.GetString(file.flag)
+		if path == "" {
+			continue
+		}
+		s, err := readSecretFile(path)
+		if err != nil {
+			return c, fmt.Errorf("--%s: %w", file.flag, err)
+		}
+		*file.into = s
+	}
+	return c, nil
+}
+
+// readSecretFile reads a secret, without the newline an editor or echo
+// leaves at its end. Errors never quote the file's content.
+func readSecretFile(path string) (vault.Secret, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return vault.Secret{}, err
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if s == "" {
+		return vault.Secret{}, fmt.Errorf("%s is empty", path)
+	}
+	return vault.NewSecret(s), nil
+}
+
+func providersListCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list --tenant ID",
+		Short: "List a tenant's provider accounts: settings and masked secrets",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tenant, _ := cmd.Flags().GetString("tenant")
+			asJSON, _ := cmd.Flags().GetBool("json")
+			return withVault(cmd, nil, func(ctx context.Context, s *vault.Store) error {
+				list, err := s.List(ctx, tenant)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(append([]vault.Info{}, list...))
+				}
+				printProviders(cmd.OutOrStdout(), list)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("tenant", "", "the tenant (required)")
+	cmd.Flags().Bool("json", false, "print JSON")
+	_ = cmd.MarkFlagRequired("tenant")
+	return cmd
+}
+
+func printProviders(w io.Writer, list []vault.Info) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tSETTINGS\tSECRET\tKEY\tUPDATED")
+	for _, p := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Type, dash(providerSettings(p)), dash(p.Preview), p.KeyID,
+			p.UpdatedAt.Local().Format(time.DateTime))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "%s providers\n", thousands(len(list)))
+}
+
+// providerSettings says where a provider sends, in one cell.
+func providerSettings(p vault.Info) string {
+	var parts []string
+	add := func(name, value string) {
+		if value != "" {
+			parts = append(parts, name+"="+value)
+		}
+	}
+	add("region", p.Region)
+	add("endpoint", p.Endpoint)
+	if p.Host != "" {
+		host := p.Host
+		if p.Port != 0 {
+			host = fmt.Sprintf("%s:%d", p.Host, p.Port)
+		}
+		add("host", host)
+	}
+	add("username", p.Username)
+	add("tls", p.TLS)
+	return strings.Join(parts, " ")
+}
+
+func providersRemoveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "remove --tenant ID --name N",
+		Short: "Remove a tenant's provider account, with every earlier revision of it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tenant, _ := cmd.Flags().GetString("tenant")
+			name, _ := cmd.Flags().GetString("name")
+			return withVault(cmd, nil, func(ctx context.Context, s *vault.Store) error {
+				err := s.Delete(ctx, tenant, name)
+				if errors.Is(err, vault.ErrNotFound) {
+					return fmt.Errorf("tenant %s has no provider named %q", tenant, name)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed provider %s of tenant %s\n", name, tenant)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("tenant", "", "the tenant (required)")
+	cmd.Flags().String("name", "", "the provider's name (required)")
+	_ = cmd.MarkFlagRequired("tenant")
+	_ = cmd.MarkFlagRequired("name")
+	return cmd
+}
+
+// withVault connects and opens the credentials store for a command; keys
+// may be nil when it only lists or removes.
+func withVault(cmd *cobra.Command, keys *vault.Keyring, fn func(context.Context, *vault.Store) error) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	js, closeNATS, err := connectJetStream(cfg.NATS.URL)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	ctx := cmd.Context()
+	s, err := vault.Open(ctx, js, keys)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, s)
+}

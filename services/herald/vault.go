@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/heraldhq/herald/shared/vault"
+)
+
+func vaultCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vault",
+		Short: "Manage the master key that seals tenants' provider credentials",
+	}
+	cmd.AddCommand(vaultRotateCommand())
+	return cmd
+}
+
+func vaultRotateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rotate --new-key-file F",
+		Short: "Re-encrypt every stored credential under a new master key",
+		Long: `Re-encrypt every credential in the KV bucket credentials, of every tenant,
+under the key in --new-key-file. The current key (HERALD_MASTER_KEY or
+--master-key-file) and any --previous-key-file still decrypt meanwhile.
+
+Before: run the services with the new key as their master key and the old
+one in vault.previous_key_files, so they read both. After: drop the old key.
+Interrupted, nothing is lost; run it again to finish.
+
+Make a new key, readable by its owner only, with:
+  (umask 077; openssl rand -base64 32 > new.key)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, _ := cmd.Flags().GetString("new-key-file")
+			next, err := vault.ReadKeyFile(path)
+			if err != nil {
+				return fmt.Errorf("--new-key-file: %w", err)
+			}
+			old, err := cliKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			if old.Current().ID() == next.ID() {
+				return fmt.Errorf("--new-key-file holds the current master key (%s) already: give a new key", next.ID())
+			}
+			to, err := old.WithCurrent(next)
+			if err != nil {
+				return err
+			}
+			return withVault(cmd, to, func(ctx context.Context, s *vault.Store) error {
+				return rotate(ctx, cmd, s, to, old)
+			})
+		},
+	}
+	cmd.Flags().String("new-key-file", "", "file holding the new master key (base64 of 32 bytes, or 32 raw bytes) (required)")
+	cmd.Flags().StringArray("previous-key-file", nil, "a key some credentials may still be sealed under, from an earlier rotation (repeatable)")
+	_ = cmd.MarkFlagRequired("new-key-file")
+	masterKeyFlag(cmd)
+	return cmd
+}
+
+// rotate runs the rotation with a progress bar, then says what it did and
+// whether the old keys may go.
+func rotate(ctx context.Context, cmd *cobra.Command, s *vault.Store, to, old *vault.Keyring) error {
+	bar := progressbar.NewOptions(-1, progressbar.OptionSetDescription("re-encrypting"),
+		progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionShowCount(),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	r, err := vault.Rotate(ctx, s, to, func(done, total int) {
+		bar.ChangeMax(total)
+		_ = bar.Set(done)
+	})
+	_ = bar.Finish()
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "re-encrypted %s of %s credentials under key %s (%s were under it already)\n",
+		thousands(r.Resealed), thousands(r.Total), to.Current().ID(), thousands(r.Current))
+	if err != nil {
+		return fmt.Errorf("%w\nsome credentials are still sealed under an old key: keep it, and run the rotation again", err)
+	}
+	fmt.Fprintf(out, "every credential is sealed under key %s: key %v may go once no service holds it any more\n",
+		to.Current().ID(), old.IDs())
+	return nil
+}
+
+// masterKeyFlag adds --master-key-file, the CLI's way to the master key
+// besides HERALD_MASTER_KEY.
+func masterKeyFlag(cmd *cobra.Command) {
+	cmd.Flags().String("master-key-file", "", "file holding the master key (default: the variable HERALD_MASTER_KEY; herald dev keeps its key in .herald/master.key)")
+}
+
+// cliKeyring loads the master key from --master-key-file, or else from
+// HERALD_MASTER_KEY, with the --previous-key-file keys if the command has
+// that flag.
+func cliKeyring(cmd *cobra.Command) (*vault.Keyring, error) {
+	var cfg vault.Config
+	cfg.MasterKeyFile, _ = cmd.Flags().GetString("master-key-file")
+	if cmd.Flags().Lookup("previous-key-file") != nil {
+		cfg.PreviousKeyFiles, _ = cmd.Flags().GetStringArray("previous-key-file")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	keys, err := vault.LoadKeyring(cfg, os.Getenv)
+	if errors.Is(err, vault.ErrNoKey) {
+		return nil, fmt.Errorf("%w: set %s (base64 of 32 bytes) or --master-key-file", err, cfg.MasterKeyEnv)
+	}
+	return keys, err
+}

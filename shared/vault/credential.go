@@ -1,0 +1,221 @@
+package vault
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/heraldhq/herald/shared/event"
+)
+
+// The provider types a tenant can bring an account for.
+const (
+	TypeSES      = "ses"
+	TypeSendGrid = "sendgrid"
+	TypeSMTP     = "smtp"
+)
+
+// Types are the provider types a credential can be for.
+var Types = []string{TypeSES, TypeSendGrid, TypeSMTP}
+
+// TLSModes are the SMTP TLS modes (see the smtp provider); "" means
+// mandatory.
+var TLSModes = []string{"", "mandatory", "opportunistic", "implicit", "none"}
+
+// Secret is a secret part of a credential: an API key, a password, an AWS
+// key. However it is printed — fmt with any verb, slog, JSON — it shows its
+// masked preview only; Reveal is the one way to the plaintext, for the code
+// that builds a provider at send time.
+type Secret struct{ value string }
+
+// NewSecret wraps a plaintext secret.
+func NewSecret(plaintext string) Secret { return Secret{value: plaintext} }
+
+// Reveal is the plaintext. Call it only to hand the secret to a provider.
+func (s Secret) Reveal() string { return s.value }
+
+// IsZero says whether the secret is empty.
+func (s Secret) IsZero() bool { return s.value == "" }
+
+// previewMinLength is the shortest secret whose last 4 characters the
+// preview shows: of a short password, 4 characters are too many to give away.
+const previewMinLength = 16
+
+// Preview is the masked secret: "****" then its last 4 characters, or
+// "****" alone for a secret shorter than 16 characters, "" for none.
+func (s Secret) Preview() string {
+	switch n := utf8.RuneCountInString(s.value); {
+	case n == 0:
+		return ""
+	case n < previewMinLength:
+		return "****"
+	default:
+		r := []rune(s.value)
+		return "****" + string(r[n-4:])
+	}
+}
+
+// String is the preview.
+func (s Secret) String() string { return s.Preview() }
+
+// GoString is the preview, quoted, for %#v.
+func (s Secret) GoString() string { return fmt.Sprintf("vault.Secret(%q)", s.Preview()) }
+
+// Format prints the preview whatever the verb: without it, %d or %x of a
+// struct holding a Secret would print the plaintext.
+func (s Secret) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = f.Write([]byte(s.GoString()))
+		return
+	}
+	_, _ = f.Write([]byte(s.Preview()))
+}
+
+// LogValue logs the preview.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.Preview()) }
+
+// MarshalJSON writes the preview.
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.Preview()) }
+
+// Credential is a tenant's account with one provider, decrypted: what Get
+// returns and Put takes. Printed, logged or marshalled, its secrets show as
+// previews only.
+type Credential struct {
+	// Name is the provider's name in the tenant's chain, a KV key token:
+	// letters, digits, '-' and '_'. Required.
+	Name string `json:"name"`
+	// Type is ses, sendgrid or smtp. Required.
+	Type string `json:"type"`
+	// Endpoint replaces the API's base URL (ses, sendgrid).
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// Region of SES. Required for ses.
+	Region string `json:"region,omitempty"`
+	// AccessKeyID and SecretAccessKey sign SES requests. Required for ses.
+	// An access key id is not secret in AWS's model; it is sealed anyway.
+	AccessKeyID     Secret `json:"access_key_id,omitzero"`
+	SecretAccessKey Secret `json:"secret_access_key,omitzero"`
+
+	// APIKey authenticates to SendGrid. Required for sendgrid.
+	APIKey Secret `json:"api_key,omitzero"`
+
+	// Host and Port of the SMTP server (Host required for smtp; the port
+	// defaults as the smtp provider says).
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	// Username and Password, together, enable SMTP AUTH.
+	Username string `json:"username,omitempty"`
+	Password Secret `json:"password,omitzero"`
+	// TLS is mandatory (when empty), opportunistic, implicit or none.
+	TLS string `json:"tls,omitempty"`
+
+	// CreatedAt and UpdatedAt are set by the store.
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// ValidName reports whether s can name a provider: it is a KV key token
+// under the same rule as a tenant id.
+func ValidName(s string) bool { return event.ValidTenant(s) }
+
+// Secret is the credential's main secret, the one its preview shows: the
+// SES secret access key, the SendGrid API key, the SMTP password.
+func (c Credential) Secret() Secret {
+	switch c.Type {
+	case TypeSES:
+		return c.SecretAccessKey
+	case TypeSendGrid:
+		return c.APIKey
+	}
+	return c.Password
+}
+
+// Validate checks that the credential has what its type needs and nothing
+// another type takes. Errors name the field, never a secret.
+func (c Credential) Validate() error {
+	if !ValidName(c.Name) {
+		return fmt.Errorf("name: %q is not a provider name (1 to 64 letters, digits, '-' or '_')", c.Name)
+	}
+	var problems []error
+	add := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+	want := map[string]bool{}
+	switch c.Type {
+	case TypeSES:
+		want = map[string]bool{"endpoint": true, "region": true, "access_key_id": true, "secret_access_key": true}
+		if c.Region == "" {
+			add("region: is required for ses")
+		}
+		if c.AccessKeyID.IsZero() || c.SecretAccessKey.IsZero() {
+			add("access_key_id, secret_access_key: both are required for ses")
+		}
+	case TypeSendGrid:
+		want = map[string]bool{"endpoint": true, "api_key": true}
+		if c.APIKey.IsZero() {
+			add("api_key: is required for sendgrid")
+		}
+	case TypeSMTP:
+		want = map[string]bool{"host": true, "port": true, "username": true, "password": true, "tls": true}
+		if c.Host == "" {
+			add("host: is required for smtp")
+		}
+		if (c.Username == "") != c.Password.IsZero() {
+			add("username, password: give both (SMTP AUTH) or neither")
+		}
+		if c.Port < 0 || c.Port > 65535 {
+			add("port: %d is not a port", c.Port)
+		}
+		if !slices.Contains(TLSModes, c.TLS) {
+			add("tls: %q is not one of mandatory, opportunistic, implicit, none", c.TLS)
+		}
+	default:
+		return fmt.Errorf("type: %q is not a provider type (want one of %v)", c.Type, Types)
+	}
+	if c.Endpoint != "" {
+		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("endpoint: %q is not an http(s) URL", c.Endpoint)
+		}
+	}
+	for _, f := range c.fieldsSet() {
+		if f.set && !want[f.name] {
+			add("%s: is not used by %s", f.name, c.Type)
+		}
+	}
+	return errors.Join(problems...)
+}
+
+type fieldSet struct {
+	name string
+	set  bool
+}
+
+func (c Credential) fieldsSet() []fieldSet {
+	return []fieldSet{
+		{"endpoint", c.Endpoint != ""}, {"region", c.Region != ""},
+		{"access_key_id", !c.AccessKeyID.IsZero()}, {"secret_access_key", !c.SecretAccessKey.IsZero()},
+		{"api_key", !c.APIKey.IsZero()},
+		{"host", c.Host != ""}, {"port", c.Port != 0}, {"username", c.Username != ""},
+		{"password", !c.Password.IsZero()}, {"tls", c.TLS != ""},
+	}
+}
+
+// Info is what List shows of a credential: its settings, which key seals
+// it and its masked preview — never a secret.
+type Info struct {
+	Name      string    `json:"name"`
+	Type      string    `json:"type"`
+	Endpoint  string    `json:"endpoint,omitempty"`
+	Region    string    `json:"region,omitempty"`
+	Host      string    `json:"host,omitempty"`
+	Port      int       `json:"port,omitempty"`
+	Username  string    `json:"username,omitempty"`
+	TLS       string    `json:"tls,omitempty"`
+	Preview   string    `json:"preview"`
+	KeyID     string    `json:"key_id"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
