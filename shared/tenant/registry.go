@@ -94,14 +94,15 @@ func decode(entry jetstream.KeyValueEntry) (Tenant, error) {
 	return t, nil
 }
 
-// List reads every tenant, sorted by id.
+// List reads every tenant, sorted by id; none is an empty list, not nil
+// (JSON [], not null).
 func (r *Registry) List(ctx context.Context) ([]Tenant, error) {
 	w, err := r.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("tenant: listing: %w", err)
 	}
 	defer func() { _ = w.Stop() }()
-	var list []Tenant
+	list := []Tenant{}
 	for {
 		select {
 		case <-ctx.Done():
