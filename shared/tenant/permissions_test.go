@@ -84,12 +84,12 @@ func TestCacheNeedsOnlyReadPermissions(t *testing.T) {
 	require.NoError(t, report.Err())
 	reg, err := tenant.Open(ctx, admin, tenant.BuiltinPlans())
 	require.NoError(t, err)
-	const many = 3000 // a few MB: past the point where the server asks for flow control
+	const many = 300 // 3 MB: past the point where the server asks for flow control
 	kv, err := admin.KeyValue(ctx, tenant.Bucket)
 	require.NoError(t, err)
 	for i := range many {
 		x := valid()
-		x.ID, x.Name = fmt.Sprintf("t%04d", i), strings.Repeat("n", 1000)
+		x.ID, x.Name = fmt.Sprintf("t%04d", i), strings.Repeat("n", 10_000)
 		_, err := reg.Create(ctx, x)
 		require.NoError(t, err)
 	}
