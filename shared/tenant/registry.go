@@ -106,7 +106,10 @@ func (r *Registry) List(ctx context.Context) ([]Tenant, error) {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("tenant: listing: %w", ctx.Err())
-		case entry := <-w.Updates():
+		case entry, ok := <-w.Updates():
+			if !ok { // the connection closed: the list would be partial
+				return nil, errors.New("tenant: listing: the watch ended before every tenant was read")
+			}
 			if entry == nil { // every tenant present when the watch began was seen
 				slices.SortFunc(list, func(a, b Tenant) int { return strings.Compare(a.ID, b.ID) })
 				return list, nil
