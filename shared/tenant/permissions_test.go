@@ -30,6 +30,11 @@ var readTenants = []string{
 	"$JS.FC.KV_tenants.>",
 }
 
+// writeTenants is what a service that changes tenants (the admin API, the
+// herald tenants commands) must be allowed to publish: reading as above
+// (List watches), reading one key directly, writing keys.
+var writeTenants = append([]string{"$KV.tenants.>", "$JS.API.DIRECT.GET.KV_tenants.>"}, readTenants...)
+
 type violations struct {
 	mu    sync.Mutex
 	lines []string
@@ -53,19 +58,21 @@ func (v *violations) list() []string {
 }
 
 // A service with only readTenants loads a registry large enough for the
-// server to ask for flow control, follows it, and is denied nothing.
-func TestCacheNeedsOnlyReadPermissions(t *testing.T) {
+// server to ask for flow control and follows it; one with writeTenants
+// creates, reads, lists and updates it; neither is denied anything.
+func TestRegistryAndCacheNeedOnlyTheirPermissions(t *testing.T) {
 	t.Parallel()
 	denied := &violations{}
+	user := func(name string, publish []string) *server.User {
+		return &server.User{Username: name, Password: name, Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: publish},
+			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+		}}
+	}
 	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Logger: slog.New(denied),
 		Options: func(o *server.Options) {
-			o.Users = []*server.User{
-				{Username: "admin", Password: "admin"},
-				{Username: "reader", Password: "reader", Permissions: &server.Permissions{
-					Publish:   &server.SubjectPermission{Allow: readTenants},
-					Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
-				}},
-			}
+			o.Users = []*server.User{{Username: "admin", Password: "admin"},
+				user("reader", readTenants), user("writer", writeTenants)}
 		}})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
@@ -78,28 +85,30 @@ func TestCacheNeedsOnlyReadPermissions(t *testing.T) {
 		return js
 	}
 	ctx := heraldtest.Context(t)
-	admin := connect("admin")
-	report, err := streams.Apply(ctx, admin, streams.Options{})
+	report, err := streams.Apply(ctx, connect("admin"), streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	reg, err := tenant.Open(ctx, admin, tenant.BuiltinPlans())
+
+	reg, err := tenant.Open(ctx, connect("writer"), tenant.BuiltinPlans())
 	require.NoError(t, err)
 	const many = 300 // 3 MB: past the point where the server asks for flow control
-	kv, err := admin.KeyValue(ctx, tenant.Bucket)
-	require.NoError(t, err)
 	for i := range many {
 		x := valid()
 		x.ID, x.Name = fmt.Sprintf("t%04d", i), strings.Repeat("n", 10_000)
 		_, err := reg.Create(ctx, x)
 		require.NoError(t, err)
 	}
+	list, err := reg.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, many)
 
 	c, err := tenant.Watch(ctx, connect("reader"))
 	require.NoError(t, err)
 	t.Cleanup(c.Stop)
 	_, ok := c.Lookup(fmt.Sprintf("t%04d", many-1))
 	require.True(t, ok, "the whole registry is loaded")
-	require.NoError(t, kv.Delete(ctx, "t0000"))
-	eventually(t, func() bool { _, ok := c.Lookup("t0000"); return !ok }, "changes are followed")
+	_, err = reg.Update(ctx, "t0000", func(x *tenant.Tenant) error { x.Status = tenant.Suspended; return nil })
+	require.NoError(t, err)
+	eventually(t, func() bool { return c.Admit("t0000", true) != nil }, "changes are followed")
 	require.Empty(t, denied.list())
 }
