@@ -27,6 +27,6 @@ func rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().String("config", "", "YAML configuration file (env HERALD_CONFIG)")
 	root.AddCommand(devCommand(), runCommand(), streamsCommand(), publishCommand(), dlqCommand(), benchCommand(),
-		vaultCommand(), providersCommand())
+		tenantsCommand(), vaultCommand(), providersCommand())
 	return root
 }
