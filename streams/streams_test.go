@@ -113,6 +113,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_dlq_redrives":     {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
 		"KV_deliveries":       {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
 		"KV_delivery_retries": {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
+		"KV_api_keys":         {jetstream.LimitsPolicy, []string{"$KV.api_keys.>"}, nil},
 		"OBJ_documents":       {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
@@ -162,7 +163,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 20)
+	require.Len(t, report, 21)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
