@@ -31,7 +31,7 @@
 // the request's path:
 //
 //	keys, err := apikey.Open(ctx, js)
-//	auth := apikey.NewAuthenticator(keys, apikey.AuthConfig{Logger: logger})
+//	auth, err := apikey.NewAuthenticator(keys, apikey.AuthConfig{Logger: logger})
 //	if err := auth.Start(ctx); err != nil { … }
 //	defer auth.Stop()
 //	key, err := auth.Authenticate(ctx, presented)

@@ -73,7 +73,9 @@ const (
 // encoding is base32 in lowercase, without padding: letters and 2–7 only.
 var encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-var encodedSecretLen = encoding.EncodedLen(secretLen)
+// encodedSecretLen is encoding.EncodedLen(secretLen): 256 bits in
+// characters of 5, the last one carrying 1 bit and 4 unused ones.
+const encodedSecretLen = 52
 
 // presented is a key taken apart.
 type presented struct {
@@ -98,13 +100,16 @@ func parse(s string) (presented, error) {
 	if !validID(id) {
 		return presented{}, ErrInvalid
 	}
-	secret, err := encoding.DecodeString(encoded)
+	var secret [secretLen]byte
+	n, err := encoding.Decode(secret[:], []byte(encoded))
 	// Re-encoding refuses the spellings that differ only in the unused
 	// low bits of the last character, so one secret has one key.
-	if err != nil || len(secret) != secretLen || encoding.EncodeToString(secret) != encoded {
+	var canonical [encodedSecretLen]byte
+	encoding.Encode(canonical[:], secret[:])
+	if err != nil || n != secretLen || string(canonical[:]) != encoded {
 		return presented{}, ErrInvalid
 	}
-	return presented{id: id, digest: sha256.Sum256(secret)}, nil
+	return presented{id: id, digest: sha256.Sum256(secret[:])}, nil
 }
 
 // validID reports whether s can be a key's id: idLen characters of the
