@@ -146,7 +146,7 @@ func TestKeysCreateRefuses(t *testing.T) {
 		{[]string{"keys", "create"}, "say whose key it is: --tenant ID, or --admin"},
 		{[]string{"keys", "create", "--tenant", "acme", "--admin"}, "tenant: an admin key belongs to no tenant"},
 		{[]string{"keys", "create", "--tenant", "acme", "--scope", "admin"}, "scopes: a tenant key cannot have the admin scope"},
-		{[]string{"keys", "create", "--tenant", "acme", "--scope", "send,write"}, `--scope: apikey: invalid key: unknown scope "write"`},
+		{[]string{"keys", "create", "--tenant", "acme", "--scope", "send,write"}, `--scope: apikey: cannot make that key: unknown scope "write"`},
 		{[]string{"keys", "create", "--tenant", "acme.eu"}, `tenant: "acme.eu" is not a tenant id`},
 		{[]string{"keys", "revoke", "aaaaaaaaaaaa"}, "apikey: no such key: aaaaaaaaaaaa"},
 	} {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,7 +116,8 @@ func NewAuthenticator(keys *Keys, cfg AuthConfig) (*Authenticator, error) {
 // the watch brings new keys and revocations, and a writer records uses,
 // until Stop. ctx bounds the start only.
 func (a *Authenticator) Start(ctx context.Context) error {
-	// The watch lives as long as the context it is made with.
+	// The watch lives as long as the context it is made with: one of its
+	// own, which Stop cancels, and ctx too until the keys are loaded.
 	var watchCtx context.Context
 	watchCtx, a.cancel = context.WithCancel(context.Background())
 	detach := context.AfterFunc(ctx, a.cancel)
@@ -236,7 +238,9 @@ func (a *Authenticator) Authenticate(_ context.Context, presented string) (Key, 
 		return Key{}, ErrUnauthorized
 	}
 	a.noteUse(k)
-	return k.record.Key, nil
+	key := k.record.Key
+	key.Scopes = slices.Clone(key.Scopes) // the caller's to change, not the cache's
+	return key, nil
 }
 
 // noteUse queues a write of the key's last use, unless one was written or

@@ -26,7 +26,7 @@ var (
 	// ErrNotFound means no key has that id.
 	ErrNotFound = errors.New("apikey: no such key")
 	// ErrBadSpec means a key cannot be made as asked.
-	ErrBadSpec = errors.New("apikey: invalid key")
+	ErrBadSpec = errors.New("apikey: cannot make that key")
 
 	// errConflict means a record changed since it was read.
 	errConflict = errors.New("apikey: key changed since it was read")
