@@ -24,7 +24,11 @@
 // replica reaches every other within moments, and no request reads the
 // bucket. The secret is compared as a digest in constant time. Every
 // refusal — a malformed, unknown, revoked key or a wrong secret — is the
-// same ErrUnauthorized, which never quotes what was presented.
+// same ErrUnauthorized, which never quotes what was presented. A key made
+// a moment ago elsewhere is refused until the watch brings it; an
+// Authenticator whose watch ended (Stop, a connection closed for good)
+// refuses every key rather than miss a revocation. Revoking marks the
+// record, which stays for `herald keys list` to show.
 //
 // When a key was last used is written at most once per LastUsedEvery (a
 // minute) per key, by a background writer with a bounded queue, never on
