@@ -152,9 +152,10 @@ func (a *Authenticator) Start(ctx context.Context) error {
 func (a *Authenticator) Stop() {
 	a.stopOnce.Do(func() {
 		a.stopped.Store(true)
-		if a.watcher != nil {
-			_ = a.watcher.Stop()
-		}
+		// Through its context, not KeyWatcher.Stop, which also deletes
+		// the consumer and so waits for JetStream's timeout when the
+		// server is out of reach. Left alone, the server drops the
+		// consumer soon (it is ephemeral).
 		if a.cancel != nil {
 			a.cancel()
 		}

@@ -265,3 +265,47 @@ func TestAClosedConnectionRefusesEveryKey(t *testing.T) {
 		return err == apikey.ErrUnauthorized
 	}, soon, tick)
 }
+
+// With the bucket out of reach, requests are still answered at once: the
+// uses they would record wait in a bounded queue, or are not recorded.
+func TestAUseNeverWaitsForTheBucket(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	b := bundle(t, n.JS)
+	plain, _, err := b.keys.Create(b.ctx, apikey.Spec{Tenant: "acme"})
+	require.NoError(t, err)
+	c := &clock{now: t0}
+	auth := startAuthenticator(t, b, apikey.AuthConfig{Now: c.Now, LastUsedQueue: 1, WriteTimeout: 500 * time.Millisecond})
+
+	n.Server.Shutdown()
+	answered := make(chan error, 1)
+	go func() {
+		for range 200 {
+			c.Add(time.Minute) // every request has a use to record
+			if _, err := auth.Authenticate(b.ctx, plain); err != nil {
+				answered <- err
+				return
+			}
+		}
+		answered <- nil
+	}()
+	select {
+	case err := <-answered:
+		require.NoError(t, err)
+	case <-time.After(soon):
+		t.Fatal("requests waited for last-use writes")
+	}
+	auth.Stop()
+}
+
+// Start gives up when its context ends, leaving nothing running.
+func TestStartGivesUpWithItsContext(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	auth, err := apikey.NewAuthenticator(b.keys, apikey.AuthConfig{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(b.ctx)
+	cancel()
+	require.ErrorIs(t, auth.Start(ctx), context.Canceled)
+	auth.Stop()
+}
