@@ -154,6 +154,10 @@ func printKeys(w io.Writer, list []apikey.Key) {
 			scopeList(k.Scopes), when(k.Created), when(k.LastUsed), when(k.Revoked))
 	}
 	_ = tw.Flush()
+	if len(list) == 1 {
+		fmt.Fprintln(w, "1 key")
+		return
+	}
 	fmt.Fprintf(w, "%s keys\n", thousands(len(list)))
 }
 

@@ -104,7 +104,7 @@ func TestKeysCreateListRevoke(t *testing.T) {
 	}, soon, tick)
 	out, err = herald(t, "keys", "list", "--tenant", "acme")
 	require.NoError(t, err)
-	require.Regexp(t, `(?m)^`+id+` .* `+minute+` *$`, out, "the revoked key stays, with when")
+	require.Regexp(t, `(?m)^`+id+` .* `+minute+` *\n1 key\n$`, out, "the revoked key stays, with when")
 }
 
 // minute is how the list shows a time.
