@@ -210,6 +210,9 @@ func (a *Authenticator) decode(e jetstream.KeyValueEntry) *known {
 	if err == nil && r.ID != e.Key() {
 		err = fmt.Errorf("apikey: entry %s holds key %s", e.Key(), r.ID)
 	}
+	if err == nil {
+		err = r.check()
+	}
 	var digest [sha256.Size]byte
 	if err == nil {
 		digest, err = r.digest()

@@ -309,3 +309,38 @@ func TestStartGivesUpWithItsContext(t *testing.T) {
 	require.ErrorIs(t, auth.Start(ctx), context.Canceled)
 	auth.Stop()
 }
+
+// A record the store would not have written — a tenant key given the
+// admin scope by hand, say — is refused, as is one that does not decode.
+func TestRecordsNotAsMadeAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tampered, key, err := b.keys.Create(b.ctx, apikey.Spec{Tenant: "acme"})
+	require.NoError(t, err)
+	garbled, other, err := b.keys.Create(b.ctx, apikey.Spec{Tenant: "acme"})
+	require.NoError(t, err)
+	auth := startAuthenticator(t, b, apikey.AuthConfig{})
+	for _, plain := range []string{tampered, garbled} {
+		_, err := auth.Authenticate(b.ctx, plain)
+		require.NoError(t, err)
+	}
+
+	e, err := b.kv.Get(b.ctx, key.ID)
+	require.NoError(t, err)
+	var r map[string]any
+	require.NoError(t, json.Unmarshal(e.Value(), &r))
+	r["scopes"] = []string{"send", "read", "admin"}
+	raw, err := json.Marshal(r)
+	require.NoError(t, err)
+	_, err = b.kv.Put(b.ctx, key.ID, raw)
+	require.NoError(t, err)
+	_, err = b.kv.Put(b.ctx, other.ID, []byte(`{"id":`))
+	require.NoError(t, err)
+
+	for _, plain := range []string{tampered, garbled} {
+		require.Eventually(t, func() bool {
+			_, err := auth.Authenticate(b.ctx, plain)
+			return err == apikey.ErrUnauthorized
+		}, soon, tick)
+	}
+}

@@ -102,6 +102,20 @@ type record struct {
 	SecretSHA256 string `json:"secret_sha256"`
 }
 
+// check refuses a record Create would not have written — a tenant key
+// with the admin scope, say — should one reach the bucket another way.
+func (r record) check() error {
+	spec := Spec{Tenant: r.Tenant, Name: r.Name, Scopes: r.Scopes, Admin: slices.Contains(r.Scopes, Admin)}
+	scopes, err := spec.scopes()
+	if err == nil && !slices.Equal(scopes, r.Scopes) {
+		err = fmt.Errorf("%w: scopes: %v, not as made", ErrBadSpec, r.Scopes)
+	}
+	if err != nil {
+		return fmt.Errorf("apikey: key %s: %w", r.ID, err)
+	}
+	return nil
+}
+
 func (r record) digest() ([sha256.Size]byte, error) {
 	var d [sha256.Size]byte
 	n, err := hex.Decode(d[:], []byte(r.SecretSHA256))
