@@ -1,6 +1,7 @@
 package apikey_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -72,4 +73,14 @@ func TestScopes(t *testing.T) {
 	_, err = apikey.ParseScopes("send,write")
 	require.ErrorIs(t, err, apikey.ErrBadSpec)
 	require.ErrorContains(t, err, `unknown scope "write"`)
+}
+
+func ExampleParse() {
+	id, err := apikey.Parse("hk_k7q2m4xvrpta_3tgd5kwzqh2mxjcv7ynrbfape6ulos4wdgiq3zk5tmvhejcnrxbq")
+	fmt.Println(id, err)
+	_, err = apikey.Parse("Bearer hk_k7q2m4xvrpta_3tgd5kwzqh2mxjcv7ynrbfape6ulos4wdgiq3zk5tmvhejcnrxbq")
+	fmt.Println(err)
+	// Output:
+	// k7q2m4xvrpta <nil>
+	// apikey: not an API key
 }

@@ -200,11 +200,13 @@ func (k *Keys) get(ctx context.Context, id string) (record, uint64, error) {
 // List returns the keys of tenant, or every key when tenant is empty,
 // revoked ones included, oldest first.
 func (k *Keys) List(ctx context.Context, tenant string) ([]Key, error) {
+	// The watch ends with the context it is made with.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	w, err := k.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("apikey: list: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
 	var out []Key
 	for {
 		select {
