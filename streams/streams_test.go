@@ -115,6 +115,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_delivery_retries": {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
 		"KV_credentials":      {jetstream.LimitsPolicy, []string{"$KV.credentials.>"}, nil},
 		"KV_tenants":          {jetstream.LimitsPolicy, []string{"$KV.tenants.>"}, nil},
+		"KV_api_keys":         {jetstream.LimitsPolicy, []string{"$KV.api_keys.>"}, nil},
 		"OBJ_documents":       {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
@@ -165,7 +166,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 22)
+	require.Len(t, report, 23)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

@@ -27,6 +27,6 @@ func rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().String("config", "", "YAML configuration file (env HERALD_CONFIG)")
 	root.AddCommand(devCommand(), runCommand(), streamsCommand(), publishCommand(), dlqCommand(), benchCommand(),
-		tenantsCommand(), vaultCommand(), providersCommand())
+		tenantsCommand(), keysCommand(), vaultCommand(), providersCommand())
 	return root
 }
