@@ -113,6 +113,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_dlq_redrives":     {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
 		"KV_deliveries":       {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
 		"KV_delivery_retries": {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
+		"KV_tenants":          {jetstream.LimitsPolicy, []string{"$KV.tenants.>"}, nil},
 		"OBJ_documents":       {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
@@ -139,13 +140,14 @@ func TestDeclaresDesignLayout(t *testing.T) {
 
 // What is kept, and for how long: the ledger and its retry index forget
 // after 90 days (ledger.retention), documents are kept until someone
-// decides otherwise (documents.retention).
+// decides otherwise (documents.retention), tenants until they are deleted.
 func TestDeclaredRetention(t *testing.T) {
 	t.Parallel()
 	want := map[string]time.Duration{
 		"KV_deliveries":       90 * 24 * time.Hour,
 		"KV_delivery_retries": 90 * 24 * time.Hour,
 		"OBJ_documents":       0,
+		"KV_tenants":          0,
 	}
 	for name, age := range want {
 		s, err := streams.Find(name)
@@ -162,7 +164,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 20)
+	require.Len(t, report, 21)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

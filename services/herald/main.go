@@ -26,6 +26,6 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("config", "", "YAML configuration file (env HERALD_CONFIG)")
-	root.AddCommand(devCommand(), runCommand(), streamsCommand(), publishCommand(), dlqCommand(), benchCommand())
+	root.AddCommand(devCommand(), runCommand(), streamsCommand(), publishCommand(), dlqCommand(), tenantsCommand(), benchCommand())
 	return root
 }

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/tenant"
+)
+
+func tenantsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tenants",
+		Short: "Register tenants, list and show them, change their plan, status, sender or providers",
+		Long: `Tenants are the customers Herald sends for, kept in the KV bucket "tenants"
+(nats kv get tenants ID shows one raw). Each has a plan (the built-in free,
+indie, startup and enterprise, or one the config file's plans: section adds),
+a status (a suspended tenant's traffic is dead-lettered, not dropped), a
+default sending identity and an ordered provider chain.`,
+	}
+	cmd.AddCommand(tenantsCreateCommand(), tenantsListCommand(), tenantsShowCommand(), tenantsSetCommand())
+	return cmd
+}
+
+// configuredPlans are the plans a tenant may be on: the built-in plans,
+// with the config file's over them. app.Config has no plans: section yet,
+// so the file adds none.
+func configuredPlans(app.Config) (tenant.Plans, error) {
+	var fromFile tenant.Plans
+	plans := fromFile.WithDefaults()
+	return plans, plans.Validate()
+}
+
+// withRegistry connects and opens the registry for a command.
+func withRegistry(cmd *cobra.Command, fn func(ctx context.Context, reg *tenant.Registry) error) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	plans, err := configuredPlans(cfg)
+	if err != nil {
+		return err
+	}
+	js, closeNATS, err := connectJetStream(cfg.NATS.URL)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+	defer cancel()
+	reg, err := tenant.Open(ctx, js, plans)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, reg)
+}
+
+func jsonFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool("json", false, "print JSON")
+}
+
+// printJSONOr prints v as JSON when the command has --json, else calls text.
+func printJSONOr(cmd *cobra.Command, v any, text func(io.Writer)) error {
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text(cmd.OutOrStdout())
+	return nil
+}
+
+func tenantsCreateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create ID --plan P",
+		Short: "Register a tenant, active from now",
+		Long: `Register a tenant. ID is the tenant token events carry (letters, digits,
+'-' and '_'); it never changes. Without --from the tenant sends as the
+platform's email.from, without --providers through the platform's providers.`,
+		Example: `  herald tenants create acme --plan startup --name "Acme Logistics" --from "Acme Orders <orders@acme.example>"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			t := tenant.Tenant{ID: args[0]}
+			t.Plan, _ = f.GetString("plan")
+			t.Name, _ = f.GetString("name")
+			t.From, _ = f.GetString("from")
+			providers, _ := f.GetString("providers")
+			t.Providers = providerChain(providers)
+			return withRegistry(cmd, func(ctx context.Context, reg *tenant.Registry) error {
+				t, err := reg.Create(ctx, t)
+				if err != nil {
+					return err
+				}
+				return printJSONOr(cmd, t, func(w io.Writer) {
+					fmt.Fprintf(w, "registered tenant %s (plan %s, %s)\n", t.ID, t.Plan, t.Status)
+				})
+			})
+		},
+	}
+	cmd.Flags().String("plan", "", "the tenant's plan (required)")
+	_ = cmd.MarkFlagRequired("plan")
+	cmd.Flags().String("name", "", "display name")
+	cmd.Flags().String("from", "", `default sending identity, "Name <address>"`)
+	cmd.Flags().String("providers", "", "provider chain, tried in this order: a,b")
+	jsonFlag(cmd)
+	return cmd
+}
+
+// providerChain reads --providers: names separated by commas; empty is no
+// chain of the tenant's own.
+func providerChain(s string) []string {
+	var chain []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			chain = append(chain, p)
+		}
+	}
+	return chain
+}
+
+func tenantsListCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List every tenant, by id",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withRegistry(cmd, func(ctx context.Context, reg *tenant.Registry) error {
+				list, err := reg.List(ctx)
+				if err != nil {
+					return err
+				}
+				return printJSONOr(cmd, list, func(w io.Writer) { printTenants(w, list) })
+			})
+		},
+	}
+	jsonFlag(cmd)
+	return cmd
+}
+
+func printTenants(w io.Writer, list []tenant.Tenant) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no tenants (herald tenants create ID --plan P registers one)")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tSTATUS\tFROM\tPROVIDERS\tUPDATED")
+	for _, t := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, dash(shorten(t.Name, 30)), t.Plan, t.Status,
+			dash(shorten(t.From, 40)), dash(strings.Join(t.Providers, ",")), t.UpdatedAt.Format(time.DateTime))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "%s tenants\n", thousands(len(list)))
+}
+
+func tenantsShowCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one tenant",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withRegistry(cmd, func(ctx context.Context, reg *tenant.Registry) error {
+				t, err := reg.Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return printJSONOr(cmd, t, func(w io.Writer) { printTenant(w, t) })
+			})
+		},
+	}
+	jsonFlag(cmd)
+	return cmd
+}
+
+func printTenant(w io.Writer, t tenant.Tenant) {
+	from, providers := t.From, strings.Join(t.Providers, ", ")
+	if from == "" {
+		from = "(the platform's email.from)"
+	}
+	if providers == "" {
+		providers = "(the platform's email.providers)"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range [][2]string{
+		{"id", t.ID}, {"name", dash(t.Name)}, {"plan", t.Plan}, {"status", string(t.Status)},
+		{"from", from}, {"providers", providers},
+		{"created", t.CreatedAt.Format(time.RFC3339)}, {"updated", t.UpdatedAt.Format(time.RFC3339)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+	}
+	_ = tw.Flush()
+}
+
+func tenantsSetCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set ID",
+		Short: "Change a tenant's plan, status, sending identity, provider chain or name",
+		Long: `Change what the flags name and nothing else. A suspended tenant's events
+and notifications are dead-lettered with the reason until it is active again;
+redrive them then. --from "" and --providers "" go back to the platform's.`,
+		Example: `  herald tenants set acme --status suspended
+  herald tenants set acme --plan enterprise --providers acme-ses,sendgrid`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			edit, err := readEdit(cmd)
+			if err != nil {
+				return err
+			}
+			return withRegistry(cmd, func(ctx context.Context, reg *tenant.Registry) error {
+				var before tenant.Tenant
+				t, err := reg.Update(ctx, args[0], func(t *tenant.Tenant) error {
+					before = *t
+					edit(t)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				return printJSONOr(cmd, t, func(w io.Writer) {
+					fmt.Fprintf(w, "updated tenant %s: %s\n", t.ID, strings.Join(changes(before, t), "; "))
+				})
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.String("plan", "", "the tenant's plan")
+	f.String("status", "", "active, or suspended: its traffic is dead-lettered")
+	f.String("from", "", `default sending identity, "Name <address>"`)
+	f.String("providers", "", "provider chain, tried in this order: a,b")
+	f.String("name", "", "display name")
+	jsonFlag(cmd)
+	return cmd
+}
+
+// readEdit turns the flags set into an edit of a tenant.
+func readEdit(cmd *cobra.Command) (func(*tenant.Tenant), error) {
+	var edits []func(*tenant.Tenant)
+	set := func(flag string, apply func(*tenant.Tenant, string)) {
+		if f := cmd.Flags().Lookup(flag); f.Changed {
+			v := f.Value.String()
+			edits = append(edits, func(t *tenant.Tenant) { apply(t, v) })
+		}
+	}
+	set("plan", func(t *tenant.Tenant, v string) { t.Plan = v })
+	set("status", func(t *tenant.Tenant, v string) { t.Status = tenant.Status(v) })
+	set("from", func(t *tenant.Tenant, v string) { t.From = v })
+	set("providers", func(t *tenant.Tenant, v string) { t.Providers = providerChain(v) })
+	set("name", func(t *tenant.Tenant, v string) { t.Name = v })
+	if len(edits) == 0 {
+		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers or --name")
+	}
+	return func(t *tenant.Tenant) {
+		for _, e := range edits {
+			e(t)
+		}
+	}, nil
+}
+
+// changes lists what an update changed, "plan: free → startup", for the
+// operator to check at a glance.
+func changes(before, after tenant.Tenant) []string {
+	var out []string
+	diff := func(field, was, is string) {
+		if was != is {
+			out = append(out, fmt.Sprintf("%s: %s → %s", field, dash(was), dash(is)))
+		}
+	}
+	diff("name", before.Name, after.Name)
+	diff("plan", before.Plan, after.Plan)
+	diff("status", string(before.Status), string(after.Status))
+	diff("from", before.From, after.From)
+	diff("providers", strings.Join(before.Providers, ","), strings.Join(after.Providers, ","))
+	if len(out) == 0 {
+		return []string{"nothing changed"}
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/tenant"
+)
+
+// tenantsServer starts NATS with the streams declared, for the command
+// line to reach as a user's would.
+func tenantsServer(t *testing.T) {
+	t.Helper()
+	n := heraldtest.StartNATSWithStreams(t)
+	t.Setenv("NATS_URL", n.Server.URL())
+	t.Setenv("HERALD_CONFIG", "")
+}
+
+// heraldJSON runs a command with --json and decodes what it prints.
+func heraldJSON[T any](t *testing.T, args ...string) T {
+	t.Helper()
+	out, err := herald(t, append(args, "--json")...)
+	require.NoError(t, err)
+	var v T
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	return v
+}
+
+func TestTenantsCreateListShow(t *testing.T) {
+	tenantsServer(t)
+
+	out, err := herald(t, "tenants", "list")
+	require.NoError(t, err)
+	require.Equal(t, "no tenants (herald tenants create ID --plan P registers one)\n", out)
+	out, err = herald(t, "tenants", "list", "--json")
+	require.NoError(t, err)
+	require.Equal(t, "[]\n", out)
+
+	out, err = herald(t, "tenants", "create", "acme", "--plan", "startup", "--name", "Acme Logistics",
+		"--from", "Acme Orders <orders@acme.example>", "--providers", "acme-ses, sendgrid")
+	require.NoError(t, err)
+	require.Equal(t, "registered tenant acme (plan startup, active)\n", out)
+
+	zarya := heraldJSON[tenant.Tenant](t, "tenants", "create", "zarya", "--plan", "free")
+	require.Equal(t, "zarya", zarya.ID)
+	require.Equal(t, tenant.Active, zarya.Status)
+	require.False(t, zarya.CreatedAt.IsZero())
+
+	list := heraldJSON[[]tenant.Tenant](t, "tenants", "list")
+	require.Len(t, list, 2)
+	require.Equal(t, "acme", list[0].ID)
+	require.Equal(t, []string{"acme-ses", "sendgrid"}, list[0].Providers)
+	require.Equal(t, "zarya", list[1].ID)
+
+	out, err = herald(t, "tenants", "list")
+	require.NoError(t, err)
+	require.Equal(t, strings.Join([]string{
+		"ID     NAME            PLAN     STATUS  FROM                               PROVIDERS          UPDATED",
+		"acme   Acme Logistics  startup  active  Acme Orders <orders@acme.example>  acme-ses,sendgrid  " + list[0].UpdatedAt.Format(time.DateTime),
+		"zarya  -               free     active  -                                  -                  " + list[1].UpdatedAt.Format(time.DateTime),
+		"2 tenants",
+		""}, "\n"), out)
+
+	out, err = herald(t, "tenants", "show", "acme")
+	require.NoError(t, err)
+	require.Equal(t, strings.Join([]string{
+		"id:         acme",
+		"name:       Acme Logistics",
+		"plan:       startup",
+		"status:     active",
+		"from:       Acme Orders <orders@acme.example>",
+		"providers:  acme-ses, sendgrid",
+		"created:    " + list[0].CreatedAt.Format(time.RFC3339),
+		"updated:    " + list[0].UpdatedAt.Format(time.RFC3339),
+		""}, "\n"), out)
+	out, err = herald(t, "tenants", "show", "zarya")
+	require.NoError(t, err)
+	require.Contains(t, out, "from:       (the platform's email.from)\n")
+	require.Contains(t, out, "providers:  (the platform's email.providers)\n")
+
+	shown := heraldJSON[tenant.Tenant](t, "tenants", "show", "zarya")
+	require.True(t, zarya.UpdatedAt.Equal(shown.UpdatedAt))
+	require.Equal(t, zarya.Plan, shown.Plan)
+}
+
+func TestTenantsCreateRefuses(t *testing.T) {
+	tenantsServer(t)
+	_, err := herald(t, "tenants", "create", "acme", "--plan", "startup")
+	require.NoError(t, err)
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"acme", "--plan", "free"}, `tenant "acme" is already registered`},
+		{[]string{"zarya"}, `required flag(s) "plan" not set`},
+		{[]string{"zarya", "--plan", "gold"}, `invalid tenant: plan: "gold" is not a plan (known: enterprise, free, indie, startup)`},
+		{[]string{"zarya.eu", "--plan", "free", "--from", "nobody"}, `invalid tenant: id: "zarya.eu" is not a tenant id (1 to 64 letters, digits, '-' or '_'); ` +
+			`from: "nobody" is not one address like "Acme <orders@acme.example>" (mail: missing '@' or angle-addr)`},
+	} {
+		_, err := herald(t, append([]string{"tenants", "create"}, tt.args...)...)
+		require.EqualError(t, err, tt.want, tt.args)
+	}
+	list := heraldJSON[[]tenant.Tenant](t, "tenants", "list")
+	require.Len(t, list, 1, "nothing refused was stored")
+	require.Equal(t, "startup", list[0].Plan)
+
+	_, err = herald(t, "tenants", "show", "nobody")
+	require.EqualError(t, err, `tenant "nobody" is not registered`)
+}
+
+func TestTenantsSet(t *testing.T) {
+	tenantsServer(t)
+	_, err := herald(t, "tenants", "create", "acme", "--plan", "startup", "--from", "orders@acme.example")
+	require.NoError(t, err)
+
+	out, err := herald(t, "tenants", "set", "acme", "--status", "suspended", "--providers", "acme-ses,sendgrid")
+	require.NoError(t, err)
+	require.Equal(t, "updated tenant acme: status: active → suspended; providers: - → acme-ses,sendgrid\n", out)
+
+	acme := heraldJSON[tenant.Tenant](t, "tenants", "set", "acme", "--plan", "enterprise", "--from", "", "--name", "Acme")
+	require.Equal(t, "enterprise", acme.Plan)
+	require.Empty(t, acme.From, `--from "" goes back to the platform's`)
+	require.Equal(t, "Acme", acme.Name)
+	require.Equal(t, tenant.Suspended, acme.Status, "what no flag names stays")
+	require.Equal(t, []string{"acme-ses", "sendgrid"}, acme.Providers)
+
+	out, err = herald(t, "tenants", "set", "acme", "--plan", "enterprise")
+	require.NoError(t, err)
+	require.Equal(t, "updated tenant acme: nothing changed\n", out)
+
+	_, err = herald(t, "tenants", "set", "acme")
+	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers or --name")
+	_, err = herald(t, "tenants", "set", "acme", "--status", "paused")
+	require.EqualError(t, err, `invalid tenant: status: "paused" is not a status (want active or suspended)`)
+	_, err = herald(t, "tenants", "set", "acme", "--providers", "ses,ses")
+	require.EqualError(t, err, `invalid tenant: providers[1]: "ses" is already in the chain`)
+	_, err = herald(t, "tenants", "set", "nobody", "--plan", "free")
+	require.EqualError(t, err, `tenant "nobody" is not registered`)
+
+	shown := heraldJSON[tenant.Tenant](t, "tenants", "show", "acme")
+	require.Equal(t, tenant.Suspended, shown.Status, "refused changes wrote nothing")
+	require.Equal(t, []string{"acme-ses", "sendgrid"}, shown.Providers)
+}

@@ -1,0 +1,118 @@
+package tenant
+
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/heraldhq/herald/shared/event"
+)
+
+// Status says whether a tenant's traffic is accepted.
+type Status string
+
+const (
+	// Active tenants send.
+	Active Status = "active"
+	// Suspended tenants' events and notifications are dead-lettered with
+	// the reason, not dropped, so they can be redriven once the tenant is
+	// active again.
+	Suspended Status = "suspended"
+)
+
+// Statuses are every status, in the order people read them.
+var Statuses = []Status{Active, Suspended}
+
+// Tenant is one customer of Herald, as the registry keeps it.
+type Tenant struct {
+	// ID is the tenant token of subjects, KV keys and metrics
+	// (event.ValidTenant). It never changes.
+	ID string `json:"id"`
+	// Name is what people call the tenant, for tables and the console.
+	Name string `json:"name,omitempty"`
+	// Plan names one of the configured plans.
+	Plan string `json:"plan"`
+	// Status is active or suspended.
+	Status Status `json:"status"`
+	// From is the tenant's default sending identity, "Name <address>".
+	// Empty: the platform's email.from.
+	From string `json:"from,omitempty"`
+	// Providers is the tenant's provider chain, by provider name, tried in
+	// this order within one try. Empty: the platform's providers.
+	Providers []string `json:"providers,omitempty"`
+	// CreatedAt and UpdatedAt are set by the registry.
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ValidationError lists everything wrong with a tenant, each problem
+// naming its field.
+type ValidationError struct {
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	return "invalid tenant: " + strings.Join(e.Problems, "; ")
+}
+
+// namePattern is what a plan or provider name may be: like a tenant id, it
+// may become part of a KV key or a metric label.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Validate reports, as a *ValidationError, every problem of t: an id that
+// cannot be a subject token, a plan plans does not name, an unknown status,
+// a From that is not one address, a provider name that is not a simple
+// token or appears twice.
+func (t Tenant) Validate(plans Plans) error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if !event.ValidTenant(t.ID) {
+		add("id: %q is not a tenant id (1 to 64 letters, digits, '-' or '_')", t.ID)
+	}
+	if strings.ContainsFunc(t.Name, unicode.IsControl) {
+		add("name: %q holds a control character", t.Name)
+	}
+	if _, ok := plans[t.Plan]; !ok {
+		add("plan: %q is not a plan (known: %s)", t.Plan, strings.Join(plans.Names(), ", "))
+	}
+	if !slices.Contains(Statuses, t.Status) {
+		add("status: %q is not a status (want %s or %s)", t.Status, Active, Suspended)
+	}
+	if t.From != "" {
+		if _, err := mail.ParseAddress(t.From); err != nil {
+			add("from: %q is not one address like \"Acme <orders@acme.example>\" (%v)", t.From, err)
+		}
+	}
+	for i, p := range t.Providers {
+		switch {
+		case !namePattern.MatchString(p):
+			add("providers[%d]: %q is not a provider name (1 to 64 letters, digits, '-' or '_')", i, p)
+		case slices.Index(t.Providers, p) < i:
+			add("providers[%d]: %q is already in the chain", i, p)
+		}
+	}
+	if len(problems) > 0 {
+		return &ValidationError{Problems: problems}
+	}
+	return nil
+}
+
+// The registry's errors. Each wraps into a message that names the tenant:
+// `tenant "acme" is not registered`.
+var (
+	// ErrNotFound: no tenant has this id.
+	ErrNotFound = errors.New("not registered")
+	// ErrExists: Create found the id taken.
+	ErrExists = errors.New("already registered")
+	// ErrConflict: Update lost the race to other writers every time it
+	// tried.
+	ErrConflict = errors.New("being changed by others too often to update")
+)
+
+// idError names the tenant an error is about: tenant "acme" is <err>.
+func idError(id string, err error) error { return fmt.Errorf("tenant %q is %w", id, err) }

@@ -1,0 +1,108 @@
+package tenant_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/tenant"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
+
+func valid() tenant.Tenant {
+	return tenant.Tenant{
+		ID:        "acme",
+		Name:      "Acme Logistics",
+		Plan:      "startup",
+		Status:    tenant.Active,
+		From:      "Acme Orders <orders@acme.example>",
+		Providers: []string{"acme-ses", "sendgrid"},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	plans := tenant.BuiltinPlans()
+	tests := []struct {
+		name string
+		edit func(*tenant.Tenant)
+		want []string // the problems, each naming its field; none: valid
+	}{
+		{"valid", func(*tenant.Tenant) {}, nil},
+		{"bare address", func(x *tenant.Tenant) { x.From = "orders@acme.example" }, nil},
+		{"no from, no providers", func(x *tenant.Tenant) { x.From, x.Providers = "", nil }, nil},
+		{"id with a dot", func(x *tenant.Tenant) { x.ID = "acme.eu" },
+			[]string{`id: "acme.eu" is not a tenant id (1 to 64 letters, digits, '-' or '_')`}},
+		{"no id", func(x *tenant.Tenant) { x.ID = "" },
+			[]string{`id: "" is not a tenant id (1 to 64 letters, digits, '-' or '_')`}},
+		{"unknown plan", func(x *tenant.Tenant) { x.Plan = "gold" },
+			[]string{`plan: "gold" is not a plan (known: enterprise, free, indie, startup)`}},
+		{"unknown status", func(x *tenant.Tenant) { x.Status = "paused" },
+			[]string{`status: "paused" is not a status (want active or suspended)`}},
+		{"from not an address", func(x *tenant.Tenant) { x.From = "Acme Orders" },
+			[]string{`from: "Acme Orders" is not one address like "Acme <orders@acme.example>" (mail: no angle-addr)`}},
+		{"two addresses", func(x *tenant.Tenant) { x.From = "a@acme.example, b@acme.example" },
+			[]string{`from: "a@acme.example, b@acme.example" is not one address like "Acme <orders@acme.example>" (mail: expected single address, got ", b@acme.example")`}},
+		{"provider with a space", func(x *tenant.Tenant) { x.Providers = []string{"acme-ses", "send grid"} },
+			[]string{`providers[1]: "send grid" is not a provider name (1 to 64 letters, digits, '-' or '_')`}},
+		{"provider twice", func(x *tenant.Tenant) { x.Providers = []string{"ses", "sendgrid", "ses"} },
+			[]string{`providers[2]: "ses" is already in the chain`}},
+		{"name with a newline", func(x *tenant.Tenant) { x.Name = "Acme\nLogistics" },
+			[]string{`name: "Acme\nLogistics" holds a control character`}},
+		{"everything wrong at once", func(x *tenant.Tenant) { x.ID, x.Plan, x.Status = "a b", "", "" }, []string{
+			`id: "a b" is not a tenant id (1 to 64 letters, digits, '-' or '_')`,
+			`plan: "" is not a plan (known: enterprise, free, indie, startup)`,
+			`status: "" is not a status (want active or suspended)`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			x := valid()
+			tt.edit(&x)
+			err := x.Validate(plans)
+			if tt.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			var verr *tenant.ValidationError
+			require.ErrorAs(t, err, &verr)
+			require.Equal(t, tt.want, verr.Problems)
+			require.Equal(t, "invalid tenant: "+strings.Join(tt.want, "; "), err.Error())
+		})
+	}
+}
+
+func TestPlansFromConfig(t *testing.T) {
+	t.Parallel()
+	configured := tenant.Plans{
+		"startup": {},                                        // named, nothing changed
+		"free":    {Description: "Ten emails a day."},        // overridden
+		"partner": {Description: "Resellers, billed apart."}, // added
+	}
+	plans := configured.WithDefaults()
+	require.Equal(t, []string{"enterprise", "free", "indie", "partner", "startup"}, plans.Names())
+	require.Equal(t, tenant.BuiltinPlans()["startup"], plans["startup"])
+	require.Equal(t, "Ten emails a day.", plans["free"].Description)
+	require.Equal(t, "Resellers, billed apart.", plans["partner"].Description)
+	require.NoError(t, plans.Validate())
+
+	x := valid()
+	x.Plan = "partner"
+	require.NoError(t, x.Validate(plans))
+	require.ErrorContains(t, x.Validate(tenant.BuiltinPlans()), `plan: "partner" is not a plan (known: enterprise, free, indie, startup)`)
+
+	require.Len(t, tenant.Plans(nil).WithDefaults(), 4, "no plans: section, the built-in plans")
+}
+
+func TestPlansValidateNamesTheField(t *testing.T) {
+	t.Parallel()
+	plans := tenant.Plans{"gold plan": {}, "silver.eu": {}}.WithDefaults()
+	err := plans.Validate()
+	require.EqualError(t, err, `plans.gold plan: "gold plan" is not a plan name (1 to 64 letters, digits, '-' or '_')`+"\n"+
+		`plans.silver.eu: "silver.eu" is not a plan name (1 to 64 letters, digits, '-' or '_')`)
+}
