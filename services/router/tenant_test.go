@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // An event on its tenant's own subject, orders.created.acme, is routed
@@ -64,4 +66,97 @@ func TestAnEventOnAnotherTenantsSubjectIsDeadLettered(t *testing.T) {
 	settled(t, n, 1)
 	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "DOCS"))
 	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "NOTIFY"))
+}
+
+// registry is the tenant registry on n, with acme registered, and a cache
+// following it as the router's Config.Registry.
+func registry(t *testing.T, n *heraldtest.NATS) (*tenant.Registry, *tenant.Cache) {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	reg, err := tenant.Open(ctx, n.JS, tenant.BuiltinPlans())
+	require.NoError(t, err)
+	_, err = reg.Create(ctx, tenant.Tenant{ID: "acme", Plan: "startup"})
+	require.NoError(t, err)
+	cache, err := tenant.Watch(ctx, n.JS)
+	require.NoError(t, err)
+	t.Cleanup(cache.Stop)
+	return reg, cache
+}
+
+// suspend suspends a tenant and waits until the cache has seen it.
+func suspend(t *testing.T, reg *tenant.Registry, cache *tenant.Cache, id string) {
+	t.Helper()
+	_, err := reg.Update(heraldtest.Context(t), id, func(x *tenant.Tenant) error {
+		x.Status = tenant.Suspended
+		return nil
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return errors.Is(cache.Admit(id, true), tenant.ErrSuspended) },
+		10*time.Second, 10*time.Millisecond)
+}
+
+// orderFor is the sample order event with id, for tenant.
+func orderFor(t *testing.T, id, tenant string) []byte {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(orderEvent(t, id, nil), &m))
+	m["tenant"] = tenant
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	return b
+}
+
+// dlqReasons maps each dead letter's event id to its reason.
+func dlqReasons(t *testing.T, n *heraldtest.NATS) map[string]string {
+	t.Helper()
+	reasons := map[string]string{}
+	for _, e := range heraldtest.StreamMessages(t, n.JS, "DLQ") {
+		reasons[e.Header.Get(deadletter.HeaderMsgID)] = e.Header.Get(deadletter.HeaderReason)
+	}
+	return reasons
+}
+
+// With registration required, the registry decides: a registered, active
+// tenant's event is routed; once it is suspended, its next event is
+// dead-lettered saying so; an unknown tenant's event is dead-lettered as
+// such. Neither is routed, nor dropped.
+func TestTheRegistryAdmitsEachEventsTenant(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	reg, cache := registry(t, n)
+	start(t, n, router.Config{Registry: cache, RequireRegistered: true}, nil)
+
+	publishEvent(t, n, orderFor(t, "evt-acme-active", "acme"))
+	settled(t, n, 1)
+	require.Len(t, heraldtest.StreamMessages(t, n.JS, "DOCS"), 1, "acme is registered and active: routed")
+
+	suspend(t, reg, cache, "acme")
+	publishEvent(t, n, orderFor(t, "evt-acme-suspended", "acme"))
+	publishEvent(t, n, orderFor(t, "evt-initech", "initech"))
+	settled(t, n, 3)
+	require.Equal(t, map[string]string{
+		"evt-acme-suspended": `tenant "acme" is suspended`,
+		"evt-initech":        `unknown tenant "initech"`,
+	}, dlqReasons(t, n))
+	require.Len(t, heraldtest.StreamMessages(t, n.JS, "DOCS"), 1, "nothing more routed")
+}
+
+// Without tenants.require_registered, an unregistered tenant is routed as
+// before the registry; a suspended one is still refused.
+func TestUnregisteredTenantsAreRoutedUnlessRegistrationIsRequired(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	reg, cache := registry(t, n)
+	suspend(t, reg, cache, "acme")
+	start(t, n, router.Config{Registry: cache}, nil)
+
+	publishEvent(t, n, orderFor(t, "evt-initech", "initech"))
+	publishEvent(t, n, orderFor(t, "evt-acme-suspended", "acme"))
+	settled(t, n, 2)
+	requests := heraldtest.StreamMessages(t, n.JS, "DOCS")
+	require.Len(t, requests, 1)
+	var req documents.Request
+	require.NoError(t, json.Unmarshal(requests[0].Data, &req))
+	require.Equal(t, "initech", req.Tenant)
+	require.Equal(t, map[string]string{"evt-acme-suspended": `tenant "acme" is suspended`}, dlqReasons(t, n))
 }
