@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -89,7 +90,7 @@ func TestATenantsCredentialsPublishOnlyAsThatTenant(t *testing.T) {
 	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Options: tenantUsers("acme", "globex")})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
-	admin := runHeraldAs(t, srv, "admin")
+	admin := runHeraldAs(t, srv, "admin", "acme", "globex")
 	acme := connectAs(t, srv, "acme")
 	order := sample(t, "order.created.json", nil)
 
@@ -124,7 +125,9 @@ type herald struct {
 	mailDir string
 }
 
-func runHeraldAs(t *testing.T, srv *embedded.NATS, user string) *herald {
+// runHeraldAs applies the streams, registers the tenants (as `herald
+// tenants create` does) and starts every service, all as user.
+func runHeraldAs(t *testing.T, srv *embedded.NATS, user string, tenants ...string) *herald {
 	t.Helper()
 	url := strings.Replace(srv.URL(), "nats://", "nats://"+user+":"+user+"@", 1)
 	nc, err := nats.Connect(url)
@@ -136,6 +139,12 @@ func runHeraldAs(t *testing.T, srv *embedded.NATS, user string) *herald {
 	report, err := streams.Apply(heraldtest.Context(t), h.js, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
+	reg, err := tenant.Open(heraldtest.Context(t), h.js, tenant.BuiltinPlans())
+	require.NoError(t, err)
+	for _, id := range tenants {
+		_, err := reg.Create(heraldtest.Context(t), tenant.Tenant{ID: id, Plan: "startup"})
+		require.NoError(t, err)
+	}
 
 	var cfg app.Config
 	cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = url, heraldtest.RedisURL(t), heraldtest.Prefix()
