@@ -6,7 +6,7 @@
 //
 // Operators and the admin API change tenants through a Registry:
 //
-//	reg, err := tenant.Open(ctx, js, cfg.Plans)
+//	reg, err := tenant.Open(ctx, js, plans) // the configured plans
 //	acme, err := reg.Create(ctx, tenant.Tenant{ID: "acme", Plan: "startup"})
 //	acme, err = reg.Update(ctx, "acme", func(t *tenant.Tenant) error {
 //		t.Status = tenant.Suspended

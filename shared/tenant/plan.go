@@ -24,10 +24,10 @@ type Plans map[string]Plan
 // says.
 func BuiltinPlans() Plans {
 	return Plans{
-		"free":       {Description: "Trying Herald out: low priority, small volumes."},
-		"indie":      {Description: "One business sending its own notifications."},
+		"free":       {Description: "Trying Herald out."},
+		"indie":      {Description: "One small business sending its own notifications."},
 		"startup":    {Description: "A growing product with several senders and channels."},
-		"enterprise": {Description: "Large volumes, their own provider accounts, negotiated terms."},
+		"enterprise": {Description: "Large volumes and negotiated terms."},
 	}
 }
 

@@ -27,7 +27,6 @@ const updateTries = 5
 type Registry struct {
 	kv    jetstream.KeyValue
 	plans Plans
-	now   func() time.Time
 }
 
 // Open binds to the bucket, which streams.Apply creates. Tenants written
@@ -37,14 +36,14 @@ func Open(ctx context.Context, js jetstream.JetStream, plans Plans) (*Registry, 
 	if err != nil {
 		return nil, fmt.Errorf("tenant: bucket %s: %w", Bucket, err)
 	}
-	return &Registry{kv: kv, plans: plans, now: time.Now}, nil
+	return &Registry{kv: kv, plans: plans}, nil
 }
 
 // Create registers t: active unless t says otherwise, with both times set
 // to now. An id already registered is ErrExists.
 func (r *Registry) Create(ctx context.Context, t Tenant) (Tenant, error) {
 	t.Status = cmp.Or(t.Status, Active)
-	t.CreatedAt = r.now().UTC()
+	t.CreatedAt = time.Now().UTC()
 	t.UpdatedAt = t.CreatedAt
 	if err := t.Validate(r.plans); err != nil {
 		return Tenant{}, err
@@ -107,7 +106,10 @@ func (r *Registry) List(ctx context.Context) ([]Tenant, error) {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("tenant: listing: %w", ctx.Err())
-		case entry := <-w.Updates():
+		case entry, ok := <-w.Updates():
+			if !ok { // the connection closed: the list would be partial
+				return nil, errors.New("tenant: listing: the watch ended before every tenant was read")
+			}
 			if entry == nil { // every tenant present when the watch began was seen
 				slices.SortFunc(list, func(a, b Tenant) int { return strings.Compare(a.ID, b.ID) })
 				return list, nil
@@ -154,7 +156,7 @@ func (r *Registry) tryUpdate(ctx context.Context, id string, edit func(*Tenant) 
 		return Tenant{}, fmt.Errorf("tenant %q: the id cannot change (to %q): create a new tenant instead", id, t.ID)
 	}
 	t.CreatedAt = old.CreatedAt
-	t.UpdatedAt = r.now().UTC()
+	t.UpdatedAt = time.Now().UTC()
 	if err := t.Validate(r.plans); err != nil {
 		return Tenant{}, err
 	}
