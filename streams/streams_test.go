@@ -103,8 +103,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		subjects  []string
 		consumers []string
 	}{
-		"ORDERS":              {jetstream.LimitsPolicy, []string{"orders.*"}, []string{"router"}},
-		"INVENTORY":           {jetstream.LimitsPolicy, []string{"inventory.*"}, []string{"router"}},
+		"ORDERS":              {jetstream.LimitsPolicy, []string{"orders.*", "orders.*.*"}, []string{"router"}},
+		"INVENTORY":           {jetstream.LimitsPolicy, []string{"inventory.*", "inventory.*.*"}, []string{"router"}},
 		"DOCS":                {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
 		"NOTIFY":              {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal"}},
 		"STATUS":              {jetstream.LimitsPolicy, []string{"notify.status.*"}, nil},

@@ -39,6 +39,12 @@ type Ledger interface {
 	Put(ctx context.Context, e *ledger.Entry) error
 }
 
+// Tenants is the tenant registry as delivery asks it (tenant.Cache): the
+// error, when set, is why a tenant's notifications are not sent now.
+type Tenants interface {
+	Admit(tenant string, requireRegistered bool) error
+}
+
 // Config configures email delivery.
 type Config struct {
 	// From is the From header of every email, "Name <address>". Required.
@@ -57,6 +63,12 @@ type Config struct {
 	// AttachMaxBytes is the largest document attached to an email; larger
 	// ones are linked with Links. Defaults to 5 MiB.
 	AttachMaxBytes int64
+	// Registry refuses the notifications of a suspended tenant: they are
+	// dead-lettered with its reason before anything is leased or recorded,
+	// to be redriven once the tenant is active again. Whether a tenant must
+	// be registered is the router's check, not repeated here. Defaults to
+	// none: every tenant is served.
+	Registry Tenants
 	// Links signs download links for documents too large to attach.
 	// Without it, every document is attached whatever its size.
 	Links *documents.Signer

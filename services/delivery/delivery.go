@@ -23,6 +23,8 @@
 // least the providers' Retry-After); a permanent refusal is dead-lettered
 // with its reason, then terminated; so is the last allowed try
 // (Config.MaxTries), recorded as failed-but-retryable for the resend sweep.
+// A notification of a suspended tenant (Config.Registry) is dead-lettered
+// with the reason before step 1, and nothing of it is recorded.
 // The consumer's MaxDeliver is only a safety net for crash loops.
 package delivery
 
@@ -134,6 +136,11 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	if err != nil {
 		w.metrics.outcome(ctx, d, "", "failed")
+		w.deadLetter(ctx, msg, d, err)
+		return
+	}
+	if err := w.admit(d.Tenant); err != nil {
+		w.metrics.outcome(ctx, d, "", "refused")
 		w.deadLetter(ctx, msg, d, err)
 		return
 	}
@@ -300,6 +307,15 @@ func ownTenant(subject string, d notification.Delivery) error {
 		return fmt.Errorf("forged delivery: document %s is not tenant %q's", d.Document.Object, d.Tenant)
 	}
 	return nil
+}
+
+// admit asks the registry, if there is one, whether the tenant is served:
+// a suspended tenant's notifications are not sent.
+func (w worker) admit(tenant string) error {
+	if w.cfg.Registry == nil {
+		return nil
+	}
+	return w.cfg.Registry.Admit(tenant, false)
 }
 
 // content is the delivery's document: attached, or linked when it is
@@ -508,7 +524,7 @@ func newMetrics(mp metric.MeterProvider, tenants *telemetry.Labels) (metrics, er
 	x := metrics{tenants: tenants}
 	var errs [6]error
 	x.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
-		metric.WithDescription("Delivery outcomes by channel, provider and outcome: delivered, retry, failed, exhausted, duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired)."))
+		metric.WithDescription("Delivery outcomes by channel, provider and outcome: delivered, retry, failed, exhausted, duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired), refused (the tenant is suspended)."))
 	x.ambiguous, errs[1] = m.Int64Counter("herald.delivery.ambiguous",
 		metric.WithDescription("Tries where a provider may have accepted before failing (timeouts): the residual at-least-once window."))
 	x.lockBusy, errs[2] = m.Int64Counter("herald.delivery.lock_contention",

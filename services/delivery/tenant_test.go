@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // A message on notify.> is trusted to say whose it is only as far as it
@@ -104,4 +105,70 @@ func publishDelivery(t *testing.T, js jetstream.JetStream, subject, tenant, addr
 	msg.Header.Set(jetstream.MsgIDHeader, key)
 	_, err = js.PublishMsg(heraldtest.Context(t), msg)
 	require.NoError(t, err)
+}
+
+// A suspended tenant's notifications are dead-lettered with the registry's
+// reason before anything is leased or recorded, so they can be redriven
+// once it is active again; an active tenant's are sent. Registration is the
+// router's check: a tenant the registry does not know is served.
+func TestASuspendedTenantsNotificationsAreDeadLettered(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	reg, err := tenant.Open(ctx, n.JS, tenant.BuiltinPlans())
+	require.NoError(t, err)
+	for _, id := range []string{"acme", "globex"} {
+		_, err = reg.Create(ctx, tenant.Tenant{ID: id, Plan: "startup"})
+		require.NoError(t, err)
+	}
+	cache, err := tenant.Watch(ctx, n.JS)
+	require.NoError(t, err)
+	t.Cleanup(cache.Stop)
+
+	mailDir := t.TempDir()
+	sink, err := maildir.New(mailDir)
+	require.NoError(t, err)
+	svc, err := delivery.New(n.JS, delivery.Config{
+		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "maildir", Provider: sink}},
+		Locker: heraldtest.Locker(t), Concurrency: 1, Registry: cache,
+	})
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })
+
+	_, err = reg.Update(ctx, "globex", func(x *tenant.Tenant) error {
+		x.Status = tenant.Suspended
+		return nil
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return cache.Admit("globex", false) != nil }, 10*time.Second, 10*time.Millisecond)
+
+	noDocument := notification.Document{Type: notification.PurchaseOrder}
+	publishDelivery(t, n.JS, "notify.email.normal.globex", "globex", "hans@globex.example", noDocument, 0)
+	publishDelivery(t, n.JS, "notify.email.normal.initech", "initech", "peter@initech.example", noDocument, 1)
+	publishDelivery(t, n.JS, "notify.email.normal.acme", "acme", "olga@zarya.example", noDocument, 2)
+
+	mailed := func() string {
+		files, err := filepath.Glob(filepath.Join(mailDir, "*.eml"))
+		require.NoError(t, err)
+		var all strings.Builder
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			all.Write(b)
+		}
+		return all.String()
+	}
+	require.Eventually(t, func() bool {
+		return strings.Count(mailed(), "\nTo: ") == 2 && len(heraldtest.StreamMessages(t, n.JS, "DLQ")) == 1
+	}, 60*time.Second, 20*time.Millisecond)
+	require.Contains(t, mailed(), "To: <olga@zarya.example>")
+	require.Contains(t, mailed(), "To: <peter@initech.example>")
+	require.NotContains(t, mailed(), "globex.example")
+	entry := heraldtest.StreamMessages(t, n.JS, "DLQ")[0]
+	require.Equal(t, "notify.email.normal.globex", entry.Header.Get(deadletter.HeaderSubject))
+	require.Equal(t, `tenant "globex" is suspended`, entry.Header.Get(deadletter.HeaderReason))
+	for _, m := range heraldtest.StreamMessages(t, n.JS, "KV_deliveries") {
+		require.NotContains(t, m.Subject, ".globex.", "nothing recorded for globex")
+	}
 }

@@ -36,6 +36,15 @@ type Config struct {
 	// becoming thousands of emails. Defaults to 500.
 	MaxRecipients int `yaml:"max_recipients"`
 
+	// Registry admits each event's tenant before it is routed; a refused
+	// event is dead-lettered with the registry's reason. Defaults to none:
+	// every tenant is routed.
+	Registry Tenants `yaml:"-"`
+	// RequireRegistered refuses the events of tenants the registry does not
+	// know (`unknown tenant "x"`); it needs Registry. Set from
+	// tenants.require_registered. Defaults to false.
+	RequireRegistered bool `yaml:"-"`
+
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`
 	// MeterProvider defaults to a no-op provider.
@@ -94,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRecipients < 1 {
 		problems = append(problems, fmt.Sprintf("router.max_recipients: must be 1 or more (got %d)", c.MaxRecipients))
+	}
+	if c.RequireRegistered && c.Registry == nil {
+		problems = append(problems, "tenants.require_registered: set, but the router was given no tenant registry to check it against")
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "\n"))

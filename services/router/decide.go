@@ -24,8 +24,14 @@ const (
 	// NoRecipients: routes applied but no recipient has a matching role and
 	// a deployed channel.
 	NoRecipients Outcome = "no_recipients"
-	// Invalid: the event is malformed or fails validation; it is dead-lettered.
+	// Invalid: the event is malformed, fails validation, or names another
+	// tenant than the subject it came on; it is dead-lettered.
 	Invalid Outcome = "invalid"
+	// Refused: the tenant registry does not admit the event's tenant
+	// (suspended, or unknown when registration is required); it is
+	// dead-lettered with the registry's reason, to be redriven once the
+	// tenant is admitted.
+	Refused Outcome = "refused"
 )
 
 // Decision is the router's verdict on one event: deliveries to publish

@@ -325,8 +325,9 @@ func TestDecideStockAlert(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	cfg := Config{
-		Channels:      []event.Channel{"pigeon"},
-		MaxRecipients: -1,
+		Channels:          []event.Channel{"pigeon"},
+		MaxRecipients:     -1,
+		RequireRegistered: true,
 		Routes: []Route{
 			{Event: "order.created", Document: "quote", Channels: []event.Channel{event.ChannelEmail}},
 			{Event: "payment.captured", Template: "paid", Channels: []event.Channel{event.ChannelEmail}},
@@ -344,8 +345,30 @@ func TestConfigValidate(t *testing.T) {
 		`router.routes[2].channels: at least one channel is required`,
 		`router.routes[2].priority: "urgent" is not a priority`,
 		`router.channels: "pigeon" is not a channel`,
+		`tenants.require_registered: set, but the router was given no tenant registry`,
 	} {
 		require.ErrorContains(t, err, want)
 	}
 	require.NoError(t, Config{}.WithDefaults().Validate(), "the defaults are valid")
+}
+
+// A subject of three tokens is bound to the tenant it ends with; one of two
+// tokens, a trusted publisher's, binds nothing.
+func TestBoundTenant(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ subject, tenant, err string }{
+		{"orders.created", "acme", ""},
+		{"orders.created.acme", "acme", ""},
+		{"inventory.low_stock.acme", "acme", ""},
+		{"orders.created.globex", "acme", `tenant mismatch: event for tenant "acme" published on orders.created.globex, tenant "globex"'s subject`},
+		{"inventory.low_stock.acme", "globex", `tenant mismatch: event for tenant "globex" published on inventory.low_stock.acme, tenant "acme"'s subject`},
+		{"orders.created.Acme", "acme", `tenant mismatch: event for tenant "acme" published on orders.created.Acme, tenant "Acme"'s subject`},
+	} {
+		err := boundTenant(c.subject, c.tenant)
+		if c.err == "" {
+			require.NoError(t, err, c.subject)
+			continue
+		}
+		require.EqualError(t, err, c.err)
+	}
 }

@@ -14,8 +14,10 @@
 // dropped by NOTIFY's duplicate window. An event that is malformed, lists
 // more than MaxRecipients, or would need a message larger than the max
 // payload is dead-lettered with its reason and terminated; so is one whose
-// last allowed delivery fails. An event no route applies to is acknowledged
-// and counted.
+// last allowed delivery fails, one published on a subject bound to another
+// tenant (orders.<name>.<tenant>: "tenant mismatch"), and one whose tenant
+// the registry does not admit (Config.Registry). An event no route applies
+// to is acknowledged and counted.
 package router
 
 import (
@@ -67,7 +69,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, js: js}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
 	var errs [5]error
-	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid)."))
+	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid, refused)."))
 	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published, by channel and priority: to NOTIFY, or waiting in their document's render request."))
 	s.skipped, errs[2] = m.Int64Counter("herald.router.skipped", metric.WithDescription("Recipient channels not published because this deployment does not deliver on them."))
 	s.dupes, errs[3] = m.Int64Counter("herald.router.duplicates", metric.WithDescription("Deliveries already stored (a republished or redelivered event), dropped by the duplicate window of NOTIFY or DOCS."))
@@ -103,6 +105,9 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int)
 	md, _ := msg.Metadata()
 	if md != nil {
 		d.stamp(md.Timestamp.UTC())
+	}
+	if invalid == nil {
+		invalid = s.admit(msg.Subject(), &d)
 	}
 	if invalid == nil {
 		invalid = d.fit(s.js.Conn().MaxPayload())

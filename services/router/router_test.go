@@ -124,9 +124,15 @@ func contacts(n int) []any {
 
 func publishEvent(t *testing.T, n *heraldtest.NATS, payload []byte) {
 	t.Helper()
+	publishOn(t, n, "orders.created", payload)
+}
+
+// publishOn publishes an event on subject, with its id as Nats-Msg-Id.
+func publishOn(t *testing.T, n *heraldtest.NATS, subject string, payload []byte) {
+	t.Helper()
 	var ev struct{ ID string }
 	require.NoError(t, json.Unmarshal(payload, &ev))
-	msg := nats.NewMsg("orders.created")
+	msg := nats.NewMsg(subject)
 	msg.Data = payload
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 	_, err := n.JS.PublishMsg(heraldtest.Context(t), msg)
