@@ -62,6 +62,7 @@ func TestChaos(t *testing.T) {
 	}
 	t.Parallel()
 	n := heraldtest.StartNATSWithStreams(t)
+	heraldtest.RegisterTenants(t, n.JS, "acme")
 	// A Redis of our own, to restart it: it keeps nothing, as a Redis
 	// without persistence loses its leases when it restarts.
 	redis := heraldtest.StartRedisServer(t)

@@ -18,7 +18,6 @@ import (
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/heraldtest"
-	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -139,12 +138,7 @@ func runHeraldAs(t *testing.T, srv *embedded.NATS, user string, tenants ...strin
 	report, err := streams.Apply(heraldtest.Context(t), h.js, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	reg, err := tenant.Open(heraldtest.Context(t), h.js, tenant.BuiltinPlans())
-	require.NoError(t, err)
-	for _, id := range tenants {
-		_, err := reg.Create(heraldtest.Context(t), tenant.Tenant{ID: id, Plan: "startup"})
-		require.NoError(t, err)
-	}
+	heraldtest.RegisterTenants(t, h.js, tenants...)
 
 	var cfg app.Config
 	cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = url, heraldtest.RedisURL(t), heraldtest.Prefix()

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 func keysCommand() *cobra.Command {
@@ -108,7 +110,17 @@ func readSpec(cmd *cobra.Command) (apikey.Spec, error) {
 // createKey is the one step of `keys create` between the flags and the
 // store. The store checks the spec's form; what must hold of the tenant
 // itself before it gets a key is asked of the server js reaches, here.
-func createKey(ctx context.Context, _ jetstream.JetStream, keys *apikey.Keys, spec apikey.Spec) (string, apikey.Key, error) {
+func createKey(ctx context.Context, js jetstream.JetStream, keys *apikey.Keys, spec apikey.Spec) (string, apikey.Key, error) {
+	// A spec the store refuses anyway gets the store's words.
+	if spec.Tenant != "" && !spec.Admin && event.ValidTenant(spec.Tenant) {
+		reg, err := tenant.Open(ctx, js, nil)
+		if err != nil {
+			return "", apikey.Key{}, err
+		}
+		if _, err := reg.Get(ctx, spec.Tenant); err != nil {
+			return "", apikey.Key{}, fmt.Errorf("%w (herald tenants create %s first)", err, spec.Tenant)
+		}
+	}
 	return keys.Create(ctx, spec)
 }
 

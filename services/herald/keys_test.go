@@ -29,6 +29,10 @@ func TestKeysCreateListRevoke(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, auth.Start(ctx))
 	t.Cleanup(auth.Stop)
+	for _, id := range []string{"acme", "globex"} {
+		_, err = herald(t, "tenants", "create", id, "--plan", "startup")
+		require.NoError(t, err)
+	}
 
 	out, err := herald(t, "keys", "create", "--tenant", "acme", "--name", "billing backend", "--scope", "send")
 	require.NoError(t, err)
@@ -139,6 +143,8 @@ func TestKeysCreateRefuses(t *testing.T) {
 	n := heraldtest.StartNATSWithStreams(t)
 	t.Setenv("NATS_URL", n.Server.URL())
 	t.Setenv("HERALD_CONFIG", "")
+	_, err := herald(t, "tenants", "create", "acme", "--plan", "startup")
+	require.NoError(t, err)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -148,6 +154,7 @@ func TestKeysCreateRefuses(t *testing.T) {
 		{[]string{"keys", "create", "--tenant", "acme", "--scope", "admin"}, "scopes: a tenant key cannot have the admin scope"},
 		{[]string{"keys", "create", "--tenant", "acme", "--scope", "send,write"}, `--scope: apikey: cannot make that key: unknown scope "write"`},
 		{[]string{"keys", "create", "--tenant", "acme.eu"}, `tenant: "acme.eu" is not a tenant id`},
+		{[]string{"keys", "create", "--tenant", "initech"}, `tenant "initech" is not registered (herald tenants create initech first)`},
 		{[]string{"keys", "revoke", "aaaaaaaaaaaa"}, "apikey: no such key: aaaaaaaaaaaa"},
 	} {
 		out, err := herald(t, c.args...)

@@ -31,11 +31,9 @@ default sending identity and an ordered provider chain.`,
 }
 
 // configuredPlans are the plans a tenant may be on: the built-in plans,
-// with the config file's over them. app.Config has no plans: section yet,
-// so the file adds none.
-func configuredPlans(app.Config) (tenant.Plans, error) {
-	var fromFile tenant.Plans
-	plans := fromFile.WithDefaults()
+// with the config file's plans: over them.
+func configuredPlans(cfg app.Config) (tenant.Plans, error) {
+	plans := cfg.Plans.WithDefaults()
 	return plans, plans.Validate()
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -94,20 +93,28 @@ func masterKeyFlag(cmd *cobra.Command) {
 	cmd.Flags().String("master-key-file", "", "file holding the master key (default: the variable HERALD_MASTER_KEY; herald dev keeps its key in .herald/master.key)")
 }
 
-// cliKeyring loads the master key from --master-key-file, or else from
-// HERALD_MASTER_KEY, with the --previous-key-file keys if the command has
-// that flag.
+// cliKeyring loads the master key the config file's vault: section names —
+// --master-key-file over it, else its variable (HERALD_MASTER_KEY) — with
+// the --previous-key-file keys if the command has that flag.
 func cliKeyring(cmd *cobra.Command) (*vault.Keyring, error) {
-	var cfg vault.Config
-	cfg.MasterKeyFile, _ = cmd.Flags().GetString("master-key-file")
+	loaded, err := loadConfig(cmd)
+	if err != nil {
+		return nil, err
+	}
+	cfg := loaded.Vault
+	if f, _ := cmd.Flags().GetString("master-key-file"); f != "" {
+		cfg.MasterKeyFile = f
+	}
 	if cmd.Flags().Lookup("previous-key-file") != nil {
-		cfg.PreviousKeyFiles, _ = cmd.Flags().GetStringArray("previous-key-file")
+		if files, _ := cmd.Flags().GetStringArray("previous-key-file"); len(files) > 0 {
+			cfg.PreviousKeyFiles = files
+		}
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	keys, err := vault.LoadKeyring(cfg, os.Getenv)
+	keys, err := vault.LoadKeyring(cfg, loaded.Getenv)
 	if errors.Is(err, vault.ErrNoKey) {
 		return nil, fmt.Errorf("%w: set %s (base64 of 32 bytes) or --master-key-file", err, cfg.MasterKeyEnv)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/shared/telemetry"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // service is the lifecycle every Herald service shares.
@@ -41,7 +42,12 @@ type App struct {
 	tel    *telemetry.Telemetry
 	// tenants bounds the tenant label across every service of the process.
 	tenants *telemetry.Labels
-	tracer  trace.TracerProvider
+	// registry is the tenant registry, watched once for every service.
+	registry *tenant.Cache
+	// beforeServices runs once the streams exist, before any service
+	// starts (dev registers its sample tenant there).
+	beforeServices func(context.Context) error
+	tracer         trace.TracerProvider
 	// flushTraces exports the spans still buffered, when this App made
 	// the tracer provider.
 	flushTraces func(context.Context) error
@@ -145,12 +151,17 @@ func (a *App) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if a.beforeServices != nil {
+		if err := a.beforeServices(ctx); err != nil {
+			return err
+		}
+	}
 	if err := a.startHTTP(ctx); err != nil {
 		return err
 	}
 	for _, name := range a.cfg.Services {
 		m, _ := moduleNamed(name) // New checked every name
-		svc, err := m.build(a)
+		svc, err := m.build(a, ctx)
 		if err != nil {
 			return err
 		}
@@ -183,6 +194,9 @@ func (a *App) stop(ctx context.Context) error {
 		errs = append(errs, a.services[i].Stop(ctx))
 	}
 	a.services = nil
+	if a.registry != nil {
+		a.registry.Stop()
+	}
 	for _, srv := range a.servers {
 		errs = append(errs, srv.Shutdown(ctx))
 	}
@@ -215,4 +229,17 @@ func (a *App) ProviderNames() []string {
 		names[i] = p.Name
 	}
 	return names
+}
+
+// tenantCache is the process's view of the tenant registry, watched from
+// the first service that asks.
+func (a *App) tenantCache(ctx context.Context) (*tenant.Cache, error) {
+	if a.registry == nil {
+		c, err := tenant.Watch(ctx, a.js)
+		if err != nil {
+			return nil, fmt.Errorf("tenants: %w", err)
+		}
+		a.registry = c
+	}
+	return a.registry, nil
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/telemetry"
+	"github.com/heraldhq/herald/shared/tenant"
+	"github.com/heraldhq/herald/shared/vault"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -88,6 +90,21 @@ type Config struct {
 		// streams (README, "Why 90 days"). Defaults to 90 days.
 		Retention time.Duration `yaml:"retention"`
 	} `yaml:"ledger"`
+
+	Tenants struct {
+		// RequireRegistered dead-letters the events of a tenant the
+		// registry (`herald tenants`) does not know, with the reason
+		// `unknown tenant "x"`. Off, such events are routed as before
+		// tenants were registered. Defaults to true.
+		RequireRegistered *bool `yaml:"require_registered"`
+	} `yaml:"tenants"`
+	// Plans are the plans tenants may be on, by name: entries add to or
+	// change the built-in free, indie, startup and enterprise (a field left
+	// empty keeps the built-in value). Defaults to the built-in plans.
+	Plans tenant.Plans `yaml:"plans"`
+	// Vault says where the master key that seals tenants' provider
+	// credentials is.
+	Vault vault.Config `yaml:"vault"`
 
 	// Services are the targets this process runs. Set by the command line.
 	Services []string `yaml:"-"`
@@ -236,6 +253,12 @@ func (c Config) WithDefaults() Config {
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	c.Log.Format = cmp.Or(c.Log.Format, "text")
 	c.Metrics.MaxTenants = cmp.Or(c.Metrics.MaxTenants, telemetry.DefaultMaxTenants)
+	if c.Tenants.RequireRegistered == nil {
+		required := true
+		c.Tenants.RequireRegistered = &required
+	}
+	c.Plans = c.Plans.WithDefaults()
+	c.Vault = c.Vault.WithDefaults()
 	if len(c.Services) == 0 {
 		c.Services = Targets
 	}
@@ -267,6 +290,11 @@ func (c Config) Validate() error {
 		problems = append(problems, fmt.Sprintf("streams.replicas: %d must be between 1 and 5", c.Streams.Replicas))
 	}
 	problems = append(problems, c.validateRetention()...)
+	for _, err := range []error{c.Plans.Validate(), c.Vault.Validate()} {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	for i, p := range c.Email.Providers {
 		switch {
 		case !slices.Contains(ProviderTypes, p.Type):

@@ -6,11 +6,14 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/tenant"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // DevConfig configures `herald dev`: the whole pipeline in one process.
@@ -38,7 +41,10 @@ type Dev struct {
 	NATS    *embedded.NATS
 	Redis   *embedded.Redis // nil when RedisURL was given
 	MailDir string          // where the sink writes, or "" with configured providers
-	DataDir string
+	// MasterKey is the vault's master key file dev made or found under
+	// DataDir, or "" when one was configured.
+	MasterKey string
+	DataDir   string
 }
 
 // StartDev starts embedded NATS (JetStream on disk) and, unless a Redis URL
@@ -77,6 +83,9 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return d, err
 	}
+	if d.MasterKey, err = devMasterKey(&c, dir); err != nil {
+		return d, err
+	}
 	d.NATS, err = embedded.StartNATS(embedded.NATSConfig{
 		Listen:   cmp.Or(cfg.NATSListen, "127.0.0.1:4222"),
 		StoreDir: filepath.Join(dir, "nats"),
@@ -96,7 +105,44 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	if d.App, err = New(c, logger); err != nil {
 		return d, err
 	}
+	d.App.beforeServices = d.App.registerSample
 	return d, d.App.Start(ctx)
+}
+
+// SampleTenant is the tenant of the sample events (examples/events), which
+// dev registers so that they are routed.
+const SampleTenant = "acme"
+
+// registerSample registers the sample tenant, unless it is already (a dev
+// store reused from an earlier run).
+func (a *App) registerSample(ctx context.Context) error {
+	reg, err := tenant.Open(ctx, a.js, a.cfg.Plans)
+	if err != nil {
+		return err
+	}
+	_, err = reg.Create(ctx, tenant.Tenant{ID: SampleTenant, Name: "Acme (sample tenant)", Plan: "startup"})
+	if errors.Is(err, tenant.ErrExists) {
+		return nil
+	}
+	return err
+}
+
+// devMasterKey points vault.master_key_file at DataDir/master.key, made on
+// first use, unless a master key is configured; it returns the file used.
+func devMasterKey(c *Config, dir string) (string, error) {
+	if env := c.Vault.WithDefaults().MasterKeyEnv; c.Vault.MasterKeyFile != "" || (c.Getenv != nil && c.Getenv(env) != "") {
+		return c.Vault.MasterKeyFile, nil
+	}
+	path := filepath.Join(dir, "master.key")
+	if _, err := vault.ReadKeyFile(path); errors.Is(err, fs.ErrNotExist) {
+		if _, err := vault.GenerateKeyFile(path); err != nil {
+			return "", err
+		}
+	} else if err != nil {
+		return "", err
+	}
+	c.Vault.MasterKeyFile = path
+	return path, nil
 }
 
 // Stop drains the services, then stops the embedded servers.

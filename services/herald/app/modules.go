@@ -24,15 +24,15 @@ import (
 type module struct {
 	name      string
 	configure func(*App) error
-	build     func(*App) (service, error)
+	build     func(*App, context.Context) (service, error)
 }
 
 // modules are the services, one row each.
 var modules = []module{
-	{"router", (*App).configureRouter, func(a *App) (service, error) { return router.New(a.js, a.routerC) }},
-	{"pdf", (*App).configurePDF, func(a *App) (service, error) { return pdf.New(a.js, a.pdfC) }},
-	{"delivery", (*App).configureDelivery, func(a *App) (service, error) { return delivery.New(a.js, a.emailC) }},
-	{"dlq", (*App).configureDLQ, func(a *App) (service, error) { return dlq.New(a.js, a.dlqC) }},
+	{"router", (*App).configureRouter, (*App).buildRouter},
+	{"pdf", (*App).configurePDF, func(a *App, _ context.Context) (service, error) { return pdf.New(a.js, a.pdfC) }},
+	{"delivery", (*App).configureDelivery, (*App).buildDelivery},
+	{"dlq", (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
 }
 
 // Targets are the services one herald process can run.
@@ -61,6 +61,16 @@ func (a *App) configureRouter() error {
 	c.MeterProvider, c.Tenants, c.TracerProvider = a.tel.MeterProvider(), a.tenants, a.tracer
 	a.routerC = c.WithDefaults()
 	return errors.Join(a.routerC.Validate(), checkTemplates(a.routerC))
+}
+
+// buildRouter admits each event's tenant through the registry.
+func (a *App) buildRouter(ctx context.Context) (service, error) {
+	registry, err := a.tenantCache(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.routerC.Registry, a.routerC.RequireRegistered = registry, *a.cfg.Tenants.RequireRegistered
+	return router.New(a.js, a.routerC)
 }
 
 func checkTemplates(c router.Config) error {
@@ -109,6 +119,16 @@ func (a *App) configureDelivery() error {
 	c.Providers = providers
 	a.emailC = c.WithDefaults()
 	return a.emailC.Validate()
+}
+
+// buildDelivery refuses a suspended tenant's notifications.
+func (a *App) buildDelivery(ctx context.Context) (service, error) {
+	registry, err := a.tenantCache(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.emailC.Registry = registry
+	return delivery.New(a.js, a.emailC)
 }
 
 // configureDLQ reads dlq: — alerts and the resend sweep.

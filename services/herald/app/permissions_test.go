@@ -48,6 +48,13 @@ func consume(stream, durable string) []string {
 var (
 	readDocuments = []string{
 		"$JS.API.DIRECT.GET.OBJ_documents.>", "$JS.API.CONSUMER.CREATE.OBJ_documents.>", "$JS.API.CONSUMER.DELETE.OBJ_documents.>",
+		"$JS.FC.OBJ_documents.>",
+	}
+	// readTenants is the tenant registry, which the router and delivery
+	// follow through a watch: flow control included, without which a
+	// large registry stalls it (shared/tenant's permissions test).
+	readTenants = []string{
+		"$JS.API.CONSUMER.CREATE.KV_tenants.>", "$JS.API.CONSUMER.DELETE.KV_tenants.>", "$JS.FC.KV_tenants.>",
 	}
 	writeDocuments = []string{"$O.documents.>", "$JS.API.STREAM.PURGE.OBJ_documents"}
 	ledger         = []string{"$KV.deliveries.>", "$JS.API.DIRECT.GET.KV_deliveries.>",
@@ -59,12 +66,12 @@ var (
 // ("NATS permissions") and the chart's README give them. Every service
 // receives its replies, fetched messages and acknowledgements on _INBOX.>.
 var servicePermissions = map[string][]string{
-	"router": join(jsCommon, consume("ORDERS", "router"), consume("INVENTORY", "router"), dlqPayloads,
+	"router": join(jsCommon, consume("ORDERS", "router"), consume("INVENTORY", "router"), dlqPayloads, readTenants,
 		[]string{"docs.render.*", "notify.*.*.*", "dlq.ORDERS.router", "dlq.INVENTORY.router"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
-		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads,
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
@@ -72,7 +79,8 @@ var servicePermissions = map[string][]string{
 		// the ledger) and resends to NOTIFY.
 		[]string{"$JS.API.DIRECT.GET.>", "dlq.*.*", "notify.*.*.*",
 			"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
-			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>"}),
+			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>",
+			"$JS.FC.KV_deliveries.>", "$JS.FC.KV_delivery_retries.>"}),
 }
 
 func join(lists ...[]string) []string {
@@ -150,6 +158,7 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	report, err := streams.Apply(ctx, adminJS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
+	heraldtest.RegisterTenants(t, adminJS, "acme")
 
 	mailDir := t.TempDir()
 	redisURL, prefix := heraldtest.RedisURL(t), heraldtest.Prefix()
