@@ -69,6 +69,10 @@ type Config struct {
 	// be registered is the router's check, not repeated here. Defaults to
 	// none: every tenant is served.
 	Registry Tenants
+	// Routes picks each tenant's provider chain (of Providers and its own
+	// accounts) and From (TenantRoutes). Defaults to none: every tenant's
+	// notifications go through Providers, as From.
+	Routes Routes
 	// Links signs download links for documents too large to attach.
 	// Without it, every document is attached whatever its size.
 	Links *documents.Signer

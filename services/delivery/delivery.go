@@ -29,6 +29,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,7 +71,6 @@ type Service struct {
 	cfg      Config
 	js       jetstream.JetStream
 	composer *email.Composer
-	chain    chain
 	loops    consumer.Group
 	metrics  metrics
 }
@@ -85,8 +85,8 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, js: js, composer: composer, chain: chain{providers: cfg.Providers, timeout: cfg.ProviderTimeout}}
-	s.metrics, err = newMetrics(cfg.MeterProvider, cfg.Tenants)
+	s := &Service{cfg: cfg, js: js, composer: composer}
+	s.metrics, err = newMetrics(cfg.MeterProvider, cfg.Tenants, cfg.Providers)
 	return s, err
 }
 
@@ -252,16 +252,21 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 		attribute.String("herald.template", d.Template), attribute.Int("herald.try", entry.Tries+1))
 	defer span.End()
 	var result pass
-	content, err := w.content(ctx, d)
+	route, err := w.route(ctx, d.Tenant)
+	var content email.Content
+	if err == nil {
+		content, err = w.content(ctx, d)
+	}
 	var m email.Message
 	if err == nil {
 		m, err = w.composer.Compose(d, content)
+		m.From = cmp.Or(route.From, m.From)
 	}
 	if err == nil {
 		// A send under way is finished, not abandoned, when the worker
 		// stops: abandoning it is how a provider ends up with a message the
 		// ledger never hears of. Each provider call is bounded anyway.
-		result = w.chain.send(context.WithoutCancel(ctx), m)
+		result = chain{providers: route.Providers, timeout: w.cfg.ProviderTimeout}.send(context.WithoutCancel(ctx), m)
 		err = result.Failures
 	}
 	md, _ := msg.Metadata()
@@ -292,6 +297,15 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 	default:
 		w.retry(ctx, msg, d, entry, err, lease, log)
 	}
+}
+
+// route is the tenant's provider chain and From: Config.Routes, or the
+// platform's chain for every tenant.
+func (w worker) route(ctx context.Context, tenant string) (Route, error) {
+	if w.cfg.Routes == nil {
+		return Route{Providers: w.cfg.Providers}, nil
+	}
+	return w.cfg.Routes.Route(ctx, tenant)
 }
 
 // ownTenant refuses a delivery that reaches outside its tenant: published
@@ -517,14 +531,24 @@ type metrics struct {
 	latency   metric.Float64Histogram
 	endToEnd  metric.Float64Histogram
 	tenants   *telemetry.Labels
+	// platform names the platform's providers: a tenant's own accounts,
+	// named by tenants, are labelled "tenant", so that tenants cannot grow
+	// the provider label without bound.
+	platform map[string]bool
 }
 
-func newMetrics(mp metric.MeterProvider, tenants *telemetry.Labels) (metrics, error) {
+// tenantAccount is the provider label of every tenant's own account.
+const tenantAccount = "tenant"
+
+func newMetrics(mp metric.MeterProvider, tenants *telemetry.Labels, platform []Provider) (metrics, error) {
 	m := mp.Meter("github.com/heraldhq/herald/services/delivery")
-	x := metrics{tenants: tenants}
+	x := metrics{tenants: tenants, platform: map[string]bool{"": true}}
+	for _, p := range platform {
+		x.platform[p.Name] = true
+	}
 	var errs [6]error
 	x.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
-		metric.WithDescription("Delivery outcomes by channel, provider and outcome: delivered, retry, failed, exhausted, duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired), refused (the tenant is suspended)."))
+		metric.WithDescription("Delivery outcomes by channel, provider (a platform provider, or tenant for a tenant's own account) and outcome: delivered, retry, failed, exhausted, duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired), refused (the tenant is suspended)."))
 	x.ambiguous, errs[1] = m.Int64Counter("herald.delivery.ambiguous",
 		metric.WithDescription("Tries where a provider may have accepted before failing (timeouts): the residual at-least-once window."))
 	x.lockBusy, errs[2] = m.Int64Counter("herald.delivery.lock_contention",
@@ -545,6 +569,9 @@ func (m metrics) attrs(d notification.Delivery) metric.MeasurementOption {
 }
 
 func (m metrics) outcome(ctx context.Context, d notification.Delivery, provider, outcome string) {
+	if !m.platform[provider] {
+		provider = tenantAccount
+	}
 	m.outcomes.Add(ctx, 1, metric.WithAttributes(
 		attribute.String("channel", string(event.ChannelEmail)), attribute.String("provider", provider),
 		attribute.String("outcome", outcome), attribute.String("tenant", m.tenants.Value(d.Tenant))))

@@ -27,6 +27,7 @@ import (
 	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // service is the lifecycle every Herald service shares.
@@ -44,6 +45,8 @@ type App struct {
 	tenants *telemetry.Labels
 	// registry is the tenant registry, watched once for every service.
 	registry *tenant.Cache
+	// keyring opens tenants' provider accounts; nil without a master key.
+	keyring *vault.Keyring
 	// beforeServices runs once the streams exist, before any service
 	// starts (dev registers its sample tenant there).
 	beforeServices func(context.Context) error

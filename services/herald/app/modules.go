@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // module is one service the binary can run — one row of modules. configure
@@ -117,6 +118,11 @@ func (a *App) configureDelivery() error {
 		return err
 	}
 	c.Providers = providers
+	// Without a master key, tenants' own accounts cannot be opened: a
+	// tenant naming one is dead-lettered, saying so.
+	if a.keyring, err = vault.LoadKeyring(a.cfg.Vault, a.getenv); err != nil && !errors.Is(err, vault.ErrNoKey) {
+		return err
+	}
 	a.emailC = c.WithDefaults()
 	return a.emailC.Validate()
 }
@@ -128,6 +134,15 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 		return nil, err
 	}
 	a.emailC.Registry = registry
+	routes := &delivery.TenantRoutes{Tenants: registry, Platform: a.emailC.Providers, Build: buildAccount}
+	if a.keyring != nil {
+		store, err := vault.Open(ctx, a.js, a.keyring)
+		if err != nil {
+			return nil, err
+		}
+		routes.Accounts = store
+	}
+	a.emailC.Routes = routes
 	return delivery.New(a.js, a.emailC)
 }
 

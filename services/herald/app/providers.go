@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
 	"github.com/heraldhq/herald/services/delivery/email/ses"
 	"github.com/heraldhq/herald/services/delivery/email/smtp"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // defaultProviders is the production chain: SES, then SendGrid.
@@ -94,6 +95,21 @@ func (a *App) buildProvider(ctx context.Context, field string, p ProviderConfig)
 		return provider, nil
 	}
 	return nil, fmt.Errorf("%s.type: %q is not a provider (want one of %v)", field, p.Type, ProviderTypes)
+}
+
+// buildAccount makes a provider of a tenant's own account, at the moment
+// of use: the plaintext lives in the provider it builds, nowhere else.
+func buildAccount(ctx context.Context, c vault.Credential) (email.Provider, error) {
+	switch c.Type {
+	case vault.TypeSES:
+		return ses.New(ctx, ses.Config{Region: c.Region, Endpoint: c.Endpoint, Credentials: aws.NewCredentialsCache(
+			credentials.NewStaticCredentialsProvider(c.AccessKeyID.Reveal(), c.SecretAccessKey.Reveal(), ""))})
+	case vault.TypeSendGrid:
+		return sendgrid.New(sendgrid.Config{APIKey: c.APIKey.Reveal(), Endpoint: c.Endpoint})
+	case vault.TypeSMTP:
+		return smtp.New(smtp.Config{Host: c.Host, Port: c.Port, Username: c.Username, Password: c.Password.Reveal(), TLS: c.TLS})
+	}
+	return nil, fmt.Errorf("%q is not a provider type (want one of %v)", c.Type, vault.Types)
 }
 
 // secret reads a credential from a file, or else from the environment
