@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -35,8 +37,8 @@ func providersSetCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set --tenant ID --name N --type ses|sendgrid|smtp [settings] [secret files]",
 		Short: "Store a tenant's provider account, replacing one of the same name",
-		Example: `  herald providers set --tenant acme --name sendgrid --type sendgrid --api-key-file sendgrid.key
-  herald providers set --tenant acme --name ses --type ses --region eu-west-1 \
+		Example: `  herald providers set --tenant acme --name sendgrid-acme --type sendgrid --api-key-file sendgrid.key
+  herald providers set --tenant acme --name ses-acme --type ses --region eu-west-1 \
     --access-key-id AKIA... --secret-access-key-file aws.secret
   herald providers set --tenant acme --name relay --type smtp --host smtp.acme.example \
     --port 587 --username herald --password-file smtp.password`,
@@ -49,6 +51,12 @@ func providersSetCommand() *cobra.Command {
 			}
 			if err := c.Validate(); err != nil {
 				return fmt.Errorf("%w\n(%s)", err, providerFlagsHint)
+			}
+			// A tenant's chain names the platform's providers by type: an
+			// account of that name would never be used.
+			if slices.Contains(app.ProviderTypes, c.Name) {
+				return fmt.Errorf("name: %q is the platform's provider of that type in a tenant's chain; name the tenant's own account otherwise (e.g. %s-%s)",
+					c.Name, c.Name, tenant)
 			}
 			keys, err := cliKeyring(cmd)
 			if err != nil {

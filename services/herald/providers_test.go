@@ -66,12 +66,12 @@ func TestProvidersSetListRemove(t *testing.T) {
 		return out
 	}
 
-	out := run("providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "sendgrid", "--type", "sendgrid",
+	out := run("providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "sendgrid-acme", "--type", "sendgrid",
 		"--api-key-file", secretFile(t, cliAPIKey))
 	key, err := vault.ReadKeyFile(keyFile)
 	require.NoError(t, err)
-	require.Equal(t, "stored sendgrid provider sendgrid for tenant acme (secret ****cdef, sealed under key "+key.ID()+")\n", out)
-	run("providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "ses", "--type", "ses",
+	require.Equal(t, "stored sendgrid provider sendgrid-acme for tenant acme (secret ****cdef, sealed under key "+key.ID()+")\n", out)
+	run("providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "ses-eu", "--type", "ses",
 		"--region", "eu-west-1", "--access-key-id", "AKIACLITEST", "--secret-access-key-file", secretFile(t, cliAWSSecret))
 	run("providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "relay", "--type", "smtp",
 		"--host", "smtp.acme.example", "--port", "2525", "--username", "herald", "--password-file", secretFile(t, cliPassword), "--tls", "implicit")
@@ -80,10 +80,10 @@ func TestProvidersSetListRemove(t *testing.T) {
 	require.NoError(t, err)
 	store, err := vault.Open(ctx, n.JS, keys)
 	require.NoError(t, err)
-	sg, err := store.Get(ctx, "acme", "sendgrid")
+	sg, err := store.Get(ctx, "acme", "sendgrid-acme")
 	require.NoError(t, err)
 	require.True(t, sg.APIKey.Reveal() == cliAPIKey, "the key as the file held it, less its newline")
-	ses, err := store.Get(ctx, "acme", "ses")
+	ses, err := store.Get(ctx, "acme", "ses-eu")
 	require.NoError(t, err)
 	require.True(t, ses.SecretAccessKey.Reveal() == cliAWSSecret && ses.AccessKeyID.Reveal() == "AKIACLITEST" && ses.Region == "eu-west-1")
 	relay, err := store.Get(ctx, "acme", "relay")
@@ -96,8 +96,8 @@ func TestProvidersSetListRemove(t *testing.T) {
 	require.Len(t, lines, 5, out)
 	require.Regexp(t, `^NAME +TYPE +SETTINGS +SECRET +KEY +UPDATED$`, lines[0])
 	require.Regexp(t, `^relay +smtp +host=smtp.acme.example:2525 username=herald tls=implicit +\*\*\*\* cli +`+key.ID(), lines[1])
-	require.Regexp(t, `^sendgrid +sendgrid +- +\*\*\*\*cdef +`+key.ID(), lines[2])
-	require.Regexp(t, `^ses +ses +region=eu-west-1 +\*\*\*\*TKEY +`+key.ID(), lines[3])
+	require.Regexp(t, `^sendgrid-acme +sendgrid +- +\*\*\*\*cdef +`+key.ID(), lines[2])
+	require.Regexp(t, `^ses-eu +ses +region=eu-west-1 +\*\*\*\*TKEY +`+key.ID(), lines[3])
 	require.Equal(t, "3 providers", lines[4])
 
 	var listed []vault.Info
@@ -106,9 +106,9 @@ func TestProvidersSetListRemove(t *testing.T) {
 	require.Equal(t, "****cdef", listed[1].Preview)
 	require.Equal(t, "[]\n", run("providers", "list", "--tenant", "globex", "--json"), "none is an empty list")
 
-	require.Equal(t, "removed provider ses of tenant acme\n", run("providers", "remove", "--tenant", "acme", "--name", "ses"))
-	_, err = herald(t, "providers", "remove", "--tenant", "acme", "--name", "ses")
-	require.EqualError(t, err, `tenant acme has no provider named "ses"`)
+	require.Equal(t, "removed provider ses-eu of tenant acme\n", run("providers", "remove", "--tenant", "acme", "--name", "ses-eu"))
+	_, err = herald(t, "providers", "remove", "--tenant", "acme", "--name", "ses-eu")
+	require.EqualError(t, err, `tenant acme has no provider named "ses-eu"`)
 	require.Contains(t, run("providers", "list", "--tenant", "acme"), "\n2 providers\n")
 	requireNoSecret(t, shown.String())
 }
@@ -124,15 +124,20 @@ func TestProvidersSetRefuses(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
+		name string
 	}{
-		{[]string{"--type", "sendgrid", "--api-key", cliAPIKey}, "unknown flag: --api-key"},
-		{[]string{"--type", "smtp", "--host", "h", "--username", "u", "--password", cliPassword}, "unknown flag: --password"},
-		{[]string{"--type", "sendgrid"}, "api_key: is required for sendgrid\n(ses takes"},
-		{[]string{"--type", "sendgrid", "--api-key-file", empty}, "--api-key-file: " + empty + " is empty"},
-		{[]string{"--type", "sendgrid", "--api-key-file", apiKeyFile, "--region", "eu-west-1"}, "region: is not used by sendgrid"},
-		{[]string{"--type", "mailgun", "--api-key-file", apiKeyFile}, `type: "mailgun" is not a provider type`},
+		{[]string{"--type", "sendgrid", "--api-key", cliAPIKey}, "unknown flag: --api-key", ""},
+		{[]string{"--type", "smtp", "--host", "h", "--username", "u", "--password", cliPassword}, "unknown flag: --password", ""},
+		{[]string{"--type", "sendgrid"}, "api_key: is required for sendgrid\n(ses takes", ""},
+		{[]string{"--type", "sendgrid", "--api-key-file", empty}, "--api-key-file: " + empty + " is empty", ""},
+		{[]string{"--type", "sendgrid", "--api-key-file", apiKeyFile, "--region", "eu-west-1"}, "region: is not used by sendgrid", ""},
+		{[]string{"--type", "mailgun", "--api-key-file", apiKeyFile}, `type: "mailgun" is not a provider type`, ""},
+		{[]string{"--type", "sendgrid", "--api-key-file", apiKeyFile}, `name: "sendgrid" is the platform's provider of that type`, "sendgrid"},
 	} {
 		args := append([]string{"providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "p"}, c.args...)
+		if c.name != "" {
+			args = append(args, "--name", c.name)
+		}
 		out, err := herald(t, args...)
 		require.ErrorContains(t, err, c.want)
 		requireNoSecret(t, out+err.Error())
