@@ -77,6 +77,10 @@ func printBanner(w io.Writer, dev *app.Dev) {
 	} else {
 		fmt.Fprintf(w, "  Mail    sent through the configured email providers\n")
 	}
+	fmt.Fprintf(w, "  Tenant  %s (registered; herald tenants list)\n", app.SampleTenant)
+	if dev.MasterKey != "" {
+		fmt.Fprintf(w, "  Vault   master key %s   (herald providers … --master-key-file %s)\n", dev.MasterKey, dev.MasterKey)
+	}
 	fmt.Fprintf(w, "\nSend the sample order event, from the repository root:\n\n")
 	fmt.Fprintf(w, "  NATS_URL=%s go run ./services/herald publish examples/events/order.created.json\n", dev.NATS.URL())
 	if sample, err := examples.Events.ReadFile("events/order.created.json"); err == nil {
