@@ -145,6 +145,14 @@ func printEntries(w io.Writer, list []dlq.Entry, total int) {
 // thousands writes a count as people read it: 2,319.
 func thousands(n int) string { return english.Sprintf("%d", n) }
 
+// count is n things, "1 tenant", "2,319 tenants".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return thousands(n) + " " + thing + "s"
+}
+
 var english = message.NewPrinter(language.English)
 
 func dlqShowCommand() *cobra.Command {

@@ -170,7 +170,7 @@ func printKeys(w io.Writer, list []apikey.Key) {
 		fmt.Fprintln(w, "1 key")
 		return
 	}
-	fmt.Fprintf(w, "%s keys\n", thousands(len(list)))
+	fmt.Fprintln(w, count(len(list), "key"))
 }
 
 func scopeList(scopes []apikey.Scope) string {

@@ -179,7 +179,7 @@ func printProviders(w io.Writer, list []vault.Info) {
 			p.UpdatedAt.Local().Format(time.DateTime))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "%s providers\n", thousands(len(list)))
+	fmt.Fprintln(w, count(len(list), "provider"))
 }
 
 // providerSettings says where a provider sends, in one cell.

@@ -156,7 +156,7 @@ func printTenants(w io.Writer, list []tenant.Tenant) {
 			dash(shorten(t.From, 40)), dash(strings.Join(t.Providers, ",")), t.UpdatedAt.Format(time.DateTime))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "%s tenants\n", thousands(len(list)))
+	fmt.Fprintln(w, count(len(list), "tenant"))
 }
 
 func tenantsShowCommand() *cobra.Command {
