@@ -113,6 +113,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_dlq_redrives":     {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
 		"KV_deliveries":       {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
 		"KV_delivery_retries": {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
+		"KV_notification_ids": {jetstream.LimitsPolicy, []string{"$KV.notification_ids.>"}, nil},
+		"KV_idempotency":      {jetstream.LimitsPolicy, []string{"$KV.idempotency.>"}, nil},
 		"OBJ_documents":       {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
@@ -137,14 +139,17 @@ func TestDeclaresDesignLayout(t *testing.T) {
 	require.GreaterOrEqual(t, orders.Config.Duplicates, 10*time.Minute, "docs/ARCHITECTURE.md: ORDERS duplicate window ≥ 10 min")
 }
 
-// What is kept, and for how long: the ledger and its retry index forget
-// after 90 days (ledger.retention), documents are kept until someone
-// decides otherwise (documents.retention).
+// What is kept, and for how long: the ledger and its indexes forget after
+// 90 days (ledger.retention), documents are kept until someone decides
+// otherwise (documents.retention), an Idempotency-Key is answered for 24
+// hours (api.idempotency_ttl).
 func TestDeclaredRetention(t *testing.T) {
 	t.Parallel()
 	want := map[string]time.Duration{
 		"KV_deliveries":       90 * 24 * time.Hour,
 		"KV_delivery_retries": 90 * 24 * time.Hour,
+		"KV_notification_ids": 90 * 24 * time.Hour,
+		"KV_idempotency":      24 * time.Hour,
 		"OBJ_documents":       0,
 	}
 	for name, age := range want {
@@ -162,7 +167,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 20)
+	require.Len(t, report, 22)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

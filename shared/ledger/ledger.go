@@ -11,9 +11,11 @@
 // its last write: 90 days unless ledger.retention says otherwise, longer than
 // any copy of a message can come back (README, "Streams").
 //
-// Put also keeps an index of the failed-but-retryable entries in a second
-// bucket, "delivery_retries", so the resend sweep reads those and not the
-// whole ledger.
+// Put also keeps two indexes: of the failed-but-retryable entries, in the
+// bucket "delivery_retries", so the resend sweep reads those and not the
+// whole ledger; and of every entry by notification id, in the bucket
+// "notification_ids", so the HTTP API reads a notification by its id
+// (ids.go).
 package ledger
 
 import (
@@ -114,6 +116,7 @@ var ErrConflict = errors.New("ledger: entry changed since it was read")
 type Ledger struct {
 	kv      jetstream.KeyValue
 	retries jetstream.KeyValue
+	ids     jetstream.KeyValue
 	// settle is how old an index key must be before EachRetryable drops it
 	// for naming an entry that is not retryable: Put writes the key just
 	// before the entry, and a sweep reading in between must not undo it.
@@ -130,7 +133,11 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: bucket %s: %w", RetryBucket, err)
 	}
-	return &Ledger{kv: kv, retries: retries, settle: time.Minute}, nil
+	ids, err := js.KeyValue(ctx, IDBucket)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: bucket %s: %w", IDBucket, err)
+	}
+	return &Ledger{kv: kv, retries: retries, ids: ids, settle: time.Minute}, nil
 }
 
 // Key is where a dedupe key is kept: the tenant, then a digest of the key
@@ -189,6 +196,9 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 	}
 	var rev uint64
 	if e.revision == 0 {
+		if err := l.index(ctx, e); err != nil {
+			return err
+		}
 		rev, err = l.kv.Create(ctx, key, b)
 	} else {
 		rev, err = l.kv.Update(ctx, key, b, e.revision)
