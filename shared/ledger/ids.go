@@ -18,8 +18,7 @@ import (
 const IDBucket = "notification_ids"
 
 // ErrNotFound means no notification has this id, as far as the ledger
-// knows: never recorded, forgotten after the retention, or another
-// tenant's.
+// knows: never recorded, or forgotten after the retention.
 var ErrNotFound = errors.New("ledger: no such notification")
 
 // idRef is what the index keeps for one notification id.
@@ -51,10 +50,10 @@ func (l *Ledger) index(ctx context.Context, e *Entry) error {
 	return nil
 }
 
-// ByID reads the entry of one of tenant's notifications by its id. Another
-// tenant's notification is ErrNotFound, exactly like one that does not
-// exist; so is an id whose entry is not written yet.
-func (l *Ledger) ByID(ctx context.Context, tenant, id string) (Entry, error) {
+// ByID reads the entry of a notification by its id; an id whose entry is
+// not written yet is ErrNotFound too. The entry names its tenant: a caller
+// answering a tenant checks it.
+func (l *Ledger) ByID(ctx context.Context, id string) (Entry, error) {
 	if !idPattern.MatchString(id) {
 		return Entry{}, ErrNotFound
 	}
@@ -68,9 +67,6 @@ func (l *Ledger) ByID(ctx context.Context, tenant, id string) (Entry, error) {
 	var ref idRef
 	if err := json.Unmarshal(kve.Value(), &ref); err != nil {
 		return Entry{}, fmt.Errorf("ledger: %s entry %s: %w", IDBucket, id, err)
-	}
-	if ref.Tenant != tenant {
-		return Entry{}, ErrNotFound
 	}
 	e, err := l.get(ctx, Key(ref.Tenant, ref.DedupeKey))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
