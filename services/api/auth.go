@@ -36,7 +36,9 @@ type Principal struct {
 func (p Principal) Can(scope string) bool { return p.Admin || slices.Contains(p.Scopes, scope) }
 
 // Reaches reports whether the principal may see tenant's data.
-func (p Principal) Reaches(tenant string) bool { return p.Admin || (p.Tenant != "" && p.Tenant == tenant) }
+func (p Principal) Reaches(tenant string) bool {
+	return p.Admin || (p.Tenant != "" && p.Tenant == tenant)
+}
 
 // Authenticator turns an API key, exactly as the caller sent it, into the
 // principal it speaks for. An unknown, malformed or revoked key is an error

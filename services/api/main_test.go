@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -172,4 +173,13 @@ func edit(t *testing.T, body []byte, old, new string) []byte {
 	t.Helper()
 	require.Equal(t, 1, bytes.Count(body, []byte(old)), "%q must occur once", old)
 	return bytes.Replace(body, []byte(old), []byte(new), 1)
+}
+
+// jsonField is one member of a JSON object, as JSON.
+func jsonField(t *testing.T, body, name string) string {
+	t.Helper()
+	var members map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(body), &members))
+	require.Contains(t, members, name)
+	return string(members[name])
 }
