@@ -67,7 +67,29 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	for _, register := range routes {
 		register(s)
 	}
+	documentErrorHeaders(s.api.OpenAPI())
 	return s, nil
+}
+
+// documentErrorHeaders adds to every route's 401 and 503 the header that
+// comes with them, which huma's error responses do not declare.
+func documentErrorHeaders(doc *huma.OpenAPI) {
+	headers := map[string]map[string]*huma.Param{
+		"401": {"WWW-Authenticate": {Description: "Bearer: send an API key.", Schema: &huma.Schema{Type: "string"}}},
+		"503": {"Retry-After": {Description: "Seconds to wait before trying again.", Schema: &huma.Schema{Type: "integer"}}},
+	}
+	for _, path := range doc.Paths {
+		for _, op := range []*huma.Operation{path.Get, path.Post, path.Put, path.Patch, path.Delete} {
+			if op == nil {
+				continue
+			}
+			for status, h := range headers {
+				if r := op.Responses[status]; r != nil {
+					r.Headers = h
+				}
+			}
+		}
+	}
 }
 
 // humaConfig is huma's default less what a public API should not serve
