@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -158,4 +159,19 @@ func TestAnAdminKeyPublishesForTheTenantTheEventNames(t *testing.T) {
 	got = b.do(t, http.MethodPost, "/v1/events", adminKey, edit(t, sampleOrder(t), "\n  \"tenant\": \"acme\",", ""))
 	require.Equal(t, http.StatusUnprocessableEntity, got.status, got.body)
 	require.Contains(t, got.body, "is required")
+}
+
+// A stock event goes to INVENTORY, its data checked as stock.
+func TestAStockEventGoesToINVENTORY(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	stock, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	got := b.do(t, http.MethodPost, "/v1/events", acmeSend, stock)
+	require.Equal(t, http.StatusAccepted, got.status, got.body)
+	require.Len(t, heraldtest.StreamMessages(t, b.nats.JS, "INVENTORY"), 1)
+
+	got = b.do(t, http.MethodPost, "/v1/events", acmeSend, edit(t, stock, `"warehouse": "SEV-01"`, `"warehous": "SEV-01"`))
+	require.Equal(t, http.StatusUnprocessableEntity, got.status, got.body)
+	require.Contains(t, got.body, `{"message":"is required","location":"body.data.stock.warehouse"}`)
 }

@@ -26,10 +26,14 @@ import (
 const IdempotencyBucket = "idempotency"
 
 // claimExpiry is how long a pending claim holds its key. A request holds it
-// at most a few NATS timeouts; a claim older than this was left by a
-// process that died mid-request, and the next request with the key may take
-// it over (JetStream's duplicate window still drops a second publish).
-const claimExpiry = time.Minute
+// for at most three round trips to NATS (claim, publish, record or
+// release), each bounded by natsTimeout; a claim older than that, with a
+// margin for replicas' clocks, was left behind — by a process that died
+// mid-request, or a claim the NATS client sent late, after the connection
+// came back, when its request had long been answered 503. The next request
+// with the key takes it over (JetStream's duplicate window still drops a
+// second publish of the same event).
+const claimExpiry = 4 * natsTimeout
 
 // Outcomes of claiming a key that the caller answers with an error.
 var (

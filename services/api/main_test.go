@@ -69,8 +69,14 @@ func setup(t *testing.T, cfg api.Config) *bundle {
 
 func serve(t *testing.T, n *heraldtest.NATS, cfg api.Config) *bundle {
 	t.Helper()
-	b := &bundle{nats: n, metrics: sdkmetric.NewManualReader()}
 	cfg.Authenticator = testKeys
+	return serveWith(t, n, cfg)
+}
+
+// serveWith is serve with the config's own Authenticator.
+func serveWith(t *testing.T, n *heraldtest.NATS, cfg api.Config) *bundle {
+	t.Helper()
+	b := &bundle{nats: n, metrics: sdkmetric.NewManualReader()}
 	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(b.metrics))
 	svc, err := api.New(n.JS, cfg)
 	require.NoError(t, err)
