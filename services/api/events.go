@@ -118,7 +118,11 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 	case prev != nil:
 		s.metrics.replay(ctx, eventsRoute, ev.Tenant)
 		out := &eventOutput{Status: prev.Status, Replayed: "true"}
-		return out, json.Unmarshal(prev.Answer, &out.Body)
+		if err := json.Unmarshal(prev.Answer, &out.Body); err != nil {
+			s.cfg.Logger.ErrorContext(ctx, "unreadable idempotency record", "tenant", ev.Tenant, "error", err)
+			return nil, huma.Error500InternalServerError("the recorded answer to this Idempotency-Key cannot be read")
+		}
+		return out, nil
 	}
 	ack, err := s.publish(ctx, subject, ev.Tenant+":"+key, body)
 	if err != nil {
