@@ -101,6 +101,7 @@ func validatingClient(t *testing.T, plain *http.Client, docURL string) *http.Cli
 	require.NoError(t, err)
 	doc, err := libopenapi.NewDocument(spec)
 	require.NoError(t, err)
+	require.Equal(t, "3.1.0", doc.GetVersion())
 	v, errs := validator.NewValidator(doc)
 	require.Empty(t, errs)
 	valid, problems := v.ValidateDocument()
