@@ -116,6 +116,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_credentials":      {jetstream.LimitsPolicy, []string{"$KV.credentials.>"}, nil},
 		"KV_tenants":          {jetstream.LimitsPolicy, []string{"$KV.tenants.>"}, nil},
 		"KV_api_keys":         {jetstream.LimitsPolicy, []string{"$KV.api_keys.>"}, nil},
+		"KV_idempotency":      {jetstream.LimitsPolicy, []string{"$KV.idempotency.>"}, nil},
 		"OBJ_documents":       {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
@@ -142,12 +143,14 @@ func TestDeclaresDesignLayout(t *testing.T) {
 
 // What is kept, and for how long: the ledger and its retry index forget
 // after 90 days (ledger.retention), documents are kept until someone
-// decides otherwise (documents.retention), tenants until they are deleted.
+// decides otherwise (documents.retention), tenants until they are deleted,
+// an Idempotency-Key is answered for 24 hours (api.idempotency_ttl).
 func TestDeclaredRetention(t *testing.T) {
 	t.Parallel()
 	want := map[string]time.Duration{
 		"KV_deliveries":       90 * 24 * time.Hour,
 		"KV_delivery_retries": 90 * 24 * time.Hour,
+		"KV_idempotency":      24 * time.Hour,
 		"OBJ_documents":       0,
 		"KV_tenants":          0,
 	}
@@ -166,7 +169,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 23)
+	require.Len(t, report, 24)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

@@ -101,10 +101,12 @@ func (k Key) String() string {
 }
 
 // ID derives a stable notification id from a dedupe key, so a republished
-// delivery keeps its id and a mail client can recognise a resend.
+// delivery keeps its id and a mail client can recognise a resend. It is
+// the whole SHA-256, the digest the ledger keys the notification by, so
+// the id leads to the ledger entry without an index (ledger.ByID).
 func ID(dedupeKey string) string {
 	sum := sha256.Sum256([]byte(dedupeKey))
-	return "ntf_" + hex.EncodeToString(sum[:12])
+	return "ntf_" + hex.EncodeToString(sum[:])
 }
 
 // Subject is the NATS subject a delivery is published on.

@@ -1,0 +1,178 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/ledger"
+)
+
+// Version is the API's version in its OpenAPI document.
+const Version = "1.0.0"
+
+// natsTimeout bounds each round trip to NATS within a request, so a request
+// answers 503 while NATS is unreachable rather than wait for it.
+const natsTimeout = 5 * time.Second
+
+// retryAfter is what a 503 asks the caller to wait, in seconds: about how
+// long NATS clients take to find a restarted server again.
+const retryAfter = 5
+
+// Service is the HTTP API. Handler serves it; Start binds the buckets it
+// reads and writes, and until then every protected route answers 503.
+type Service struct {
+	cfg     Config
+	js      jetstream.JetStream
+	mux     *http.ServeMux
+	api     huma.API
+	metrics metrics
+	stores  atomic.Pointer[stores]
+}
+
+// stores are the buckets the routes use, bound by Start.
+type stores struct {
+	idempotency *idempotency
+	ledger      *ledger.Ledger
+}
+
+// routes registers every resource; one file holds each.
+var routes = []func(*Service){registerEvents, registerNotifications}
+
+// New returns the HTTP API on js.
+func New(js jetstream.JetStream, cfg Config) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Authenticator == nil {
+		return nil, errors.New("api: an Authenticator is required")
+	}
+	m, err := newMetrics(cfg.MeterProvider, cfg.Tenants)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, js: js, mux: http.NewServeMux(), metrics: m}
+	s.api = humago.New(s.mux, humaConfig())
+	s.api.UseMiddleware(s.measure, s.capBody, s.authenticate)
+	for _, register := range routes {
+		register(s)
+	}
+	documentErrorHeaders(s.api.OpenAPI())
+	return s, nil
+}
+
+// documentErrorHeaders adds to every route's 401 and 503 the header that
+// comes with them, which huma's error responses do not declare.
+func documentErrorHeaders(doc *huma.OpenAPI) {
+	headers := map[string]map[string]*huma.Param{
+		"401": {"WWW-Authenticate": {Description: "Bearer: send an API key.", Schema: &huma.Schema{Type: "string"}}},
+		"503": {"Retry-After": {Description: "Seconds to wait before trying again.", Schema: &huma.Schema{Type: "integer"}}},
+	}
+	for _, path := range doc.Paths {
+		for _, op := range []*huma.Operation{path.Get, path.Post, path.Put, path.Patch, path.Delete} {
+			if op == nil {
+				continue
+			}
+			for status, h := range headers {
+				if r := op.Responses[status]; r != nil {
+					r.Headers = h
+				}
+			}
+		}
+	}
+}
+
+// humaConfig is huma's default less what a public API should not serve
+// (an HTML docs page loading scripts from a CDN, $schema links in every
+// answer), with the bearer scheme every protected route names.
+func humaConfig() huma.Config {
+	c := huma.DefaultConfig("Herald", Version)
+	c.Info.Description = "Herald's public API: publish events, follow notifications. " +
+		"Authenticate with an API key: Authorization: Bearer hk_…"
+	c.OpenAPIPath = "/v1/openapi"
+	c.DocsPath, c.SchemasPath = "", ""
+	c.CreateHooks = nil
+	c.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		bearer: {Type: "http", Scheme: "bearer", Description: "An API key, hk_…; its scopes (send, read, admin) decide what it may do."},
+	}
+	return c
+}
+
+// Handler serves every route under /v1/, and the OpenAPI document at
+// /v1/openapi.json.
+func (s *Service) Handler() http.Handler { return s.mux }
+
+// Start binds the idempotency bucket and the ledger, which streams.Apply
+// creates.
+func (s *Service) Start(ctx context.Context) error {
+	kv, err := s.js.KeyValue(ctx, IdempotencyBucket)
+	if err != nil {
+		return fmt.Errorf("api: bucket %s: %w", IdempotencyBucket, err)
+	}
+	l, err := ledger.Open(ctx, s.js)
+	if err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	s.stores.Store(&stores{idempotency: &idempotency{kv: kv, ttl: s.cfg.IdempotencyTTL, now: time.Now}, ledger: l})
+	return nil
+}
+
+// Stop makes protected routes answer 503. Requests in flight finish; the
+// HTTP server that serves Handler drains them.
+func (s *Service) Stop(context.Context) error {
+	s.stores.Store(nil)
+	return nil
+}
+
+// ready returns the stores, or a 503 before Start, after Stop, and while
+// the NATS connection is down — a request would wait for it in vain.
+func (s *Service) ready() (*stores, error) {
+	st := s.stores.Load()
+	switch {
+	case st == nil:
+		return nil, unavailable("the API is not serving yet")
+	case s.js.Conn().Status() != nats.CONNECTED:
+		return nil, unavailable("NATS is unreachable")
+	}
+	return st, nil
+}
+
+// unavailable is a 503 that says when to try again, and that nothing was
+// done.
+func unavailable(why string) error {
+	return huma.ErrorWithHeaders(huma.Error503ServiceUnavailable(why+"; nothing was done, try again"),
+		http.Header{"Retry-After": {strconv.Itoa(retryAfter)}})
+}
+
+// writeUnavailable answers a 503 from a middleware.
+func (s *Service) writeUnavailable(ctx huma.Context, why string) {
+	ctx.SetHeader("Retry-After", strconv.Itoa(retryAfter))
+	_ = huma.WriteErr(s.api, ctx, http.StatusServiceUnavailable, why+"; nothing was done, try again")
+}
+
+// capBody refuses a body whose declared length is over the cap, before a
+// byte of it is read. A body sent without a length (chunked) is cut by
+// huma at the operation's MaxBodyBytes (bodyLimit), in its own words.
+func (s *Service) capBody(ctx huma.Context, next func(huma.Context)) {
+	n, err := strconv.ParseInt(ctx.Header("Content-Length"), 10, 64)
+	if err == nil && n > s.cfg.MaxBodyBytes {
+		_ = huma.WriteErr(s.api, ctx, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("the body is larger than %d bytes (api.max_body_bytes)", s.cfg.MaxBodyBytes))
+		return
+	}
+	next(ctx)
+}
+
+// bodyLimit is the MaxBodyBytes of operations that take a body: huma
+// refuses a body that reaches its limit, so one byte over the cap.
+func (s *Service) bodyLimit() int64 { return s.cfg.MaxBodyBytes + 1 }

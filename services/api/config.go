@@ -1,0 +1,70 @@
+package api
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/heraldhq/herald/shared/telemetry"
+)
+
+// Config configures the HTTP API.
+type Config struct {
+	// MaxBodyBytes caps a request body; a larger one is refused with 413
+	// before anything is decoded. Defaults to 1 MiB, NATS's default max
+	// payload.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// IdempotencyTTL is how long a request with an Idempotency-Key is
+	// answered as it was the first time. It outlasts every stream's
+	// duplicate window, and is also the max_age of the bucket
+	// "idempotency", which keeps the records. Defaults to 24 hours.
+	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
+
+	// Authenticator turns an API key into a Principal. Required (New
+	// checks it; Validate checks what the YAML file sets).
+	Authenticator Authenticator `yaml:"-"`
+	// Logger defaults to discarding.
+	Logger *slog.Logger `yaml:"-"`
+	// MeterProvider defaults to a no-op provider.
+	MeterProvider metric.MeterProvider `yaml:"-"`
+	// Tenants bounds the tenant label of metrics; one is shared by every
+	// service of a process (metrics.max_tenants). Defaults to
+	// telemetry.DefaultMaxTenants tenants.
+	Tenants *telemetry.Labels `yaml:"-"`
+}
+
+// WithDefaults returns the config with every unset field filled in.
+func (c Config) WithDefaults() Config {
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
+	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, 24*time.Hour)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.MeterProvider == nil {
+		c.MeterProvider = noop.NewMeterProvider()
+	}
+	if c.Tenants == nil {
+		c.Tenants = telemetry.NewTenantLabels(telemetry.DefaultMaxTenants)
+	}
+	return c
+}
+
+// Validate reports every problem with a defaulted config, each naming its
+// field as it appears in the YAML file (under api:).
+func (c Config) Validate() error {
+	var problems []string
+	if c.MaxBodyBytes < 1 {
+		problems = append(problems, fmt.Sprintf("api.max_body_bytes: must be 1 or more (got %d)", c.MaxBodyBytes))
+	}
+	if c.IdempotencyTTL < time.Minute {
+		problems = append(problems, fmt.Sprintf("api.idempotency_ttl: must be at least 1m, longer than a request takes (got %s)", c.IdempotencyTTL))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}

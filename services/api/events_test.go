@@ -1,0 +1,177 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/api"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/heraldtest"
+)
+
+// An event without a tenant is the key's tenant's: it is published on the
+// subject its type implies, with the tenant filled in and every other byte
+// as sent, under a Nats-Msg-Id no other tenant's key can make.
+func TestPublishedEventCarriesTheKeysTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	body := edit(t, sampleOrder(t), "\n  \"tenant\": \"acme\",", "")
+
+	got := b.do(t, http.MethodPost, "/v1/events", acmeSend, body)
+	require.Equal(t, http.StatusAccepted, got.status, got.body)
+	require.JSONEq(t, `{"id":"evt-2026-11-30-0001","tenant":"acme","subject":"orders.created","stream":"ORDERS",
+		"sequence":1,"duplicate":false}`, got.body)
+	require.Empty(t, got.header.Get("Idempotent-Replayed"))
+
+	msgs := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
+	require.Len(t, msgs, 1)
+	require.Equal(t, "orders.created", msgs[0].Subject)
+	require.Equal(t, "acme:evt-2026-11-30-0001", msgs[0].Header.Get(jetstream.MsgIDHeader))
+	require.Equal(t, `{"tenant":"acme",`+string(body[1:]), string(msgs[0].Data))
+	ev, err := event.Decode(msgs[0].Data)
+	require.NoError(t, err)
+	require.Equal(t, "acme", ev.Tenant)
+}
+
+// Stripe's semantics: the same key and body answer as the first time and
+// publish nothing; the same key with another body is refused.
+func TestIdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	body := sampleOrder(t)
+
+	first := b.do(t, http.MethodPost, "/v1/events", acmeSend, body, "Idempotency-Key", "order 42, take 1")
+	require.Equal(t, http.StatusAccepted, first.status, first.body)
+	again := b.do(t, http.MethodPost, "/v1/events", acmeSend, body, "Idempotency-Key", "order 42, take 1")
+	require.Equal(t, first.status, again.status)
+	require.Equal(t, first.body, again.body)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+
+	other := edit(t, body, `"revision": 1`, `"revision": 2`)
+	reused := b.do(t, http.MethodPost, "/v1/events", acmeSend, other, "Idempotency-Key", "order 42, take 1")
+	require.Equal(t, http.StatusUnprocessableEntity, reused.status, reused.body)
+	require.Equal(t, "application/problem+json", reused.header.Get("Content-Type"))
+	require.Contains(t, reused.body, "Idempotency-Key was used with another request")
+
+	msgs := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
+	require.Len(t, msgs, 1, "one publish for one key")
+	require.Equal(t, "acme:order 42, take 1", msgs[0].Header.Get(jetstream.MsgIDHeader))
+
+	// Without a key, the event id is the key: the same again replays.
+	first = b.do(t, http.MethodPost, "/v1/events", acmeSend, other)
+	require.Equal(t, http.StatusAccepted, first.status, first.body)
+	again = b.do(t, http.MethodPost, "/v1/events", acmeSend, other)
+	require.Equal(t, first.body, again.body)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Len(t, heraldtest.StreamMessages(t, b.nats.JS, "ORDERS"), 2)
+}
+
+// Two tenants using the same key (here: the same event id) are two
+// requests, and two messages.
+func TestTenantsNeverShareAKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	body := edit(t, sampleOrder(t), "\n  \"tenant\": \"acme\",", "")
+	for _, key := range []string{acmeSend, globexSend} {
+		got := b.do(t, http.MethodPost, "/v1/events", key, body)
+		require.Equal(t, http.StatusAccepted, got.status, got.body)
+		require.Empty(t, got.header.Get("Idempotent-Replayed"))
+	}
+	msgs := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
+	require.Len(t, msgs, 2)
+	require.Equal(t, "globex:evt-2026-11-30-0001", msgs[1].Header.Get(jetstream.MsgIDHeader))
+}
+
+func TestEventsAreRefusedWithAProblem(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	order := sampleOrder(t)
+	for _, c := range []struct {
+		name   string
+		key    string
+		body   []byte
+		status int
+		says   string
+	}{
+		{"no key", "", order, http.StatusUnauthorized, "an API key is required"},
+		{"an unknown key", "hk_nobody_x", order, http.StatusUnauthorized, "not valid"},
+		{"a key without the send scope", acmeRead, order, http.StatusForbidden, "lacks the scope send"},
+		{"another tenant's event", globexSend, order, http.StatusForbidden, `the event's tenant \"acme\" is not the API key's`},
+		{"not JSON", acmeSend, []byte(`{"specversion":`), http.StatusBadRequest, "malformed event: not valid JSON"},
+		{"an unknown data member", acmeSend, edit(t, order, `"currency": "EUR",`, `"currency": "EUR", "colour": "red",`),
+			http.StatusUnprocessableEntity, `unknown field \"colour\"`},
+		{"an unknown attribute", acmeSend, edit(t, order, `"specversion": "1.0",`, `"specversion": "1.0", "partitionkey": "x",`),
+			http.StatusUnprocessableEntity, "partitionkey"},
+		{"an attribute in capitals", acmeSend, edit(t, order, `"source"`, `"Source"`),
+			http.StatusUnprocessableEntity, "lowercase letters and digits"},
+		{"an invalid order", acmeSend, edit(t, order, `"kind": "purchase"`, `"kind": "barter"`),
+			http.StatusUnprocessableEntity, `\"barter\" must be \"purchase\" or \"sales\"`},
+		{"a type without a stream", acmeSend, edit(t, order, `"type": "order.created"`, `"type": "invoice.paid"`),
+			http.StatusUnprocessableEntity, `family \"invoice\" has no stream`},
+	} {
+		got := b.do(t, http.MethodPost, "/v1/events", c.key, c.body)
+		require.Equal(t, c.status, got.status, "%s: %s", c.name, got.body)
+		require.Equal(t, "application/problem+json", got.header.Get("Content-Type"), c.name)
+		require.Contains(t, got.body, c.says, c.name)
+		if c.key != "" {
+			require.NotContains(t, got.body, c.key, "%s: the key is never repeated", c.name)
+		}
+	}
+	got := b.do(t, http.MethodPost, "/v1/events", "", order)
+	require.Equal(t, `Bearer realm="herald"`, got.header.Get("WWW-Authenticate"))
+	require.Empty(t, heraldtest.StreamMessages(t, b.nats.JS, "ORDERS"), "nothing refused is published")
+}
+
+// The cap is api.max_body_bytes: a body of exactly that size goes through,
+// one byte more is refused before it is decoded.
+func TestBodiesAreCapped(t *testing.T) {
+	t.Parallel()
+	const limit = 4096
+	b := setup(t, api.Config{MaxBodyBytes: limit})
+	order := sampleOrder(t)
+	exact := append(order, strings.Repeat(" ", limit-len(order))...)
+
+	got := b.do(t, http.MethodPost, "/v1/events", acmeSend, append(exact, ' '))
+	require.Equal(t, http.StatusRequestEntityTooLarge, got.status, got.body)
+	require.Equal(t, "application/problem+json", got.header.Get("Content-Type"))
+	require.Contains(t, got.body, "larger than 4096 bytes")
+
+	got = b.do(t, http.MethodPost, "/v1/events", acmeSend, exact)
+	require.Equal(t, http.StatusAccepted, got.status, got.body)
+}
+
+// An admin key publishes for any tenant, which the event must then name.
+func TestAnAdminKeyPublishesForTheTenantTheEventNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	got := b.do(t, http.MethodPost, "/v1/events", adminKey, sampleOrder(t))
+	require.Equal(t, http.StatusAccepted, got.status, got.body)
+	var accepted api.EventAccepted
+	require.NoError(t, json.Unmarshal([]byte(got.body), &accepted))
+	require.Equal(t, "acme", accepted.Tenant)
+
+	got = b.do(t, http.MethodPost, "/v1/events", adminKey, edit(t, sampleOrder(t), "\n  \"tenant\": \"acme\",", ""))
+	require.Equal(t, http.StatusUnprocessableEntity, got.status, got.body)
+	require.Contains(t, got.body, "is required")
+}
+
+// A stock event goes to INVENTORY, its data checked as stock.
+func TestAStockEventGoesToINVENTORY(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	stock, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	got := b.do(t, http.MethodPost, "/v1/events", acmeSend, stock)
+	require.Equal(t, http.StatusAccepted, got.status, got.body)
+	require.Len(t, heraldtest.StreamMessages(t, b.nats.JS, "INVENTORY"), 1)
+
+	got = b.do(t, http.MethodPost, "/v1/events", acmeSend, edit(t, stock, `"warehouse": "SEV-01"`, `"warehous": "SEV-01"`))
+	require.Equal(t, http.StatusUnprocessableEntity, got.status, got.body)
+	require.Contains(t, got.body, `{"message":"is required","location":"body.data.stock.warehouse"}`)
+}
