@@ -71,7 +71,7 @@ func printBanner(w io.Writer, dev *app.Dev) {
 	fmt.Fprintf(w, "  NATS    %s   (JetStream store %s/nats)\n", dev.NATS.URL(), dev.DataDir)
 	fmt.Fprintf(w, "  Redis   %s\n", redis)
 	fmt.Fprintf(w, "  Ops     http://%s/healthz  /readyz  /metrics   (--http-listen: keep private)\n", dev.App.HTTPAddr())
-	fmt.Fprintf(w, "  Public  http://%s/v1/documents/…   (--api-listen: document links)\n", dev.App.APIAddr())
+	fmt.Fprintf(w, "  Public  http://%s/v1/   (--api-listen: the HTTP API, /v1/openapi.json; document links)\n", dev.App.APIAddr())
 	if dev.MailDir != "" {
 		fmt.Fprintf(w, "  Mail    %s   (one .eml file per email; open it with any mail client)\n", dev.MailDir)
 	} else {

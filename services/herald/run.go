@@ -16,10 +16,11 @@ func runCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [service...]",
 		Short: "Run Herald services against NATS_URL (and REDIS_URL)",
-		Long: `Run the named services in this process: router, pdf, delivery, dlq.
+		Long: `Run the named services in this process: router, pdf, delivery, dlq, api.
 With no names, all of them run. Each process serves /healthz, /readyz and
-/metrics on --http-listen (operations: keep it private), and signed document
-links on --api-listen (public: put this one behind your ingress). SIGINT or
+/metrics on --http-listen (operations: keep it private), and the HTTP API
+(when api runs) and signed document links on --api-listen (public: put this
+one behind your ingress). SIGINT or
 SIGTERM drains in-flight messages, then exits.
 
 Traces are exported over OTLP when the standard variables ask for them
@@ -60,5 +61,5 @@ Traces are exported over OTLP when the standard variables ask for them
 // listenFlags are the two HTTP addresses, for run and dev.
 func listenFlags(cmd *cobra.Command) {
 	cmd.Flags().String("http-listen", "127.0.0.1:8080", "operations address: /healthz, /readyz and /metrics (keep it private)")
-	cmd.Flags().String("api-listen", "127.0.0.1:8081", "public address: signed document links")
+	cmd.Flags().String("api-listen", "127.0.0.1:8081", "public address: the HTTP API (/v1) and signed document links")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/pdf"
@@ -45,6 +46,10 @@ type App struct {
 	tenants *telemetry.Labels
 	// registry is the tenant registry, watched once for every service.
 	registry *tenant.Cache
+	// public is the public listener's routes; services that answer
+	// outsiders (api) add theirs when they are built.
+	public *http.ServeMux
+	apiC   api.Config
 	// keyring opens tenants' provider accounts; nil without a master key.
 	keyring *vault.Keyring
 	// beforeServices runs once the streams exist, before any service
@@ -180,7 +185,7 @@ func (a *App) Start(ctx context.Context) (err error) {
 // HTTPAddr is the operations address: health, readiness, metrics.
 func (a *App) HTTPAddr() string { return a.opsAddr.String() }
 
-// APIAddr is the public address: document links.
+// APIAddr is the public address: the HTTP API, document links.
 func (a *App) APIAddr() string { return a.publicAddr.String() }
 
 // Stop drains the services (in-flight messages finish and are

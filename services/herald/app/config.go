@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/telemetry"
@@ -51,6 +52,12 @@ type Config struct {
 		// and the console later. It serves nothing of the operations
 		// address. Defaults to 127.0.0.1:8081.
 		Listen string `yaml:"listen"`
+		// MaxBodyBytes caps a request body (413 beyond). Defaults to 1 MiB.
+		MaxBodyBytes int64 `yaml:"max_body_bytes"`
+		// IdempotencyTTL is how long a request with an Idempotency-Key is
+		// answered as the first was; it is the max_age of the bucket
+		// idempotency. Defaults to 24 hours.
+		IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
 	} `yaml:"api"`
 	Streams struct {
 		// Replicas overrides num_replicas of every stream (3 on a cluster).
@@ -319,6 +326,7 @@ func (c Config) StreamOptions() streams.Options {
 		"KV_deliveries":       c.Ledger.Retention,
 		"KV_delivery_retries": c.Ledger.Retention,
 		"OBJ_documents":       c.Documents.Retention,
+		"KV_idempotency":      api.Config{IdempotencyTTL: c.API.IdempotencyTTL}.WithDefaults().IdempotencyTTL,
 	}}
 }
 

@@ -143,7 +143,7 @@ func TestRetentionDefaultsAreTheDeclaredOnes(t *testing.T) {
 	cfg := app.Config{}.WithDefaults()
 	require.NoError(t, cfg.Validate())
 	opts := cfg.StreamOptions()
-	require.Len(t, opts.MaxAge, 3)
+	require.Len(t, opts.MaxAge, 4)
 	for name, age := range opts.MaxAge {
 		s, err := streams.Find(name)
 		require.NoError(t, err)
@@ -155,5 +155,5 @@ func TestRetentionDefaultsAreTheDeclaredOnes(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	opts = cfg.StreamOptions()
 	require.Equal(t, map[string]time.Duration{"KV_deliveries": 400 * 24 * time.Hour, "KV_delivery_retries": 400 * 24 * time.Hour,
-		"OBJ_documents": 10 * 365 * 24 * time.Hour}, opts.MaxAge)
+		"OBJ_documents": 10 * 365 * 24 * time.Hour, "KV_idempotency": 24 * time.Hour}, opts.MaxAge)
 }

@@ -28,6 +28,7 @@ func (a *App) startHTTP(ctx context.Context) error {
 	}
 	a.opsAddr, a.publicAddr = opsLn.Addr(), publicLn.Addr()
 	public := http.NewServeMux()
+	a.public = public
 	if err := a.serveDocuments(ctx, public); err != nil {
 		_, _ = opsLn.Close(), publicLn.Close()
 		return err
@@ -42,9 +43,10 @@ func (a *App) startHTTP(ctx context.Context) error {
 }
 
 // The timeouts of both listeners, so that no client holds a connection
-// open at will. Nothing served reads a request body yet: reading is
-// bounded tight. Writing leaves a large document time to reach a slow
-// client. An idle keep-alive connection is closed after a minute.
+// open at will. The largest body read is an API request (api.max_body_bytes,
+// 1 MiB by default): ten seconds reads it on a slow link. Writing leaves a
+// large document time to reach a slow client. An idle keep-alive
+// connection is closed after a minute.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 10 * time.Second

@@ -34,6 +34,7 @@ var modules = []module{
 	{"pdf", (*App).configurePDF, func(a *App, _ context.Context) (service, error) { return pdf.New(a.js, a.pdfC) }},
 	{"delivery", (*App).configureDelivery, (*App).buildDelivery},
 	{"dlq", (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
+	{"api", (*App).configureAPI, (*App).buildAPI},
 }
 
 // Targets are the services one herald process can run.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/heraldtest"
@@ -81,6 +83,13 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
 			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>",
 			"$JS.FC.KV_deliveries.>", "$JS.FC.KV_delivery_retries.>"}),
+	// The HTTP API publishes events as a trusted publisher, keeps each
+	// Idempotency-Key's answer, reads notifications from the ledger, and
+	// follows the API keys, recording when each was last used.
+	"api": join(jsCommon, []string{"orders.*", "inventory.*",
+		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>", "$JS.API.DIRECT.GET.KV_deliveries.>",
+		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",
+		"$JS.API.CONSUMER.DELETE.KV_api_keys.>", "$JS.FC.KV_api_keys.>"}),
 }
 
 func join(lists ...[]string) []string {
@@ -137,9 +146,10 @@ func (v *violations) list() []string {
 }
 
 // The permissions README.md documents are enough: each service runs as its
-// own NATS user with only those, an order goes through to its emails and an
-// invalid one to the DLQ, and no service was denied anything on the way. A
-// publisher with its permissions can publish events and nothing else.
+// own NATS user with only those, an order goes through to its emails — one
+// published on NATS, one through the HTTP API — and an invalid one to the
+// DLQ, and no service was denied anything on the way. A publisher with its
+// permissions can publish events and nothing else.
 func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	t.Parallel()
 	denied := &violations{}
@@ -160,9 +170,15 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	require.NoError(t, report.Err())
 	heraldtest.RegisterTenants(t, adminJS, "acme")
 
+	keys, err := apikey.Open(ctx, adminJS)
+	require.NoError(t, err)
+	apiKey, _, err := keys.Create(ctx, apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Send, apikey.Read}})
+	require.NoError(t, err)
+
 	mailDir := t.TempDir()
 	redisURL, prefix := heraldtest.RedisURL(t), heraldtest.Prefix()
 	client := heraldtest.HTTPClient(t)
+	apps := map[string]*app.App{}
 	for _, name := range app.Targets {
 		var cfg app.Config
 		cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = as(name), redisURL, prefix
@@ -174,6 +190,7 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		require.NoError(t, a.Start(ctx), name)
+		apps[name] = a
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -211,16 +228,39 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	_, err = pubJS.Publish(ctx, "orders.created", []byte(huge))
 	require.NoError(t, err)
 
-	mails := func() int {
+	// Another order through the HTTP API.
+	viaAPI := strings.NewReplacer("evt-2026-11-30-0001", "evt-api-1", "PO-2026-0042", "PO-2026-0043").Replace(string(order))
+	post := func() int {
+		req, err := http.NewRequest(http.MethodPost, "http://"+apps["api"].APIAddr()+"/v1/events", strings.NewReader(viaAPI))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	// 401 until the API's watch has brought it the key.
+	require.Eventually(t, func() bool { return post() == http.StatusAccepted }, 30*time.Second, 50*time.Millisecond)
+
+	mails := func() []string {
 		files, err := filepath.Glob(filepath.Join(mailDir, "*.eml"))
 		require.NoError(t, err)
-		return len(files)
+		return files
 	}
 	require.Eventually(t, func() bool {
-		return len(denied.list()) > 0 || mails() == 2 && len(heraldtest.StreamMessages(t, adminJS, "DLQ")) == 2
+		return len(denied.list()) > 0 || len(mails()) == 4 && len(heraldtest.StreamMessages(t, adminJS, "DLQ")) == 2
 	}, 60*time.Second, 50*time.Millisecond)
 	require.Empty(t, denied.list(), "the server denied a service")
-	require.Equal(t, 2, mails(), "the order's two emails")
+	require.Len(t, mails(), 4, "the two orders' two emails each")
+	id := regexp.MustCompile(`ntf_[0-9a-f]{64}`).FindString(mails()[0])
+	req, err := http.NewRequest(http.MethodGet, "http://"+apps["api"].APIAddr()+"/v1/notifications/"+id, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the API reads a notification from the ledger")
 	entries := heraldtest.StreamMessages(t, adminJS, "DLQ")
 	require.Len(t, entries, 2, "the invalid events' dead letters")
 	require.NotEmpty(t, entries[0].Header.Get(deadletter.HeaderPayloadObject)+entries[1].Header.Get(deadletter.HeaderPayloadObject),

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/heraldhq/herald/services/api"
+	"github.com/heraldhq/herald/shared/apikey"
+)
+
+// configureAPI reads api:.
+func (a *App) configureAPI() error {
+	a.apiC = api.Config{MaxBodyBytes: a.cfg.API.MaxBodyBytes, IdempotencyTTL: a.cfg.API.IdempotencyTTL,
+		Logger: a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants}.WithDefaults()
+	return a.apiC.Validate()
+}
+
+// buildAPI makes the HTTP API, authenticating with the keys of the bucket
+// api_keys; its routes are served on the public listener.
+func (a *App) buildAPI(context.Context) (service, error) {
+	auth := &apiKeys{app: a}
+	a.apiC.Authenticator = auth
+	svc, err := api.New(a.js, a.apiC)
+	if err != nil {
+		return nil, err
+	}
+	auth.svc = svc
+	// Below the documents' route, which is more specific.
+	a.public.Handle("/v1/", svc.Handler())
+	return auth, nil
+}
+
+// apiKeys runs the API with the authenticator it needs: the keys are
+// followed from before the first request until after the last.
+type apiKeys struct {
+	app  *App
+	svc  *api.Service
+	auth *apikey.Authenticator
+}
+
+func (k *apiKeys) Start(ctx context.Context) error {
+	keys, err := apikey.Open(ctx, k.app.js)
+	if err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	if k.auth, err = apikey.NewAuthenticator(keys, apikey.AuthConfig{Logger: k.app.logger.With("service", "api")}); err != nil {
+		return err
+	}
+	if err := k.auth.Start(ctx); err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	return k.svc.Start(ctx)
+}
+
+func (k *apiKeys) Stop(ctx context.Context) error {
+	err := k.svc.Stop(ctx)
+	if k.auth != nil {
+		k.auth.Stop()
+	}
+	return err
+}
+
+// Authenticate is api.Authenticator over the apikey store: a key that
+// opens nothing is api.ErrInvalidKey (401); anything else, 503.
+func (k *apiKeys) Authenticate(ctx context.Context, presented string) (api.Principal, error) {
+	if k.auth == nil {
+		return api.Principal{}, errors.New("api keys are not loaded yet")
+	}
+	key, err := k.auth.Authenticate(ctx, presented)
+	if errors.Is(err, apikey.ErrUnauthorized) {
+		return api.Principal{}, api.ErrInvalidKey
+	}
+	if err != nil {
+		return api.Principal{}, err
+	}
+	p := api.Principal{KeyID: key.ID, Tenant: key.Tenant, Admin: key.Allows(apikey.Admin)}
+	for _, s := range key.Scopes {
+		p.Scopes = append(p.Scopes, string(s))
+	}
+	return p, nil
+}
