@@ -52,7 +52,7 @@ const (
 )
 
 // targets maps each service of the chart to its `herald run` target.
-var targets = map[string]string{"router": "router", "delivery-email": "delivery", "pdf": "pdf", "dlq": "dlq"}
+var targets = map[string]string{"router": "router", "delivery-email": "delivery", "pdf": "pdf", "dlq": "dlq", "api": "api"}
 
 // usesRedis lists the services given REDIS_URL.
 var usesRedis = []string{"delivery-email", "dlq"}
@@ -261,7 +261,7 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 	t.Parallel()
 	r := mustInstall(t, nil)
 
-	require.ElementsMatch(t, []string{"herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router"}, r.ofKind("Deployment"))
+	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router"}, r.ofKind("Deployment"))
 	require.ElementsMatch(t, append(r.ofKind("Deployment"), "herald-public"), r.ofKind("Service"))
 	require.Equal(t, []string{"herald"}, r.ofKind("ServiceAccount"))
 	for _, kind := range []string{"HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Secret", "Ingress"} {
@@ -653,8 +653,8 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 		{"serviceMonitor: {enabled: true}", "ServiceMonitor", []string{"herald"}},
 		{"prometheusRule: {enabled: true}", "PrometheusRule", []string{"herald"}},
 		{"secrets: {create: true, values: {A: b}}", "Secret", []string{"herald-secrets"}},
-		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-delivery-email", "herald-dlq", "herald-router"}},
-		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-delivery-email", "herald-dlq", "herald-public", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-public", "herald-router"}},
 		{"public: {ingress: {enabled: true, host: herald.example.com}}", "Ingress", []string{"herald"}},
 	}
 	for _, tt := range tests {
@@ -691,7 +691,9 @@ serviceMonitor: {enabled: true}
 	selector := labels.SelectorFromSet(public.Spec.Selector)
 	for svc := range targets {
 		d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
-		require.True(t, selector.Matches(labels.Set(d.Spec.Template.Labels)), "%s serves document links", svc)
+		// The API's pods serve /v1 and the document links alike: the
+		// public Service sends outsiders to them only.
+		require.Equal(t, svc == "api", selector.Matches(labels.Set(d.Spec.Template.Labels)), "%s takes public requests", svc)
 		for _, p := range container(t, d).Ports {
 			if p.Name == "public" {
 				require.Equal(t, loadConfig(t, r).API.Listen, fmt.Sprintf("0.0.0.0:%d", p.ContainerPort))
@@ -789,7 +791,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{`image: {repository: ""}`, "/image/repository"},
 		{`image: {pullPolicy: Sometimes}`, "/image/pullPolicy"},
 		{`replica: 2`, "replica"},
-		{`services: {api: {enabled: true}}`, "api"},
+		{`services: {fax: {enabled: true}}`, "fax"},
 		{`services: {router: {replica: 2}}`, "replica"},
 		{`config: {email: {form: "Orders <orders@acme.example>"}}`, "form"},
 		{`config: {http: {listen: "0.0.0.0:9090"}}`, "http"},
@@ -867,7 +869,7 @@ func TestSchemaMirrorsHeraldConfig(t *testing.T) {
 	walk("", schema["properties"].(map[string]any)["config"].(map[string]any))
 
 	inHerald := yamlKeys("", reflect.TypeFor[app.Config]())
-	chartOwned := []string{"nats", "nats.url", "redis.url", "http", "http.listen", "api", "api.listen", "streams.skip_apply", "log.format"}
+	chartOwned := []string{"nats", "nats.url", "redis.url", "http", "http.listen", "api.listen", "streams.skip_apply", "log.format"}
 	for _, k := range chartOwned {
 		require.Contains(t, inHerald, k, "Herald no longer has %s: update the chart", k)
 	}

@@ -60,6 +60,9 @@ pdf:
 dlq:
   target: dlq
   redis: true
+api:
+  target: api
+  redis: false
 {{- end }}
 
 {{- define "herald.serviceAccountName" -}}
