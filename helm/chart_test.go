@@ -666,8 +666,23 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 	}
 }
 
+// Without the api Deployment, the public Service takes every pod's public
+// port: each serves the document links.
+func TestWithoutTheAPIEveryPodIsPublic(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, `services: {api: {enabled: false}}`))
+	selector := labels.SelectorFromSet(get[corev1.Service](t, r, "Service", "herald-public").Spec.Selector)
+	for svc := range targets {
+		if svc == "api" {
+			continue
+		}
+		d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
+		require.True(t, selector.Matches(labels.Set(d.Spec.Template.Labels)), "%s serves document links", svc)
+	}
+}
+
 // Only the public port leaves the cluster: the Ingress reaches the public
-// Service, which reaches every service's public port and nothing else;
+// Service, which reaches the api pods' public port and nothing else;
 // probes and Prometheus use the operations port through the services' own
 // Services, which no Ingress reaches.
 func TestOnlyThePublicPortIsExposed(t *testing.T) {
