@@ -39,13 +39,19 @@ type pipeline struct {
 
 func startPipeline(t *testing.T, edits ...func(*app.Config)) *pipeline {
 	t.Helper()
+	return startPipelineLogging(t, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), edits...)
+}
+
+// startPipelineLogging is startPipeline with the logger every piece,
+// the NATS server included, logs to.
+func startPipelineLogging(t *testing.T, logger *slog.Logger, edits ...func(*app.Config)) *pipeline {
+	t.Helper()
 	var cfg app.Config
 	cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Redis.Prefix = heraldtest.Prefix()
 	for _, edit := range edits {
 		edit(&cfg)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	redisURL := heraldtest.RedisURL(t)
 	dev, err := app.StartDev(context.Background(), app.DevConfig{
 		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: redisURL, Config: cfg,

@@ -1,11 +1,6 @@
 package vault_test
 
 import (
-	"encoding/base64"
-	"encoding/hex"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,43 +45,9 @@ func TestNoSecretIsStoredInTheClear(t *testing.T) {
 	nc.Close()
 	srv.Shutdown() // everything on disk, nothing only in memory
 
-	found := storedBytes(t, dir)
+	found := heraldtest.StoredBytes(t, dir)
 	// Contains would print what it searched, and so the secret it found.
 	require.True(t, strings.Contains(found, "acme.sendgrid"), "the scan reads where the bucket is kept")
 	require.True(t, strings.Contains(found, "****s5cr"), "the previews are stored")
-	for _, secret := range []string{sesKeyID, sesSecret, sendgridKey, smtpPassword} {
-		for _, needle := range secretForms(secret) {
-			require.False(t, strings.Contains(found, needle), "%d bytes of a secret are on disk", len(needle))
-		}
-	}
-}
-
-// storedBytes is every file under dir, concatenated.
-func storedBytes(t *testing.T, dir string) string {
-	t.Helper()
-	var all strings.Builder
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		all.Write(b)
-		all.WriteByte(0)
-		return err
-	})
-	require.NoError(t, err)
-	return all.String()
-}
-
-// secretForms are what would betray a secret: every 8 bytes of it, and it
-// whole in base64 and hex.
-func secretForms(secret string) []string {
-	forms := []string{
-		base64.StdEncoding.EncodeToString([]byte(secret)), base64.RawURLEncoding.EncodeToString([]byte(secret)),
-		hex.EncodeToString([]byte(secret)),
-	}
-	for i := 0; i+8 <= len(secret); i++ {
-		forms = append(forms, secret[i:i+8])
-	}
-	return forms
+	heraldtest.RequireNoSecret(t, found, "the store", sesKeyID, sesSecret, sendgridKey, smtpPassword)
 }
