@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,29 +20,9 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
-// storedKeys is api.Authenticator over the apikey store, as herald runs
-// the API: a key read from the Authenticator's memory, kept current by
-// its watch.
-type storedKeys struct{ auth *apikey.Authenticator }
-
-func (k storedKeys) Authenticate(ctx context.Context, presented string) (api.Principal, error) {
-	key, err := k.auth.Authenticate(ctx, presented)
-	if errors.Is(err, apikey.ErrUnauthorized) {
-		return api.Principal{}, api.ErrInvalidKey
-	}
-	if err != nil {
-		return api.Principal{}, err
-	}
-	p := api.Principal{KeyID: key.ID, Tenant: key.Tenant, Admin: key.Allows(apikey.Admin)}
-	for _, s := range key.Scopes {
-		p.Scopes = append(p.Scopes, string(s))
-	}
-	return p, nil
-}
-
 // startStoredKeys makes a send key for acme in the bucket and an
 // Authenticator that knows it.
-func startStoredKeys(b *testing.B, n *heraldtest.NATS) (storedKeys, string) {
+func startStoredKeys(b *testing.B, n *heraldtest.NATS) (api.StoredKeys, string) {
 	b.Helper()
 	ctx := heraldtest.Context(b)
 	keys, err := apikey.Open(ctx, n.JS)
@@ -54,7 +33,7 @@ func startStoredKeys(b *testing.B, n *heraldtest.NATS) (storedKeys, string) {
 	require.NoError(b, err)
 	require.NoError(b, auth.Start(ctx)) // returns once every key is loaded
 	b.Cleanup(auth.Stop)
-	return storedKeys{auth: auth}, plain
+	return api.StoredKeys{Keys: auth}, plain
 }
 
 // BenchmarkPostEvents publishes the sample order, each time as a new event

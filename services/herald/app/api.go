@@ -61,22 +61,10 @@ func (k *apiKeys) Stop(ctx context.Context) error {
 	return err
 }
 
-// Authenticate is api.Authenticator over the apikey store: a key that
-// opens nothing is api.ErrInvalidKey (401); anything else, 503.
+// Authenticate answers from the keys once Start has loaded them.
 func (k *apiKeys) Authenticate(ctx context.Context, presented string) (api.Principal, error) {
 	if k.auth == nil {
 		return api.Principal{}, errors.New("api keys are not loaded yet")
 	}
-	key, err := k.auth.Authenticate(ctx, presented)
-	if errors.Is(err, apikey.ErrUnauthorized) {
-		return api.Principal{}, api.ErrInvalidKey
-	}
-	if err != nil {
-		return api.Principal{}, err
-	}
-	p := api.Principal{KeyID: key.ID, Tenant: key.Tenant, Admin: key.Allows(apikey.Admin)}
-	for _, s := range key.Scopes {
-		p.Scopes = append(p.Scopes, string(s))
-	}
-	return p, nil
+	return api.StoredKeys{Keys: k.auth}.Authenticate(ctx, presented)
 }

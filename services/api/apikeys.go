@@ -1,0 +1,30 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"github.com/heraldhq/herald/shared/apikey"
+)
+
+// StoredKeys is the Authenticator over the API keys of the bucket api_keys
+// (herald keys): each key is answered from the apikey.Authenticator's
+// memory, kept current by its watch. A key that opens nothing is
+// ErrInvalidKey (401); any other failure, a 503.
+type StoredKeys struct{ Keys *apikey.Authenticator }
+
+// Authenticate implements Authenticator.
+func (k StoredKeys) Authenticate(ctx context.Context, presented string) (Principal, error) {
+	key, err := k.Keys.Authenticate(ctx, presented)
+	if errors.Is(err, apikey.ErrUnauthorized) {
+		return Principal{}, ErrInvalidKey
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	p := Principal{KeyID: key.ID, Tenant: key.Tenant, Admin: key.Allows(apikey.Admin)}
+	for _, s := range key.Scopes {
+		p.Scopes = append(p.Scopes, string(s))
+	}
+	return p, nil
+}
