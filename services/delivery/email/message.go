@@ -17,13 +17,16 @@ type Message struct {
 	ID string
 	// DedupeKey identifies the notification across retries; providers that
 	// take an idempotency key or custom arguments receive it.
-	DedupeKey   string
-	Tenant      string
-	From        string // "Name <address>" or a bare address
-	To          string
-	ToName      string
-	Subject     string
-	Text        string
+	DedupeKey string
+	Tenant    string
+	From      string // "Name <address>" or a bare address
+	To        string
+	ToName    string
+	Subject   string
+	Text      string
+	// HTML, when set, goes with Text as multipart/alternative: clients
+	// that show HTML show it, the others Text.
+	HTML        string
 	Attachments []Attachment
 	Date        time.Time
 }
@@ -65,6 +68,9 @@ func (m Message) GoMail() (*gomail.Msg, error) {
 	msg.SetDateWithValue(m.Date)
 	msg.SetGenHeader("X-Herald-Notification-Id", m.ID)
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+	if m.HTML != "" {
+		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	}
 	for _, a := range m.Attachments {
 		if err := msg.AttachReader(a.Filename, bytes.NewReader(a.Data), gomail.WithFileContentType(gomail.ContentType(a.ContentType))); err != nil {
 			return nil, fmt.Errorf("attaching %s: %w", a.Filename, err)
