@@ -72,7 +72,7 @@ func TestJobsAreSentAsWrittenThroughTheirPinnedProviders(t *testing.T) {
 		return notification.Delivery{
 			ID: notification.ID(key), DedupeKey: key, Tenant: "acme", Channel: event.ChannelEmail,
 			Priority: notification.PriorityNormal, Recipient: notification.Recipient{Name: "Olga", Address: "olga@zarya.example"},
-			Message: &notification.Message{Subject: "Your terms " + ref, Text: "Plain " + ref + "\n", HTML: "<p>Rich <b>" + ref + "</b></p>"},
+			Message:     &notification.Message{Subject: "Your terms " + ref, Text: "Plain " + ref + "\n", HTML: "<p>Rich <b>" + ref + "</b></p>"},
 			Attachments: []notification.Document{terms}, Providers: pins, CreatedAt: time.Now(),
 		}
 	}
