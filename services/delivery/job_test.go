@@ -101,6 +101,17 @@ func TestJobsAreSentAsWrittenThroughTheirPinnedProviders(t *testing.T) {
 		`forged delivery: attachment globex/payroll.pdf is not tenant "acme"'s`,
 	}, reasons)
 
+	// The API accepts any provider name; the ledger, which GET
+	// /v1/notifications/{id} reads, says why it failed.
+	e, err := l.Get(ctx, "acme", unknown.DedupeKey)
+	require.NoError(t, err)
+	require.Equal(t, ledger.Failed, e.State)
+	require.False(t, e.Retryable)
+	require.Contains(t, e.Reason, `pins provider "nowhere"`)
+	e, err = l.Get(ctx, "acme", fallback.DedupeKey)
+	require.NoError(t, err)
+	require.Equal(t, "pinned", e.Provider)
+
 	// Unpinned, last: once the chain's first provider has it, the worker
 	// is past the pinned ones.
 	unpinned := job("chain")
