@@ -17,16 +17,14 @@ type Message struct {
 	ID string
 	// DedupeKey identifies the notification across retries; providers that
 	// take an idempotency key or custom arguments receive it.
-	DedupeKey string
-	Tenant    string
-	From      string // "Name <address>" or a bare address
-	To        string
-	ToName    string
-	Subject   string
-	Text      string
-	// HTML, when set, goes with Text as multipart/alternative: clients
-	// that show HTML show it, the others Text.
-	HTML        string
+	DedupeKey   string
+	Tenant      string
+	From        string // "Name <address>" or a bare address
+	To          string
+	ToName      string
+	Subject     string
+	Text        string
+	HTML        string // when set, sent with Text as multipart/alternative
 	Attachments []Attachment
 	Date        time.Time
 }
