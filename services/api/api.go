@@ -46,7 +46,7 @@ type stores struct {
 }
 
 // routes registers every resource; one file holds each.
-var routes = []func(*Service){registerEvents, registerNotifications}
+var routes = []func(*Service){registerEvents, registerNotifications, registerJobs}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"strings"
 	"time"
 	"unicode"
@@ -252,7 +253,7 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 		attribute.String("herald.template", d.Template), attribute.Int("herald.try", entry.Tries+1))
 	defer span.End()
 	var result pass
-	route, err := w.route(ctx, d.Tenant)
+	route, err := w.route(ctx, d)
 	var content email.Content
 	if err == nil {
 		content, err = w.content(ctx, d)
@@ -300,12 +301,20 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 }
 
 // route is the tenant's provider chain and From: Config.Routes, or the
-// platform's chain for every tenant.
-func (w worker) route(ctx context.Context, tenant string) (Route, error) {
-	if w.cfg.Routes == nil {
-		return Route{Providers: w.cfg.Providers}, nil
+// platform's chain for every tenant — narrowed to the providers the
+// delivery pins, if it pins any.
+func (w worker) route(ctx context.Context, d notification.Delivery) (Route, error) {
+	route := Route{Providers: w.cfg.Providers}
+	if w.cfg.Routes != nil {
+		var err error
+		if route, err = w.cfg.Routes.Route(ctx, d.Tenant); err != nil {
+			return Route{}, err
+		}
 	}
-	return w.cfg.Routes.Route(ctx, tenant)
+	if len(d.Providers) == 0 {
+		return route, nil
+	}
+	return route.Pinned(d.Providers)
 }
 
 // ownTenant refuses a delivery that reaches outside its tenant: published
@@ -319,6 +328,11 @@ func ownTenant(subject string, d notification.Delivery) error {
 	}
 	if d.Document != nil && d.Document.Object != "" && !documents.BelongsTo(d.Document.Object, d.Tenant) {
 		return fmt.Errorf("forged delivery: document %s is not tenant %q's", d.Document.Object, d.Tenant)
+	}
+	for _, a := range d.Attachments {
+		if !documents.BelongsTo(a.Object, d.Tenant) {
+			return fmt.Errorf("forged delivery: attachment %s is not tenant %q's", a.Object, d.Tenant)
+		}
 	}
 	return nil
 }
@@ -337,6 +351,9 @@ func (w worker) admit(tenant string) error {
 // gone, or not the one the delivery was released with, is a permanent
 // failure; anything else reading it is worth retrying.
 func (w worker) content(ctx context.Context, d notification.Delivery) (email.Content, error) {
+	if len(d.Attachments) > 0 {
+		return w.attachments(ctx, d)
+	}
 	if d.Document == nil || d.Document.Object == "" {
 		return email.Content{}, nil
 	}
@@ -344,16 +361,45 @@ func (w worker) content(ctx context.Context, d notification.Delivery) (email.Con
 		link, expires := w.cfg.Links.Link(d.Document.Object, time.Now())
 		return email.Content{Link: link, LinkExpires: expires}, nil
 	}
-	pdf, err := w.cfg.Documents.Get(ctx, *d.Document)
-	if errors.Is(err, documents.ErrNotFound) || errors.Is(err, documents.ErrDigestMismatch) {
-		return email.Content{}, email.Permanent(err)
-	}
+	pdf, err := w.read(ctx, *d.Document)
 	if err != nil {
 		return email.Content{}, err
 	}
 	return email.Content{Attachments: []email.Attachment{{
 		Filename: attachmentName(d), ContentType: "application/pdf", Data: pdf,
 	}}}, nil
+}
+
+// attachments are the documents a delivery's caller named, each attached
+// under its object's base name. There is no text to put a link in, so one
+// larger than AttachMaxBytes is a permanent failure naming it.
+func (w worker) attachments(ctx context.Context, d notification.Delivery) (email.Content, error) {
+	var c email.Content
+	for _, ref := range d.Attachments {
+		if ref.Size > w.cfg.AttachMaxBytes {
+			return email.Content{}, email.Permanentf("attachment %s is %d bytes, more than email.attach_max_bytes (%d)",
+				ref.Object, ref.Size, w.cfg.AttachMaxBytes)
+		}
+		pdf, err := w.read(ctx, ref)
+		if err != nil {
+			return email.Content{}, err
+		}
+		c.Attachments = append(c.Attachments, email.Attachment{
+			Filename: fileName(path.Base(ref.Object)), ContentType: "application/pdf", Data: pdf,
+		})
+	}
+	return c, nil
+}
+
+// read reads a stored document. One that is gone, or not the one the
+// delivery was released with, is a permanent failure; anything else
+// reading it is worth retrying.
+func (w worker) read(ctx context.Context, ref notification.Document) ([]byte, error) {
+	pdf, err := w.cfg.Documents.Get(ctx, ref)
+	if errors.Is(err, documents.ErrNotFound) || errors.Is(err, documents.ErrDigestMismatch) {
+		return nil, email.Permanent(err)
+	}
+	return pdf, err
 }
 
 // attachmentName is an ASCII file name a mail client shows as is, e.g.
@@ -363,7 +409,12 @@ func attachmentName(d notification.Delivery) string {
 	if d.Order != nil {
 		order, revision = d.Order.ID, d.Order.Revision
 	}
-	name := fmt.Sprintf("%s_%s_r%d.pdf", order, d.Document.Type, revision)
+	return fileName(fmt.Sprintf("%s_%s_r%d.pdf", order, d.Document.Type, revision))
+}
+
+// fileName keeps a file name to ASCII letters, digits and . - _, which
+// every mail client shows as is.
+func fileName(name string) string {
 	return strings.Map(func(r rune) rune {
 		if r < 0x80 && (r == '.' || r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
 			return r

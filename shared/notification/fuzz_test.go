@@ -3,7 +3,10 @@ package notification_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/shared/notification"
 )
@@ -14,6 +17,7 @@ import (
 // delivery republished by the DLQ or the sweep is the one first planned.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"id":"ntf_1","dedupe_key":"acme:PO-1:1:purchase_order:email:a@b.example","tenant":"acme","channel":"email","recipient":{"address":"a@b.example"},"template":"purchase_order"}`))
+	f.Add([]byte(`{"id":"ntf_2","dedupe_key":"acme:job:job-ab:email:a@b.example","tenant":"acme","channel":"email","recipient":{"address":"a@b.example"},"message":{"subject":"Hi","text":"Hello","html":"<p>Hello</p>"},"providers":["ses","smtp"]}`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		d, err := notification.Decode(payload)
 		if err != nil {
@@ -22,10 +26,15 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		for field, v := range map[string]string{
+		required := map[string]string{
 			"id": d.ID, "dedupe_key": d.DedupeKey, "tenant": d.Tenant, "channel": string(d.Channel),
 			"recipient.address": d.Recipient.Address, "template": d.Template,
-		} {
+		}
+		if d.Message != nil { // a job: its own content instead of a template
+			delete(required, "template")
+			required["message.subject"], required["message.text"] = d.Message.Subject, d.Message.Text
+		}
+		for field, v := range required {
 			if v == "" {
 				t.Fatalf("accepted without %s: %s", field, payload)
 			}
@@ -43,4 +52,15 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("the round trip changed the delivery:\n%s\n%s", first, second)
 		}
 	})
+}
+
+// A job's key never equals a routed notification's: the segment where an
+// order key has its revision number is "job-…" in a job's.
+func TestJobKeyIsNotAnOrderKey(t *testing.T) {
+	t.Parallel()
+	job := notification.JobKey("acme", "k1", "", "email", "a@b.example")
+	order := notification.Key{Tenant: "acme", Subject: "job", Document: "job", Channel: "email", Recipient: "a@b.example"}
+	require.NotEqual(t, order.String(), job)
+	require.True(t, strings.HasPrefix(job, "acme:job:job-"), job)
+	require.NotEqual(t, job, notification.JobKey("acme", "k1", "ref-2", "email", "a@b.example"), "the reference is part of a job's key")
 }

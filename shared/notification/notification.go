@@ -38,6 +38,15 @@ type Delivery struct {
 	Template  string        `json:"template"`
 	Locale    string        `json:"locale"`
 	Document  *Document     `json:"document,omitempty"`
+	// Message is the caller's own content, for a notification asked for
+	// directly (POST /v1/notifications) rather than routed from an event:
+	// sent as written, with no template.
+	Message *Message `json:"message,omitempty"`
+	// Attachments are stored documents the caller named, sent with Message.
+	Attachments []Document `json:"attachments,omitempty"`
+	// Providers, when set, are the only providers to try, in order: a pin
+	// and at most one fallback, by name, instead of the tenant's chain.
+	Providers []string      `json:"providers,omitempty"`
 	Event     EventRef      `json:"event"`
 	Order     *OrderSummary `json:"order,omitempty"`
 	Stock     *event.Stock  `json:"stock,omitempty"`
@@ -58,6 +67,13 @@ type Document struct {
 	Object string `json:"object,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 	Size   int64  `json:"size,omitempty"`
+}
+
+// Message is a notification's content as its caller wrote it.
+type Message struct {
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+	HTML    string `json:"html,omitempty"`
 }
 
 // EventRef points back at the event that caused the delivery.
@@ -100,6 +116,16 @@ func (k Key) String() string {
 	}, ":")
 }
 
+// JobKey is the dedupe key of a notification asked for directly, without
+// an event: the tenant's, for one channel and recipient, under the
+// caller's idempotency key and reference. Its third segment, "job-" and a
+// digest, is never an order key's revision number, so no job shares a key
+// with a routed notification.
+func JobKey(tenant, idempotencyKey, reference string, c event.Channel, recipient string) string {
+	sum := sha256.Sum256([]byte(idempotencyKey + "\x00" + reference))
+	return strings.Join([]string{tenant, "job", "job-" + hex.EncodeToString(sum[:]), string(c), recipient}, ":")
+}
+
 // ID derives a stable notification id from a dedupe key, so a republished
 // delivery keeps its id and a mail client can recognise a resend. It is
 // the whole SHA-256, the digest the ledger keys the notification by, so
@@ -120,11 +146,16 @@ func Decode(b []byte) (Delivery, error) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		return Delivery{}, fmt.Errorf("malformed delivery: %w", err)
 	}
-	var missing []string
-	for field, v := range map[string]string{
+	required := map[string]string{
 		"id": d.ID, "dedupe_key": d.DedupeKey, "tenant": d.Tenant, "channel": string(d.Channel),
 		"recipient.address": d.Recipient.Address, "template": d.Template,
-	} {
+	}
+	if d.Message != nil { // written by its caller: no template
+		delete(required, "template")
+		required["message.subject"], required["message.text"] = d.Message.Subject, d.Message.Text
+	}
+	var missing []string
+	for field, v := range required {
 		if v == "" {
 			missing = append(missing, field)
 		}

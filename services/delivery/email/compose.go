@@ -74,6 +74,9 @@ func (c *Composer) Has(name string) bool {
 // for a locale or template a language lacks, with content attached or
 // linked. An unknown template is a permanent error: retrying cannot help.
 func (c *Composer) Compose(d notification.Delivery, content Content) (Message, error) {
+	if d.Message != nil {
+		return c.written(d, content), nil
+	}
 	t := c.template(d.Locale, d.Template)
 	if t == nil {
 		return Message{}, Permanentf("no email template %q", d.Template)
@@ -99,6 +102,17 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 		Subject: strings.Join(strings.Fields(subject), " "), Text: tidy(body),
 		Attachments: content.Attachments, Date: time.Now(),
 	}, nil
+}
+
+// written is a delivery whose caller wrote its message: sent as written,
+// subject on one line, with its attachments.
+func (c *Composer) written(d notification.Delivery, content Content) Message {
+	return Message{
+		ID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant,
+		From: c.from, To: d.Recipient.Address, ToName: d.Recipient.Name,
+		Subject: strings.Join(strings.Fields(d.Message.Subject), " "), Text: d.Message.Text, HTML: d.Message.HTML,
+		Attachments: content.Attachments, Date: time.Now(),
+	}
 }
 
 // template picks the language: exact locale, then its base language

@@ -128,3 +128,23 @@ func TestComposeSaysWhetherTheDocumentIsAttachedOrLinked(t *testing.T) {
 	require.Empty(t, linked.Attachments)
 	require.NotContains(t, linked.Text, "приложен")
 }
+
+// A delivery with its caller's message is sent as written — no template,
+// even one its template name would find — with its attachments.
+func TestComposeWrittenMessage(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	d := purchaseOrder("ru", 1)
+	d.Template, d.Order, d.Document = "", nil, nil
+	d.Message = &notification.Message{Subject: "Ваш  заказ\nготов", Text: "Заберите до пятницы.\n", HTML: "<p>Заберите до <b>пятницы</b>.</p>"}
+	pdf := email.Attachment{Filename: "terms.pdf", ContentType: "application/pdf", Data: []byte("%PDF")}
+	m, err := c.Compose(d, email.Content{Attachments: []email.Attachment{pdf}})
+	require.NoError(t, err)
+	require.Equal(t, "Ваш заказ готов", m.Subject)
+	require.Equal(t, d.Message.Text, m.Text)
+	require.Equal(t, d.Message.HTML, m.HTML)
+	require.Equal(t, []email.Attachment{pdf}, m.Attachments)
+	require.Equal(t, "olga@zarya.example", m.To)
+	require.Equal(t, "Orders <orders@acme.example>", m.From)
+}

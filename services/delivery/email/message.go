@@ -24,6 +24,7 @@ type Message struct {
 	ToName      string
 	Subject     string
 	Text        string
+	HTML        string // when set, sent with Text as multipart/alternative
 	Attachments []Attachment
 	Date        time.Time
 }
@@ -65,6 +66,9 @@ func (m Message) GoMail() (*gomail.Msg, error) {
 	msg.SetDateWithValue(m.Date)
 	msg.SetGenHeader("X-Herald-Notification-Id", m.ID)
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+	if m.HTML != "" {
+		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	}
 	for _, a := range m.Attachments {
 		if err := msg.AttachReader(a.Filename, bytes.NewReader(a.Data), gomail.WithFileContentType(gomail.ContentType(a.ContentType))); err != nil {
 			return nil, fmt.Errorf("attaching %s: %w", a.Filename, err)

@@ -52,6 +52,20 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 		require.Contains(t, parsed.Text, "Кефир 0,5 л — 48 ud")
 		require.Equal(t, map[string][]byte{"PO-2026-0042.pdf": msg.Attachments[0].Data}, parsed.Attachments)
 	})
+	t.Run("HTMLTravelsWithText", func(t *testing.T) {
+		t.Parallel()
+		h := setup(t)
+		msg := Sample()
+		msg.HTML = "<p>Здравствуйте! <b>Кефир</b> 0,5 л</p>"
+		_, err := h.Provider.Send(context.Background(), msg)
+		require.NoError(t, err)
+		got := h.Received(t)
+		require.Len(t, got, 1)
+		crlf := strings.NewReplacer("\r\n", "\n") // MIME's line ends
+		require.Equal(t, msg.Text, crlf.Replace(got[0].Text))
+		require.Equal(t, msg.HTML, crlf.Replace(got[0].HTML))
+		require.Equal(t, map[string][]byte{"PO-2026-0042.pdf": msg.Attachments[0].Data}, got[0].Attachments)
+	})
 	t.Run("EverySendIsSeparate", func(t *testing.T) {
 		t.Parallel()
 		h := setup(t)
@@ -105,9 +119,9 @@ func Sample() email.Message {
 
 // Parsed is a message as a mail client shows it.
 type Parsed struct {
-	Subject, From, To, MessageID, Text string
-	Header                             mail.Header
-	Attachments                        map[string][]byte
+	Subject, From, To, MessageID, Text, HTML string
+	Header                                   mail.Header
+	Attachments                              map[string][]byte
 }
 
 // Parse reads a MIME message the way a mail client would: decoded headers,
@@ -149,7 +163,10 @@ func walk(t *testing.T, contentType, encoding, disposition string, body io.Reade
 		p.Attachments[dparams["filename"]] = data
 		return
 	}
-	if mediaType == "text/plain" {
+	switch mediaType {
+	case "text/plain":
 		p.Text += string(data)
+	case "text/html":
+		p.HTML += string(data)
 	}
 }

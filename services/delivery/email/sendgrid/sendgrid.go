@@ -186,6 +186,9 @@ func requestBody(msg email.Message) ([]byte, error) {
 	p.AddTos(mail.NewEmail(msg.ToName, to.Address))
 	m.AddPersonalizations(p)
 	m.AddContent(mail.NewContent("text/plain", msg.Text))
+	if msg.HTML != "" { // SendGrid wants text/plain first, then text/html
+		m.AddContent(mail.NewContent("text/html", msg.HTML))
+	}
 	for _, a := range msg.Attachments {
 		m.AddAttachment(mail.NewAttachment().
 			SetContent(base64.StdEncoding.EncodeToString(a.Data)).

@@ -98,6 +98,7 @@ type Received struct {
 	From, To               string // addresses
 	FromName, ToName       string
 	Subject, Text          string // Text joins the text/plain content
+	HTML                   string // joins the text/html content
 	Headers                map[string]string
 	CustomArgs             map[string]string
 	Attachments            map[string][]byte // decoded, by file name
@@ -122,6 +123,7 @@ func (r Received) Parsed() emailtest.Parsed {
 		To:          r.To,
 		MessageID:   header.Get("Message-Id"),
 		Text:        r.Text,
+		HTML:        r.HTML,
 		Header:      header,
 		Attachments: attachments,
 	}
@@ -337,6 +339,9 @@ func received(req mailSend) (Received, []apiError) {
 	if len(req.Content) == 0 && req.TemplateID == "" {
 		problem("content", "Unless a valid template_id is provided, the content parameter is required. There must be at least one defined content block. We typically suggest both text/plain and text/html blocks are included, but only one block is required.")
 	}
+	if len(req.Content) > 1 && req.Content[0].Type != "text/plain" {
+		problem("content", "If present, text/plain and text/html may only be provided in this order.")
+	}
 
 	got := Received{
 		Subject:                req.Subject,
@@ -377,8 +382,11 @@ func received(req mailSend) (Received, []apiError) {
 	}
 	maps.Copy(got.CustomArgs, first.CustomArgs)
 	for _, c := range req.Content {
-		if c.Type == "text/plain" {
+		switch c.Type {
+		case "text/plain":
 			got.Text += c.Value
+		case "text/html":
+			got.HTML += c.Value
 		}
 	}
 	return got, nil
