@@ -6,7 +6,8 @@
 // document served at /v1/openapi.json and validates requests; errors are
 // RFC 9457 problem details (application/problem+json). One file holds each
 // resource: events.go (POST /v1/events), notifications.go
-// (GET /v1/notifications/{id}). A new resource is a new file with a
+// (GET /v1/notifications/{id}), jobs.go (POST /v1/notifications: one
+// notification written by the caller, without an event). A new resource is a new file with a
 // register function, listed in routes (api.go).
 //
 // Callers authenticate with an API key (Authorization: Bearer hk_…) that
