@@ -282,8 +282,11 @@ func (x *Entries) Redrive(ctx context.Context, e Entry) (Redrive, error) {
 	}
 	msg := nats.NewMsg(e.Subject)
 	msg.Data = data
+	// Herald's own headers describe the entry; Nats-* ones are the
+	// server's (Nats-Msg-Id, and Nats-Stream, Nats-Subject… that a read
+	// by sequence adds), which must not travel with the copy.
 	for k, vs := range e.Header {
-		if !strings.HasPrefix(k, "Herald-") && k != jetstream.MsgIDHeader {
+		if !strings.HasPrefix(k, "Herald-") && !strings.HasPrefix(k, "Nats-") {
 			msg.Header[k] = vs
 		}
 	}
