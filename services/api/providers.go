@@ -60,8 +60,9 @@ type providerInput struct {
 }
 
 type putProviderInput struct {
-	providerInput
-	Body ProviderAccount
+	Tenant string `path:"id" doc:"The tenant id."`
+	Name   string `path:"name" doc:"The provider's name in the tenant's chain."`
+	Body   ProviderAccount
 }
 
 type providersOutput struct{ Body Providers }
@@ -155,7 +156,7 @@ func (s *Service) putProvider(ctx context.Context, in *putProviderInput) (*provi
 	if err := st.vault.Put(cctx, in.Tenant, c); err != nil {
 		return nil, s.vaultError(ctx, err)
 	}
-	return s.provider(cctx, st, &in.providerInput)
+	return s.provider(cctx, st, &providerInput{Tenant: in.Tenant, Name: in.Name})
 }
 
 func (s *Service) deleteProvider(ctx context.Context, in *providerInput) (*struct{}, error) {
