@@ -72,6 +72,9 @@ func (c Config) Validate() error {
 	if c.IdempotencyTTL < time.Minute {
 		problems = append(problems, fmt.Sprintf("api.idempotency_ttl: must be at least 1m, longer than a request takes (got %s)", c.IdempotencyTTL))
 	}
+	if err := c.Plans.Validate(); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "\n"))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // sendJSON sends body as application/json.
@@ -108,4 +109,12 @@ func TestAdminRoutesAreForAdminKeysOnly(t *testing.T) {
 	}
 	got := b.do(t, http.MethodGet, "/v1/tenants/acme", adminKey, nil)
 	require.Contains(t, got.body, `"status":"active"`, "nothing was changed")
+}
+
+// A plan a tenant could not be stored with stops the API before it serves.
+func TestAPlanNameThatCannotBeStoredIsRefused(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATS(t)
+	_, err := api.New(n.JS, api.Config{Authenticator: testKeys, Plans: tenant.Plans{"gold.plus": {}}})
+	require.ErrorContains(t, err, `plans.gold.plus: "gold.plus" is not a plan name`)
 }
