@@ -14,7 +14,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/tenant"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // Version is the API's version in its OpenAPI document.
@@ -43,10 +47,15 @@ type Service struct {
 type stores struct {
 	idempotency *idempotency
 	ledger      *ledger.Ledger
+	tenants     *tenant.Registry
+	keys        *apikey.Keys
+	vault       *vault.Store
+	dlq         *dlq.Entries
 }
 
 // routes registers every resource; one file holds each.
-var routes = []func(*Service){registerEvents, registerNotifications, registerJobs}
+var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
+	registerTenants, registerKeys, registerProviders}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -112,19 +121,39 @@ func humaConfig() huma.Config {
 // /v1/openapi.json.
 func (s *Service) Handler() http.Handler { return s.mux }
 
-// Start binds the idempotency bucket and the ledger, which streams.Apply
+// Start binds the buckets and streams the routes use, which streams.Apply
 // creates.
 func (s *Service) Start(ctx context.Context) error {
-	kv, err := s.js.KeyValue(ctx, IdempotencyBucket)
-	if err != nil {
-		return fmt.Errorf("api: bucket %s: %w", IdempotencyBucket, err)
-	}
-	l, err := ledger.Open(ctx, s.js)
+	st, err := s.open(ctx)
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
-	s.stores.Store(&stores{idempotency: &idempotency{kv: kv, ttl: s.cfg.IdempotencyTTL, now: time.Now}, ledger: l})
+	s.stores.Store(st)
 	return nil
+}
+
+func (s *Service) open(ctx context.Context) (*stores, error) {
+	kv, err := s.js.KeyValue(ctx, IdempotencyBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", IdempotencyBucket, err)
+	}
+	st := &stores{idempotency: &idempotency{kv: kv, ttl: s.cfg.IdempotencyTTL, now: time.Now}}
+	if st.ledger, err = ledger.Open(ctx, s.js); err != nil {
+		return nil, err
+	}
+	if st.tenants, err = tenant.Open(ctx, s.js, s.cfg.Plans); err != nil {
+		return nil, err
+	}
+	if st.keys, err = apikey.Open(ctx, s.js); err != nil {
+		return nil, err
+	}
+	if st.vault, err = vault.Open(ctx, s.js, s.cfg.Keyring); err != nil {
+		return nil, err
+	}
+	if st.dlq, err = dlq.OpenEntries(ctx, s.js); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // Stop makes protected routes answer 503. Requests in flight finish; the

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/heraldhq/herald/shared/telemetry"
+	"github.com/heraldhq/herald/shared/tenant"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // Config configures the HTTP API.
@@ -29,6 +31,12 @@ type Config struct {
 	// Authenticator turns an API key into a Principal. Required (New
 	// checks it; Validate checks what the YAML file sets).
 	Authenticator Authenticator `yaml:"-"`
+	// Plans are the plans a tenant may be on (the config file's plans:,
+	// over the built-in ones). Defaults to tenant.BuiltinPlans.
+	Plans tenant.Plans `yaml:"-"`
+	// Keyring seals and opens provider credentials. Nil: the provider
+	// routes answer 503, no master key configured. Defaults to nil.
+	Keyring *vault.Keyring `yaml:"-"`
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`
 	// MeterProvider defaults to a no-op provider.
@@ -43,6 +51,7 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, 24*time.Hour)
+	c.Plans = c.Plans.WithDefaults()
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
@@ -62,6 +71,9 @@ func (c Config) Validate() error {
 	}
 	if c.IdempotencyTTL < time.Minute {
 		problems = append(problems, fmt.Sprintf("api.idempotency_ttl: must be at least 1m, longer than a request takes (got %s)", c.IdempotencyTTL))
+	}
+	if err := c.Plans.Validate(); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "\n"))

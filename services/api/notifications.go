@@ -64,25 +64,35 @@ func (s *Service) getNotification(ctx context.Context, in *notificationInput) (*
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
+	e, err := s.readNotification(cctx, st, in)
+	if err != nil {
+		return nil, err
+	}
+	return &notificationOutput{Body: notificationOf(e)}, nil
+}
+
+// readNotification reads the ledger entry in names, for the caller's
+// tenant (or, for an admin key, the tenant it names).
+func (s *Service) readNotification(ctx context.Context, st *stores, in *notificationInput) (ledger.Entry, error) {
 	p := principal(ctx)
 	tenant := cmp.Or(in.Tenant, p.Tenant)
 	if tenant == "" {
-		return nil, huma.Error422UnprocessableEntity("an admin key names the tenant: ?tenant=")
+		return ledger.Entry{}, huma.Error422UnprocessableEntity("an admin key names the tenant: ?tenant=")
 	}
 	// Another tenant's notification is answered exactly as one that does
 	// not exist, so ids cannot be probed across tenants.
 	if !p.Reaches(tenant) {
-		return nil, huma.Error404NotFound("no notification " + in.ID)
+		return ledger.Entry{}, huma.Error404NotFound("no notification " + in.ID)
 	}
-	e, err := st.ledger.ByID(cctx, tenant, in.ID)
+	e, err := st.ledger.ByID(ctx, tenant, in.ID)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return nil, huma.Error404NotFound("no notification " + in.ID)
+		return ledger.Entry{}, huma.Error404NotFound("no notification " + in.ID)
 	}
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "ledger unavailable", "error", err)
-		return nil, unavailable("the ledger cannot be read right now")
+		return ledger.Entry{}, unavailable("the ledger cannot be read right now")
 	}
-	return &notificationOutput{Body: notificationOf(e)}, nil
+	return e, nil
 }
 
 func notificationOf(e ledger.Entry) Notification {

@@ -21,6 +21,9 @@ import (
 // RedrivesBucket records which entries were redriven (streams/KV_dlq_redrives).
 const RedrivesBucket = "dlq_redrives"
 
+// ErrNoEntry means the DLQ holds no entry at that sequence.
+var ErrNoEntry = errors.New("no entry")
+
 // Entry is one dead letter as an operator sees it.
 type Entry struct {
 	Seq         uint64    `json:"seq"`
@@ -218,7 +221,7 @@ func (x *Entries) Get(ctx context.Context, seq uint64) (Entry, error) {
 func (x *Entries) get(ctx context.Context, seq uint64) (Entry, error) {
 	m, err := x.stream.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return Entry{}, fmt.Errorf("dlq: no entry %d", seq)
+		return Entry{}, fmt.Errorf("dlq: %w %d", ErrNoEntry, seq)
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("dlq: entry %d: %w", seq, err)
@@ -279,8 +282,11 @@ func (x *Entries) Redrive(ctx context.Context, e Entry) (Redrive, error) {
 	}
 	msg := nats.NewMsg(e.Subject)
 	msg.Data = data
+	// Herald's own headers describe the entry; Nats-* ones are the
+	// server's (Nats-Msg-Id, and Nats-Stream, Nats-Subject… that a read
+	// by sequence adds), which must not travel with the copy.
 	for k, vs := range e.Header {
-		if !strings.HasPrefix(k, "Herald-") && k != jetstream.MsgIDHeader {
+		if !strings.HasPrefix(k, "Herald-") && !strings.HasPrefix(k, "Nats-") {
 			msg.Header[k] = vs
 		}
 	}

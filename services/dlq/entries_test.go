@@ -85,6 +85,7 @@ func TestAnEntryWithAKeptPayloadIsReadRedrivenAndPurged(t *testing.T) {
 	orders := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
 	require.Len(t, orders, 1)
 	require.Equal(t, data, orders[0].Data, "the original bytes, back on their subject")
+	require.Equal(t, "orders.created", orders[0].Subject, "not the DLQ's subject, which a read by sequence names in Nats-Subject")
 	require.Equal(t, "order.created", orders[0].Header.Get("Ce-Type"))
 
 	require.NoError(t, x.Delete(ctx, e))

@@ -102,7 +102,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 		if time.Since(e.UpdatedAt) < cfg.MinAge {
 			return true
 		}
-		if err := s.resend(ctx, &e); err != nil {
+		if err := Resend(ctx, s.js, s.ledger, &e); err != nil {
 			errs = append(errs, err)
 			return len(errs) < 5
 		}
@@ -112,11 +112,14 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	return resent, errors.Join(append(errs, err)...)
 }
 
-// resend publishes the kept delivery again — under a new Nats-Msg-Id, since
-// the original's was seen — then notes the resend in the ledger. In that
-// order: a resend the ledger missed costs one extra try, a ledger entry
-// claiming a resend that never left would leave the notification stuck.
-func (s *Service) resend(ctx context.Context, e *ledger.Entry) error {
+// Resend publishes the kept delivery of a failed-but-retryable entry again
+// — under a new Nats-Msg-Id, since the original's was seen — then notes
+// the resend in the ledger. In that order: a resend the ledger missed costs
+// one extra try, a ledger entry claiming a resend that never left would
+// leave the notification stuck. Two resends of the entry as read at one
+// revision share a Nats-Msg-Id, so JetStream keeps only one. The sweep and
+// the API's retry both resend through here.
+func Resend(ctx context.Context, js jetstream.JetStream, l *ledger.Ledger, e *ledger.Entry) error {
 	d, err := notification.Decode(e.Delivery)
 	if err != nil {
 		return fmt.Errorf("%s: kept delivery unreadable: %w", e.NotificationID, err)
@@ -124,12 +127,12 @@ func (s *Service) resend(ctx context.Context, e *ledger.Entry) error {
 	msg := nats.NewMsg(notification.Subject(d.Channel, d.Priority, d.Tenant))
 	msg.Data = e.Delivery
 	msg.Header.Set(jetstream.MsgIDHeader, d.DedupeKey+":resend:"+strconv.Itoa(e.Resends+1))
-	if _, err := telemetry.PublishMsg(ctx, s.js, msg); err != nil {
+	if _, err := telemetry.PublishMsg(ctx, js, msg); err != nil {
 		return fmt.Errorf("%s: %w", e.NotificationID, err)
 	}
 	e.Resends++
 	e.State = ledger.Retrying
-	if err := s.ledger.Put(ctx, e); err != nil && !errors.Is(err, ledger.ErrConflict) {
+	if err := l.Put(ctx, e); err != nil && !errors.Is(err, ledger.ErrConflict) {
 		return fmt.Errorf("%s: resent, but the ledger was not updated: %w", e.NotificationID, err)
 	}
 	return nil

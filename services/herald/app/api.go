@@ -9,9 +9,14 @@ import (
 	"github.com/heraldhq/herald/shared/apikey"
 )
 
-// configureAPI reads api:.
+// configureAPI reads api:, plans: and vault:.
+// Without a master key, the provider routes answer 503.
 func (a *App) configureAPI() error {
+	if err := a.loadKeyring(); err != nil {
+		return err
+	}
 	a.apiC = api.Config{MaxBodyBytes: a.cfg.API.MaxBodyBytes, IdempotencyTTL: a.cfg.API.IdempotencyTTL,
+		Plans: a.cfg.Plans, Keyring: a.keyring,
 		Logger: a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants}.WithDefaults()
 	return a.apiC.Validate()
 }

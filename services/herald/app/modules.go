@@ -121,7 +121,7 @@ func (a *App) configureDelivery() error {
 	c.Providers = providers
 	// Without a master key, tenants' own accounts cannot be opened: a
 	// tenant naming one is dead-lettered, saying so.
-	if a.keyring, err = vault.LoadKeyring(a.cfg.Vault, a.getenv); err != nil && !errors.Is(err, vault.ErrNoKey) {
+	if err := a.loadKeyring(); err != nil {
 		return err
 	}
 	a.emailC = c.WithDefaults()
@@ -174,4 +174,19 @@ func (a *App) configureDLQ() error {
 	}
 	a.dlqC = c.WithDefaults()
 	return a.dlqC.Validate()
+}
+
+// loadKeyring loads the vault's master key (and the keys of a rotation)
+// once, for every service that opens tenants' provider accounts; without
+// one, the keyring stays nil.
+func (a *App) loadKeyring() error {
+	if a.keyring != nil {
+		return nil
+	}
+	keyring, err := vault.LoadKeyring(a.cfg.Vault, a.getenv)
+	if err != nil && !errors.Is(err, vault.ErrNoKey) {
+		return err
+	}
+	a.keyring = keyring
+	return nil
 }

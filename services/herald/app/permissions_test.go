@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/vault"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -84,12 +86,21 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>",
 			"$JS.FC.KV_deliveries.>", "$JS.FC.KV_delivery_retries.>"}),
 	// The HTTP API publishes events as a trusted publisher, keeps each
-	// Idempotency-Key's answer, reads notifications from the ledger, and
-	// follows the API keys, recording when each was last used.
-	"api": join(jsCommon, []string{"orders.*", "inventory.*",
-		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>", "$JS.API.DIRECT.GET.KV_deliveries.>",
+	// Idempotency-Key's answer, reads notifications from the ledger (and
+	// resends a failed one), follows the API keys, recording when each was
+	// last used; for admin keys it manages tenants, keys and providers, and
+	// reads and redrives dead letters to their original subjects.
+	"api": join(jsCommon, ledger, readTenants, dlqPayloads, []string{"orders.*", "inventory.*",
+		"orders.*.*", "inventory.*.*", "docs.render.*", "notify.*.*.*",
+		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
 		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",
-		"$JS.API.CONSUMER.DELETE.KV_api_keys.>", "$JS.FC.KV_api_keys.>"}),
+		"$JS.API.CONSUMER.DELETE.KV_api_keys.>", "$JS.FC.KV_api_keys.>",
+		"$KV.tenants.>", "$JS.API.DIRECT.GET.KV_tenants.>",
+		"$KV.credentials.>", "$JS.API.DIRECT.GET.KV_credentials.>", "$JS.API.CONSUMER.CREATE.KV_credentials.>",
+		"$JS.API.CONSUMER.DELETE.KV_credentials.>", "$JS.FC.KV_credentials.>",
+		"$JS.API.DIRECT.GET.DLQ", "$JS.API.CONSUMER.CREATE.DLQ.>", "$JS.API.CONSUMER.DELETE.DLQ.>", "$JS.API.CONSUMER.MSG.NEXT.DLQ.*", "$JS.FC.DLQ.>",
+		"$JS.API.CONSUMER.CREATE.OBJ_dlq_payloads.>", "$JS.API.CONSUMER.DELETE.OBJ_dlq_payloads.>", "$JS.FC.OBJ_dlq_payloads.>",
+		"$KV.dlq_redrives.>", "$JS.API.DIRECT.GET.KV_dlq_redrives.>"}),
 }
 
 func join(lists ...[]string) []string {
@@ -174,6 +185,11 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	require.NoError(t, err)
 	apiKey, _, err := keys.Create(ctx, apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Send, apikey.Read}})
 	require.NoError(t, err)
+	adminKey, _, err := keys.Create(ctx, apikey.Spec{Admin: true})
+	require.NoError(t, err)
+	masterKey := filepath.Join(t.TempDir(), "master.key")
+	_, err = vault.GenerateKeyFile(masterKey)
+	require.NoError(t, err)
 
 	mailDir := t.TempDir()
 	redisURL, prefix := heraldtest.RedisURL(t), heraldtest.Prefix()
@@ -187,6 +203,7 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		cfg.Services = []string{name}
 		cfg.Email.From = "Herald <herald@example.com>"
 		cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: mailDir}}
+		cfg.Vault.MasterKeyFile = masterKey
 		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		require.NoError(t, a.Start(ctx), name)
@@ -265,6 +282,37 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	require.Len(t, entries, 2, "the invalid events' dead letters")
 	require.NotEmpty(t, entries[0].Header.Get(deadletter.HeaderPayloadObject)+entries[1].Header.Get(deadletter.HeaderPayloadObject),
 		"the large one's payload is kept in the object store")
+
+	// What an operator does over HTTP, with an admin key.
+	call := func(method, path, body string) int {
+		req, err := http.NewRequest(method, "http://"+apps["api"].APIAddr()+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+adminKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{http.MethodPost, "/v1/tenants", `{"id":"globex","plan":"startup"}`, http.StatusCreated},
+		{http.MethodPatch, "/v1/tenants/globex", `{"name":"Globex"}`, http.StatusOK},
+		{http.MethodGet, "/v1/tenants", "", http.StatusOK},
+		{http.MethodPost, "/v1/keys", `{"tenant":"globex","scopes":["read"]}`, http.StatusCreated},
+		{http.MethodGet, "/v1/keys", "", http.StatusOK},
+		{http.MethodPut, "/v1/tenants/globex/providers/sg-globex", `{"type":"sendgrid","api_key":"SG.permissions-test-key"}`, http.StatusOK},
+		{http.MethodGet, "/v1/tenants/globex/providers", "", http.StatusOK},
+		{http.MethodDelete, "/v1/tenants/globex/providers/sg-globex", "", http.StatusNoContent},
+		{http.MethodGet, "/v1/dlq", "", http.StatusOK},
+		{http.MethodGet, fmt.Sprintf("/v1/dlq/%d", entries[0].Sequence), "", http.StatusOK},
+		{http.MethodGet, fmt.Sprintf("/v1/dlq/%d", entries[1].Sequence), "", http.StatusOK},
+		{http.MethodPost, fmt.Sprintf("/v1/dlq/%d/redrive", entries[0].Sequence), "", http.StatusAccepted},
+	} {
+		require.Equal(t, c.want, call(c.method, c.path, c.body), "%s %s", c.method, c.path)
+	}
 
 	require.NoError(t, publisher.Publish("notify.email.normal.acme", []byte(`{}`)))
 	require.NoError(t, publisher.Flush())
