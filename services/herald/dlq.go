@@ -12,12 +12,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/deadletter"
 )
 
@@ -72,21 +74,13 @@ func selected(cmd *cobra.Command, f dlq.Filter) bool {
 
 // withEntries connects and opens the DLQ for a command.
 func withEntries(cmd *cobra.Command, fn func(ctx context.Context, x *dlq.Entries) error) error {
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	js, closeNATS, err := connectJetStream(cfg.NATS.URL)
-	if err != nil {
-		return err
-	}
-	defer closeNATS()
-	ctx := cmd.Context()
-	x, err := dlq.OpenEntries(ctx, js)
-	if err != nil {
-		return err
-	}
-	return fn(ctx, x)
+	return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
+		x, err := dlq.OpenEntries(ctx, js)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, x)
+	})
 }
 
 func dlqListCommand() *cobra.Command {

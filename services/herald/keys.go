@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -32,21 +33,13 @@ is printed once, when it is created, and never again.`,
 
 // withKeys connects and opens the key store for a command.
 func withKeys(cmd *cobra.Command, fn func(ctx context.Context, js jetstream.JetStream, keys *apikey.Keys) error) error {
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	js, closeNATS, err := connectJetStream(cfg.NATS.URL)
-	if err != nil {
-		return err
-	}
-	defer closeNATS()
-	ctx := cmd.Context()
-	keys, err := apikey.Open(ctx, js)
-	if err != nil {
-		return err
-	}
-	return fn(ctx, js, keys)
+	return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
+		keys, err := apikey.Open(ctx, js)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, js, keys)
+	})
 }
 
 func keysCreateCommand() *cobra.Command {

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/services/herald/app"
@@ -235,19 +236,11 @@ func providersRemoveCommand() *cobra.Command {
 // withVault connects and opens the credentials store for a command; keys
 // may be nil when it only lists or removes.
 func withVault(cmd *cobra.Command, keys *vault.Keyring, fn func(context.Context, *vault.Store) error) error {
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	js, closeNATS, err := connectJetStream(cfg.NATS.URL)
-	if err != nil {
-		return err
-	}
-	defer closeNATS()
-	ctx := cmd.Context()
-	s, err := vault.Open(ctx, js, keys)
-	if err != nil {
-		return err
-	}
-	return fn(ctx, s)
+	return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
+		s, err := vault.Open(ctx, js, keys)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, s)
+	})
 }

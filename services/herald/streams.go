@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/streams"
 )
@@ -112,6 +113,21 @@ consumer's. The output is what the stock CLI takes:
 			return err
 		},
 	}
+}
+
+// withNATS runs fn on a JetStream connection to the NATS the command's
+// configuration names (NATS_URL, nats.url), closed when fn returns.
+func withNATS(cmd *cobra.Command, fn func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	js, closeNATS, err := connectJetStream(cfg.NATS.URL)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	return fn(cmd.Context(), cfg, js)
 }
 
 // connectJetStream connects for a command-line tool: fail fast, with the

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/services/herald/app"
@@ -39,26 +40,19 @@ func configuredPlans(cfg app.Config) (tenant.Plans, error) {
 
 // withRegistry connects and opens the registry for a command.
 func withRegistry(cmd *cobra.Command, fn func(ctx context.Context, reg *tenant.Registry) error) error {
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	plans, err := configuredPlans(cfg)
-	if err != nil {
-		return err
-	}
-	js, closeNATS, err := connectJetStream(cfg.NATS.URL)
-	if err != nil {
-		return err
-	}
-	defer closeNATS()
-	ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-	defer cancel()
-	reg, err := tenant.Open(ctx, js, plans)
-	if err != nil {
-		return err
-	}
-	return fn(ctx, reg)
+	return withNATS(cmd, func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error {
+		plans, err := configuredPlans(cfg)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		reg, err := tenant.Open(ctx, js, plans)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, reg)
+	})
 }
 
 func jsonFlag(cmd *cobra.Command) {
