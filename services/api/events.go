@@ -116,13 +116,8 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 	case err != nil:
 		return nil, err
 	case prev != nil:
-		s.metrics.replay(ctx, eventsRoute, ev.Tenant)
 		out := &eventOutput{Status: prev.Status, Replayed: "true"}
-		if err := json.Unmarshal(prev.Answer, &out.Body); err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "unreadable idempotency record", "tenant", ev.Tenant, "error", err)
-			return nil, huma.Error500InternalServerError("the recorded answer to this Idempotency-Key cannot be read")
-		}
-		return out, nil
+		return out, s.replayed(ctx, eventsRoute, ev.Tenant, prev, &out.Body)
 	}
 	ack, err := s.publish(ctx, subject, ev.Tenant+":"+key, body)
 	if err != nil {
@@ -279,6 +274,16 @@ func (s *Service) publish(ctx context.Context, subject, msgID string, body []byt
 
 // release gives up the claim of a request that failed, detached from the
 // request: a client that hung up must not leave its key claimed.
+// replayed decodes a repeated request's first answer into body.
+func (s *Service) replayed(ctx context.Context, route, tenant string, prev *record, body any) error {
+	s.metrics.replay(ctx, route, tenant)
+	if err := json.Unmarshal(prev.Answer, body); err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "unreadable idempotency record", "tenant", tenant, "error", err)
+		return huma.Error500InternalServerError("the recorded answer to this Idempotency-Key cannot be read")
+	}
+	return nil
+}
+
 func (s *Service) release(ctx context.Context, c *claim) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), natsTimeout)
 	defer cancel()

@@ -104,13 +104,8 @@ func (s *Service) sendJob(ctx context.Context, in *jobInput) (*jobOutput, error)
 	case err != nil:
 		return nil, err
 	case prev != nil:
-		s.metrics.replay(ctx, jobsRoute, job.Tenant)
 		out := &jobOutput{Status: prev.Status, Replayed: "true"}
-		if err := json.Unmarshal(prev.Answer, &out.Body); err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "unreadable idempotency record", "tenant", job.Tenant, "error", err)
-			return nil, huma.Error500InternalServerError("the recorded answer to this Idempotency-Key cannot be read")
-		}
-		return out, nil
+		return out, s.replayed(ctx, jobsRoute, job.Tenant, prev, &out.Body)
 	}
 	out, err := s.publishJob(ctx, job, key)
 	if err != nil {
