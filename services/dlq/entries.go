@@ -182,31 +182,45 @@ func (x *Entries) scan(ctx context.Context, f Filter, fn func(Entry) error) erro
 		return fmt.Errorf("dlq: reading: %w", err)
 	}
 	for {
-		batch, err := c.Fetch(256, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			return fmt.Errorf("dlq: reading: %w", err)
-		}
-		last := true
-		for msg := range batch.Messages() {
-			md, err := msg.Metadata()
-			if err != nil {
-				return err
-			}
-			last = md.NumPending == 0
-			e := entry(md.Sequence.Stream, msg.Headers(), msg.Data())
-			if f.match(e, now) {
-				if err := fn(e); err != nil {
-					return err
-				}
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return fmt.Errorf("dlq: reading: %w", err)
-		}
-		if last {
-			return ctx.Err()
+		last, err := scanBatch(ctx, c, f, now, fn)
+		if err != nil || last {
+			return err
 		}
 	}
+}
+
+// scanBatch reads one batch of entries; last is whether it held the last
+// one. The fetch ends with the batch — also when fn stops the scan early,
+// which would otherwise leave the fetch waiting out its expiry.
+func scanBatch(ctx context.Context, c jetstream.Consumer, f Filter, now time.Time, fn func(Entry) error) (last bool, err error) {
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	batch, err := c.Fetch(256, jetstream.FetchContext(fctx))
+	if err != nil {
+		return false, fmt.Errorf("dlq: reading: %w", err)
+	}
+	last = true
+	for msg := range batch.Messages() {
+		md, err := msg.Metadata()
+		if err != nil {
+			return false, err
+		}
+		e := entry(md.Sequence.Stream, msg.Headers(), msg.Data())
+		if f.match(e, now) {
+			if err := fn(e); err != nil {
+				return false, err
+			}
+		}
+		if last = md.NumPending == 0; last {
+			return true, nil
+		}
+	}
+	// A batch that waited out its time without a message is the end, not a
+	// failure; the caller's own ctx ending is.
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		return false, fmt.Errorf("dlq: reading: %w", err)
+	}
+	return last, ctx.Err()
 }
 
 // Get reads one entry by its DLQ sequence.
