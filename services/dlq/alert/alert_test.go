@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,7 +267,10 @@ func TestAFailingSenderBlocksNobody(t *testing.T) {
 		if strings.Count(tb.logs.String(), `msg="alert not sent"`) == 2 {
 			return true
 		}
-		if tb.clock.waiting(tb.cfg.SendTimeout) == hung.hanging() {
+		// Every try's timeout is the hung slack's, which both its client
+		// and its server hold: no other try is on its way, and the last
+		// hung one has arrived.
+		if w := tb.clock.waiting(tb.cfg.SendTimeout); w == int(hung.calling.Load()) && w == hung.hanging() {
 			tb.clock.advanceToNext()
 		}
 		return false
@@ -505,6 +509,9 @@ type fakeSlack struct {
 	srv     *httptest.Server
 	url     string
 	release chan struct{}
+	// calling counts the requests its client is waiting on: the server
+	// learns a client gave up only a moment later.
+	calling atomic.Int32
 
 	mu     sync.Mutex
 	fail   []int // statuses to answer, one per request, before accepting
@@ -524,7 +531,23 @@ func newFakeSlack(t *testing.T, fail ...int) *fakeSlack {
 	return f
 }
 
-func (f *fakeSlack) client() *http.Client { return f.srv.Client() }
+func (f *fakeSlack) client() *http.Client {
+	c := *f.srv.Client()
+	c.Transport = countingTransport{RoundTripper: c.Transport, n: &f.calling}
+	return &c
+}
+
+// countingTransport counts the round trips under way.
+type countingTransport struct {
+	http.RoundTripper
+	n *atomic.Int32
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	defer t.n.Add(-1)
+	return t.RoundTripper.RoundTrip(r)
+}
 
 func (f *fakeSlack) failAlways(status int) { f.mu.Lock(); f.always = status; f.mu.Unlock() }
 func (f *fakeSlack) hangAlways()           { f.mu.Lock(); f.hang = true; f.mu.Unlock() }
