@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -51,6 +52,7 @@ type stores struct {
 	keys        *apikey.Keys
 	vault       *vault.Store
 	dlq         *dlq.Entries
+	documents   *documents.Store
 }
 
 // routes registers every resource; one file holds each.
@@ -151,6 +153,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 		return nil, err
 	}
 	if st.dlq, err = dlq.OpenEntries(ctx, s.js); err != nil {
+		return nil, err
+	}
+	if st.documents, err = documents.Open(ctx, s.js); err != nil {
 		return nil, err
 	}
 	return st, nil

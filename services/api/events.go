@@ -272,8 +272,6 @@ func (s *Service) publish(ctx context.Context, subject, msgID string, body []byt
 	return ack, nil
 }
 
-// release gives up the claim of a request that failed, detached from the
-// request: a client that hung up must not leave its key claimed.
 // replayed decodes a repeated request's first answer into body.
 func (s *Service) replayed(ctx context.Context, route, tenant string, prev *record, body any) error {
 	s.metrics.replay(ctx, route, tenant)
@@ -284,6 +282,8 @@ func (s *Service) replayed(ctx context.Context, route, tenant string, prev *reco
 	return nil
 }
 
+// release gives up the claim of a request that failed, detached from the
+// request: a client that hung up must not leave its key claimed.
 func (s *Service) release(ctx context.Context, c *claim) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), natsTimeout)
 	defer cancel()

@@ -107,7 +107,7 @@ func (s *Service) sendJob(ctx context.Context, in *jobInput) (*jobOutput, error)
 		out := &jobOutput{Status: prev.Status, Replayed: "true"}
 		return out, s.replayed(ctx, jobsRoute, job.Tenant, prev, &out.Body)
 	}
-	out, err := s.publishJob(ctx, job, key)
+	out, err := s.publishJob(ctx, st, job, key)
 	if err != nil {
 		s.release(ctx, c)
 		return nil, err
@@ -166,10 +166,10 @@ func noDocument(i int, object string) error {
 
 // publishJob sends the job to NOTIFY as a routed notification is sent,
 // and answers with its id once JetStream stored it.
-func (s *Service) publishJob(ctx context.Context, job Job, key string) (*jobOutput, error) {
+func (s *Service) publishJob(ctx context.Context, st *stores, job Job, key string) (*jobOutput, error) {
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	attachments, err := s.attachments(cctx, job)
+	attachments, err := s.attachments(cctx, st.documents, job)
 	if err != nil {
 		return nil, err
 	}
@@ -188,14 +188,9 @@ func (s *Service) publishJob(ctx context.Context, job Job, key string) (*jobOutp
 
 // attachments references the job's documents as stored now: the worker
 // sends these bytes, or fails the notification if they changed.
-func (s *Service) attachments(ctx context.Context, job Job) ([]notification.Document, error) {
+func (s *Service) attachments(ctx context.Context, store *documents.Store, job Job) ([]notification.Document, error) {
 	if len(job.Attachments) == 0 {
 		return nil, nil
-	}
-	store, err := documents.Open(ctx, s.js)
-	if err != nil {
-		s.cfg.Logger.WarnContext(ctx, "documents unavailable", "error", err)
-		return nil, unavailable("the document store is unavailable")
 	}
 	refs := make([]notification.Document, len(job.Attachments))
 	var missing []error
