@@ -37,6 +37,11 @@ type Config struct {
 	// Keyring seals and opens provider credentials. Nil: the provider
 	// routes answer 503, no master key configured. Defaults to nil.
 	Keyring *vault.Keyring `yaml:"-"`
+	// History is the notification index (history.Store) listings are
+	// answered from, and where a notification no worker claimed yet is
+	// found, pending. Nil: GET /v1/notifications answers 503, and a
+	// notification is known once the ledger has it. Defaults to nil.
+	History History `yaml:"-"`
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`
 	// MeterProvider defaults to a no-op provider.

@@ -4,26 +4,41 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/heraldhq/herald/shared/history"
 	"github.com/heraldhq/herald/shared/ledger"
 )
 
-// Notification is where one notification stands, from the delivery ledger.
+// History is the notification index (history.Store).
+type History interface {
+	Get(ctx context.Context, tenant, id string) (history.Row, error)
+	List(ctx context.Context, q history.Query) (history.Page, error)
+}
+
+// Notification is where one notification stands: the ledger's word once a
+// worker claimed it, the index's while it is pending.
 type Notification struct {
-	ID                string    `json:"id" example:"ntf_909f330fb0fd959c6264370f5e1d2ae2c0d6a4b1f08e6c5a3b7d9e2f4a6c8b0d"`
-	Tenant            string    `json:"tenant"`
-	Channel           string    `json:"channel" example:"email"`
-	State             string    `json:"state" enum:"sending,retrying,delivered,failed" doc:"sending: a worker is sending it now; retrying: tries failed transiently, more will come; delivered: a provider accepted it; failed: given up."`
-	Reason            string    `json:"reason,omitempty" doc:"Why it is retrying or failed."`
-	Retryable         bool      `json:"retryable,omitempty" doc:"For failed: whether a resend could succeed (tries exhausted) or not (a permanent refusal)."`
-	Provider          string    `json:"provider,omitempty" doc:"The provider that accepted it."`
+	ID        string `json:"id" example:"ntf_909f330fb0fd959c6264370f5e1d2ae2c0d6a4b1f08e6c5a3b7d9e2f4a6c8b0d"`
+	Tenant    string `json:"tenant"`
+	Order     string `json:"order,omitempty" doc:"The order it concerns; absent for a stock alert or a notification sent through POST /v1/notifications."`
+	Document  string `json:"document,omitempty" example:"purchase_order" doc:"The document type, or without a document the template (\"job\" for POST /v1/notifications)."`
+	Channel   string `json:"channel" example:"email"`
+	Recipient string `json:"recipient,omitempty" example:"olga@zarya.example"`
+	State     string `json:"state" enum:"pending,sending,retrying,delivered,failed" doc:"pending: created, no worker has claimed it yet (waiting for its document, or in the queue); sending: a worker is sending it now; retrying: tries failed transiently, more will come; delivered: a provider accepted it; failed: given up."`
+	Reason    string `json:"reason,omitempty" doc:"Why it is retrying or failed."`
+	Retryable bool   `json:"retryable,omitempty" doc:"For failed: whether a resend could succeed (tries exhausted) or not (a permanent refusal)."`
+	Provider  string `json:"provider,omitempty" doc:"The provider that accepted it."`
+	// ProviderMessageID is the provider's own id of the message sent.
 	ProviderMessageID string    `json:"provider_message_id,omitempty"`
 	Tries             int       `json:"tries"`
-	Attempts          []Attempt `json:"attempts" doc:"The latest tries, oldest first (at most 20)."`
+	Attempts          []Attempt `json:"attempts" doc:"The latest tries, oldest first (at most 20); empty while pending."`
+	CreatedAt         time.Time `json:"created_at,omitzero" doc:"When it was created (or, if that record was lost, first claimed)."`
 	UpdatedAt         time.Time `json:"updated_at"`
 }
 
@@ -35,6 +50,30 @@ type Attempt struct {
 	Error      string    `json:"error,omitempty"`
 }
 
+// Listed is one notification of a listing: where it stands, without its
+// attempts (GET /v1/notifications/{id} has them).
+type Listed struct {
+	ID                string    `json:"id"`
+	Order             string    `json:"order,omitempty"`
+	Document          string    `json:"document,omitempty"`
+	Channel           string    `json:"channel"`
+	Recipient         string    `json:"recipient,omitempty"`
+	State             string    `json:"state" enum:"pending,sending,retrying,delivered,failed"`
+	Reason            string    `json:"reason,omitempty"`
+	Provider          string    `json:"provider,omitempty"`
+	ProviderMessageID string    `json:"provider_message_id,omitempty"`
+	Tries             int       `json:"tries"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+// Listing is one page of a tenant's notifications, newest first.
+type Listing struct {
+	Tenant        string   `json:"tenant"`
+	Notifications []Listed `json:"notifications"`
+	NextCursor    string   `json:"next_cursor,omitempty" doc:"Pass as cursor= (with the same filters) for the next page; absent on the last page."`
+}
+
 type notificationInput struct {
 	ID     string `path:"id" doc:"The notification id, ntf_…"`
 	Tenant string `query:"tenant" doc:"Whose notification: required with an admin key; a tenant key reads its own tenant's."`
@@ -42,6 +81,20 @@ type notificationInput struct {
 
 type notificationOutput struct {
 	Body Notification
+}
+
+type listInput struct {
+	Tenant    string `query:"tenant" doc:"Whose notifications: required with an admin key; a tenant key lists its own tenant's."`
+	Order     string `query:"order" maxLength:"128" doc:"Only this order's."`
+	Recipient string `query:"recipient" maxLength:"320" doc:"Only those to this address (case-insensitive)."`
+	State     string `query:"state" enum:"pending,sending,retrying,delivered,failed" doc:"Only those in this state."`
+	Limit     int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"Page size."`
+	Cursor    string `query:"cursor" maxLength:"512" doc:"next_cursor of the page before."`
+}
+
+type listOutput struct {
+	Link string `header:"Link" doc:"The next page, rel=\"next\", as RFC 8288 describes."`
+	Body Listing
 }
 
 func registerNotifications(s *Service) {
@@ -55,6 +108,17 @@ func registerNotifications(s *Service) {
 		Security:    needs(ScopeRead),
 		Errors:      []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
 	}, s.getNotification)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-notifications",
+		Method:      http.MethodGet,
+		Path:        "/v1/notifications",
+		Summary:     "List notifications",
+		Description: "A tenant's notifications, newest first, a page at a time, optionally only one order's, one recipient's or those in one state. " +
+			"Answered from the notification index, which follows the ledger within moments.",
+		Tags:     []string{"Notifications"},
+		Security: needs(ScopeRead),
+		Errors:   []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
+	}, s.listNotifications)
 }
 
 func (s *Service) getNotification(ctx context.Context, in *notificationInput) (*notificationOutput, error) {
@@ -65,28 +129,53 @@ func (s *Service) getNotification(ctx context.Context, in *notificationInput) (*
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
 	e, err := s.readNotification(cctx, st, in)
+	if errors.Is(err, errNotClaimed) && s.cfg.History != nil {
+		// Not claimed yet: pending, if the index knows it was created.
+		row, herr := s.cfg.History.Get(cctx, e.Tenant, in.ID)
+		if herr == nil && row.State == history.Pending {
+			return &notificationOutput{Body: pendingOf(row)}, nil
+		}
+		if herr != nil && !errors.Is(herr, history.ErrNotFound) {
+			s.cfg.Logger.WarnContext(ctx, "notification index unavailable", "error", herr)
+		}
+	}
+	if errors.Is(err, errNotClaimed) {
+		return nil, huma.Error404NotFound("no notification " + in.ID)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &notificationOutput{Body: notificationOf(e)}, nil
+	n := notificationOf(e)
+	if s.cfg.History != nil {
+		// The index knows when it was created (and, for an entry written
+		// before the ledger kept them, its order and recipient).
+		if row, err := s.cfg.History.Get(cctx, e.Tenant, e.NotificationID); err == nil {
+			n.CreatedAt = row.CreatedAt
+			n.Order, n.Document, n.Recipient = cmp.Or(n.Order, row.Order), cmp.Or(n.Document, row.Document), cmp.Or(n.Recipient, row.Recipient)
+		}
+	}
+	return &notificationOutput{Body: n}, nil
 }
+
+// errNotClaimed: the ledger has no such notification of the tenant (the
+// entry readNotification returns then names the tenant).
+var errNotClaimed = errors.New("not in the ledger")
 
 // readNotification reads the ledger entry in names, for the caller's
 // tenant (or, for an admin key, the tenant it names).
 func (s *Service) readNotification(ctx context.Context, st *stores, in *notificationInput) (ledger.Entry, error) {
-	p := principal(ctx)
-	tenant := cmp.Or(in.Tenant, p.Tenant)
-	if tenant == "" {
-		return ledger.Entry{}, huma.Error422UnprocessableEntity("an admin key names the tenant: ?tenant=")
+	tenant, err := s.tenantOf(ctx, in.Tenant)
+	if err != nil {
+		return ledger.Entry{}, err
 	}
 	// Another tenant's notification is answered exactly as one that does
 	// not exist, so ids cannot be probed across tenants.
-	if !p.Reaches(tenant) {
+	if !principal(ctx).Reaches(tenant) {
 		return ledger.Entry{}, huma.Error404NotFound("no notification " + in.ID)
 	}
 	e, err := st.ledger.ByID(ctx, tenant, in.ID)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return ledger.Entry{}, huma.Error404NotFound("no notification " + in.ID)
+		return ledger.Entry{Tenant: tenant}, errNotClaimed
 	}
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "ledger unavailable", "error", err)
@@ -95,10 +184,82 @@ func (s *Service) readNotification(ctx context.Context, st *stores, in *notifica
 	return e, nil
 }
 
+// tenantOf is whose data a request reads: the key's tenant, or the one an
+// admin key names.
+func (s *Service) tenantOf(ctx context.Context, named string) (string, error) {
+	tenant := cmp.Or(named, principal(ctx).Tenant)
+	if tenant == "" {
+		return "", huma.Error422UnprocessableEntity("an admin key names the tenant: ?tenant=")
+	}
+	return tenant, nil
+}
+
+func (s *Service) listNotifications(ctx context.Context, in *listInput) (*listOutput, error) {
+	if _, err := s.ready(); err != nil {
+		return nil, err
+	}
+	if s.cfg.History == nil {
+		return nil, huma.Error503ServiceUnavailable("listing needs the notification index, which this deployment does not configure (history.url)")
+	}
+	tenant, err := s.tenantOf(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	out := &listOutput{Body: Listing{Tenant: tenant, Notifications: []Listed{}}}
+	// Another tenant's listing is empty, as that of a tenant without
+	// notifications: nothing tells it exists.
+	if !principal(ctx).Reaches(tenant) {
+		return out, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
+	defer cancel()
+	page, err := s.cfg.History.List(cctx, history.Query{Tenant: tenant, Order: in.Order, Recipient: in.Recipient,
+		State: in.State, Limit: in.Limit, Cursor: in.Cursor})
+	switch {
+	case errors.Is(err, history.ErrBadCursor):
+		return nil, huma.Error422UnprocessableEntity("cursor: not one this listing gave, or given with other filters")
+	case errors.Is(err, history.ErrBadQuery):
+		return nil, huma.Error422UnprocessableEntity(err.Error())
+	case err != nil:
+		s.cfg.Logger.WarnContext(ctx, "notification index unavailable", "error", err)
+		return nil, unavailable("the notification index cannot be read right now")
+	}
+	for _, r := range page.Rows {
+		out.Body.Notifications = append(out.Body.Notifications, Listed{ID: r.ID, Order: r.Order, Document: r.Document,
+			Channel: r.Channel, Recipient: r.Recipient, State: r.State, Reason: r.Reason, Provider: r.Provider,
+			ProviderMessageID: r.ProviderMessageID, Tries: r.Tries, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt})
+	}
+	if page.Next != "" {
+		out.Body.NextCursor = page.Next
+		out.Link = fmt.Sprintf(`<%s>; rel="next"`, nextPage(in, page.Next))
+	}
+	return out, nil
+}
+
+// nextPage is the path of the page after in, with its filters.
+func nextPage(in *listInput, cursor string) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"tenant": in.Tenant, "order": in.Order, "recipient": in.Recipient, "state": in.State} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if in.Limit != 0 {
+		q.Set("limit", fmt.Sprint(in.Limit))
+	}
+	q.Set("cursor", cursor)
+	return "/v1/notifications?" + q.Encode()
+}
+
+func pendingOf(r history.Row) Notification {
+	return Notification{ID: r.ID, Tenant: r.Tenant, Order: r.Order, Document: r.Document, Channel: r.Channel,
+		Recipient: r.Recipient, State: history.Pending, Attempts: []Attempt{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
 func notificationOf(e ledger.Entry) Notification {
-	n := Notification{ID: e.NotificationID, Tenant: e.Tenant, Channel: e.Channel, State: string(e.State), Reason: e.Reason,
-		Retryable: e.Retryable, Provider: e.Provider, ProviderMessageID: e.ProviderMessageID, Tries: e.Tries,
-		Attempts: make([]Attempt, len(e.Attempts)), UpdatedAt: e.UpdatedAt}
+	n := Notification{ID: e.NotificationID, Tenant: e.Tenant, Order: e.Order, Document: e.Document, Channel: e.Channel,
+		Recipient: e.Recipient, State: string(e.State), Reason: e.Reason, Retryable: e.Retryable, Provider: e.Provider,
+		ProviderMessageID: e.ProviderMessageID, Tries: e.Tries, Attempts: make([]Attempt, len(e.Attempts)), UpdatedAt: e.UpdatedAt}
 	for i, a := range e.Attempts {
 		n.Attempts[i] = Attempt{Time: a.Time, Provider: a.Provider, ErrorClass: errorClass(e, i), Error: a.Error}
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -38,6 +39,9 @@ func (s *Service) retryNotification(ctx context.Context, in *notificationInput) 
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
 	e, err := s.readNotification(cctx, st, in)
+	if errors.Is(err, errNotClaimed) {
+		return nil, huma.Error404NotFound("no notification " + in.ID + " has been tried")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // loadConfig is the one place configuration is read: the YAML file
-// (--config or HERALD_CONFIG), then the environment (NATS_URL, REDIS_URL),
+// (--config or HERALD_CONFIG), then the environment (NATS_URL, REDIS_URL, HISTORY_URL),
 // then the command's own flags (--http-listen, --api-listen).
 func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	path, _ := cmd.Flags().GetString("config")
@@ -23,6 +23,7 @@ func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	}
 	cfg.NATS.URL = cmp.Or(os.Getenv("NATS_URL"), cfg.NATS.URL)
 	cfg.Redis.URL = cmp.Or(os.Getenv("REDIS_URL"), cfg.Redis.URL)
+	cfg.History.URL = cmp.Or(os.Getenv("HISTORY_URL"), cfg.History.URL)
 	cfg.Getenv = os.Getenv
 	if f := cmd.Flags().Lookup("http-listen"); f != nil && f.Changed {
 		cfg.HTTP.Listen = f.Value.String()

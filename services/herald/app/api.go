@@ -9,7 +9,7 @@ import (
 	"github.com/heraldhq/herald/shared/apikey"
 )
 
-// configureAPI reads api:, plans: and vault:.
+// configureAPI reads api:, plans:, vault: and history:.
 // Without a master key, the provider routes answer 503.
 func (a *App) configureAPI() error {
 	if err := a.loadKeyring(); err != nil {
@@ -18,12 +18,25 @@ func (a *App) configureAPI() error {
 	a.apiC = api.Config{MaxBodyBytes: a.cfg.API.MaxBodyBytes, IdempotencyTTL: a.cfg.API.IdempotencyTTL,
 		Plans: a.cfg.Plans, Keyring: a.keyring,
 		Logger: a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants}.WithDefaults()
+	if a.cfg.History.URL != "" {
+		if err := checkHistoryURL(a.cfg.History.URL); err != nil {
+			return err
+		}
+	}
 	return a.apiC.Validate()
 }
 
 // buildAPI makes the HTTP API, authenticating with the keys of the bucket
-// api_keys; its routes are served on the public listener.
-func (a *App) buildAPI(context.Context) (service, error) {
+// api_keys, listing from the notification index when there is one; its
+// routes are served on the public listener.
+func (a *App) buildAPI(ctx context.Context) (service, error) {
+	if a.cfg.History.URL != "" {
+		store, err := a.historyStore(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a.apiC.History = store
+	}
 	auth := &apiKeys{app: a}
 	a.apiC.Authenticator = auth
 	svc, err := api.New(a.js, a.apiC)

@@ -46,6 +46,9 @@ type App struct {
 	tenants *telemetry.Labels
 	// registry is the tenant registry, watched once for every service.
 	registry *tenant.Cache
+	// history is the notification index, opened once for the history
+	// service and the api; nil until one of them needs it.
+	history *history.Store
 	// public is the public listener's routes; services that answer
 	// outsiders (api) add theirs when they are built.
 	public *http.ServeMux
@@ -219,6 +222,9 @@ func (a *App) stop(ctx context.Context) error {
 	}
 	if a.rdb != nil {
 		errs = append(errs, a.rdb.Close())
+	}
+	if a.history != nil {
+		errs = append(errs, a.history.Close())
 	}
 	errs = append(errs, a.tel.Shutdown(ctx))
 	if a.flushTraces != nil {

@@ -98,6 +98,16 @@ type Config struct {
 		Retention time.Duration `yaml:"retention"`
 	} `yaml:"ledger"`
 
+	History struct {
+		// URL of the notification index GET /v1/notifications lists
+		// from: postgres://user:password@host/db for any number of
+		// replicas, or sqlite:PATH for one process (herald dev uses
+		// sqlite:.herald/history.db). HISTORY_URL overrides it. Required
+		// by the history service; without it the api answers listings
+		// with 503, and reads notifications from the ledger alone.
+		URL string `yaml:"url"`
+	} `yaml:"history"`
+
 	Tenants struct {
 		// RequireRegistered dead-letters the events of a tenant the
 		// registry (`herald tenants`) does not know, with the reason
@@ -267,7 +277,10 @@ func (c Config) WithDefaults() Config {
 	c.Plans = c.Plans.WithDefaults()
 	c.Vault = c.Vault.WithDefaults()
 	if len(c.Services) == 0 {
-		c.Services = Targets
+		// Every service — the history service only with an index to fill,
+		// so that `herald run` needs no database; asked for by name, it
+		// refuses to start without one.
+		c.Services = slices.DeleteFunc(slices.Clone(Targets), func(s string) bool { return s == "history" && c.History.URL == "" })
 	}
 	return c
 }

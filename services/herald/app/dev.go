@@ -83,6 +83,7 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return d, err
 	}
+	c.History.URL = cmp.Or(c.History.URL, "sqlite:"+filepath.Join(dir, "history.db"))
 	if d.MasterKey, err = devMasterKey(&c, dir); err != nil {
 		return d, err
 	}

@@ -35,6 +35,7 @@ var modules = []module{
 	{"delivery", (*App).configureDelivery, (*App).buildDelivery},
 	{"dlq", (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
 	{"api", (*App).configureAPI, (*App).buildAPI},
+	{"history", (*App).configureHistory, (*App).buildHistory},
 }
 
 // Targets are the services one herald process can run.

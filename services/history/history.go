@@ -1,0 +1,298 @@
+// Package history keeps the notification index (package shared/history)
+// up to date, so that GET /v1/notifications lists a tenant's notifications
+// without reading the ledger.
+//
+// It reads two feeds with durable consumers named "history":
+//   - the ledger's own changes: every write to the bucket deliveries is a
+//     message on its KV stream, carrying the whole entry — claimed
+//     (sending), retrying, delivered, failed. The KV revision orders them,
+//     so a change read twice, or late, never moves a row back;
+//   - notify.accepted.<tenant> in STATUS: the notifications the router and
+//     the API created, listed as pending until a worker claims them.
+//
+// Messages are written in batches, one transaction each, and acknowledged
+// only once it committed; a failed write is redelivered. The index is
+// derived: replaying both feeds from the start rebuilds it.
+package history
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/history"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// The consumers the service reads.
+const (
+	LedgerStream = "KV_" + ledger.Bucket
+	StatusStream = "STATUS"
+	Durable      = "history"
+)
+
+// Store is where the rows go (history.Store).
+type Store interface {
+	Accept(ctx context.Context, rows []history.Row) error
+	Apply(ctx context.Context, rows []history.Row) error
+	Forget(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Config configures the service.
+type Config struct {
+	// Store is the index. Required.
+	Store Store
+	// Retention is how long a row is kept after its last change: the
+	// ledger's own retention, so the listing names nothing the ledger
+	// forgot. Defaults to 90 days.
+	Retention time.Duration
+	// BatchSize is the most messages written in one transaction.
+	// Defaults to 500.
+	BatchSize int
+	// RetryDelay is how long a batch the index refused waits before it is
+	// delivered again. Defaults to 5s.
+	RetryDelay time.Duration
+
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// MeterProvider defaults to a no-op provider.
+	MeterProvider metric.MeterProvider
+}
+
+// WithDefaults returns the config with every unset field filled in.
+func (c Config) WithDefaults() Config {
+	c.Retention = cmp.Or(c.Retention, 90*24*time.Hour)
+	c.BatchSize = cmp.Or(c.BatchSize, 500)
+	c.RetryDelay = cmp.Or(c.RetryDelay, 5*time.Second)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.MeterProvider == nil {
+		c.MeterProvider = noop.NewMeterProvider()
+	}
+	return c
+}
+
+// Validate checks a config WithDefaults filled in.
+func (c Config) Validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("history.url: the history service needs the index (postgres://… or sqlite:PATH)")
+	case c.Retention < 0:
+		return fmt.Errorf("ledger.retention: must not be negative (got %s)", c.Retention)
+	case c.BatchSize < 1:
+		return fmt.Errorf("history: batch size must be positive (got %d)", c.BatchSize)
+	}
+	return nil
+}
+
+// Service is the history service.
+type Service struct {
+	cfg     Config
+	js      jetstream.JetStream
+	loops   consumer.Group
+	work    chan jetstream.Msg
+	written sync.WaitGroup
+	cancel  context.CancelFunc
+	sweep   sync.WaitGroup
+	rows    metric.Int64Counter
+	fails   metric.Int64Counter
+}
+
+// New returns the service.
+func New(js jetstream.JetStream, cfg Config) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, js: js, work: make(chan jetstream.Msg, 2*cfg.BatchSize)}
+	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/history")
+	var errs [2]error
+	s.rows, errs[0] = m.Int64Counter("herald.history.rows",
+		metric.WithDescription("Changes written to the notification index, by feed (accepted, ledger)."))
+	s.fails, errs[1] = m.Int64Counter("herald.history.write_failures",
+		metric.WithDescription("Batches the index refused; their messages are redelivered."))
+	return s, errors.Join(errs[:]...)
+}
+
+// Start consumes both feeds and starts the retention sweep.
+func (s *Service) Start(ctx context.Context) error {
+	s.written.Go(s.write)
+	for _, stream := range []string{LedgerStream, StatusStream} {
+		cons, err := consumer.Lookup(ctx, s.js, stream, Durable)
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		// One handler that only queues: the writer batches, writes and
+		// settles. Pull ahead a batch's worth so batches fill.
+		err = s.loops.Start(ctx, cons, s.queue, consumer.Config{Buffer: s.cfg.BatchSize, Logger: s.cfg.Logger,
+			MeterProvider: s.cfg.MeterProvider})
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	s.sweep.Go(func() { s.forgetLoop(bg) })
+	return nil
+}
+
+// Stop drains the consumers, writes what they handed over, and stops the
+// sweep.
+func (s *Service) Stop(ctx context.Context) error {
+	err := s.loops.Stop(ctx)
+	close(s.work)
+	s.written.Wait()
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.sweep.Wait()
+	return err
+}
+
+func (s *Service) queue(_ context.Context, msg jetstream.Msg) { s.work <- msg }
+
+// write takes the queued messages in batches — whatever is queued, up to
+// BatchSize — so a quiet stream is written at once and a busy one in few
+// transactions.
+func (s *Service) write() {
+	ctx := context.Background()
+	batch := make([]jetstream.Msg, 0, s.cfg.BatchSize)
+	for msg := range s.work {
+		batch = append(batch[:0], msg)
+	fill:
+		for len(batch) < s.cfg.BatchSize {
+			select {
+			case m, ok := <-s.work:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, m)
+			default:
+				break fill
+			}
+		}
+		s.flush(ctx, batch)
+	}
+}
+
+// flush writes one batch and settles its messages: acked once written,
+// redelivered after a pause if the index refused it. A message that can
+// never become a row (another shape) is terminated, saying why.
+func (s *Service) flush(ctx context.Context, batch []jetstream.Msg) {
+	var accepted, applied []history.Row
+	keep := batch[:0:0]
+	for _, msg := range batch {
+		rows, err := rowsOf(msg)
+		if err != nil {
+			s.cfg.Logger.WarnContext(ctx, "not indexable; dropping it", "subject", msg.Subject(), "error", err)
+			_ = msg.TermWithReason(err.Error())
+			continue
+		}
+		if strings.HasPrefix(msg.Subject(), "$KV.") {
+			applied = append(applied, rows...)
+		} else {
+			accepted = append(accepted, rows...)
+		}
+		keep = append(keep, msg)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := s.cfg.Store.Accept(wctx, accepted)
+	if err == nil {
+		err = s.cfg.Store.Apply(wctx, applied)
+	}
+	if err != nil {
+		s.fails.Add(ctx, 1)
+		s.cfg.Logger.WarnContext(ctx, "the notification index refused a batch; it will be redelivered",
+			"messages", len(keep), "error", err)
+		for _, msg := range keep {
+			_ = msg.NakWithDelay(s.cfg.RetryDelay)
+		}
+		return
+	}
+	s.rows.Add(ctx, int64(len(accepted)), metric.WithAttributes(attribute.String("feed", "accepted")))
+	s.rows.Add(ctx, int64(len(applied)), metric.WithAttributes(attribute.String("feed", "ledger")))
+	for _, msg := range keep {
+		_ = msg.Ack()
+	}
+}
+
+// rowsOf reads one message of either feed.
+func rowsOf(msg jetstream.Msg) ([]history.Row, error) {
+	if strings.HasPrefix(msg.Subject(), "$KV.") {
+		return ledgerRows(msg)
+	}
+	var a notification.Accepted
+	if err := json.Unmarshal(msg.Data(), &a); err != nil {
+		return nil, fmt.Errorf("unreadable accepted record: %w", err)
+	}
+	rows := make([]history.Row, len(a.Notifications))
+	for i, n := range a.Notifications {
+		rows[i] = history.Row{Tenant: a.Tenant, ID: n.ID, Order: n.Order, Document: n.Document, Channel: n.Channel,
+			Recipient: n.Recipient, State: history.Pending, CreatedAt: a.Time, UpdatedAt: a.Time}
+	}
+	return rows, nil
+}
+
+// ledgerRows reads a ledger change: the entry at a revision, keyed
+// $KV.deliveries.<tenant>.<digest> — the digest is the notification id's.
+// A delete or purge changes nothing listed (the ledger never deletes; its
+// entries expire, as rows do by Forget).
+func ledgerRows(msg jetstream.Msg) ([]history.Row, error) {
+	if op := msg.Headers().Get("KV-Operation"); op != "" {
+		return nil, nil
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		return nil, err
+	}
+	tokens := strings.Split(msg.Subject(), ".")
+	if len(tokens) != 4 {
+		return nil, fmt.Errorf("not a ledger key: %s", msg.Subject())
+	}
+	var e ledger.Entry
+	if err := json.Unmarshal(msg.Data(), &e); err != nil {
+		return nil, fmt.Errorf("unreadable ledger entry: %w", err)
+	}
+	created := e.UpdatedAt
+	if len(e.Attempts) > 0 && len(e.Attempts) == e.Tries && e.Attempts[0].Time.Before(created) {
+		created = e.Attempts[0].Time
+	}
+	return []history.Row{{Tenant: tokens[2], ID: "ntf_" + tokens[3], Order: e.Order, Document: e.Document,
+		Channel: e.Channel, Recipient: e.Recipient, State: string(e.State), Reason: e.Reason, Provider: e.Provider,
+		ProviderMessageID: e.ProviderMessageID, Tries: e.Tries, CreatedAt: created, UpdatedAt: e.UpdatedAt,
+		Revision: md.Sequence.Stream}}, nil
+}
+
+// forgetLoop deletes rows the ledger has forgotten, hourly. Every replica
+// runs it; a delete is the same whoever runs it.
+func (s *Service) forgetLoop(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		n, err := s.cfg.Store.Forget(ctx, time.Now().Add(-s.cfg.Retention))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.cfg.Logger.WarnContext(ctx, "forgetting old notifications failed; will try again in an hour", "error", err)
+		case n > 0:
+			s.cfg.Logger.InfoContext(ctx, "forgot notifications older than the ledger's retention", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
