@@ -273,7 +273,8 @@ func TestRevisionsOnlyMoveForward(t *testing.T) {
 			return r
 		}
 		created := base.Add(123456789 * time.Nanosecond) // stored to the µs
-		require.NoError(t, s.Accept(ctx, []history.Row{pending("acme", "ntf_1", created)}))
+		twice := pending("acme", "ntf_1", created)
+		require.NoError(t, s.Accept(ctx, []history.Row{twice, twice}), "a record seen twice in one batch")
 		r := get("ntf_1")
 		require.Equal(t, history.Pending, r.State)
 		require.Equal(t, uint64(0), r.Revision)
