@@ -88,7 +88,8 @@ func registerDLQ(s *Service) {
 		OperationID: "redrive-dead-letter", Method: http.MethodPost, Path: "/v1/dlq/{seq}/redrive",
 		Summary:     "Redrive a dead letter",
 		Description: "Republishes the entry to its original subject with a fresh Nats-Msg-Id, as `herald dlq redrive` does. A notification delivered meanwhile is not sent again: the delivery ledger stops it.",
-		Tags:        []string{"DLQ"}, DefaultStatus: http.StatusAccepted, Security: needs(ScopeAdmin), Errors: errs,
+		Tags:        []string{"DLQ"}, DefaultStatus: http.StatusAccepted, Security: needs(ScopeAdmin),
+		Errors: append(errs, http.StatusConflict),
 	}, s.redriveDeadLetter)
 }
 
@@ -153,6 +154,9 @@ func (s *Service) redriveDeadLetter(ctx context.Context, in *dlqEntryInput) (*re
 		return nil, huma.Error409Conflict("entry " + strconv.FormatUint(e.Seq, 10) + " names no original subject to redrive to")
 	}
 	r, err := st.dlq.Redrive(cctx, e)
+	if errors.Is(err, dlq.ErrTooLarge) {
+		return nil, huma.Error409Conflict(err.Error())
+	}
 	if err != nil {
 		return nil, s.dlqUnavailable(ctx, err)
 	}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -93,4 +94,17 @@ func TestADeadLetterIsShownAndRedriven(t *testing.T) {
 		require.Contains(t, got.body, "no dead letter 2")
 	}
 	require.Len(t, heraldtest.StreamMessages(t, b.nats.JS, "ORDERS"), 1)
+}
+
+// An entry too large to publish again (kept while the server allowed
+// larger messages) is a conflict to resolve by hand, not an outage to
+// retry: 409, saying why, and nothing is published.
+func TestARedriveOverMaxPayloadIsAConflict(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	b.deadLetter(t, "ORDERS", "router", 4, "orders.created", strings.Repeat("x", int(b.nats.Conn.MaxPayload())+1), "too big")
+	got := b.do(t, http.MethodPost, "/v1/dlq/1/redrive", adminKey, nil)
+	require.Equal(t, http.StatusConflict, got.status, got.body)
+	require.Contains(t, got.body, "max_payload")
+	require.Empty(t, heraldtest.StreamMessages(t, b.nats.JS, "ORDERS"))
 }

@@ -276,6 +276,10 @@ func (x *Entries) Payload(ctx context.Context, e Entry) ([]byte, error) {
 	return data, nil
 }
 
+// ErrTooLarge: an entry kept when the server allowed larger messages
+// cannot be published again as it is.
+var ErrTooLarge = errors.New("too large to publish")
+
 // Redrive republishes an entry to its original subject, with its original
 // headers and a fresh Nats-Msg-Id (the original id was seen, and may still
 // be within the duplicate window), and records the redrive. Redriving the
@@ -306,8 +310,8 @@ func (x *Entries) Redrive(ctx context.Context, e Entry) (Redrive, error) {
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, r.MsgID)
 	if size, limit := deadletter.Size(msg), x.js.Conn().MaxPayload(); size > limit {
-		return r, fmt.Errorf("dlq: entry %d cannot be redriven: with its headers it is %d bytes, over the server's max_payload of %d (its payload is in %s/%s)",
-			e.Seq, size, limit, deadletter.PayloadBucket, e.PayloadObject)
+		return r, fmt.Errorf("dlq: entry %d cannot be redriven: %w: with its headers it is %d bytes, over the server's max_payload of %d (its payload is in %s/%s)",
+			e.Seq, ErrTooLarge, size, limit, deadletter.PayloadBucket, e.PayloadObject)
 	}
 	if _, err := telemetry.PublishMsg(ctx, x.js, msg); err != nil {
 		return r, fmt.Errorf("dlq: redriving %d to %s: %w", e.Seq, e.Subject, err)

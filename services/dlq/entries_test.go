@@ -108,6 +108,7 @@ func TestRedriveRefusesAPayloadOverMaxPayload(t *testing.T) {
 	e, err := x.Get(ctx, 1)
 	require.NoError(t, err)
 	_, err = x.Redrive(ctx, e)
+	require.ErrorIs(t, err, dlq.ErrTooLarge)
 	require.ErrorContains(t, err, "entry 1 cannot be redriven")
 	require.ErrorContains(t, err, "over the server's max_payload")
 	require.Empty(t, heraldtest.StreamMessages(t, b.nats.JS, "ORDERS"))
