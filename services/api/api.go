@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -79,7 +81,30 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 		register(s)
 	}
 	documentErrorHeaders(s.api.OpenAPI())
+	s.mux.HandleFunc("/v1/", s.noRoute)
 	return s, nil
+}
+
+// noRoute answers what no route serves as every other error is answered,
+// with a problem: 405 with Allow when the path has routes for other
+// methods, else 404.
+func (s *Service) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		other := r.Clone(r.Context())
+		other.Method = m
+		if _, pattern := s.mux.Handler(other); pattern != "/v1/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	status, detail := http.StatusNotFound, "no route "+r.URL.Path
+	if len(allow) > 0 {
+		status, detail = http.StatusMethodNotAllowed, r.Method+" is not served on "+r.URL.Path
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(huma.NewError(status, detail))
 }
 
 // documentErrorHeaders adds to every route's 401 and 503 the header that
