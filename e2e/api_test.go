@@ -119,7 +119,7 @@ func TestHTTPEventIsDeliveredOnceAndReplayedAfter(t *testing.T) {
 	require.NoError(t, json.Unmarshal(first.body, &accepted))
 	require.Equal(t, "evt-2026-11-30-0001", accepted.ID)
 	require.Equal(t, "acme", accepted.Tenant)
-	require.Equal(t, "orders.created", accepted.Subject)
+	require.Equal(t, "orders.created.acme", accepted.Subject)
 	require.False(t, accepted.Duplicate)
 	p.settle(t)
 	got := byRecipient(p.mail(t))

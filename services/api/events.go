@@ -108,7 +108,10 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 	if err != nil {
 		return nil, err
 	}
+	// On the tenant-bound subject, as a tenant's own publisher would:
+	// the router checks the event's tenant against it again.
 	subject, _ := event.Subject(ev.Type) // decodeEvent checked it
+	subject += "." + ev.Tenant
 	noteTenant(ctx, ev.Tenant)
 	key := cmp.Or(in.IdempotencyKey, ev.ID)
 	c, prev, err := s.claim(ctx, st, ev.Tenant, key, requestHash(eventsRoute, in.RawBody))

@@ -25,13 +25,13 @@ func TestPublishedEventCarriesTheKeysTenant(t *testing.T) {
 
 	got := b.do(t, http.MethodPost, "/v1/events", acmeSend, body)
 	require.Equal(t, http.StatusAccepted, got.status, got.body)
-	require.JSONEq(t, `{"id":"evt-2026-11-30-0001","tenant":"acme","subject":"orders.created","stream":"ORDERS",
+	require.JSONEq(t, `{"id":"evt-2026-11-30-0001","tenant":"acme","subject":"orders.created.acme","stream":"ORDERS",
 		"sequence":1,"duplicate":false}`, got.body)
 	require.Empty(t, got.header.Get("Idempotent-Replayed"))
 
 	msgs := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
 	require.Len(t, msgs, 1)
-	require.Equal(t, "orders.created", msgs[0].Subject)
+	require.Equal(t, "orders.created.acme", msgs[0].Subject)
 	require.Equal(t, "acme:evt-2026-11-30-0001", msgs[0].Header.Get(jetstream.MsgIDHeader))
 	require.Equal(t, `{"tenant":"acme",`+string(body[1:]), string(msgs[0].Data))
 	ev, err := event.Decode(msgs[0].Data)
