@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -51,11 +52,23 @@ const (
 	configPath       = "/etc/herald/herald.yaml"
 )
 
-// targets maps each service of the chart to its `herald run` target.
+// targets maps each service the chart deploys by default to its `herald run`
+// target.
 var targets = map[string]string{"router": "router", "delivery-email": "delivery", "pdf": "pdf", "dlq": "dlq", "api": "api"}
+
+// everyTarget adds the history service, deployed only when enabled, on a
+// notification index (history.*) the chart cannot provide.
+var everyTarget = func() map[string]string {
+	m := maps.Clone(targets)
+	m["history"] = "history"
+	return m
+}()
 
 // usesRedis lists the services given REDIS_URL.
 var usesRedis = []string{"delivery-email", "dlq"}
+
+// usesHistory lists the services given HISTORY_URL when the index is configured.
+var usesHistory = []string{"api", "history"}
 
 // ServiceMonitor and PrometheusRule have no k8s.io types; these hold the
 // fields the chart may use, so a misspelt one fails decoding.
@@ -314,6 +327,8 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 			require.Equal(t, "nats://nats.nats.svc.cluster.local:4222", nats.Value)
 			_, hasRedis := env(c, "REDIS_URL")
 			require.Equal(t, slices.Contains(usesRedis, svc), hasRedis, "REDIS_URL only where Redis is used: /readyz checks it")
+			_, hasHistory := env(c, "HISTORY_URL")
+			require.False(t, hasHistory, "no index configured: the api answers listings with 503")
 
 			s := get[corev1.Service](t, r, "Service", "herald-"+svc)
 			require.Len(t, s.Spec.Ports, 1, "the service's own Service carries the operations port only")
@@ -374,6 +389,7 @@ func TestConfigMapIsAConfigHeraldLoads(t *testing.T) {
 	require.Equal(t, 3, cfg.Streams.Replicas)
 	require.Empty(t, cfg.NATS.URL, "NATS_URL comes from the environment")
 	require.Empty(t, cfg.Redis.URL, "REDIS_URL comes from the environment")
+	require.Empty(t, cfg.History.URL, "HISTORY_URL comes from the environment")
 	require.NoError(t, cfg.WithDefaults().Validate())
 }
 
@@ -417,9 +433,11 @@ config:
   api: {listen: 0.0.0.0:8080}
   log: {format: text}
   streams: {skip_apply: false}
+  history: {url: "postgres://herald:hunter2@pg/herald"}
 `))
 	require.NoError(t, err)
 	cfg := loadConfig(t, r)
+	require.Empty(t, cfg.History.URL, "a URL with a password never goes in the ConfigMap")
 	require.Equal(t, "0.0.0.0:8080", cfg.HTTP.Listen)
 	require.Equal(t, "0.0.0.0:8081", cfg.API.Listen)
 	require.Equal(t, "json", cfg.Log.Format)
@@ -443,13 +461,15 @@ func TestProductionValues(t *testing.T) {
 	require.ElementsMatch(t, []string{"SENDGRID_API_KEY", "HERALD_LINK_SECRET", "HERALD_SLACK_WEBHOOK"}, keys(secrets))
 	secrets["HERALD_SLACK_WEBHOOK"] = "https://hooks.slack.example/services/T0/B0/x"
 	cfg.Getenv = func(name string) string { return secrets[name] }
-	cfg.Redis.URL = "redis://127.0.0.1:1/0" // as REDIS_URL would set it; nothing connects
+	// As REDIS_URL and HISTORY_URL would set them; nothing connects.
+	cfg.Redis.URL = "redis://127.0.0.1:1/0"
+	cfg.History.URL = "postgres://herald@127.0.0.1:1/herald"
 	cfg.Services = app.Targets
 	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	require.NoError(t, a.Stop(t.Context()))
 
-	for svc := range targets {
+	for svc := range everyTarget {
 		t.Run(svc, func(t *testing.T) {
 			d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
 			c := container(t, d)
@@ -463,6 +483,12 @@ func TestProductionValues(t *testing.T) {
 				require.Empty(t, redis.Value, "a URL with a password is never inline")
 				require.Equal(t, "herald-redis", redis.ValueFrom.SecretKeyRef.Name)
 				require.Equal(t, "url", redis.ValueFrom.SecretKeyRef.Key)
+			}
+			history, ok := env(c, "HISTORY_URL")
+			require.Equal(t, slices.Contains(usesHistory, svc), ok)
+			if ok {
+				require.Empty(t, history.Value, "a URL with a password is never inline")
+				require.Equal(t, "herald-history", history.ValueFrom.SecretKeyRef.Name)
 			}
 
 			pdb := get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "herald-"+svc)
@@ -494,7 +520,7 @@ func TestProductionValues(t *testing.T) {
 	require.Len(t, sm.Spec.Endpoints, 1)
 	require.Equal(t, "http", sm.Spec.Endpoints[0].Port)
 	require.Equal(t, "/metrics", sm.Spec.Endpoints[0].Path)
-	for svc := range targets {
+	for svc := range everyTarget {
 		s := get[corev1.Service](t, r, "Service", "herald-"+svc)
 		for k, v := range sm.Spec.Selector.MatchLabels {
 			require.Equalf(t, v, s.Labels[k], "the ServiceMonitor misses Service herald-%s", svc)
@@ -546,6 +572,8 @@ func TestStreamsJobRunsBeforeTheReleaseExists(t *testing.T) {
 			require.True(t, *pod.SecurityContext.RunAsNonRoot)
 			_, ok := env(c, "NATS_URL")
 			require.True(t, ok)
+			_, ok = env(c, "HISTORY_URL")
+			require.False(t, ok, "streams apply never touches the index")
 
 			// A pre-install hook runs before anything else of the release is
 			// created: it must not need any of it.
@@ -746,6 +774,58 @@ func TestServicesMayEachHaveTheirOwnNATSUser(t *testing.T) {
 	require.ErrorContains(t, err, "/services/router/natsExistingSecret")
 }
 
+// The notification index's URL carries a password: the history service,
+// which fills the index, and the api, which lists from it, read it from the
+// Secret; no other pod holds it, and none depends on the database's health.
+func TestHistoryURLReachesOnlyTheServicesThatUseTheIndex(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, "history: {existingSecret: herald-history, existingSecretKey: dsn}\nservices: {history: {enabled: true, replicas: 3}}"))
+
+	d := get[appsv1.Deployment](t, r, "Deployment", "herald-history")
+	require.Equal(t, []string{"run", "history", "--shutdown-timeout=30s"}, container(t, d).Args)
+	require.Equal(t, int32(3), *d.Spec.Replicas, "any number share the history consumers")
+	mountsConfig(t, d, "herald")
+	selects(t, get[corev1.Service](t, r, "Service", "herald-history").Spec.Selector, d)
+	selects(t, get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "herald-history").Spec.Selector.MatchLabels, d)
+
+	for svc := range everyTarget {
+		c := container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc))
+		url, ok := env(c, "HISTORY_URL")
+		require.Equalf(t, slices.Contains(usesHistory, svc), ok, "%s: HISTORY_URL only where the index is used", svc)
+		if ok {
+			require.Empty(t, url.Value, "never in the manifest")
+			require.Equal(t, &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "herald-history"}, Key: "dsn"}, url.ValueFrom.SecretKeyRef)
+		}
+	}
+	require.Empty(t, loadConfig(t, r).History.URL)
+}
+
+func TestHistoryURLFromValuesForDevelopment(t *testing.T) {
+	t.Parallel()
+	const url = "postgres://herald:dev@postgres.dev.svc:5432/herald?sslmode=disable"
+	r := mustInstall(t, values(t, fmt.Sprintf("history: {url: %q}\nservices: {history: {enabled: true}}", url)))
+	for _, svc := range usesHistory {
+		got, ok := env(container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)), "HISTORY_URL")
+		require.True(t, ok, svc)
+		require.Equal(t, url, got.Value, svc)
+	}
+	cm := get[corev1.ConfigMap](t, r, "ConfigMap", "herald")
+	require.NotContains(t, cm.Data["herald.yaml"], "postgres://", "the ConfigMap is readable more widely than the Deployment")
+}
+
+// With the index configured but the history service left off (run by
+// another release, say), the api still lists from it.
+func TestTheAPIListsFromAnIndexWhateverFillsIt(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, "history: {existingSecret: herald-history}"))
+	require.False(t, r.has("Deployment", "herald-history"))
+	require.False(t, r.has("Service", "herald-history"))
+	url, ok := env(container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-api")), "HISTORY_URL")
+	require.True(t, ok)
+	require.Equal(t, "herald-history", url.ValueFrom.SecretKeyRef.Name)
+}
+
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	r := mustInstall(t, values(t, "prometheusRule: {enabled: true}\nservices: {pdf: {enabled: false}}"))
@@ -814,6 +894,12 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{`public: {ingress: {hosts: [herald.example.com]}}`, "hosts"},
 		{`config: {nats: {url: "nats://x:4222"}}`, "nats"},
 		{`config: {redis: {url: "redis://x"}}`, "url"},
+		{`config: {history: {url: "postgres://x/db"}}`, "history"},
+		{`history: {url: "sqlite:/tmp/history.db"}`, "/history/url"},
+		{`history: {existingSecret: Not_A_Name}`, "/history/existingSecret"},
+		{`history: {existingSecretKey: ""}`, "/history/existingSecretKey"},
+		{`history: {uri: "postgres://x/db"}`, "uri"},
+		{`services: {history: {replica: 2}}`, "replica"},
 		{`config: {log: {format: text}}`, "format"},
 		{`config: {email: {timeout: "10 seconds"}}`, "/config/email/timeout"},
 		{`config: {email: {providers: [{type: mailgun}]}}`, "/config/email/providers/0/type"},
@@ -845,6 +931,8 @@ func TestTemplatesRefuseWhatTheSchemaCannotSee(t *testing.T) {
 	require.ErrorContains(t, err, "minReplicas (5) exceeds maxReplicas (2)")
 	_, err = install(values(t, "public: {ingress: {enabled: true}}"))
 	require.ErrorContains(t, err, "public.ingress.host is required")
+	_, err = install(values(t, "services: {history: {enabled: true}}"))
+	require.ErrorContains(t, err, "services.history.enabled needs history.existingSecret (or history.url)")
 }
 
 // TestSchemaMirrorsHeraldConfig keeps values.schema.json's config section
@@ -884,7 +972,7 @@ func TestSchemaMirrorsHeraldConfig(t *testing.T) {
 	walk("", schema["properties"].(map[string]any)["config"].(map[string]any))
 
 	inHerald := yamlKeys("", reflect.TypeFor[app.Config]())
-	chartOwned := []string{"nats", "nats.url", "redis.url", "http", "http.listen", "api.listen", "streams.skip_apply", "log.format"}
+	chartOwned := []string{"nats", "nats.url", "redis.url", "history", "history.url", "http", "http.listen", "api.listen", "streams.skip_apply", "log.format"}
 	for _, k := range chartOwned {
 		require.Contains(t, inHerald, k, "Herald no longer has %s: update the chart", k)
 	}
@@ -937,11 +1025,17 @@ func TestNotes(t *testing.T) {
 	require.Contains(t, notes, "kubectl -n notify logs job/herald-streams")
 	require.Contains(t, notes, "exec deploy/herald-dlq -- /herald dlq list")
 	require.Contains(t, notes, "config.email.from is not set")
+	require.Contains(t, notes, "GET /v1/notifications answers 503")
 
 	notes = mustInstall(t, production(t)).notes
 	require.NotContains(t, notes, "WARNING")
 	require.Contains(t, notes, "3–12 replicas (HPA)")
 	require.Contains(t, notes, "the Ingress for herald.acme.example")
+	require.Contains(t, notes, "history         herald run history   2 replica(s)")
+	require.NotContains(t, notes, "GET /v1/notifications answers 503")
+
+	notes = mustInstall(t, values(t, "history: {existingSecret: herald-history}")).notes
+	require.Contains(t, notes, "services.history is disabled: the api lists\nfrom an index nothing in this release keeps up to date")
 }
 
 func TestNATSValuesDescribeAThreeNodeJetStreamCluster(t *testing.T) {

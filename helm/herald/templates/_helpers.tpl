@@ -42,27 +42,40 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/*
-The services this chart deploys: values key → `herald run` target, and
-whether the service uses Redis (delivery's leases, the DLQ sweeper's
-election). Router and pdf are not given REDIS_URL: their readiness must not
-depend on a Redis they never use.
+The services this chart deploys: values key → `herald run` target, whether
+the service uses Redis (delivery's leases, the DLQ sweeper's election), and
+whether it uses the notification index: "required" (the history service
+fills it and refuses to start without it), "optional" (the api lists from it
+when history.* is set, and answers listings with 503 otherwise) or "none".
+A service is given REDIS_URL or HISTORY_URL only if it uses them: its
+readiness must not depend on a server it never talks to, nor its
+environment hold a password it does not need.
 */}}
 {{- define "herald.targets" -}}
 router:
   target: router
   redis: false
+  history: none
 delivery-email:
   target: delivery
   redis: true
+  history: none
 pdf:
   target: pdf
   redis: false
+  history: none
 dlq:
   target: dlq
   redis: true
+  history: none
 api:
   target: api
   redis: false
+  history: optional
+history:
+  target: history
+  redis: false
+  history: required
 {{- end }}
 
 {{- define "herald.serviceAccountName" -}}
@@ -94,7 +107,8 @@ Herald's configuration file: the values' config, with what the chart owns
 laid over it. The services listen on every interface (Kubernetes probes and
 scrapes come from outside the pod): operations on 8080 (port "http"), the
 public listener on 8081 (port "public"). They log JSON, and leave the streams
-to the hook Job.
+to the hook Job. history: is dropped: its URL carries a password, and comes
+from history.* as HISTORY_URL to the services that use it.
 */}}
 {{- define "herald.config" -}}
 {{- $owned := dict
@@ -103,7 +117,7 @@ to the hook Job.
   "log" (dict "format" "json")
   "streams" (dict "skip_apply" .Values.streamsJob.enabled)
 }}
-{{- $config := mustMergeOverwrite (deepCopy .Values.config) $owned }}
+{{- $config := mustMergeOverwrite (omit (deepCopy .Values.config) "history") $owned }}
 {{- toYaml $config }}
 {{- end }}
 
@@ -130,6 +144,36 @@ to the hook Job.
       key: {{ .Values.redis.existingSecretKey }}
 {{- else }}
   value: {{ required "redis.url or redis.existingSecret is required: the delivery-email and dlq services need Redis" .Values.redis.url | quote }}
+{{- end }}
+{{- end }}
+
+{{/* Whether history.* names the notification index. */}}
+{{- define "herald.historyConfigured" -}}
+{{- if or .Values.history.existingSecret .Values.history.url }}true{{ end }}
+{{- end }}
+
+{{/*
+HISTORY_URL for a service that uses the index (its "history" in
+herald.targets: (list $ "required")): from the Secret or the value; required
+fails the release when the index is missing, optional leaves it out.
+*/}}
+{{- define "herald.historyEnv" -}}
+{{- $root := index . 0 }}
+{{- $use := index . 1 }}
+{{- $history := $root.Values.history }}
+{{- if and (eq $use "required") (not (include "herald.historyConfigured" $root)) }}
+{{- fail "services.history.enabled needs history.existingSecret (or history.url): the history service fills the notification index, a PostgreSQL database (README.md, Notification history)" }}
+{{- end }}
+{{- if and (ne $use "none") (include "herald.historyConfigured" $root) }}
+- name: HISTORY_URL
+{{- if $history.existingSecret }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $history.existingSecret }}
+      key: {{ $history.existingSecretKey }}
+{{- else }}
+  value: {{ $history.url | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 
