@@ -35,12 +35,15 @@ func (a *App) buildHistory(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Only the history service is unready without its database: the api
+	// answers listings with 503 then, and everything else as before.
+	a.checks.Add("history", store.Ping)
 	return svchistory.New(a.js, svchistory.Config{Store: store, Retention: a.cfg.Ledger.Retention,
 		Logger: a.logger.With("service", "history"), MeterProvider: a.tel.MeterProvider()})
 }
 
 // historyStore is the process's connection to the index, opened by the
-// first service that needs it and checked by readiness from then on.
+// first service that needs it.
 func (a *App) historyStore(ctx context.Context) (*history.Store, error) {
 	if a.history == nil {
 		store, err := history.Open(ctx, a.cfg.History.URL)
@@ -48,7 +51,6 @@ func (a *App) historyStore(ctx context.Context) (*history.Store, error) {
 			return nil, fmt.Errorf("history.url: %w", err)
 		}
 		a.history = store
-		a.checks.Add("history", store.Ping)
 	}
 	return a.history, nil
 }
