@@ -107,7 +107,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"INVENTORY":           {jetstream.LimitsPolicy, []string{"inventory.*", "inventory.*.*"}, []string{"router"}},
 		"DOCS":                {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
 		"NOTIFY":              {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal"}},
-		"STATUS":              {jetstream.LimitsPolicy, []string{"notify.status.*"}, nil},
+		"STATUS":              {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, nil},
 		"ADVISORIES":          {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
 		"DLQ":                 {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
 		"KV_dlq_redrives":     {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},

@@ -165,7 +165,8 @@ func noDocument(i int, object string) error {
 }
 
 // publishJob sends the job to NOTIFY as a routed notification is sent,
-// and answers with its id once JetStream stored it.
+// records it as accepted (notification.Accepted, with the caller's
+// reference as its event), and answers with its id once JetStream stored it.
 func (s *Service) publishJob(ctx context.Context, st *stores, job Job, key string) (*jobOutput, error) {
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
@@ -182,8 +183,22 @@ func (s *Service) publishJob(ctx context.Context, st *stores, job Job, key strin
 		s.cfg.Logger.WarnContext(ctx, "publishing a notification failed", "tenant", job.Tenant, "error", err)
 		return nil, unavailable("NATS did not store the notification")
 	}
+	s.accepted(cctx, d)
 	return &jobOutput{Status: http.StatusAccepted, Body: JobAccepted{ID: d.ID, Tenant: d.Tenant,
 		Stream: acks[0].Stream, Sequence: acks[0].Sequence, Duplicate: acks[0].Duplicate}}, nil
+}
+
+// accepted records d as accepted, so the listing shows it pending before a
+// worker claims it. A failure is logged, not answered: d is stored and will
+// be sent, so a 503 ("nothing was done") would be false, and its retry
+// would answer a duplicate. The notification is listed anyway once a
+// worker claims it, from its ledger entry.
+func (s *Service) accepted(ctx context.Context, d notification.Delivery) {
+	err := notification.PublishAccepted(ctx, s.js, notification.AcceptedOf(d.Event.ID, []notification.Delivery{d}, time.Now()))
+	if err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "recording an accepted notification failed; it is not listed as pending until a worker claims it",
+			"tenant", d.Tenant, "notification_id", d.ID, "error", err)
+	}
 }
 
 // attachments references the job's documents as stored now: the worker

@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -89,6 +92,10 @@ func TestAJobIsPublishedLikeARoutedNotification(t *testing.T) {
 	require.Equal(t, []notification.Document{terms}, d.Attachments)
 	require.Equal(t, "ru", d.Locale)
 	require.Empty(t, d.Template)
+	require.Equal(t, []notification.Accepted{{Tenant: "acme", EventID: "crm-42", Time: acceptedRecords(t, b)[0].Time,
+		Notifications: []notification.AcceptedNotification{
+			{ID: id, Document: "job", Channel: "email", Recipient: "olga@zarya.example"},
+		}}}, acceptedRecords(t, b), "listed as pending, under the caller's reference")
 
 	record(t, b, ledger.Entry{DedupeKey: key, Tenant: "acme", Channel: "email", State: ledger.Delivered,
 		Provider: "ses", ProviderMessageID: "ses-1", Tries: 1, Attempts: []ledger.Attempt{{Time: tried, Provider: "ses"}}})
@@ -128,6 +135,62 @@ func TestAJobIsSentOncePerIdempotencyKey(t *testing.T) {
 	deliveries, _ := published(t, b)
 	require.Len(t, deliveries, 2, "one notification per key")
 	require.NotEqual(t, deliveries[0].ID, deliveries[1].ID)
+	records := acceptedRecords(t, b)
+	require.Len(t, records, 2, "each recorded once")
+	for i, a := range records {
+		require.Len(t, a.Notifications, 1)
+		require.Equal(t, deliveries[i].ID, a.Notifications[0].ID)
+	}
+}
+
+// acceptedRecords are the Accepted records in STATUS.
+func acceptedRecords(t *testing.T, b *bundle) []notification.Accepted {
+	t.Helper()
+	var out []notification.Accepted
+	for _, m := range heraldtest.StreamMessages(t, b.nats.JS, "STATUS") {
+		require.Equal(t, "notify.accepted.acme", m.Subject)
+		var a notification.Accepted
+		require.NoError(t, json.Unmarshal(m.Data, &a))
+		require.False(t, a.Time.IsZero())
+		out = append(out, a)
+	}
+	return out
+}
+
+// lockedBuffer is a log the handlers write while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// A job stored but not recorded as accepted is still answered 202 — it
+// will be sent — and the failure is logged: the notification is listed
+// only once a worker claims it.
+func TestAJobNotRecordedAsAcceptedIsStillSentAndLogged(t *testing.T) {
+	t.Parallel()
+	logs := &lockedBuffer{}
+	b := setup(t, api.Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	storeDocument(t, b, "acme/terms/2026.pdf")
+	require.NoError(t, b.nats.JS.DeleteStream(heraldtest.Context(t), "STATUS"))
+
+	got := b.post(t, acmeSend, job, "Idempotency-Key", "k1")
+	require.Equal(t, http.StatusAccepted, got.status, got.body)
+	deliveries, _ := published(t, b)
+	require.Len(t, deliveries, 1)
+	require.Contains(t, logs.String(), "recording an accepted notification failed")
+	require.Contains(t, logs.String(), "notification_id="+deliveries[0].ID)
 }
 
 func must(b []byte, err error) []byte {

@@ -200,11 +200,22 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 // put writes e in state, detached from ctx and bounded: a claim that lands
 // after its worker gave up on it would hold every copy off for a lease TTL.
+// Every claim, first or not, says what the notification is (describe).
 func (w worker) put(ctx context.Context, d notification.Delivery, e *ledger.Entry, state ledger.State) error {
 	e.NotificationID, e.Channel, e.State = d.ID, string(d.Channel), state
+	describe(e, d)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	return w.cfg.Ledger.Put(cctx, e)
+}
+
+// describe copies into e what the listing shows of d, so it can list a
+// notification whose notification.Accepted record it never received: the
+// order, document and recipient that record names, taken from it so the
+// two never disagree.
+func describe(e *ledger.Entry, d notification.Delivery) {
+	n := notification.AcceptedOf("", []notification.Delivery{d}, time.Time{}).Notifications[0]
+	e.Order, e.Document, e.Recipient = n.Order, n.Document, n.Recipient
 }
 
 // claim records in the ledger that this worker is sending now. The write is

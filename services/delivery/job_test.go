@@ -111,6 +111,8 @@ func TestJobsAreSentAsWrittenThroughTheirPinnedProviders(t *testing.T) {
 	e, err = l.Get(ctx, "acme", fallback.DedupeKey)
 	require.NoError(t, err)
 	require.Equal(t, "pinned", e.Provider)
+	require.Equal(t, []string{"", "job", "olga@zarya.example"}, []string{e.Order, e.Document, e.Recipient},
+		"a job has no order; its document is the job itself")
 
 	// Unpinned, last: once the chain's first provider has it, the worker
 	// is past the pinned ones.

@@ -165,6 +165,8 @@ func TestLedgerKeepsTheAttemptsAndStatusIsPublished(t *testing.T) {
 	require.Equal(t, "ses: HTTP 503: ServiceUnavailable: try later (request id fake-request-2)", e.Attempts[1].Error)
 	require.Equal(t, []uint64{1, 2, 3}, []uint64{e.Attempts[0].Delivery, e.Attempts[1].Delivery, e.Attempts[2].Delivery})
 	require.Empty(t, e.Attempts[2].Error)
+	require.Equal(t, []string{"PO-1", "purchase_order", "olga@zarya.example"}, []string{e.Order, e.Document, e.Recipient},
+		"what the listing shows of it, without its Accepted record")
 
 	require.Eventually(t, func() bool { return len(b.streamMessages(t, "STATUS")) == 1 }, 60*time.Second, 20*time.Millisecond)
 	var st notification.Status

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,7 @@ func (b *bundle) failed(t *testing.T, n int, resends int) {
 		e, err := b.ledger.Get(ctx, "acme", key)
 		require.NoError(t, err)
 		e.State, e.Retryable, e.Reason, e.Delivery, e.Resends = ledger.Failed, true, "gave up after 10 tries", body, resends
+		e.Order, e.Document, e.Recipient = fmt.Sprintf("PO-%d", i), "purchase_order", "olga@zarya.example"
 		require.NoError(t, b.ledger.Put(ctx, &e))
 	}
 }
@@ -90,6 +92,8 @@ func TestSweepResendsRetryableFailures(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ledger.Retrying, e.State)
 		require.Equal(t, 1, e.Resends)
+		require.Equal(t, []string{strings.Split(d.DedupeKey, ":")[1], "purchase_order", "olga@zarya.example"},
+			[]string{e.Order, e.Document, e.Recipient}, "still says what the notification is")
 	}
 }
 

@@ -2,6 +2,7 @@ package router
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,10 +67,19 @@ func (d Decision) planned() int {
 	return n
 }
 
+// all is every delivery, sent now or waiting for its document.
+func (d Decision) all() []notification.Delivery {
+	out := slices.Clone(d.Deliveries)
+	for _, r := range d.Renders {
+		out = append(out, r.Deliveries...)
+	}
+	return out
+}
+
 // fit splits each render request into parts that fit maxPayload (the
-// connection's), and checks that every delivery sent now fits. A message
-// that can never be published makes the event invalid at once: retrying
-// cannot shrink it.
+// connection's), and checks that every delivery sent now fits, and so does
+// the event's one Accepted record. A message that can never be published
+// makes the event invalid at once: retrying cannot shrink it.
 func (d *Decision) fit(maxPayload int64) error {
 	parts, err := d.split(maxPayload)
 	if err != nil {
@@ -91,6 +101,13 @@ func (d Decision) split(maxPayload int64) ([]documents.Request, error) {
 			return nil, err
 		}
 		parts = append(parts, split...)
+	}
+	accepted, err := json.Marshal(notification.AcceptedOf(d.Event.ID, d.all(), time.Now()))
+	if err != nil {
+		return nil, err
+	}
+	if err := documents.Fit("the accepted record", accepted, maxPayload); err != nil {
+		return nil, err
 	}
 	return parts, nil
 }

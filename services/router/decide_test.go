@@ -306,6 +306,19 @@ func TestFitRefusesMessagesThatCanNeverFit(t *testing.T) {
 	require.ErrorIs(t, err, documents.ErrTooLarge)
 	require.ErrorContains(t, err, "delivery "+notification.ID("acme:evt-2026-11-30-0100:0:low_stock:sms:+34600111222"))
 	require.Equal(t, Invalid, d.Outcome)
+
+	// Render requests split; the one record naming every notification
+	// does not.
+	crowd := sampleEvent(t, withContacts(100))
+	d, err = Config{}.WithDefaults().decide(crowd, now)
+	require.NoError(t, err)
+	err = d.fit(small)
+	require.ErrorIs(t, err, documents.ErrTooLarge)
+	require.ErrorContains(t, err, "the accepted record is ")
+	require.Equal(t, Invalid, d.Outcome)
+	d, err = Config{}.WithDefaults().decide(crowd, now)
+	require.NoError(t, err)
+	require.NoError(t, d.fit(maxPayload))
 }
 
 func TestDecideStockAlert(t *testing.T) {

@@ -8,12 +8,16 @@
 // Deliveries that carry a document wait for it instead, in render requests
 // on docs.render.<doc_type> (split to fit the max payload, identified by
 // the deliveries they carry: see documents.MsgID and documents.Split).
+// Every delivery an event produced, sent or waiting, is then named in one
+// notification.Accepted record on notify.accepted.<tenant>, so it is listed
+// as pending before any worker claims it.
 //
 // An event is acknowledged only after every delivery it produced is stored,
-// so a crash mid-way redelivers the event and the republished deliveries are
-// dropped by NOTIFY's duplicate window. An event that is malformed, lists
-// more than MaxRecipients, or would need a message larger than the max
-// payload is dead-lettered with its reason and terminated; so is one whose
+// and its Accepted record too, so a crash mid-way redelivers the event and
+// what is republished is dropped by the duplicate windows of NOTIFY, DOCS
+// and STATUS. An event that is malformed, lists more than MaxRecipients,
+// or would need a message larger than the max payload (its Accepted record
+// included) is dead-lettered with its reason and terminated; so is one whose
 // last allowed delivery fails, one published on a subject bound to another
 // tenant (orders.<name>.<tenant>: "tenant mismatch"), and one whose tenant
 // the registry does not admit (Config.Registry). An event no route applies
@@ -159,7 +163,9 @@ func (s *Service) deadLetter(ctx context.Context, msg jetstream.Msg, log *slog.L
 
 // publish sends the deliveries that need no document to NOTIFY, and each
 // document's render requests (with the deliveries that wait for it) to DOCS,
-// and counts which NOTIFY stored and which it already had.
+// and counts which NOTIFY stored and which it already had. Then it records
+// every one of them as accepted (notification.Accepted), so the listing
+// shows them pending before any worker claims them.
 func (s *Service) publish(ctx context.Context, d Decision) error {
 	for _, r := range d.Renders {
 		body, err := json.Marshal(r)
@@ -184,6 +190,14 @@ func (s *Service) publish(ctx context.Context, d Decision) error {
 	}
 	for i, ack := range acks {
 		s.countDelivery(ctx, d.Deliveries[i], ack.Duplicate)
+	}
+	// Failing to record them fails the event as any other publish does: it
+	// is redelivered, its deliveries and render requests, already stored,
+	// are dropped as duplicates (Nats-Msg-Id), and the record is tried
+	// again. Acknowledging without it would keep them out of the listing
+	// until a worker claims them, and nothing would say why.
+	if err := notification.PublishAccepted(ctx, s.js, notification.AcceptedOf(d.Event.ID, d.all(), time.Now())); err != nil {
+		return fmt.Errorf("recording the accepted notifications: %w", err)
 	}
 	return nil
 }

@@ -78,6 +78,14 @@ type Entry struct {
 	Retryable         bool      `json:"retryable,omitempty"`
 	Tries             int       `json:"tries"`
 	Attempts          []Attempt `json:"attempts,omitempty"`
+	// Order, Document and Recipient say what the notification is, as its
+	// notification.Accepted record does: the order's id (none for a job),
+	// the document type ("job" for a job without one) and the address.
+	// They let the listing (package history) show a notification whose
+	// Accepted record it never received, from its entry alone.
+	Order     string `json:"order,omitempty"`
+	Document  string `json:"document,omitempty"`
+	Recipient string `json:"recipient,omitempty"`
 	// Delivery is the delivery message itself, kept while a notification
 	// is failed-but-retryable, so the resend sweep can send it again.
 	Delivery json.RawMessage `json:"delivery,omitempty"`

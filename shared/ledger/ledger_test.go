@@ -40,6 +40,7 @@ func TestPutGetAndConflicts(t *testing.T) {
 	require.Equal(t, key, fresh.DedupeKey)
 
 	fresh.State = ledger.Retrying
+	fresh.Order, fresh.Document, fresh.Recipient = "PO-2026-0042", "purchase_order", "olga+orders@zarya.example"
 	fresh.Record(ledger.Attempt{Time: time.Now(), Delivery: 1, Error: "ses: HTTP 503"})
 	require.NoError(t, l.Put(ctx, &fresh))
 	require.True(t, fresh.Exists())
@@ -66,6 +67,8 @@ func TestPutGetAndConflicts(t *testing.T) {
 	require.Equal(t, 2, got.Tries)
 	require.Len(t, got.Attempts, 2)
 	require.Equal(t, "ses: HTTP 503", got.Attempts[0].Error)
+	require.Equal(t, []string{"PO-2026-0042", "purchase_order", "olga+orders@zarya.example"}, []string{got.Order, got.Document, got.Recipient},
+		"kept by every writer that read the entry first")
 }
 
 func TestAttemptsAreBounded(t *testing.T) {

@@ -71,7 +71,7 @@ var (
 // receives its replies, fetched messages and acknowledgements on _INBOX.>.
 var servicePermissions = map[string][]string{
 	"router": join(jsCommon, consume("ORDERS", "router"), consume("INVENTORY", "router"), dlqPayloads, readTenants,
-		[]string{"docs.render.*", "notify.*.*.*", "dlq.ORDERS.router", "dlq.INVENTORY.router"}),
+		[]string{"docs.render.*", "notify.*.*.*", "notify.accepted.*", "dlq.ORDERS.router", "dlq.INVENTORY.router"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
@@ -85,13 +85,14 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
 			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>",
 			"$JS.FC.KV_deliveries.>", "$JS.FC.KV_delivery_retries.>"}),
-	// The HTTP API publishes events as a trusted publisher, keeps each
-	// Idempotency-Key's answer, reads notifications from the ledger (and
+	// The HTTP API publishes events as a trusted publisher, sends the
+	// notifications its callers write (recording them as accepted), keeps
+	// each Idempotency-Key's answer, reads notifications from the ledger (and
 	// resends a failed one), follows the API keys, recording when each was
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
 	"api": join(jsCommon, ledger, readTenants, dlqPayloads, []string{"orders.*", "inventory.*",
-		"orders.*.*", "inventory.*.*", "docs.render.*", "notify.*.*.*",
+		"orders.*.*", "inventory.*.*", "docs.render.*", "notify.*.*.*", "notify.accepted.*",
 		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
 		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",
 		"$JS.API.CONSUMER.DELETE.KV_api_keys.>", "$JS.FC.KV_api_keys.>",
@@ -158,8 +159,9 @@ func (v *violations) list() []string {
 
 // The permissions README.md documents are enough: each service runs as its
 // own NATS user with only those, an order goes through to its emails — one
-// published on NATS, one through the HTTP API — and an invalid one to the
-// DLQ, and no service was denied anything on the way. A publisher with its
+// published on NATS, one through the HTTP API — as does a notification
+// written through the API, each recorded as accepted on the way, and an
+// invalid order goes to the DLQ, and no service was denied anything. A publisher with its
 // permissions can publish events and nothing else.
 func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	t.Parallel()
@@ -259,22 +261,42 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	}
 	// 401 until the API's watch has brought it the key.
 	require.Eventually(t, func() bool { return post() == http.StatusAccepted }, 30*time.Second, 50*time.Millisecond)
+	// And a notification its caller wrote.
+	req, err := http.NewRequest(http.MethodPost, "http://"+apps["api"].APIAddr()+"/v1/notifications",
+		strings.NewReader(`{"channel":"email","recipient":{"address":"olga@zarya.example"},"subject":"Terms","text":"Our terms.\n"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
 
 	mails := func() []string {
 		files, err := filepath.Glob(filepath.Join(mailDir, "*.eml"))
 		require.NoError(t, err)
 		return files
 	}
+	// The notifications each order and the API created, as accepted.
+	accepted := func() (n int) {
+		for _, m := range heraldtest.StreamMessages(t, adminJS, "STATUS") {
+			if m.Subject == "notify.accepted.acme" {
+				n++
+			}
+		}
+		return n
+	}
 	require.Eventually(t, func() bool {
-		return len(denied.list()) > 0 || len(mails()) == 4 && len(heraldtest.StreamMessages(t, adminJS, "DLQ")) == 2
+		return len(denied.list()) > 0 || len(mails()) == 5 && len(heraldtest.StreamMessages(t, adminJS, "DLQ")) == 2 && accepted() == 3
 	}, 60*time.Second, 50*time.Millisecond)
 	require.Empty(t, denied.list(), "the server denied a service")
-	require.Len(t, mails(), 4, "the two orders' two emails each")
+	require.Len(t, mails(), 5, "the two orders' two emails each, and the API's own")
+	require.Equal(t, 3, accepted(), "one record per order, one for the API's notification")
 	id := regexp.MustCompile(`ntf_[0-9a-f]{64}`).FindString(mails()[0])
-	req, err := http.NewRequest(http.MethodGet, "http://"+apps["api"].APIAddr()+"/v1/notifications/"+id, nil)
+	req, err = http.NewRequest(http.MethodGet, "http://"+apps["api"].APIAddr()+"/v1/notifications/"+id, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+apiKey)
-	resp, err := client.Do(req)
+	resp, err = client.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the API reads a notification from the ledger")
