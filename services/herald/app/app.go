@@ -25,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/health"
+	"github.com/heraldhq/herald/shared/history"
 	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
