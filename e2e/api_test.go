@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/shared/apikey"
@@ -126,6 +127,23 @@ func TestHTTPEventIsDeliveredOnceAndReplayedAfter(t *testing.T) {
 	require.Len(t, got, 2, "one email per recipient with the email channel")
 	require.Len(t, got["olga@zarya.example"], 1)
 	require.Len(t, got["compras@frutasdelsur.example"], 1)
+
+	// Listed, from the notification index the history service follows
+	// the ledger into: both delivered, newest first.
+	read, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Read}})
+	var listed struct {
+		Notifications []struct{ ID, Order, Recipient, State string }
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		a := p.call(t, http.MethodGet, "/v1/notifications?order=PO-2026-0042&state=delivered", read, nil, nil)
+		require.Equal(c, http.StatusOK, a.status, "%s", a.body)
+		require.NoError(c, json.Unmarshal(a.body, &listed))
+		require.Len(c, listed.Notifications, 2)
+	}, 10*time.Second, 20*time.Millisecond)
+	for _, n := range listed.Notifications {
+		require.Contains(t, got, n.Recipient)
+		require.Equal(t, "PO-2026-0042", n.Order)
+	}
 
 	again := p.postEvent(t, send, "po-2026-0042-created", order)
 	require.Equal(t, first.status, again.status)

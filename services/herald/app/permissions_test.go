@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +86,9 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
 			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>",
 			"$JS.FC.KV_deliveries.>", "$JS.FC.KV_delivery_retries.>"}),
+	// The history service reads the ledger's changes and the accepted
+	// records; it writes nothing to NATS.
+	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history")),
 	// The HTTP API publishes events as a trusted publisher, sends the
 	// notifications its callers write (recording them as accepted), keeps
 	// each Idempotency-Key's answer, reads notifications from the ledger (and
@@ -197,6 +201,7 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	redisURL, prefix := heraldtest.RedisURL(t), heraldtest.Prefix()
 	client := heraldtest.HTTPClient(t)
 	apps := map[string]*app.App{}
+	historyDB := "sqlite:" + filepath.Join(t.TempDir(), "history.db")
 	for _, name := range app.Targets {
 		var cfg app.Config
 		cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = as(name), redisURL, prefix
@@ -206,6 +211,9 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		cfg.Email.From = "Herald <herald@example.com>"
 		cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: mailDir}}
 		cfg.Vault.MasterKeyFile = masterKey
+		if name == "history" || name == "api" {
+			cfg.History.URL = historyDB
+		}
 		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		require.NoError(t, a.Start(ctx), name)
@@ -300,6 +308,18 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the API reads a notification from the ledger")
+	// And lists them from the index the history service keeps.
+	require.Eventually(t, func() bool {
+		req, err := http.NewRequest(http.MethodGet, "http://"+apps["api"].APIAddr()+"/v1/notifications?state=delivered", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var listed struct{ Notifications []json.RawMessage }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&listed))
+		return len(listed.Notifications) == 5
+	}, 30*time.Second, 50*time.Millisecond, "the API lists the five notifications delivered")
 	entries := heraldtest.StreamMessages(t, adminJS, "DLQ")
 	require.Len(t, entries, 2, "the invalid events' dead letters")
 	require.NotEmpty(t, entries[0].Header.Get(deadletter.HeaderPayloadObject)+entries[1].Header.Get(deadletter.HeaderPayloadObject),
