@@ -91,6 +91,27 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 	}
 }
 
+// The history service needs its database, named in a form the index
+// takes (a password in a bad URL is not repeated). Run with every service,
+// a process without one runs all but the history service.
+func TestTheHistoryServiceNeedsItsIndex(t *testing.T) {
+	t.Parallel()
+	for url, want := range map[string]string{
+		"":                                   "history.url: the history service needs the notification index",
+		"mysql://herald:s3cret-pw@db/herald": `history.url: "mysql://herald:`,
+	} {
+		cfg := app.Config{Services: []string{"history"}}
+		cfg.History.URL = url
+		_, err := app.New(cfg, slog.New(slog.DiscardHandler))
+		require.ErrorContains(t, err, want, url)
+		require.NotContains(t, err.Error(), "s3cret-pw")
+	}
+	require.NotContains(t, app.Config{}.WithDefaults().Services, "history")
+	var withIndex app.Config
+	withIndex.History.URL = "sqlite:history.db"
+	require.Contains(t, withIndex.WithDefaults().Services, "history")
+}
+
 func TestNewRefusesUnknownService(t *testing.T) {
 	t.Parallel()
 	cfg := app.Config{Services: []string{"router", "fax"}}
