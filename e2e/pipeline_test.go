@@ -167,5 +167,5 @@ func TestMalformedEventsAreDeadLetteredAndTheRestDelivered(t *testing.T) {
 
 	status, ready := p.get(t, "/readyz")
 	require.Equal(t, 200, status, ready)
-	require.JSONEq(t, `{"status":"ready","checks":{"nats":"ok","redis":"ok","streams":"ok","stores":"ok"}}`, ready)
+	require.JSONEq(t, `{"status":"ready","checks":{"nats":"ok","redis":"ok","streams":"ok","stores":"ok","history":"ok"}}`, ready)
 }

@@ -77,6 +77,7 @@ func printBanner(w io.Writer, dev *app.Dev) {
 	} else {
 		fmt.Fprintf(w, "  Mail    sent through the configured email providers\n")
 	}
+	fmt.Fprintf(w, "  History %s   (the index GET /v1/notifications lists from)\n", dev.App.HistoryURL())
 	fmt.Fprintf(w, "  Tenant  %s (registered; herald tenants list)\n", app.SampleTenant)
 	if dev.MasterKey != "" {
 		fmt.Fprintf(w, "  Vault   master key %s   (herald providers … --master-key-file %s)\n", dev.MasterKey, dev.MasterKey)

@@ -268,9 +268,12 @@ func TestAFailingSenderBlocksNobody(t *testing.T) {
 			return true
 		}
 		// Every try's timeout is the hung slack's, which both its client
-		// and its server hold: no other try is on its way, and the last
-		// hung one has arrived.
-		if w := tb.clock.waiting(tb.cfg.SendTimeout); w == int(hung.calling.Load()) && w == hung.hanging() {
+		// and its server hold: no other try is on its way (the failing
+		// slack's own would be cut short — counted, its timer could pass
+		// for that of a hung try already timed out and still unwinding),
+		// and the last hung one has arrived.
+		w := tb.clock.waiting(tb.cfg.SendTimeout)
+		if down.calling.Load() == 0 && w == int(hung.calling.Load()) && w == hung.hanging() {
 			tb.clock.advanceToNext()
 		}
 		return false

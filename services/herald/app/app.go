@@ -237,6 +237,10 @@ func (a *App) stop(ctx context.Context) error {
 // RedisURL is the Redis this process uses, password hidden; "" if none.
 func (a *App) RedisURL() string { return redact.URL(a.cfg.Redis.URL) }
 
+// HistoryURL is the notification index this process uses, password
+// hidden; "" if none.
+func (a *App) HistoryURL() string { return redact.URL(a.cfg.History.URL) }
+
 // ProviderNames lists the email provider chain, in order.
 func (a *App) ProviderNames() []string {
 	names := make([]string, len(a.emailC.Providers))
