@@ -52,8 +52,6 @@ func startPipelineLogging(t *testing.T, logger *slog.Logger, edits ...func(*app.
 	for _, edit := range edits {
 		edit(&cfg)
 	}
-	// Defaulted before dev sees it, as the command line does.
-	cfg = cfg.WithDefaults()
 	redisURL := heraldtest.RedisURL(t)
 	dev, err := app.StartDev(context.Background(), app.DevConfig{
 		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: redisURL, Config: cfg,

@@ -107,11 +107,11 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"INVENTORY":           {jetstream.LimitsPolicy, []string{"inventory.*", "inventory.*.*"}, []string{"router"}},
 		"DOCS":                {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
 		"NOTIFY":              {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal"}},
-		"STATUS":              {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, nil},
+		"STATUS":              {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, []string{"history"}},
 		"ADVISORIES":          {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
 		"DLQ":                 {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
 		"KV_dlq_redrives":     {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
-		"KV_deliveries":       {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, nil},
+		"KV_deliveries":       {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, []string{"history"}},
 		"KV_delivery_retries": {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
 		"KV_credentials":      {jetstream.LimitsPolicy, []string{"$KV.credentials.>"}, nil},
 		"KV_tenants":          {jetstream.LimitsPolicy, []string{"$KV.tenants.>"}, nil},
@@ -169,7 +169,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 24)
+	require.Len(t, report, 26)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

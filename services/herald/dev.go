@@ -43,6 +43,9 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// Every service — chosen by the App once dev has given it its index,
+	// so the history service is among them.
+	cfg.Services = nil
 	data, _ := cmd.Flags().GetString("data")
 	natsListen, _ := cmd.Flags().GetString("nats-listen")
 	logger := newLogger(cfg, cmd.ErrOrStderr())

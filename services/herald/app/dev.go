@@ -84,9 +84,6 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 		return d, err
 	}
 	c.History.URL = cmp.Or(c.History.URL, "sqlite:"+filepath.Join(dir, "history.db"))
-	// Every service, the history service included now that it has an
-	// index (a config defaulted before left it out).
-	c.Services = nil
 	if d.MasterKey, err = devMasterKey(&c, dir); err != nil {
 		return d, err
 	}
