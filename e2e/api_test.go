@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -198,31 +197,13 @@ func TestHTTPRefusesMissingAndRevokedKeysAndOtherTenants(t *testing.T) {
 	requireProblem(t, p.postEvent(t, acme, "after-revocation", order), http.StatusUnauthorized, acme)
 }
 
-// syncBuffer collects the logs of every goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // After an API key sends an order over HTTP and a provider's secret is
 // stored and read back, neither secret — nor the vault's master key — is
 // anywhere in JetStream's files, and neither is in any log line, at every
 // level.
 func TestSecretsAreNeitherStoredNorLoggedInTheClear(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs heraldtest.Buffer
 	p := startPipelineLogging(t, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	ctx := heraldtest.Context(t)
 	send, sendKey := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Send}})

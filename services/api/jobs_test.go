@@ -1,11 +1,9 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -157,30 +155,12 @@ func acceptedRecords(t *testing.T, b *bundle) []notification.Accepted {
 	return out
 }
 
-// lockedBuffer is a log the handlers write while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // A job stored but not recorded as accepted is still answered 202 — it
 // will be sent — and the failure is logged: the notification is listed
 // only once a worker claims it.
 func TestAJobNotRecordedAsAcceptedIsStillSentAndLogged(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &heraldtest.Buffer{}
 	b := setup(t, api.Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	storeDocument(t, b, "acme/terms/2026.pdf")
 	require.NoError(t, b.nats.JS.DeleteStream(heraldtest.Context(t), "STATUS"))

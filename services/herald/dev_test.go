@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +13,6 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
-// syncBuffer is the command's output, written by it and read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // `herald dev`, as the README's first command runs it, runs every service
 // — the history service on its SQLite index included — and is ready.
 func TestDevRunsEveryService(t *testing.T) {
@@ -40,7 +20,7 @@ func TestDevRunsEveryService(t *testing.T) {
 	t.Setenv("NATS_URL", "")
 	t.Setenv("HISTORY_URL", "")
 	t.Setenv("REDIS_URL", heraldtest.RedisURL(t))
-	var out syncBuffer
+	var out heraldtest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := rootCommand()
 	cmd.SetArgs([]string{"dev", "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",

@@ -3,13 +3,10 @@ package router_test
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/router"
-	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/notification"
@@ -86,25 +83,4 @@ func TestAnEventWithoutNotificationsRecordsNone(t *testing.T) {
 
 	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "DOCS"))
 	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "STATUS"))
-}
-
-// When the record cannot be stored, the event fails as when its
-// deliveries cannot: it is tried again and, on its last try,
-// dead-lettered with the reason.
-func TestAnEventWhoseRecordIsNotStoredIsNotAcknowledged(t *testing.T) {
-	t.Parallel()
-	n := heraldtest.StartNATSWithStreams(t)
-	ctx := heraldtest.Context(t)
-	require.NoError(t, n.JS.DeleteStream(ctx, "STATUS"))
-	start(t, n, router.Config{}, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 2 })
-	publishEvent(t, n, orderEvent(t, "evt-2026-11-30-0001", nil))
-
-	require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "DLQ")) == 1 }, 30*time.Second, 20*time.Millisecond)
-	entry := heraldtest.StreamMessages(t, n.JS, "DLQ")[0]
-	require.Equal(t, "2", entry.Header.Get(deadletter.HeaderDeliveries))
-	reason := entry.Header.Get(deadletter.HeaderReason)
-	require.Contains(t, reason, "routing failed after 2 tries: recording the accepted notifications")
-	require.Contains(t, reason, "no response from stream")
-	settled(t, n, 1)
-	require.Len(t, heraldtest.StreamMessages(t, n.JS, "DOCS"), 1, "the render request was stored once")
 }

@@ -222,21 +222,29 @@ func TestEventsThatCanNeverBeRoutedAreDeadLetteredAtOnce(t *testing.T) {
 	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "DOCS"))
 }
 
-// When routing fails on the event's last allowed delivery, the router
+// When routing fails on the event's last allowed delivery — its render
+// request, or the record of what it created, not stored — the router
 // dead-letters it with the failure itself, not the DLQ service's guess.
 func TestTheLastTryDeadLettersWithTheRealError(t *testing.T) {
 	t.Parallel()
-	n := heraldtest.StartNATSWithStreams(t)
-	ctx := heraldtest.Context(t)
-	require.NoError(t, n.JS.DeleteStream(ctx, "DOCS"))
-	start(t, n, router.Config{}, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 2 })
-	publishEvent(t, n, orderEvent(t, "evt-2026-11-30-0001", nil))
+	for stream, want := range map[string]string{
+		"DOCS":   "routing failed after 2 tries: requesting acme/PO-2026-0042/purchase_order-r1.pdf",
+		"STATUS": "routing failed after 2 tries: recording the accepted notifications",
+	} {
+		t.Run(stream, func(t *testing.T) {
+			t.Parallel()
+			n := heraldtest.StartNATSWithStreams(t)
+			require.NoError(t, n.JS.DeleteStream(heraldtest.Context(t), stream))
+			start(t, n, router.Config{}, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 2 })
+			publishEvent(t, n, orderEvent(t, "evt-2026-11-30-0001", nil))
 
-	require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "DLQ")) == 1 }, 30*time.Second, 20*time.Millisecond)
-	entry := heraldtest.StreamMessages(t, n.JS, "DLQ")[0]
-	require.Equal(t, "2", entry.Header.Get(deadletter.HeaderDeliveries))
-	reason := entry.Header.Get(deadletter.HeaderReason)
-	require.Contains(t, reason, "routing failed after 2 tries: requesting acme/PO-2026-0042/purchase_order-r1.pdf")
-	require.Contains(t, reason, "no response from stream")
-	settled(t, n, 1)
+			require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "DLQ")) == 1 }, 30*time.Second, 20*time.Millisecond)
+			entry := heraldtest.StreamMessages(t, n.JS, "DLQ")[0]
+			require.Equal(t, "2", entry.Header.Get(deadletter.HeaderDeliveries))
+			reason := entry.Header.Get(deadletter.HeaderReason)
+			require.Contains(t, reason, want)
+			require.Contains(t, reason, "no response from stream")
+			settled(t, n, 1)
+		})
+	}
 }
