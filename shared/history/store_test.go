@@ -476,3 +476,45 @@ func TestOpenErrorsNeverQuoteThePassword(t *testing.T) {
 		heraldtest.RequireNoSecret(t, err.Error(), "Open's error", secret)
 	}
 }
+
+// The two feeds race: the index must end the same whichever it reads
+// first, in whatever batches — as it does when it is rebuilt. The row has
+// the ledger's state, what either knew, and the earlier creation time.
+func TestTheFeedsCommuteInAnyOrderAndBatching(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := heraldtest.Context(t)
+		accepted := pending("acme", "ntf_1", base.Add(2*time.Second))
+		claimed := history.Row{Tenant: "acme", ID: "ntf_1", Order: "PO-1", Channel: "email", State: history.Sending,
+			CreatedAt: base.Add(time.Second), UpdatedAt: base.Add(time.Second), Revision: 3}
+		delivered := claimed
+		delivered.State, delivered.Provider, delivered.Tries, delivered.Revision = history.Delivered, "ses", 1, 4
+		delivered.CreatedAt, delivered.UpdatedAt = base.Add(3*time.Second), base.Add(3*time.Second)
+
+		var want history.Row
+		for i, feed := range [][]func(*history.Store) error{
+			{func(s *history.Store) error { return s.Accept(ctx, []history.Row{accepted}) },
+				func(s *history.Store) error { return s.Apply(ctx, []history.Row{claimed, delivered}) }},
+			{func(s *history.Store) error { return s.Apply(ctx, []history.Row{delivered, claimed}) },
+				func(s *history.Store) error { return s.Accept(ctx, []history.Row{accepted}) }},
+			{func(s *history.Store) error { return s.Apply(ctx, []history.Row{claimed}) },
+				func(s *history.Store) error { return s.Accept(ctx, []history.Row{accepted}) },
+				func(s *history.Store) error { return s.Apply(ctx, []history.Row{delivered}) }},
+		} {
+			s := b.open(t)
+			for _, write := range feed {
+				require.NoError(t, write(s))
+			}
+			got, err := s.Get(ctx, "acme", "ntf_1")
+			require.NoError(t, err)
+			if i == 0 {
+				want = got
+				require.Equal(t, history.Delivered, got.State)
+				require.Equal(t, base.Add(time.Second), got.CreatedAt, "the earlier of the two")
+				require.Equal(t, "purchase_order", got.Document, "what only the record knew")
+				continue
+			}
+			require.Equal(t, want, got, "order %d", i)
+		}
+	})
+}

@@ -23,20 +23,46 @@ const columnCount = 15
 const chunk = 500
 
 // Accept records notifications just created, before any worker claims
-// them: each is stored as pending at revision 0, unless a row for it
-// exists — the ledger's word, or the same record seen before, is never
-// overwritten. One transaction.
+// them: each is stored as pending at revision 0. Where a row exists — the
+// ledger's word, or the same record seen before — its state is never
+// touched; the record only fills in what the row lacks and moves its
+// creation back if the record is older. So the index ends the same
+// whichever feed it reads first, as when it is rebuilt. One transaction.
 func (s *Store) Accept(ctx context.Context, rows []Row) error {
-	pending := make([]Row, len(rows))
-	for i, r := range rows {
+	first := make(map[[2]string]Row, len(rows))
+	for _, r := range rows {
 		r.State, r.Revision = Pending, 0
 		if err := validate(r); err != nil {
 			return err
 		}
-		pending[i] = r
+		k := [2]string{r.Tenant, r.ID}
+		if old, ok := first[k]; !ok || created(r).Before(created(old)) {
+			first[k] = r
+		}
 	}
-	return s.insert(ctx, pending, `ON CONFLICT (tenant, id) DO NOTHING`)
+	return s.insert(ctx, sorted(first), acceptConflict)
 }
+
+// created is when a row says its notification was created.
+func created(r Row) time.Time {
+	if r.CreatedAt.IsZero() {
+		return r.UpdatedAt
+	}
+	return r.CreatedAt
+}
+
+// fill is the SET of a column a row keeps once it knows it.
+func fill(column string) string {
+	return fmt.Sprintf("%[1]s = CASE WHEN notifications.%[1]s = '' THEN excluded.%[1]s ELSE notifications.%[1]s END", column)
+}
+
+// earliest keeps the earlier of two creation times: each feed saw the
+// notification at a slightly different moment.
+const earliest = `created_at = CASE WHEN excluded.created_at < notifications.created_at THEN excluded.created_at ELSE notifications.created_at END`
+
+var acceptConflict = `ON CONFLICT (tenant, id) DO UPDATE SET ` + strings.Join([]string{
+	fill("order_id"), fill("document"), fill("channel"), fill("recipient"), fill("recipient_key"), earliest,
+}, ", ")
 
 // keep is the SET of a column the ledger may leave empty where a pending
 // row knew it.
@@ -44,10 +70,10 @@ func keep(column string) string {
 	return fmt.Sprintf("%[1]s = CASE WHEN excluded.%[1]s = '' THEN notifications.%[1]s ELSE excluded.%[1]s END", column)
 }
 
-// applyConflict replaces a row with a newer revision of it, keeping when
-// it was created and what the change leaves empty.
+// applyConflict replaces a row with a newer revision of it, keeping the
+// earliest creation time and what the change leaves empty.
 var applyConflict = `ON CONFLICT (tenant, id) DO UPDATE SET ` + strings.Join([]string{
-	keep("order_id"), keep("document"), keep("channel"), keep("recipient"), keep("recipient_key"),
+	keep("order_id"), keep("document"), keep("channel"), keep("recipient"), keep("recipient_key"), earliest,
 	"state = excluded.state", "reason = excluded.reason", "provider = excluded.provider",
 	"provider_message_id = excluded.provider_message_id", "tries = excluded.tries",
 	"updated_at = excluded.updated_at", "revision = excluded.revision",
@@ -55,7 +81,7 @@ var applyConflict = `ON CONFLICT (tenant, id) DO UPDATE SET ` + strings.Join([]s
 
 // Apply records the ledger's changes, in one transaction: a row is
 // replaced only by a higher revision of it, so a replayed or reordered
-// change never moves it back. The row keeps when it was created and, when
+// change never moves it back. The row keeps its earliest creation time and, when
 // the change leaves them empty, its order, document, channel and
 // recipient (a pending row knew them). A new row is created at CreatedAt,
 // or UpdatedAt when that is zero. Of several changes to one notification
@@ -70,20 +96,29 @@ func (s *Store) Apply(ctx context.Context, rows []Row) error {
 			return fmt.Errorf("history: notification %s/%s: ledger revision %d out of range", r.Tenant, r.ID, r.Revision)
 		}
 		k := [2]string{r.Tenant, r.ID}
-		if old, ok := latest[k]; !ok || old.Revision < r.Revision {
-			latest[k] = r
+		if old, ok := latest[k]; ok {
+			if old.Revision > r.Revision {
+				old, r = r, old
+			}
+			if created(old).Before(created(r)) {
+				r.CreatedAt = created(old)
+			}
 		}
+		latest[k] = r
 	}
-	// The same order in every transaction: two Applies over the same rows
-	// wait for each other instead of deadlocking.
-	changes := slices.SortedFunc(func(yield func(Row) bool) {
-		for _, r := range latest {
+	return s.insert(ctx, sorted(latest), applyConflict)
+}
+
+// sorted lists rows in the same order in every transaction, so that two
+// writes over the same rows wait for each other instead of deadlocking.
+func sorted(rows map[[2]string]Row) []Row {
+	return slices.SortedFunc(func(yield func(Row) bool) {
+		for _, r := range rows {
 			if !yield(r) {
 				return
 			}
 		}
 	}, func(a, b Row) int { return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.ID, b.ID)) })
-	return s.insert(ctx, changes, applyConflict)
 }
 
 // validate refuses a row the listing could not answer for.
