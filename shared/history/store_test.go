@@ -92,6 +92,9 @@ func (b backend) open(tb testing.TB) *history.Store {
 // eachBackend runs test against every backend, in parallel.
 func eachBackend(t *testing.T, test func(t *testing.T, b backend)) {
 	t.Helper()
+	if os.Getenv("CI") != "" && os.Getenv("POSTGRES_URL") == "" {
+		t.Fatal("CI runs every store test on PostgreSQL too: .ci/run exports POSTGRES_URL")
+	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
