@@ -76,7 +76,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, js: js, mux: http.NewServeMux(), metrics: m}
 	s.api = humago.New(s.mux, humaConfig())
-	s.api.UseMiddleware(s.measure, s.capBody, s.authenticate)
+	s.api.UseMiddleware(s.trace, s.measure, s.capBody, s.authenticate)
 	for _, register := range routes {
 		register(s)
 	}

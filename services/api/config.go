@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -42,6 +43,10 @@ type Config struct {
 	// found, pending. Nil: GET /v1/notifications answers 503, and a
 	// notification is known once the ledger has it. Defaults to nil.
 	History History `yaml:"-"`
+	// TracerProvider, when set, traces every request as a server span
+	// whose context travels on with what the request publishes; nil
+	// traces nothing.
+	TracerProvider trace.TracerProvider `yaml:"-"`
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`
 	// MeterProvider defaults to a no-op provider.

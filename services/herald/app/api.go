@@ -17,7 +17,8 @@ func (a *App) configureAPI() error {
 	}
 	a.apiC = api.Config{MaxBodyBytes: a.cfg.API.MaxBodyBytes, IdempotencyTTL: a.cfg.API.IdempotencyTTL,
 		Plans: a.cfg.Plans, Keyring: a.keyring,
-		Logger: a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants}.WithDefaults()
+		Logger: a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants,
+		TracerProvider: a.tracer}.WithDefaults()
 	if a.cfg.History.URL != "" {
 		if err := checkHistoryURL(a.cfg.History.URL); err != nil {
 			return err
