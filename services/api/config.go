@@ -29,6 +29,11 @@ type Config struct {
 	// "idempotency", which keeps the records. Defaults to 24 hours.
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
 
+	// AttachMaxBytes is the largest stored document a notification may
+	// attach (documents.attach_max_bytes, as the delivery workers read
+	// it); a larger one is refused with 422. Defaults to 5 MiB.
+	AttachMaxBytes int64 `yaml:"-"`
+
 	// Authenticator turns an API key into a Principal. Required (New
 	// checks it; Validate checks what the YAML file sets).
 	Authenticator Authenticator `yaml:"-"`
@@ -61,6 +66,7 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, 24*time.Hour)
+	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, 5<<20)
 	c.Plans = c.Plans.WithDefaults()
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {

@@ -217,6 +217,11 @@ func (s *Service) attachments(ctx context.Context, store *documents.Store, job J
 			return nil, unavailable("the document store is unavailable")
 		case !ok:
 			missing = append(missing, noDocument(i, object))
+		case ref.Size > s.cfg.AttachMaxBytes:
+			// There is no text to put a link in: refused now, rather
+			// than accepted and failed by the worker.
+			missing = append(missing, &huma.ErrorDetail{Location: fmt.Sprintf("body.attachments[%d]", i), Value: object,
+				Message: fmt.Sprintf("is %d bytes, more than documents.attach_max_bytes (%d)", ref.Size, s.cfg.AttachMaxBytes)})
 		}
 		refs[i] = ref
 	}

@@ -187,8 +187,9 @@ func must(b []byte, err error) []byte {
 // is refused (403); an admin key names the tenant.
 func TestAJobThatCannotBeSentIsRefused(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{})
-	storeDocument(t, b, "acme/terms/2026.pdf")
+	b := setup(t, api.Config{AttachMaxBytes: 30})
+	storeDocument(t, b, "acme/terms/2026.pdf")          // 28 bytes
+	storeDocument(t, b, "acme/catalogue-2026-full.pdf") // 37 bytes
 	storeDocument(t, b, "globex/payroll.pdf")
 
 	for _, tt := range []struct {
@@ -200,6 +201,7 @@ func TestAJobThatCannotBeSentIsRefused(t *testing.T) {
 		{"fallback alone", acmeSend, `"provider": "sendgrid-acme",`, ``, 422, "a fallback needs a provider to fall back from"},
 		{"fallback is the provider", acmeSend, `"fallback": "ses"`, `"fallback": "sendgrid-acme"`, 422, "the fallback is the provider itself"},
 		{"another tenant's attachment", acmeSend, `"acme/terms/2026.pdf"`, `"globex/payroll.pdf"`, 422, "no stored document of the tenant has this name"},
+		{"too large to attach", acmeSend, `"acme/terms/2026.pdf"`, `"acme/catalogue-2026-full.pdf"`, 422, "is 37 bytes, more than documents.attach_max_bytes (30)"},
 		{"no such attachment", acmeSend, `"acme/terms/2026.pdf"`, `"acme/terms/2025.pdf"`, 422, "no stored document of the tenant has this name"},
 		{"unknown member", acmeSend, `"locale": "ru",`, `"locale": "ru", "cc": "boss@zarya.example",`, 422, "unexpected property"},
 		{"no text", acmeSend, `"text": "Please find our terms attached.\n",`, ``, 422, "expected required property text to be present"},

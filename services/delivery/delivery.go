@@ -388,7 +388,7 @@ func (w worker) attachments(ctx context.Context, d notification.Delivery) (email
 	var c email.Content
 	for _, ref := range d.Attachments {
 		if ref.Size > w.cfg.AttachMaxBytes {
-			return email.Content{}, email.Permanentf("attachment %s is %d bytes, more than email.attach_max_bytes (%d)",
+			return email.Content{}, email.Permanentf("attachment %s is %d bytes, more than documents.attach_max_bytes (%d)",
 				ref.Object, ref.Size, w.cfg.AttachMaxBytes)
 		}
 		pdf, err := w.read(ctx, ref)
