@@ -127,8 +127,13 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 }
 
 // Start consumes both feeds and starts the retention sweep.
-func (s *Service) Start(ctx context.Context) error {
+func (s *Service) Start(ctx context.Context) (err error) {
 	s.written.Go(s.write)
+	defer func() {
+		if err != nil { // stop what did start: nobody else will
+			_ = s.Stop(ctx)
+		}
+	}()
 	for _, stream := range []string{LedgerStream, StatusStream} {
 		cons, err := consumer.Lookup(ctx, s.js, stream, Durable)
 		if err != nil {

@@ -196,3 +196,14 @@ func TestChangesWaitForTheIndex(t *testing.T) {
 	require.Equal(t, "PO-9", r.Order)
 	require.Equal(t, "olga@zarya.example", r.Recipient)
 }
+
+// A service that cannot start (a consumer missing: streams not applied)
+// says which, and leaves nothing running (TestMain checks for leaks).
+func TestAFailedStartLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.nats.JS.DeleteConsumer(heraldtest.Context(t), svchistory.StatusStream, svchistory.Durable))
+	svc, err := svchistory.New(b.nats.JS, svchistory.Config{Store: openStore(t)})
+	require.NoError(t, err)
+	require.ErrorContains(t, svc.Start(heraldtest.Context(t)), "STATUS > history")
+}
