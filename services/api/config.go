@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -66,7 +67,7 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, 24*time.Hour)
-	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, 5<<20)
+	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, documents.DefaultAttachMaxBytes)
 	c.Plans = c.Plans.WithDefaults()
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {

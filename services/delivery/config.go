@@ -113,7 +113,7 @@ type Config struct {
 // (LockTTL is filled in at Start, once AckWait is known).
 func (c Config) WithDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
-	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, 5<<20)
+	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, documents.DefaultAttachMaxBytes)
 	c.ProviderTimeout = cmp.Or(c.ProviderTimeout, 10*time.Second)
 	c.MaxTries = cmp.Or(c.MaxTries, 10)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)

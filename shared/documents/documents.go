@@ -24,6 +24,11 @@ import (
 // Bucket is the object store declared in streams/OBJ_documents.
 const Bucket = "documents"
 
+// DefaultAttachMaxBytes is documents.attach_max_bytes unless configured:
+// the largest document an email carries attached (a larger one goes as a
+// signed link, or is refused where there is no text to put a link in).
+const DefaultAttachMaxBytes = 5 << 20
+
 // Request asks for one document to be rendered and stored, and carries the
 // deliveries that wait for it: the renderer releases them to NOTIFY once
 // the document exists, so nothing that carries a document leaves before it.
