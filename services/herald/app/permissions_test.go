@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -257,28 +258,29 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 
 	// Another order through the HTTP API.
 	viaAPI := strings.NewReplacer("evt-2026-11-30-0001", "evt-api-1", "PO-2026-0042", "PO-2026-0043").Replace(string(order))
-	post := func() int {
-		req, err := http.NewRequest(http.MethodPost, "http://"+apps["api"].APIAddr()+"/v1/events", strings.NewReader(viaAPI))
+	// call sends a request to the API with key, and returns its status
+	// and body.
+	call := func(key, method, path, body string) (int, []byte) {
+		req, err := http.NewRequest(method, "http://"+apps["api"].APIAddr()+path, strings.NewReader(body))
 		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+apiKey)
+		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		require.NoError(t, err)
-		_ = resp.Body.Close()
-		return resp.StatusCode
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, answer
 	}
 	// 401 until the API's watch has brought it the key.
-	require.Eventually(t, func() bool { return post() == http.StatusAccepted }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		status, _ := call(apiKey, http.MethodPost, "/v1/events", viaAPI)
+		return status == http.StatusAccepted
+	}, 30*time.Second, 50*time.Millisecond)
 	// And a notification its caller wrote.
-	req, err := http.NewRequest(http.MethodPost, "http://"+apps["api"].APIAddr()+"/v1/notifications",
-		strings.NewReader(`{"channel":"email","recipient":{"address":"olga@zarya.example"},"subject":"Terms","text":"Our terms.\n"}`))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+apiKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	status, _ := call(apiKey, http.MethodPost, "/v1/notifications",
+		`{"channel":"email","recipient":{"address":"olga@zarya.example"},"subject":"Terms","text":"Our terms.\n"}`)
+	require.Equal(t, http.StatusAccepted, status)
 
 	mails := func() []string {
 		files, err := filepath.Glob(filepath.Join(mailDir, "*.eml"))
@@ -301,23 +303,13 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	require.Len(t, mails(), 5, "the two orders' two emails each, and the API's own")
 	require.Equal(t, 3, accepted(), "one record per order, one for the API's notification")
 	id := regexp.MustCompile(`ntf_[0-9a-f]{64}`).FindString(mails()[0])
-	req, err = http.NewRequest(http.MethodGet, "http://"+apps["api"].APIAddr()+"/v1/notifications/"+id, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+apiKey)
-	resp, err = client.Do(req)
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "the API reads a notification from the ledger")
+	status, _ = call(apiKey, http.MethodGet, "/v1/notifications/"+id, "")
+	require.Equal(t, http.StatusOK, status, "the API reads a notification from the ledger")
 	// And lists them from the index the history service keeps.
 	require.Eventually(t, func() bool {
-		req, err := http.NewRequest(http.MethodGet, "http://"+apps["api"].APIAddr()+"/v1/notifications?state=delivered", nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
+		_, answer := call(apiKey, http.MethodGet, "/v1/notifications?state=delivered", "")
 		var listed struct{ Notifications []json.RawMessage }
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&listed))
+		require.NoError(t, json.Unmarshal(answer, &listed))
 		return len(listed.Notifications) == 5
 	}, 30*time.Second, 50*time.Millisecond, "the API lists the five notifications delivered")
 	entries := heraldtest.StreamMessages(t, adminJS, "DLQ")
@@ -326,16 +318,6 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		"the large one's payload is kept in the object store")
 
 	// What an operator does over HTTP, with an admin key.
-	call := func(method, path, body string) int {
-		req, err := http.NewRequest(method, "http://"+apps["api"].APIAddr()+path, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+adminKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
 	for _, c := range []struct {
 		method, path, body string
 		want               int
@@ -353,7 +335,8 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		{http.MethodGet, fmt.Sprintf("/v1/dlq/%d", entries[1].Sequence), "", http.StatusOK},
 		{http.MethodPost, fmt.Sprintf("/v1/dlq/%d/redrive", entries[0].Sequence), "", http.StatusAccepted},
 	} {
-		require.Equal(t, c.want, call(c.method, c.path, c.body), "%s %s", c.method, c.path)
+		status, _ := call(adminKey, c.method, c.path, c.body)
+		require.Equal(t, c.want, status, "%s %s", c.method, c.path)
 	}
 
 	require.NoError(t, publisher.Publish("notify.email.normal.acme", []byte(`{}`)))
