@@ -129,32 +129,39 @@ func (s *Service) getNotification(ctx context.Context, in *notificationInput) (*
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
 	e, err := s.readNotification(cctx, st, in)
-	if errors.Is(err, errNotClaimed) && s.cfg.History != nil {
-		// Not claimed yet: pending, if the index knows it was created.
-		row, herr := s.cfg.History.Get(cctx, e.Tenant, in.ID)
-		if herr == nil && row.State == history.Pending {
-			return &notificationOutput{Body: pendingOf(row)}, nil
-		}
-		if herr != nil && !errors.Is(herr, history.ErrNotFound) {
-			s.cfg.Logger.WarnContext(ctx, "notification index unavailable", "error", herr)
-		}
-	}
-	if errors.Is(err, errNotClaimed) {
-		return nil, huma.Error404NotFound("no notification " + in.ID)
-	}
-	if err != nil {
+	claimed := err == nil
+	if !claimed && !errors.Is(err, errNotClaimed) {
 		return nil, err
 	}
+	row, indexed := s.indexed(cctx, e.Tenant, in.ID)
+	switch {
+	case !claimed && indexed && row.State == history.Pending:
+		return &notificationOutput{Body: pendingOf(row)}, nil
+	case !claimed:
+		return nil, huma.Error404NotFound("no notification " + in.ID)
+	}
 	n := notificationOf(e)
-	if s.cfg.History != nil {
+	if indexed {
 		// The index knows when it was created (and, for an entry written
 		// before the ledger kept them, its order and recipient).
-		if row, err := s.cfg.History.Get(cctx, e.Tenant, e.NotificationID); err == nil {
-			n.CreatedAt = row.CreatedAt
-			n.Order, n.Document, n.Recipient = cmp.Or(n.Order, row.Order), cmp.Or(n.Document, row.Document), cmp.Or(n.Recipient, row.Recipient)
-		}
+		n.CreatedAt = row.CreatedAt
+		n.Order, n.Document, n.Recipient = cmp.Or(n.Order, row.Order), cmp.Or(n.Document, row.Document), cmp.Or(n.Recipient, row.Recipient)
 	}
 	return &notificationOutput{Body: n}, nil
+}
+
+// indexed is the notification's row in the index, if there is an index
+// and it has one; an index that cannot answer is logged, and read as not
+// knowing.
+func (s *Service) indexed(ctx context.Context, tenant, id string) (history.Row, bool) {
+	if s.cfg.History == nil {
+		return history.Row{}, false
+	}
+	row, err := s.cfg.History.Get(ctx, tenant, id)
+	if err != nil && !errors.Is(err, history.ErrNotFound) {
+		s.cfg.Logger.WarnContext(ctx, "notification index unavailable", "error", err)
+	}
+	return row, err == nil
 }
 
 // errNotClaimed: the ledger has no such notification of the tenant (the
