@@ -199,17 +199,17 @@ func (s *Service) flush(ctx context.Context, batch []jetstream.Msg) {
 	var accepted, applied []history.Row
 	keep := batch[:0:0]
 	for _, msg := range batch {
-		rows, err := rowsOf(msg)
+		feed, read := &accepted, acceptedRows
+		if strings.HasPrefix(msg.Subject(), "$KV.") {
+			feed, read = &applied, ledgerRows
+		}
+		rows, err := read(msg)
 		if err != nil {
 			s.cfg.Logger.WarnContext(ctx, "not indexable; dropping it", "subject", msg.Subject(), "error", err)
 			_ = msg.TermWithReason(err.Error())
 			continue
 		}
-		if strings.HasPrefix(msg.Subject(), "$KV.") {
-			applied = append(applied, rows...)
-		} else {
-			accepted = append(accepted, rows...)
-		}
+		*feed = append(*feed, rows...)
 		keep = append(keep, msg)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -234,11 +234,8 @@ func (s *Service) flush(ctx context.Context, batch []jetstream.Msg) {
 	}
 }
 
-// rowsOf reads one message of either feed.
-func rowsOf(msg jetstream.Msg) ([]history.Row, error) {
-	if strings.HasPrefix(msg.Subject(), "$KV.") {
-		return ledgerRows(msg)
-	}
+// acceptedRows reads a record of notifications created: each pending.
+func acceptedRows(msg jetstream.Msg) ([]history.Row, error) {
 	var a notification.Accepted
 	if err := json.Unmarshal(msg.Data(), &a); err != nil {
 		return nil, fmt.Errorf("unreadable accepted record: %w", err)
