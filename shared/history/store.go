@@ -83,17 +83,37 @@ func Open(ctx context.Context, url string) (*Store, error) {
 }
 
 func open(url string) (*Store, error) {
-	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+	switch kindOf(url) {
+	case "postgres":
 		return openPostgres(url)
-	case strings.HasPrefix(url, "sqlite:"):
+	case "sqlite":
 		return openSQLite(strings.TrimPrefix(url, "sqlite:"))
 	}
+	return nil, CheckURL(url)
+}
+
+// kindOf is the database a URL names, "" when none Open takes.
+func kindOf(url string) string {
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return "postgres"
+	case strings.HasPrefix(url, "sqlite:"):
+		return "sqlite"
+	}
+	return ""
+}
+
+// CheckURL reports whether url has a form Open takes, without connecting:
+// for a configuration to be refused before anything starts.
+func CheckURL(url string) error {
+	if kindOf(url) != "" {
+		return nil
+	}
 	if scheme, _, ok := strings.Cut(url, "://"); ok && isScheme(scheme) {
-		return nil, fmt.Errorf("history: database URL scheme %q is not one of %s", scheme, accepted)
+		return fmt.Errorf("history: database URL scheme %q is not one of %s", scheme, accepted)
 	}
 	// Not quoted: what is not a URL may be anything, a password too.
-	return nil, fmt.Errorf("history: database URL is not one of %s", accepted)
+	return fmt.Errorf("history: database URL is not one of %s", accepted)
 }
 
 // isScheme is whether s looks like a URL scheme (RFC 3986).

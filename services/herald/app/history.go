@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	svchistory "github.com/heraldhq/herald/services/history"
 	"github.com/heraldhq/herald/shared/history"
@@ -21,12 +20,10 @@ func (a *App) configureHistory() error {
 }
 
 func checkHistoryURL(url string) error {
-	for _, scheme := range []string{"postgres://", "postgresql://", "sqlite:"} {
-		if strings.HasPrefix(url, scheme) {
-			return nil
-		}
+	if err := history.CheckURL(url); err != nil {
+		return fmt.Errorf("history.url: %q: %w", redact.URL(url), err)
 	}
-	return fmt.Errorf("history.url: %q is neither postgres://… nor sqlite:PATH", redact.URL(url))
+	return nil
 }
 
 // buildHistory opens the index and keeps it filled from the ledger.
