@@ -34,6 +34,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -226,7 +227,7 @@ type service interface {
 
 // startServices runs the pipeline in this process; the returned func
 // drains it.
-func (e *env) startServices(ctx context.Context, cfg Config, fake *provider) (func(), error) {
+func (e *env) startServices(ctx context.Context, cfg Config, fake *fakeProvider) (func(), error) {
 	route := router.Route{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{event.ChannelEmail}}
 	if cfg.Documents {
 		route.Document = "purchase_order"
@@ -271,9 +272,9 @@ func (e *env) startServices(ctx context.Context, cfg Config, fake *provider) (fu
 	return stop, nil
 }
 
-// provider is the fake email provider: it accepts after a latency, fails a
+// fakeProvider is the fake email provider: it accepts after a latency, fails a
 // share of calls, and keeps when each notification was first accepted.
-type provider struct {
+type fakeProvider struct {
 	latency   time.Duration
 	faultRate float64
 	w         *workload
@@ -285,22 +286,22 @@ type provider struct {
 	seq       atomic.Int64
 }
 
-func newProvider(cfg Config, w *workload) *provider {
-	return &provider{latency: cfg.ProviderLatency, faultRate: cfg.FaultRate, w: w,
+func newProvider(cfg Config, w *workload) *fakeProvider {
+	return &fakeProvider{latency: cfg.ProviderLatency, faultRate: cfg.FaultRate, w: w,
 		accepted: map[string]int{}, hist: hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)}
 }
 
-func (p *provider) Send(ctx context.Context, m email.Message) (email.Receipt, error) {
+func (p *fakeProvider) Send(ctx context.Context, m email.Message) (provider.Receipt, error) {
 	if p.latency > 0 {
 		select {
 		case <-time.After(p.latency):
 		case <-ctx.Done():
-			return email.Receipt{}, ctx.Err()
+			return provider.Receipt{}, ctx.Err()
 		}
 	}
 	if p.faultRate > 0 && rand.Float64() < p.faultRate {
 		p.faults.Add(1)
-		return email.Receipt{}, &email.TransientError{Err: errors.New("bench: injected fault")}
+		return provider.Receipt{}, &provider.TransientError{Err: errors.New("bench: injected fault")}
 	}
 	now := time.Now()
 	p.mu.Lock()
@@ -312,10 +313,10 @@ func (p *provider) Send(ctx context.Context, m email.Message) (email.Receipt, er
 	}
 	p.last = now
 	p.mu.Unlock()
-	return email.Receipt{Provider: "bench", MessageID: fmt.Sprintf("bench-%d", p.seq.Add(1))}, nil
+	return provider.Receipt{MessageID: fmt.Sprintf("bench-%d", p.seq.Add(1))}, nil
 }
 
-func (p *provider) counts() (delivered, duplicates int) {
+func (p *fakeProvider) counts() (delivered, duplicates int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, n := range p.accepted {
@@ -325,7 +326,7 @@ func (p *provider) counts() (delivered, duplicates int) {
 	return delivered, duplicates
 }
 
-func (p *provider) lastAccept() time.Time {
+func (p *fakeProvider) lastAccept() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last

@@ -143,7 +143,7 @@ func (w *workload) publish(ctx context.Context, js jetstream.JetStream, rate flo
 
 // wait watches the provider until every notification arrived, or nothing
 // more arrives for timeout, then reports.
-func (w *workload) wait(ctx context.Context, p *provider, timeout time.Duration, progress func(Progress)) (Report, error) {
+func (w *workload) wait(ctx context.Context, p *fakeProvider, timeout time.Duration, progress func(Progress)) (Report, error) {
 	expected := w.orders * w.recipients
 	r := Report{Orders: w.orders, Recipients: w.recipients, Expected: expected}
 	last, lastChange := -1, time.Now()

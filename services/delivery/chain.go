@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heraldhq/herald/services/delivery/email"
-	"github.com/heraldhq/herald/shared/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/provider"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // chain is one try: a pass over the providers in order, stopping at the
@@ -23,7 +25,7 @@ type chain struct {
 // pass is the result of one try.
 type pass struct {
 	// Receipt is set when a provider accepted.
-	Receipt  email.Receipt
+	Receipt  provider.Receipt
 	Accepted bool
 	// Failures joins the error of every provider that failed in this pass,
 	// in order — also when a later one accepted, because an ambiguous
@@ -40,14 +42,14 @@ func (c chain) send(ctx context.Context, msg email.Message) pass {
 			return pass{Receipt: r, Accepted: true, Failures: errors.Join(errs...)}
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
-		if email.IsPermanent(err) || ctx.Err() != nil {
+		if provider.IsPermanent(err) || ctx.Err() != nil {
 			break
 		}
 	}
 	return pass{Failures: errors.Join(errs...)}
 }
 
-func (c chain) call(ctx context.Context, p Provider, msg email.Message) (r email.Receipt, err error) {
+func (c chain) call(ctx context.Context, p Provider, msg email.Message) (r provider.Receipt, err error) {
 	ctx, span := telemetry.Tracer(ctx).Start(ctx, "send "+p.Name, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("herald.provider", p.Name), attribute.String("herald.notification_id", msg.ID),
 			attribute.Int("herald.attachments", len(msg.Attachments))))
@@ -55,9 +57,9 @@ func (c chain) call(ctx context.Context, p Provider, msg email.Message) (r email
 		switch {
 		case err == nil:
 			span.SetAttributes(attribute.String("herald.provider_message_id", r.MessageID))
-		case email.IsPermanent(err):
+		case provider.IsPermanent(err):
 			span.SetAttributes(attribute.String("error.type", "permanent"))
-		case email.IsAmbiguous(err):
+		case provider.IsAmbiguous(err):
 			span.SetAttributes(attribute.String("error.type", "ambiguous"))
 		default:
 			span.SetAttributes(attribute.String("error.type", "transient"))
@@ -74,7 +76,7 @@ func (c chain) call(ctx context.Context, p Provider, msg email.Message) (r email
 	case err != nil:
 		return r, err
 	case r.MessageID == "":
-		return r, &email.TransientError{Err: errors.New("accepted without a message id")}
+		return r, &provider.TransientError{Err: errors.New("accepted without a message id")}
 	}
 	r.Provider = p.Name
 	return r, nil

@@ -9,25 +9,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // scripted answers each Send with the next of its results.
 type scripted struct {
-	receipt email.Receipt
+	receipt provider.Receipt
 	err     error
 	calls   int
 }
 
-func (s *scripted) Send(context.Context, email.Message) (email.Receipt, error) {
+func (s *scripted) Send(context.Context, email.Message) (provider.Receipt, error) {
 	s.calls++
 	return s.receipt, s.err
 }
 
 func TestChainTry(t *testing.T) {
 	t.Parallel()
-	ok := func(id string) *scripted { return &scripted{receipt: email.Receipt{MessageID: id}} }
+	ok := func(id string) *scripted { return &scripted{receipt: provider.Receipt{MessageID: id}} }
 	transient := func(msg string) *scripted { return &scripted{err: errors.New(msg)} }
-	permanent := func(msg string) *scripted { return &scripted{err: email.Permanentf("%s", msg)} }
+	permanent := func(msg string) *scripted { return &scripted{err: provider.Permanentf("%s", msg)} }
 	tests := []struct {
 		name      string
 		providers []*scripted
@@ -63,7 +64,7 @@ func TestChainTry(t *testing.T) {
 			if tt.errText != "" {
 				require.False(t, result.Accepted)
 				require.EqualError(t, result.Failures, tt.errText)
-				require.Equal(t, tt.permanent, email.IsPermanent(result.Failures))
+				require.Equal(t, tt.permanent, provider.IsPermanent(result.Failures))
 				return
 			}
 			require.True(t, result.Accepted)

@@ -52,6 +52,7 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
@@ -282,7 +283,7 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 		err = result.Failures
 	}
 	md, _ := msg.Metadata()
-	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: email.IsAmbiguous(err)}
+	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: provider.IsAmbiguous(err)}
 	if md != nil {
 		attempt.Delivery = md.NumDelivered
 	}
@@ -302,7 +303,7 @@ func (w worker) try(ctx context.Context, msg jetstream.Msg, d notification.Deliv
 	switch {
 	case result.Accepted:
 		w.delivered(ctx, msg, d, entry, result.Receipt, lease, log)
-	case email.IsPermanent(err):
+	case provider.IsPermanent(err):
 		w.failed(ctx, msg, d, entry, err, false, lease, log)
 	case entry.Tries >= w.cfg.MaxTries:
 		w.failed(ctx, msg, d, entry, fmt.Errorf("gave up after %d tries: %w", entry.Tries, err), true, lease, log)
@@ -388,7 +389,7 @@ func (w worker) attachments(ctx context.Context, d notification.Delivery) (email
 	var c email.Content
 	for _, ref := range d.Attachments {
 		if ref.Size > w.cfg.AttachMaxBytes {
-			return email.Content{}, email.Permanentf("attachment %s is %d bytes, more than documents.attach_max_bytes (%d)",
+			return email.Content{}, provider.Permanentf("attachment %s is %d bytes, more than documents.attach_max_bytes (%d)",
 				ref.Object, ref.Size, w.cfg.AttachMaxBytes)
 		}
 		pdf, err := w.read(ctx, ref)
@@ -408,7 +409,7 @@ func (w worker) attachments(ctx context.Context, d notification.Delivery) (email
 func (w worker) read(ctx context.Context, ref notification.Document) ([]byte, error) {
 	pdf, err := w.cfg.Documents.Get(ctx, ref)
 	if errors.Is(err, documents.ErrNotFound) || errors.Is(err, documents.ErrDigestMismatch) {
-		return nil, email.Permanent(err)
+		return nil, provider.Permanent(err)
 	}
 	return pdf, err
 }
@@ -434,7 +435,7 @@ func fileName(name string) string {
 	}, name)
 }
 
-func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r email.Receipt, lease *lock.Lease, log *slog.Logger) {
+func (w worker) delivered(ctx context.Context, msg jetstream.Msg, d notification.Delivery, e *ledger.Entry, r provider.Receipt, lease *lock.Lease, log *slog.Logger) {
 	e.State, e.Provider, e.ProviderMessageID, e.Reason, e.Retryable = ledger.Delivered, r.Provider, r.MessageID, "", false
 	e.Delivery = nil
 	w.metrics.outcome(ctx, d, r.Provider, "delivered")
@@ -478,7 +479,7 @@ func (w worker) retry(ctx context.Context, msg jetstream.Msg, d notification.Del
 	w.metrics.outcome(ctx, d, "", "retry")
 	// The back-off's jitter may halve a delay: starting from twice the
 	// providers' Retry-After keeps the wait at least as long as they asked.
-	after := email.RetryAfter(cause)
+	after := provider.RetryAfter(cause)
 	delay := consumer.NakWithBackoff(msg, max(w.cfg.RetryDelay, 2*after), max(5*time.Minute, 2*after))
 	log.WarnContext(ctx, "every provider failed; will retry", "tries", e.Tries, "retry_in", delay, "error", cause)
 }

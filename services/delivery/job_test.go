@@ -21,14 +21,15 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // unreachable is a provider that is always down.
 type unreachable struct{ calls atomic.Int32 }
 
-func (u *unreachable) Send(context.Context, email.Message) (email.Receipt, error) {
+func (u *unreachable) Send(context.Context, email.Message) (provider.Receipt, error) {
 	u.calls.Add(1)
-	return email.Receipt{}, errors.New("connection refused")
+	return provider.Receipt{}, errors.New("connection refused")
 }
 
 // A job — a notification its caller wrote, without an event — arrives as

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 )
@@ -34,7 +35,7 @@ func (r Route) Pinned(names []string) (Route, error) {
 	for _, name := range names {
 		i := slices.IndexFunc(r.Providers, func(p Provider) bool { return p.Name == name })
 		if i < 0 {
-			return Route{}, email.Permanentf("the notification pins provider %q, which is not in the tenant's chain (or the platform's, when the tenant names none)", name)
+			return Route{}, provider.Permanentf("the notification pins provider %q, which is not in the tenant's chain (or the platform's, when the tenant names none)", name)
 		}
 		pinned.Providers = append(pinned.Providers, r.Providers[i])
 	}
@@ -115,18 +116,18 @@ func (r *TenantRoutes) provider(ctx context.Context, tenantID, name string) (Pro
 		return Provider{Name: name, Provider: b.provider}, nil
 	}
 	if r.Accounts == nil {
-		return Provider{}, email.Permanent(fmt.Errorf("tenant %q names provider %q, and no vault is configured", tenantID, name))
+		return Provider{}, provider.Permanent(fmt.Errorf("tenant %q names provider %q, and no vault is configured", tenantID, name))
 	}
 	c, err := r.Accounts.Get(ctx, tenantID, name)
 	if errors.Is(err, vault.ErrNotFound) {
-		return Provider{}, email.Permanent(fmt.Errorf("tenant %q names provider %q, which is neither the platform's nor one of its accounts (herald providers list --tenant %s)", tenantID, name, tenantID))
+		return Provider{}, provider.Permanent(fmt.Errorf("tenant %q names provider %q, which is neither the platform's nor one of its accounts (herald providers list --tenant %s)", tenantID, name, tenantID))
 	}
 	if err != nil {
 		return Provider{}, fmt.Errorf("reading tenant %q's provider %q: %w", tenantID, name, err)
 	}
 	p, err := r.Build(ctx, c)
 	if err != nil {
-		return Provider{}, email.Permanent(fmt.Errorf("tenant %q's provider %q: %w", tenantID, name, err))
+		return Provider{}, provider.Permanent(fmt.Errorf("tenant %q's provider %q: %w", tenantID, name, err))
 	}
 	r.mu.Lock()
 	if r.built == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/money"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 //go:embed templates/*.tmpl
@@ -79,7 +80,7 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 	}
 	t := c.template(d.Locale, d.Template)
 	if t == nil {
-		return Message{}, Permanentf("no email template %q", d.Template)
+		return Message{}, provider.Permanentf("no email template %q", d.Template)
 	}
 	data := templateData{
 		Recipient: d.Recipient, Order: d.Order, Stock: d.Stock,
@@ -130,7 +131,7 @@ func (c *Composer) template(locale, name string) *template.Template {
 func execute(t *template.Template, name string, data templateData) (string, error) {
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
-		return "", Permanentf("rendering %s/%s: %w", t.Name(), name, err)
+		return "", provider.Permanentf("rendering %s/%s: %w", t.Name(), name, err)
 	}
 	return buf.String(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 func purchaseOrder(locale string, revision int) notification.Delivery {
@@ -84,7 +85,7 @@ func TestComposeUnknownTemplateIsPermanent(t *testing.T) {
 	d := purchaseOrder("en", 1)
 	d.Template = "quote"
 	_, err = c.Compose(d, email.Content{})
-	require.True(t, email.IsPermanent(err), "got %v", err)
+	require.True(t, provider.IsPermanent(err), "got %v", err)
 	require.False(t, c.Has("quote"))
 	for _, doc := range append(notification.DocumentTypes, "low_stock") {
 		require.True(t, c.Has(doc), doc)

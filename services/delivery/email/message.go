@@ -8,6 +8,8 @@ import (
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // Message is one email to one recipient.
@@ -56,10 +58,10 @@ func (m Message) MIME() ([]byte, error) {
 func (m Message) GoMail() (*gomail.Msg, error) {
 	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	if err := msg.From(m.From); err != nil {
-		return nil, Permanentf("from %q: %w", m.From, err)
+		return nil, provider.Permanentf("from %q: %w", m.From, err)
 	}
 	if err := msg.AddToFormat(m.ToName, m.To); err != nil {
-		return nil, Permanentf("to %q: %w", m.To, err)
+		return nil, provider.Permanentf("to %q: %w", m.To, err)
 	}
 	msg.Subject(m.Subject)
 	msg.SetMessageIDWithValue(m.MessageID())

@@ -238,8 +238,8 @@ func TestSlackRetriesUntilItIsHeard(t *testing.T) {
 
 	require.Equal(t, 3, slack.tries())
 	require.Equal(t, map[string]int64{"slack sent": 1}, tb.alertsCounted(t))
-	require.Contains(t, tb.logs.String(), "the slack webhook answered 500 Internal Server Error (internal_error)")
-	require.Contains(t, tb.logs.String(), "the slack webhook answered 429 Too Many Requests (rate_limited)")
+	require.Contains(t, tb.logs.String(), "the slack webhook: HTTP 500: Internal Server Error (internal_error)")
+	require.Contains(t, tb.logs.String(), "the slack webhook: HTTP 429: Too Many Requests (rate_limited)")
 	require.NotContains(t, tb.logs.String(), slack.url)
 	require.NotContains(t, tb.logs.String(), slackSecret)
 }
@@ -284,7 +284,7 @@ func TestAFailingSenderBlocksNobody(t *testing.T) {
 	require.Equal(t, 4, hung.tries())
 	require.Equal(t, map[string]int64{"slack failed": 2, "webhook sent": 1}, tb.alertsCounted(t))
 	logs := tb.logs.String()
-	require.Contains(t, logs, "4 tries failed, the last with: the slack webhook answered 500 Internal Server Error")
+	require.Contains(t, logs, "4 tries failed, the last with: the slack webhook: HTTP 500: Internal Server Error")
 	require.Contains(t, logs, "4 tries failed, the last with: posting to the slack webhook: context deadline exceeded")
 	for _, u := range []string{down.url, hung.url, hook.url, slackSecret, webhookSecret} {
 		require.NotContains(t, logs, u)
@@ -307,7 +307,7 @@ func TestErrorsNeverQuoteTheURL(t *testing.T) {
 		want   string
 	}{
 		"an error status": {alert.Slack{URL: down.url, Client: down.client()}, down.url,
-			"the slack webhook answered 404 Not Found"},
+			"the slack webhook: permanent: HTTP 404: Not Found"},
 		"no answer in time": {alert.Slack{URL: hung.url, Client: hung.client()}, hung.url,
 			"posting to the slack webhook: context deadline exceeded"},
 		"a refused connection": {alert.Webhook{URL: refused}, refused,

@@ -9,30 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heraldhq/herald/shared/provider"
 )
-
-// StatusError is a webhook's answer outside 2xx.
-type StatusError struct {
-	// Target names the webhook without its URL: "the slack webhook".
-	Target     string
-	StatusCode int
-	// Code is the short error code the server answered with, such as
-	// Slack's "invalid_payload" or "channel_is_archived", if it gave one.
-	Code string
-	// RetryAfter is how long the server asked to be left alone (429s).
-	RetryAfter time.Duration
-}
-
-func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("%s answered %d %s", e.Target, e.StatusCode, http.StatusText(e.StatusCode))
-	if e.Code != "" {
-		msg += " (" + e.Code + ")"
-	}
-	return msg
-}
 
 // defaultTimeout bounds a post whose context has no deadline.
 const defaultTimeout = 10 * time.Second
@@ -74,11 +55,12 @@ func post(ctx context.Context, client *http.Client, rawURL, target string, heade
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	e := &StatusError{Target: target, StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header)}
+	// Only a short code is quoted: a longer body might echo the request.
+	words := http.StatusText(resp.StatusCode)
 	if code := strings.TrimSpace(string(answer)); errorCode.MatchString(code) {
-		e.Code = code
+		words += " (" + code + ")"
 	}
-	return e
+	return fmt.Errorf("%s: %w", target, provider.HTTPError(resp.StatusCode, resp.Header, words))
 }
 
 // redact drops the URL from a client error. net/http wraps every error in
@@ -119,15 +101,6 @@ func secretParts(rawURL string) []string {
 		parts = append(parts, p)
 	}
 	return parts
-}
-
-// retryAfter reads a Retry-After given in seconds; Slack sends nothing else.
-func retryAfter(h http.Header) time.Duration {
-	s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
-	if err != nil || s < 0 {
-		return 0
-	}
-	return time.Duration(s) * time.Second
 }
 
 // defaultClient has a transport of its own: http.DefaultTransport is shared

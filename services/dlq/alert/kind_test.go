@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/dlq/alert"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // reasonOf is what the router writes as the reason of an event it
@@ -30,7 +30,7 @@ func reasonOf(payload []byte) string {
 func TestReasonKind(t *testing.T) {
 	t.Parallel()
 	_, malformedDelivery := notification.Decode([]byte(`{}`))
-	refused := fmt.Errorf("ses: %w", email.Permanentf("HTTP 400: Illegal address"))
+	refused := fmt.Errorf("ses: %w", provider.Permanentf("HTTP 400: Illegal address"))
 	tests := []struct{ reason, kind string }{
 		{reasonOf([]byte(`{"id":`)), alert.KindMalformedEvent},
 		{reasonOf([]byte(`{"specversion":"1.0"}`)), alert.KindInvalidEvent},

@@ -2,16 +2,16 @@ package alert
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // queueSize is how many summaries may wait for one slow sender before newer
@@ -115,21 +115,11 @@ func (a *Aggregator) sendWithRetries(ctx context.Context, s Sender, log *slog.Lo
 // retryable tells a passing trouble (a network error, a timeout, a busy or
 // broken server) from an answer that will not change, such as Slack's 404
 // no_service or 410 channel_is_archived.
-func retryable(err error) bool {
-	var se *StatusError
-	if errors.As(err, &se) {
-		return se.StatusCode == http.StatusTooManyRequests || se.StatusCode == http.StatusRequestTimeout || se.StatusCode >= 500
-	}
-	return true
-}
+func retryable(err error) bool { return !provider.IsPermanent(err) }
 
 // retryWait is delay, or the server's Retry-After if it asks for longer.
 func retryWait(err error, delay time.Duration) time.Duration {
-	var se *StatusError
-	if errors.As(err, &se) {
-		delay = max(delay, se.RetryAfter)
-	}
-	return min(delay, maxRetryWait)
+	return min(max(delay, provider.RetryAfter(err)), maxRetryWait)
 }
 
 // kinded is implemented by this package's senders, so metrics and logs can

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // Name is the provider's name in receipts, logs and metrics.
@@ -40,23 +41,23 @@ func (s *Sink) Dir() string { return s.dir }
 
 // Send writes msg as <time>-<notification id>-<random>.eml. The file name is
 // the receipt's message id.
-func (s *Sink) Send(ctx context.Context, msg email.Message) (email.Receipt, error) {
+func (s *Sink) Send(ctx context.Context, msg email.Message) (provider.Receipt, error) {
 	if err := ctx.Err(); err != nil {
-		return email.Receipt{}, err
+		return provider.Receipt{}, err
 	}
 	raw, err := msg.MIME()
 	if err != nil {
-		return email.Receipt{}, err
+		return provider.Receipt{}, err
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
 	name := fmt.Sprintf("%s-%s-%s.eml", time.Now().UTC().Format("20060102T150405.000000Z"), msg.ID, hex.EncodeToString(suffix[:]))
 	tmp := filepath.Join(s.dir, ".tmp", name)
 	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
-		return email.Receipt{}, fmt.Errorf("maildir: %w", err)
+		return provider.Receipt{}, fmt.Errorf("maildir: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(s.dir, name)); err != nil {
-		return email.Receipt{}, fmt.Errorf("maildir: %w", err)
+		return provider.Receipt{}, fmt.Errorf("maildir: %w", err)
 	}
-	return email.Receipt{Provider: Name, MessageID: name}, nil
+	return provider.Receipt{MessageID: name}, nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/sendgrid/sendgrid-go/helpers/mail"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // Name is the provider's name in receipts, logs and metrics.
@@ -113,15 +114,15 @@ func (p *Provider) Format(f fmt.State, _ rune) {
 
 // Send posts msg to SendGrid. The receipt's message id is SendGrid's
 // X-Message-Id, which begins the sg_message_id of its event webhooks.
-func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, error) {
+func (p *Provider) Send(ctx context.Context, msg email.Message) (provider.Receipt, error) {
 	body, err := requestBody(msg)
 	if err != nil {
-		return email.Receipt{}, err
+		return provider.Receipt{}, err
 	}
 	// Nothing has been sent yet, so an expired deadline here is a plain
 	// transient failure, not an ambiguous one.
 	if err := ctx.Err(); err != nil {
-		return email.Receipt{}, fmt.Errorf("not sent: %w", err)
+		return provider.Receipt{}, fmt.Errorf("not sent: %w", err)
 	}
 
 	req := sg.GetRequest(p.key, sendPath, p.endpoint)
@@ -134,7 +135,7 @@ func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, 
 		if err == nil {
 			err = errors.New("no response")
 		}
-		return email.Receipt{}, email.NetworkError(err)
+		return provider.Receipt{}, provider.NetworkError(err)
 	}
 	// A non-nil error alongside a response means the body could not be read
 	// in full; the status and headers still say what SendGrid decided.
@@ -142,11 +143,11 @@ func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, 
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if id := header.Get("X-Message-Id"); id != "" {
-			return email.Receipt{Provider: Name, MessageID: id}, nil
+			return provider.Receipt{MessageID: id}, nil
 		}
 		// SendGrid said it accepted the message, so it may well go out;
 		// without an id there is no receipt, and a retry may duplicate it.
-		return email.Receipt{}, &email.TransientError{
+		return provider.Receipt{}, &provider.TransientError{
 			Err:       fmt.Errorf("HTTP %d without an X-Message-Id header", resp.StatusCode),
 			Ambiguous: true,
 		}
@@ -156,27 +157,27 @@ func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, 
 	if err != nil {
 		words += " (reading the response: " + err.Error() + ")"
 	}
-	err = email.HTTPError(resp.StatusCode, header, words)
+	err = provider.HTTPError(resp.StatusCode, header, words)
 	if resp.StatusCode == http.StatusTooManyRequests {
 		// SendGrid's Mail Send API announces the end of the rate-limit
 		// window in X-RateLimit-Reset rather than Retry-After.
-		var t *email.TransientError
+		var t *provider.TransientError
 		if errors.As(err, &t) && t.RetryAfter == 0 {
 			t.RetryAfter = rateLimitReset(header, time.Now())
 		}
 	}
-	return email.Receipt{}, err
+	return provider.Receipt{}, err
 }
 
 // requestBody renders msg as a v3 mail/send request.
 func requestBody(msg email.Message) ([]byte, error) {
 	to, err := netmail.ParseAddress(msg.To)
 	if err != nil {
-		return nil, email.Permanentf("recipient %q: %w", msg.To, err)
+		return nil, provider.Permanentf("recipient %q: %w", msg.To, err)
 	}
 	from, err := netmail.ParseAddress(msg.From)
 	if err != nil {
-		return nil, email.Permanentf("sender %q: %w", msg.From, err)
+		return nil, provider.Permanentf("sender %q: %w", msg.From, err)
 	}
 
 	m := mail.NewV3Mail()

@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 func TestMain(m *testing.M) {
@@ -83,9 +84,9 @@ func TestFaultClassification(t *testing.T) {
 			_, err := p.Send(ctx, emailtest.Sample())
 
 			require.Error(t, err)
-			require.Equal(t, tt.permanent, email.IsPermanent(err), "IsPermanent(%v)", err)
-			require.Equal(t, tt.ambiguous, email.IsAmbiguous(err), "IsAmbiguous(%v)", err)
-			require.Equal(t, tt.retryAfter, email.RetryAfter(err), "RetryAfter(%v)", err)
+			require.Equal(t, tt.permanent, provider.IsPermanent(err), "IsPermanent(%v)", err)
+			require.Equal(t, tt.ambiguous, provider.IsAmbiguous(err), "IsAmbiguous(%v)", err)
+			require.Equal(t, tt.retryAfter, provider.RetryAfter(err), "RetryAfter(%v)", err)
 			require.Contains(t, err.Error(), tt.words)
 			require.Equal(t, 1, fake.Calls(), "exactly one request per Send")
 			require.Equal(t, tt.recorded, len(fake.Received()) == 1)
@@ -99,7 +100,7 @@ func TestRejectionsWithoutInjectedFaults(t *testing.T) {
 		t.Parallel()
 		fake := sendgridtest.New(t, apiKey)
 		_, err := newProvider(t, fake.URL(), "SG.someone-elses-key").Send(context.Background(), emailtest.Sample())
-		require.True(t, email.IsPermanent(err), "%v", err)
+		require.True(t, provider.IsPermanent(err), "%v", err)
 		require.Contains(t, err.Error(), "The provided authorization grant is invalid, expired, or revoked")
 		require.Empty(t, fake.Received())
 	})
@@ -109,7 +110,7 @@ func TestRejectionsWithoutInjectedFaults(t *testing.T) {
 		msg := emailtest.Sample()
 		msg.From = "Orders at acme"
 		_, err := newProvider(t, fake.URL(), apiKey).Send(context.Background(), msg)
-		require.True(t, email.IsPermanent(err), "%v", err)
+		require.True(t, provider.IsPermanent(err), "%v", err)
 		require.Zero(t, fake.Calls())
 	})
 	t.Run("ConnectionRefusedIsNotAmbiguous", func(t *testing.T) {
@@ -118,8 +119,8 @@ func TestRejectionsWithoutInjectedFaults(t *testing.T) {
 		require.NoError(t, err)
 		_, err = newProvider(t, fmt.Sprintf("http://127.0.0.1:%d", port), apiKey).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
-		require.False(t, email.IsPermanent(err), "%v", err)
-		require.False(t, email.IsAmbiguous(err), "%v", err)
+		require.False(t, provider.IsPermanent(err), "%v", err)
+		require.False(t, provider.IsAmbiguous(err), "%v", err)
 	})
 }
 
@@ -133,7 +134,6 @@ func TestFailFirstThenAccepts(t *testing.T) {
 	require.Error(t, err)
 	receipt, err := p.Send(context.Background(), emailtest.Sample())
 	require.NoError(t, err)
-	require.Equal(t, sendgrid.Name, receipt.Provider)
 	received := fake.Received()
 	require.Len(t, received, 1)
 	require.Equal(t, received[0].MessageID, receipt.MessageID)
@@ -155,9 +155,9 @@ func TestRateLimitResetWithoutRetryAfter(t *testing.T) {
 
 	_, err := newProvider(t, srv.URL, apiKey).Send(context.Background(), emailtest.Sample())
 	require.Error(t, err)
-	require.False(t, email.IsPermanent(err))
+	require.False(t, provider.IsPermanent(err))
 	require.Contains(t, err.Error(), "too many requests")
-	wait := email.RetryAfter(err)
+	wait := provider.RetryAfter(err)
 	require.Greater(t, wait, 28*time.Second, "%v", err)
 	require.LessOrEqual(t, wait, 30*time.Second, "%v", err)
 	require.Equal(t, int32(1), calls.Load(), "the library's rate-limit retries must not run")
@@ -177,8 +177,8 @@ func TestTimeoutIsPromptAndAmbiguous(t *testing.T) {
 	expire()
 	err := wait()
 	require.Error(t, err)
-	require.True(t, email.IsAmbiguous(err), "%v", err)
-	require.False(t, email.IsPermanent(err))
+	require.True(t, provider.IsAmbiguous(err), "%v", err)
+	require.False(t, provider.IsPermanent(err))
 	require.Equal(t, 1, fake.Calls())
 	require.Empty(t, fake.Received())
 }

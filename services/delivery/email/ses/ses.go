@@ -30,6 +30,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // Name is the provider's name in receipts, logs and metrics.
@@ -103,19 +104,19 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 }
 
 // Send hands msg to SES as raw MIME. The receipt's message id is SES's.
-func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, error) {
+func (p *Provider) Send(ctx context.Context, msg email.Message) (provider.Receipt, error) {
 	if err := ctx.Err(); err != nil {
-		return email.Receipt{}, err
+		return provider.Receipt{}, err
 	}
 	// SES would refuse it too, but only after a round trip and with words
 	// that vary; refusing here keeps an invalid address from costing a
 	// request or counting against the sending rate.
 	if _, err := netmail.ParseAddress(msg.To); err != nil {
-		return email.Receipt{}, email.Permanentf("recipient %q: %v", msg.To, err)
+		return provider.Receipt{}, provider.Permanentf("recipient %q: %v", msg.To, err)
 	}
 	raw, err := msg.MIME()
 	if err != nil {
-		return email.Receipt{}, err
+		return provider.Receipt{}, err
 	}
 	out, err := p.client.SendEmail(ctx, &sesv2.SendEmailInput{
 		FromEmailAddress: aws.String(msg.From),
@@ -124,17 +125,17 @@ func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, 
 		EmailTags:        tags(msg),
 	})
 	if err != nil {
-		return email.Receipt{}, classify(err)
+		return provider.Receipt{}, classify(err)
 	}
 	if out.MessageId == nil || *out.MessageId == "" {
 		// SES said yes but gave nothing to trace the message by. It may well
 		// be on its way, so a resend could duplicate it.
-		return email.Receipt{}, &email.TransientError{
+		return provider.Receipt{}, &provider.TransientError{
 			Err:       errors.New("SES answered success without a MessageId"),
 			Ambiguous: true,
 		}
 	}
-	return email.Receipt{Provider: Name, MessageID: *out.MessageId}, nil
+	return provider.Receipt{MessageID: *out.MessageId}, nil
 }
 
 // tags labels the message for SES's event stream. A tag with nothing left
@@ -182,7 +183,7 @@ func classify(err error) error {
 	var canceled *smithy.CanceledError
 	if !errors.As(err, &respErr) || respErr.Response == nil || respErr.HTTPStatusCode() == 0 ||
 		errors.As(err, &sendErr) || errors.As(err, &canceled) {
-		return email.NetworkError(err)
+		return provider.NetworkError(err)
 	}
 	status, header := respErr.HTTPStatusCode(), respErr.Response.Header
 
@@ -191,9 +192,9 @@ func classify(err error) error {
 		if status >= 200 && status < 300 {
 			// SES accepted, then the answer could not be read (cut short,
 			// garbled): the message may be on its way.
-			return &email.TransientError{Err: fmt.Errorf("reading SES's answer: %w", respErr.Err), Ambiguous: true}
+			return &provider.TransientError{Err: fmt.Errorf("reading SES's answer: %w", respErr.Err), Ambiguous: true}
 		}
-		return email.HTTPError(status, header, respErr.Err.Error()+requestID(err))
+		return provider.HTTPError(status, header, respErr.Err.Error()+requestID(err))
 	}
 
 	words := apiErr.ErrorCode() + ": " + apiErr.ErrorMessage() + requestID(err)
@@ -201,15 +202,15 @@ func classify(err error) error {
 	case "AccountSuspendedException", "SendingPausedException", "MailFromDomainNotVerifiedException":
 		// SES answers 400, but the refusal is of the sending account, not of
 		// this message: another provider can still deliver it.
-		return &email.TransientError{Err: fmt.Errorf("SES account cannot send: HTTP %d: %s", status, words)}
+		return &provider.TransientError{Err: fmt.Errorf("SES account cannot send: HTTP %d: %s", status, words)}
 	case "TooManyRequestsException", "LimitExceededException":
 		// LimitExceededException comes as a 400; it is a rate, not a verdict.
-		return &email.TransientError{
+		return &provider.TransientError{
 			Err:        fmt.Errorf("HTTP %d: %s", status, words),
-			RetryAfter: email.ParseRetryAfter(header, time.Now()),
+			RetryAfter: provider.ParseRetryAfter(header, time.Now()),
 		}
 	}
-	return email.HTTPError(status, header, words)
+	return provider.HTTPError(status, header, words)
 }
 
 // requestID is what AWS support asks for when a refusal needs explaining.

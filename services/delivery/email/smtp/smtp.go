@@ -28,6 +28,7 @@ import (
 	gosmtp "github.com/wneessen/go-mail/smtp"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 // Name is the provider's name in receipts, logs and metrics.
@@ -142,7 +143,7 @@ func (p *Provider) Format(f fmt.State, _ rune) {
 // The receipt's message id is the Message-ID header Herald set — SMTP has no
 // id of the provider's own to rely on — followed by the server's queue id
 // when its reply names one: "<id>@<domain> (queued as 4Zk3xL1Qmvz9vB)".
-func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, error) {
+func (p *Provider) Send(ctx context.Context, msg email.Message) (provider.Receipt, error) {
 	r, err := p.send(ctx, msg)
 	// Server replies are quoted verbatim, and Herald does not control what a
 	// server says; this keeps an echoed password out of the error's text.
@@ -152,18 +153,18 @@ func (p *Provider) Send(ctx context.Context, msg email.Message) (email.Receipt, 
 	return r, err
 }
 
-func (p *Provider) send(ctx context.Context, msg email.Message) (email.Receipt, error) {
+func (p *Provider) send(ctx context.Context, msg email.Message) (provider.Receipt, error) {
 	if _, err := netmail.ParseAddress(msg.To); err != nil {
-		return email.Receipt{}, email.Permanentf("recipient %q is not an email address: %w", msg.To, err)
+		return provider.Receipt{}, provider.Permanentf("recipient %q is not an email address: %w", msg.To, err)
 	}
 	gm, err := msg.GoMail()
 	if err != nil {
-		return email.Receipt{}, err
+		return provider.Receipt{}, err
 	}
 	// Nothing has been sent yet, so an expired deadline here is a plain
 	// transient failure, not an ambiguous one.
 	if err := ctx.Err(); err != nil {
-		return email.Receipt{}, fmt.Errorf("not sent: %w", err)
+		return provider.Receipt{}, fmt.Errorf("not sent: %w", err)
 	}
 
 	s := &session{p: p, ctx: ctx}
@@ -184,20 +185,20 @@ func (p *Provider) send(ctx context.Context, msg email.Message) (email.Receipt, 
 	}
 	client, err := gomail.NewClient(p.cfg.Host, opts...)
 	if err != nil {
-		return email.Receipt{}, fmt.Errorf("%s: setting up the SMTP client: %w", p.addr, err)
+		return provider.Receipt{}, fmt.Errorf("%s: setting up the SMTP client: %w", p.addr, err)
 	}
 	sc, err := client.DialToSMTPClientWithContext(ctx)
 	if err != nil {
-		return email.Receipt{}, s.notSent("connecting", err)
+		return provider.Receipt{}, s.notSent("connecting", err)
 	}
 	if err := s.startTLS(sc); err != nil {
-		return email.Receipt{}, err
+		return provider.Receipt{}, err
 	}
 	if err := s.auth(sc); err != nil {
-		return email.Receipt{}, err
+		return provider.Receipt{}, err
 	}
 	if err := client.SendWithSMTPClient(sc, gm); err != nil && !gm.IsDelivered() {
-		return email.Receipt{}, s.transactionError(err)
+		return provider.Receipt{}, s.transactionError(err)
 	}
 	// The message is queued; a failed QUIT cannot take that back.
 	_ = sc.Quit()
@@ -206,7 +207,7 @@ func (p *Provider) send(ctx context.Context, msg email.Message) (email.Receipt, 
 	if m := queuedAs.FindStringSubmatch(gm.ServerResponse()); m != nil {
 		id += " (queued as " + m[1] + ")"
 	}
-	return email.Receipt{Provider: Name, MessageID: id}, nil
+	return provider.Receipt{MessageID: id}, nil
 }
 
 // queuedAs finds the queue id in a reply to DATA, as Postfix, Mailpit and
@@ -263,7 +264,7 @@ func (s *session) startTLS(sc *gosmtp.Client) error {
 		if mode == TLSOpportunistic {
 			return nil
 		}
-		return &email.TransientError{Err: fmt.Errorf(
+		return &provider.TransientError{Err: fmt.Errorf(
 			"%s does not offer STARTTLS, and TLS is %q: refusing to send in clear text (set TLS to %q or %q only for a server on a trusted network)",
 			s.p.addr, TLSMandatory, TLSOpportunistic, TLSNone)}
 	}
@@ -279,7 +280,7 @@ func (s *session) auth(sc *gosmtp.Client) error {
 	}
 	ok, offered := sc.Extension("AUTH")
 	if !ok {
-		return email.Permanentf("%s does not offer AUTH, but a Username is set (servers often offer AUTH only after STARTTLS)", s.p.addr)
+		return provider.Permanentf("%s does not offer AUTH, but a Username is set (servers often offer AUTH only after STARTTLS)", s.p.addr)
 	}
 	mechs := strings.Fields(strings.ToUpper(offered))
 	var a gosmtp.Auth
@@ -289,7 +290,7 @@ func (s *session) auth(sc *gosmtp.Client) error {
 	case slices.Contains(mechs, "LOGIN"):
 		a = gosmtp.LoginAuth(s.p.cfg.Username, s.p.cfg.Password, s.p.cfg.Host, false)
 	default:
-		return email.Permanentf("%s offers AUTH %s, but only PLAIN and LOGIN are supported", s.p.addr, offered)
+		return provider.Permanentf("%s offers AUTH %s, but only PLAIN and LOGIN are supported", s.p.addr, offered)
 	}
 	err := sc.Auth(a)
 	var reply *textproto.Error
@@ -297,12 +298,12 @@ func (s *session) auth(sc *gosmtp.Client) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &reply) && reply.Code >= 500:
-		return email.Permanentf("%s: authentication rejected for user %q: %w", s.p.addr, s.p.cfg.Username, err)
+		return provider.Permanentf("%s: authentication rejected for user %q: %w", s.p.addr, s.p.cfg.Username, err)
 	case errors.Is(err, gosmtp.ErrUnencrypted):
-		return email.Permanentf("%s: refusing to send the password over an unencrypted connection (TLS is %q); use TLS %q or %q",
+		return provider.Permanentf("%s: refusing to send the password over an unencrypted connection (TLS is %q); use TLS %q or %q",
 			s.p.addr, s.p.cfg.TLS, TLSMandatory, TLSImplicit)
 	case errors.Is(err, gosmtp.ErrUnexpectedServerChallange) || errors.Is(err, gosmtp.ErrUnexpectedServerResponse):
-		return email.Permanentf("%s: authentication rejected for user %q: %w", s.p.addr, s.p.cfg.Username, err)
+		return provider.Permanentf("%s: authentication rejected for user %q: %w", s.p.addr, s.p.cfg.Username, err)
 	}
 	return s.notSent("AUTH", err)
 }
@@ -315,13 +316,13 @@ func (s *session) transactionError(err error) error {
 	}
 	switch code := se.ErrorCode(); {
 	case code >= 500:
-		return email.Permanent(fmt.Errorf("%s refused the message: %w", s.p.addr, se))
+		return provider.Permanent(fmt.Errorf("%s refused the message: %w", s.p.addr, se))
 	case code >= 400:
-		return &email.TransientError{Err: fmt.Errorf("%s deferred the message: %w", s.p.addr, se)}
+		return &provider.TransientError{Err: fmt.Errorf("%s deferred the message: %w", s.p.addr, se)}
 	}
 	switch se.Reason {
 	case gomail.ErrGetSender, gomail.ErrGetRcpts, gomail.ErrNoUnencoded:
-		return email.Permanent(fmt.Errorf("%s: %w", s.p.addr, se))
+		return provider.Permanent(fmt.Errorf("%s: %w", s.p.addr, se))
 	case gomail.ErrWriteContent, gomail.ErrSMTPDataClose:
 		return s.lost(se, true)
 	}
@@ -336,7 +337,7 @@ func (s *session) notSent(step string, err error) error {
 		// A refusal at connection level (a 554 greeting, a STARTTLS the
 		// server cannot do) is about this server, not this message: another
 		// provider, or a later try, may well succeed.
-		return &email.TransientError{Err: fmt.Errorf("%s: %s: %w", s.p.addr, step, err)}
+		return &provider.TransientError{Err: fmt.Errorf("%s: %s: %w", s.p.addr, step, err)}
 	}
 	return s.lost(fmt.Errorf("%s: %w", step, err), false)
 }
@@ -352,8 +353,8 @@ func (s *session) lost(err error, handedOver bool) error {
 	} else {
 		err = fmt.Errorf("%s: %w", s.p.addr, err)
 	}
-	e := email.NetworkError(err)
-	var t *email.TransientError
+	e := provider.NetworkError(err)
+	var t *provider.TransientError
 	if errors.As(e, &t) {
 		t.Ambiguous = handedOver
 	}

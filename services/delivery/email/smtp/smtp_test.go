@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/smtp"
 	"github.com/heraldhq/herald/services/delivery/email/smtp/smtptest"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/provider"
 )
 
 func TestMain(m *testing.M) {
@@ -28,9 +28,9 @@ func TestMain(m *testing.M) {
 
 const secret = "SECRET-must-not-leak"
 
-// provider returns a provider for srv; TLS defaults to "none", and to
+// newProvider returns a provider for srv; TLS defaults to "none", and to
 // trusting srv's certificate when srv has one.
-func provider(t *testing.T, srv *smtptest.Server, tweak func(*smtp.Config)) *smtp.Provider {
+func newProvider(t *testing.T, srv *smtptest.Server, tweak func(*smtp.Config)) *smtp.Provider {
 	t.Helper()
 	cfg := smtp.Config{Host: srv.Host(), Port: srv.Port(), TLS: smtp.TLSNone, TLSConfig: srv.ClientTLSConfig(), HeloName: "herald.test"}
 	if tweak != nil {
@@ -64,7 +64,7 @@ func TestConformance(t *testing.T) {
 				}
 				srv := smtptest.New(t, opts...)
 				return emailtest.Harness{
-					Provider: provider(t, srv, func(c *smtp.Config) { c.TLS = mode }),
+					Provider: newProvider(t, srv, func(c *smtp.Config) { c.TLS = mode }),
 					Received: func(t *testing.T) []emailtest.Parsed {
 						var out []emailtest.Parsed
 						for _, r := range srv.Received() {
@@ -83,14 +83,14 @@ func TestEnvelopeAndReceipt(t *testing.T) {
 	t.Parallel()
 	srv := smtptest.New(t)
 	msg := emailtest.Sample()
-	receipt, err := provider(t, srv, nil).Send(context.Background(), msg)
+	receipt, err := newProvider(t, srv, nil).Send(context.Background(), msg)
 	require.NoError(t, err)
 
 	got := srv.Received()
 	require.Len(t, got, 1)
 	require.Equal(t, "orders@acme.example", got[0].From)
 	require.Equal(t, []string{"olga@zarya.example"}, got[0].To)
-	require.Equal(t, email.Receipt{Provider: smtp.Name, MessageID: msg.MessageID() + " (queued as " + got[0].QueueID + ")"}, receipt)
+	require.Equal(t, provider.Receipt{MessageID: msg.MessageID() + " (queued as " + got[0].QueueID + ")"}, receipt)
 	require.Equal(t, "<"+msg.MessageID()+">", emailtest.Parse(t, got[0].Raw).MessageID)
 }
 
@@ -99,7 +99,7 @@ func TestTLS(t *testing.T) {
 	t.Run("MandatoryWithSTARTTLS", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithSTARTTLS())
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		got := srv.Received()
 		require.Len(t, got, 1)
@@ -108,44 +108,44 @@ func TestTLS(t *testing.T) {
 	t.Run("MandatoryIsTheDefault", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = "" }).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, func(c *smtp.Config) { c.TLS = "" }).Send(context.Background(), emailtest.Sample())
 		require.ErrorContains(t, err, "does not offer STARTTLS")
 	})
 	t.Run("MandatoryWithoutSTARTTLSFailsTransiently", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSMandatory }).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.ErrorContains(t, err, srv.Addr()+` does not offer STARTTLS, and TLS is "mandatory": refusing to send in clear text`)
-		require.False(t, email.IsPermanent(err), "another provider may do TLS: %v", err)
-		require.False(t, email.IsAmbiguous(err), "nothing was sent: %v", err)
+		require.False(t, provider.IsPermanent(err), "another provider may do TLS: %v", err)
+		require.False(t, provider.IsAmbiguous(err), "nothing was sent: %v", err)
 		require.Zero(t, srv.Calls())
 	})
 	t.Run("OpportunisticUsesSTARTTLSWhenOffered", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithSTARTTLS())
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		require.True(t, srv.Received()[0].TLS)
 	})
 	t.Run("OpportunisticSendsInClearOtherwise", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		_, err := provider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, func(c *smtp.Config) { c.TLS = smtp.TLSOpportunistic }).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		require.False(t, srv.Received()[0].TLS)
 	})
 	t.Run("UntrustedCertificate", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithSTARTTLS())
-		_, err := provider(t, srv, func(c *smtp.Config) {
+		_, err := newProvider(t, srv, func(c *smtp.Config) {
 			c.TLS = smtp.TLSMandatory
 			c.TLSConfig = nil
 		}).Send(context.Background(), emailtest.Sample())
 		require.ErrorContains(t, err, "STARTTLS")
 		require.ErrorContains(t, err, "certificate")
-		require.False(t, email.IsPermanent(err))
-		require.False(t, email.IsAmbiguous(err))
+		require.False(t, provider.IsPermanent(err))
+		require.False(t, provider.IsAmbiguous(err))
 		require.Zero(t, srv.Calls())
 	})
 }
@@ -155,14 +155,14 @@ func TestAuth(t *testing.T) {
 	t.Run("RightPassword", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithAuth("herald", secret))
-		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
 		require.Len(t, srv.Received(), 1)
 	})
 	t.Run("RightPasswordOverSTARTTLS", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithAuth("herald", secret), smtptest.WithSTARTTLS())
-		_, err := provider(t, srv, func(c *smtp.Config) {
+		_, err := newProvider(t, srv, func(c *smtp.Config) {
 			c.Username, c.Password, c.TLS = "herald", secret, smtp.TLSMandatory
 		}).Send(context.Background(), emailtest.Sample())
 		require.NoError(t, err)
@@ -171,9 +171,9 @@ func TestAuth(t *testing.T) {
 	t.Run("WrongPasswordIsPermanent", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithAuth("herald", "the-right-one"))
-		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
-		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.True(t, provider.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, `authentication rejected for user "herald"`)
 		require.ErrorContains(t, err, "535")
 		requireNoLeak(t, err)
@@ -182,18 +182,18 @@ func TestAuth(t *testing.T) {
 	t.Run("NoAuthOffered", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
-		_, err := provider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, func(c *smtp.Config) { c.Username, c.Password = "herald", secret }).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
-		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.True(t, provider.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, "does not offer AUTH")
 		requireNoLeak(t, err)
 	})
 	t.Run("WithoutCredentialsTheServerRefuses", func(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t, smtptest.WithAuth("herald", secret))
-		_, err := provider(t, srv, nil).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, nil).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
-		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.True(t, provider.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, "502")
 	})
 	t.Run("PasswordNeverLogged", func(t *testing.T) {
@@ -221,9 +221,9 @@ func TestFaults(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
 		srv.Faults(func(int) smtptest.Fault { return smtptest.RejectRecipient })
-		_, err := provider(t, srv, nil).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, nil).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
-		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		require.True(t, provider.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, "550")
 		require.ErrorContains(t, err, "5.1.1 user unknown")
 		require.Empty(t, srv.Received())
@@ -232,14 +232,14 @@ func TestFaults(t *testing.T) {
 		t.Parallel()
 		srv := smtptest.New(t)
 		srv.Faults(func(int) smtptest.Fault { return smtptest.TempFail })
-		_, err := provider(t, srv, nil).Send(context.Background(), emailtest.Sample())
+		_, err := newProvider(t, srv, nil).Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		require.ErrorContains(t, err, "451")
 		require.ErrorContains(t, err, "4.3.0 try again later")
-		var transient *email.TransientError
+		var transient *provider.TransientError
 		require.ErrorAs(t, err, &transient)
-		require.False(t, email.IsPermanent(err))
-		require.False(t, email.IsAmbiguous(err), "the server said no: %v", err)
+		require.False(t, provider.IsPermanent(err))
+		require.False(t, provider.IsAmbiguous(err), "the server said no: %v", err)
 		require.Empty(t, srv.Received())
 	})
 	t.Run("FaultsArePerTransaction", func(t *testing.T) {
@@ -251,7 +251,7 @@ func TestFaults(t *testing.T) {
 			}
 			return smtptest.NoFault
 		})
-		p := provider(t, srv, nil)
+		p := newProvider(t, srv, nil)
 		_, err := p.Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
 		_, err = p.Send(context.Background(), emailtest.Sample())
@@ -272,8 +272,8 @@ func TestFaults(t *testing.T) {
 		err := wait()
 		require.Error(t, err)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.True(t, email.IsAmbiguous(err), "the whole message was sent: %v", err)
-		require.False(t, email.IsPermanent(err))
+		require.True(t, provider.IsAmbiguous(err), "the whole message was sent: %v", err)
+		require.False(t, provider.IsPermanent(err))
 		require.Equal(t, 1, srv.Calls())
 	})
 	t.Run("CancelDuringSlowReplyIsAmbiguous", func(t *testing.T) {
@@ -288,7 +288,7 @@ func TestFaults(t *testing.T) {
 		cancel()
 		err := wait()
 		require.ErrorIs(t, err, context.Canceled)
-		require.True(t, email.IsAmbiguous(err), "the whole message was sent: %v", err)
+		require.True(t, provider.IsAmbiguous(err), "the whole message was sent: %v", err)
 	})
 	t.Run("ConnectionRefusedIsNotAmbiguous", func(t *testing.T) {
 		t.Parallel()
@@ -298,10 +298,10 @@ func TestFaults(t *testing.T) {
 		require.NoError(t, err)
 		_, err = p.Send(context.Background(), emailtest.Sample())
 		require.Error(t, err)
-		var transient *email.TransientError
+		var transient *provider.TransientError
 		require.ErrorAs(t, err, &transient)
-		require.False(t, email.IsPermanent(err))
-		require.False(t, email.IsAmbiguous(err), "nothing was sent: %v", err)
+		require.False(t, provider.IsPermanent(err))
+		require.False(t, provider.IsAmbiguous(err), "nothing was sent: %v", err)
 		require.ErrorContains(t, err, "refused")
 		requireNoLeak(t, err)
 	})
@@ -310,8 +310,8 @@ func TestFaults(t *testing.T) {
 		srv := smtptest.New(t)
 		msg := emailtest.Sample()
 		msg.To = "olga at zarya"
-		_, err := provider(t, srv, nil).Send(context.Background(), msg)
-		require.True(t, email.IsPermanent(err), "want permanent, got %v", err)
+		_, err := newProvider(t, srv, nil).Send(context.Background(), msg)
+		require.True(t, provider.IsPermanent(err), "want permanent, got %v", err)
 		require.ErrorContains(t, err, `recipient "olga at zarya"`)
 		require.Zero(t, srv.Calls())
 	})
