@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
@@ -49,6 +50,7 @@ func startPipelineLogging(t *testing.T, logger *slog.Logger, edits ...func(*app.
 	var cfg app.Config
 	cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Redis.Prefix = heraldtest.Prefix()
+	cfg.Breakers.Cooldown = 250 * time.Millisecond // a provider back up is probed soon
 	for _, edit := range edits {
 		edit(&cfg)
 	}
@@ -161,7 +163,7 @@ func (p *pipeline) settle(t *testing.T) {
 		consumers = append(consumers, [2]string{s, router.Durable})
 	}
 	consumers = append(consumers, [2]string{pdf.Stream, pdf.Durable})
-	for _, d := range delivery.Durables() {
+	for _, d := range delivery.Durables(event.ChannelEmail) {
 		consumers = append(consumers, [2]string{delivery.Stream, d})
 	}
 	idle := func() bool {

@@ -245,8 +245,12 @@ func (e *env) startServices(ctx context.Context, cfg Config, fake *fakeProvider)
 		}
 		services = append(services, p)
 	}
+	ch, err := email.NewChannel(email.ChannelConfig{From: "Bench <bench@herald.invalid>", Providers: []email.Named{{Name: "bench", Provider: fake}}})
+	if err != nil {
+		return nil, err
+	}
 	d, err := delivery.New(e.js, delivery.Config{
-		From: "Bench <bench@herald.invalid>", Providers: []delivery.Provider{{Name: "bench", Provider: fake}},
+		Channel: ch, Platform: []string{"bench"},
 		Locker: lock.NewRedis(e.rdb, fmt.Sprintf("bench:%d:lock:", rand.Int64())), Concurrency: cfg.Concurrency,
 		RetryDelay: 50 * time.Millisecond, Logger: cfg.Logger,
 	})

@@ -9,17 +9,18 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
-// chain is one try: a pass over the providers in order, stopping at the
-// first that accepts. A permanent refusal ends the pass at once — the next
-// provider would refuse the same address or content.
+// chain is one try: a pass over a try's calls in order, stopping at the
+// first provider that accepts. A permanent refusal ends the pass at once —
+// the next provider would refuse the same address or content. A receipt
+// names the provider as the chain knows it, whatever the provider said.
 type chain struct {
-	providers []Provider
-	timeout   time.Duration // per provider call
+	timeout time.Duration // per provider call
+	// breakers, when set, skip providers that keep failing.
+	breakers *breakers
 }
 
 // pass is the result of one try.
@@ -27,6 +28,8 @@ type pass struct {
 	// Receipt is set when a provider accepted.
 	Receipt  provider.Receipt
 	Accepted bool
+	// Called counts the providers called; the others' circuits were open.
+	Called int
 	// Failures joins the error of every provider that failed in this pass,
 	// in order — also when a later one accepted, because an ambiguous
 	// failure before an acceptance is exactly when a message may go out
@@ -34,25 +37,31 @@ type pass struct {
 	Failures error
 }
 
-func (c chain) send(ctx context.Context, msg email.Message) pass {
+func (c chain) send(ctx context.Context, calls []Call) pass {
 	var errs []error
-	for _, p := range c.providers {
-		r, err := c.call(ctx, p, msg)
-		if err == nil {
-			return pass{Receipt: r, Accepted: true, Failures: errors.Join(errs...)}
+	called := 0
+	for _, call := range calls {
+		r, err := c.call(ctx, call)
+		if !errors.Is(err, errCircuitOpen) {
+			called++
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+		if err == nil {
+			return pass{Receipt: r, Accepted: true, Called: called, Failures: errors.Join(errs...)}
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", call.Provider, err))
 		if provider.IsPermanent(err) || ctx.Err() != nil {
 			break
 		}
 	}
-	return pass{Failures: errors.Join(errs...)}
+	if len(calls) == 0 {
+		errs = append(errs, &provider.TransientError{Err: errors.New("no provider to try")})
+	}
+	return pass{Called: called, Failures: errors.Join(errs...)}
 }
 
-func (c chain) call(ctx context.Context, p Provider, msg email.Message) (r provider.Receipt, err error) {
-	ctx, span := telemetry.Tracer(ctx).Start(ctx, "send "+p.Name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("herald.provider", p.Name), attribute.String("herald.notification_id", msg.ID),
-			attribute.Int("herald.attachments", len(msg.Attachments))))
+func (c chain) call(ctx context.Context, call Call) (r provider.Receipt, err error) {
+	ctx, span := telemetry.Tracer(ctx).Start(ctx, "send "+call.Provider, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("herald.provider", call.Provider)))
 	defer func() {
 		switch {
 		case err == nil:
@@ -66,18 +75,24 @@ func (c chain) call(ctx context.Context, p Provider, msg email.Message) (r provi
 		}
 		telemetry.End(span, err)
 	}()
-	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
+	send := func(ctx context.Context) (provider.Receipt, error) {
+		if c.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+		}
+		r, err := call.Send(ctx)
+		switch {
+		case err != nil:
+			return r, err
+		case r.MessageID == "":
+			return r, &provider.TransientError{Err: errors.New("accepted without a message id")}
+		}
+		r.Provider = call.Provider
+		return r, nil
 	}
-	r, err = p.Send(ctx, msg)
-	switch {
-	case err != nil:
-		return r, err
-	case r.MessageID == "":
-		return r, &provider.TransientError{Err: errors.New("accepted without a message id")}
+	if c.breakers != nil {
+		return c.breakers.call(ctx, call, send)
 	}
-	r.Provider = p.Name
-	return r, nil
+	return send(ctx)
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric/noop"
 
-	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/provider"
 )
 
@@ -19,7 +21,7 @@ type scripted struct {
 	calls   int
 }
 
-func (s *scripted) Send(context.Context, email.Message) (provider.Receipt, error) {
+func (s *scripted) Send(context.Context) (provider.Receipt, error) {
 	s.calls++
 	return s.receipt, s.err
 }
@@ -53,11 +55,11 @@ func TestChainTry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var c chain
+			var calls []Call
 			for i, p := range tt.providers {
-				c.providers = append(c.providers, Provider{Name: "p" + string(rune('0'+i)), Provider: p})
+				calls = append(calls, Call{Provider: "p" + string(rune('0'+i)), Send: p.Send})
 			}
-			result := c.send(context.Background(), email.Message{})
+			result := chain{}.send(context.Background(), calls)
 			for i, p := range tt.providers {
 				require.Equal(t, tt.calls[i], p.calls, "calls to p%d", i)
 			}
@@ -72,4 +74,38 @@ func TestChainTry(t *testing.T) {
 			require.Equal(t, tt.failures, fmt.Sprint(result.Failures))
 		})
 	}
+}
+
+// A provider that keeps failing transiently is skipped, without being
+// called, once its circuit opens; the chain moves on to the next at once,
+// and after the cool-down one probe closes the circuit again.
+func TestBreakerSkipsAProviderThatKeepsFailing(t *testing.T) {
+	t.Parallel()
+	b, err := newBreakers("email", 3, 50*time.Millisecond, slog.New(slog.DiscardHandler), noop.NewMeterProvider(), func(p string) string { return p })
+	require.NoError(t, err)
+	c := chain{breakers: b}
+	down, backup := &scripted{err: errors.New("503")}, &scripted{receipt: provider.Receipt{MessageID: "b"}}
+	calls := []Call{{Provider: "down", Send: down.Send}, {Provider: "backup", Send: backup.Send}}
+	for range 3 {
+		require.True(t, c.send(context.Background(), calls).Accepted)
+	}
+	require.Equal(t, 3, down.calls)
+
+	result := c.send(context.Background(), calls)
+	require.True(t, result.Accepted)
+	require.Equal(t, 3, down.calls, "open: skipped, not called")
+	require.ErrorContains(t, result.Failures, "down: skipped: its circuit is open after 3 failures in a row")
+	require.False(t, provider.IsAmbiguous(result.Failures), "nothing was sent")
+
+	// A permanent refusal says nothing of the provider's health.
+	refusing := &scripted{err: provider.Permanentf("invalid address")}
+	for range 5 {
+		c.send(context.Background(), []Call{{Provider: "refusing", Send: refusing.Send}})
+	}
+	require.Equal(t, 5, refusing.calls)
+
+	time.Sleep(60 * time.Millisecond) // the cool-down: a probe goes through
+	down.err, down.receipt = nil, provider.Receipt{MessageID: "d"}
+	require.Equal(t, "down", c.send(context.Background(), calls).Receipt.Provider)
+	require.Equal(t, 4, down.calls)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	netmail "net/mail"
 	"strings"
 	"time"
 
@@ -14,19 +13,10 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldhq/herald/services/delivery/email"
-	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
-
-// Provider is an email provider with the name it is known by in logs,
-// metrics and the ledger.
-type Provider struct {
-	Name string
-	email.Provider
-}
 
 // Locker guards a dedupe key while one worker works on it (lock.Redis).
 type Locker interface {
@@ -45,38 +35,22 @@ type Tenants interface {
 	Admit(tenant string, requireRegistered bool) error
 }
 
-// Config configures email delivery.
+// Config configures the delivery of one channel.
 type Config struct {
-	// From is the From header of every email, "Name <address>". Required.
-	From string
-	// Providers are tried in order on every try, stopping at the first that
-	// accepts the message. Required.
-	Providers []Provider
+	// Channel is the adapter: what one try of a delivery sends. Required.
+	Channel Channel
 	// Locker guards each dedupe key across workers. Required: a worker
 	// never sends unguarded.
 	Locker Locker
 	// Ledger records outcomes. Defaults to the "deliveries" bucket.
 	Ledger Ledger
-	// Documents is where rendered documents are read. Defaults to the
-	// "documents" object store.
-	Documents *documents.Store
-	// AttachMaxBytes is the largest document attached to an email; larger
-	// ones are linked with Links. Defaults to 5 MiB.
-	AttachMaxBytes int64
 	// Registry refuses the notifications of a suspended tenant: they are
 	// dead-lettered with its reason before anything is leased or recorded,
 	// to be redriven once the tenant is active again. Whether a tenant must
 	// be registered is the router's check, not repeated here. Defaults to
 	// none: every tenant is served.
 	Registry Tenants
-	// Routes picks each tenant's provider chain (of Providers and its own
-	// accounts) and From (TenantRoutes). Defaults to none: every tenant's
-	// notifications go through Providers, as From.
-	Routes Routes
-	// Links signs download links for documents too large to attach.
-	// Without it, every document is attached whatever its size.
-	Links *documents.Signer
-	// Concurrency is how many emails are sent at once per priority.
+	// Concurrency is how many messages are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int
 	// MaxTries is how many passes over the providers a notification gets
@@ -95,6 +69,17 @@ type Config struct {
 	// Defaults to twice the consumer's AckWait, or the providers' timeouts
 	// plus 30s if that is longer.
 	LockTTL time.Duration
+	// BreakerFailures is how many transient failures in a row open a
+	// provider's circuit: it is then skipped, not called, until
+	// BreakerCooldown has passed and a probe succeeds. Defaults to 5;
+	// negative disables the breakers.
+	BreakerFailures int
+	// BreakerCooldown defaults to 30s.
+	BreakerCooldown time.Duration
+	// Platform names the platform's providers, for metric labels: any other
+	// (a tenant's own account) is labelled "tenant", so tenants cannot grow
+	// the provider label without bound.
+	Platform []string
 
 	// Logger defaults to discarding.
 	Logger *slog.Logger
@@ -113,7 +98,8 @@ type Config struct {
 // (LockTTL is filled in at Start, once AckWait is known).
 func (c Config) WithDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 8)
-	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, documents.DefaultAttachMaxBytes)
+	c.BreakerFailures = cmp.Or(c.BreakerFailures, 5)
+	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, 30*time.Second)
 	c.ProviderTimeout = cmp.Or(c.ProviderTimeout, 10*time.Second)
 	c.MaxTries = cmp.Or(c.MaxTries, 10)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)
@@ -129,26 +115,19 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports every problem, naming fields as in the YAML file.
 func (c Config) Validate() error {
+	if c.Channel == nil {
+		return errors.New("delivery: no channel adapter (Config.Channel)")
+	}
+	name := c.Channel.Name()
 	var problems []string
-	if _, err := netmail.ParseAddress(c.From); err != nil {
-		problems = append(problems, fmt.Sprintf("email.from: %q is not an address such as \"Orders <orders@example.com>\": %v", c.From, err))
-	}
-	if len(c.Providers) == 0 {
-		problems = append(problems, "email.providers: at least one provider is required")
-	}
-	for i, p := range c.Providers {
-		if p.Name == "" || p.Provider == nil {
-			problems = append(problems, fmt.Sprintf("email.providers[%d]: provider is not set up", i))
-		}
-	}
 	if c.Locker == nil {
-		problems = append(problems, "redis.url: required by email delivery, which never sends without its lock (REDIS_URL)")
+		problems = append(problems, fmt.Sprintf("redis.url: required by %s delivery, which never sends without its lock (REDIS_URL)", name))
 	}
 	if c.Concurrency < 1 {
-		problems = append(problems, fmt.Sprintf("email.concurrency: must be 1 or more (got %d)", c.Concurrency))
+		problems = append(problems, fmt.Sprintf("%s.concurrency: must be 1 or more (got %d)", name, c.Concurrency))
 	}
 	if c.ProviderTimeout < 100*time.Millisecond {
-		problems = append(problems, fmt.Sprintf("email.timeout: %s is too short (at least 100ms)", c.ProviderTimeout))
+		problems = append(problems, fmt.Sprintf("%s.timeout: %s is too short (at least 100ms)", name, c.ProviderTimeout))
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "\n"))
@@ -161,5 +140,5 @@ func (c Config) lockTTL(ackWait time.Duration) time.Duration {
 	if c.LockTTL > 0 {
 		return c.LockTTL
 	}
-	return max(2*ackWait, time.Duration(len(c.Providers))*c.ProviderTimeout+30*time.Second)
+	return max(2*ackWait, time.Duration(c.Channel.LongestChain())*c.ProviderTimeout+30*time.Second)
 }

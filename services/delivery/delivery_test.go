@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/ses"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
@@ -41,8 +42,25 @@ type bundle struct {
 func setup(t *testing.T, concurrency int) *bundle {
 	t.Helper()
 	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), ses: sestest.New(t), locker: heraldtest.Locker(t)}
-	b.svc = b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency = concurrency })
+	b.svc = b.worker(t, b.nats.JS, func(c *config) { c.Concurrency = concurrency })
 	return b
+}
+
+// config is an email delivery's config: the protocol's and the adapter's.
+type config struct {
+	delivery.Config
+	email.ChannelConfig
+}
+
+// newEmail is an email delivery service (not started).
+func newEmail(t *testing.T, js jetstream.JetStream, cfg config) (*delivery.Service, error) {
+	t.Helper()
+	ch, err := email.NewChannel(cfg.ChannelConfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Config.Channel = ch
+	return delivery.New(js, cfg.Config)
 }
 
 // sesProvider is the real provider, pointed at the fake with static
@@ -62,16 +80,16 @@ func sesProvider(t *testing.T, endpoint string) *ses.Provider {
 
 // worker starts one more delivery worker sharing the bundle's provider and
 // lock; edit adjusts its config.
-func (b *bundle) worker(t *testing.T, js jetstream.JetStream, edit func(*delivery.Config)) *delivery.Service {
+func (b *bundle) worker(t *testing.T, js jetstream.JetStream, edit func(*config)) *delivery.Service {
 	t.Helper()
-	cfg := delivery.Config{
-		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "ses", Provider: sesProvider(t, b.ses.URL())}},
-		Locker: b.locker, Concurrency: 1, RetryDelay: 50 * time.Millisecond,
+	cfg := config{
+		ChannelConfig: email.ChannelConfig{From: "Orders <orders@acme.example>", Providers: []email.Named{{Name: "ses", Provider: sesProvider(t, b.ses.URL())}}},
+		Config:        delivery.Config{Locker: b.locker, Concurrency: 1, RetryDelay: 50 * time.Millisecond},
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	svc, err := delivery.New(js, cfg)
+	svc, err := newEmail(t, js, cfg)
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(heraldtest.Context(t)))
 	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })
@@ -232,7 +250,7 @@ func TestSlowSendIsKeptAlive(t *testing.T) {
 	b.ses.Faults(func(int) sestest.Fault { return sestest.Timeout(2500 * time.Millisecond) })
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
 	b.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.AckWait, c.BackOff = time.Second, nil })
-	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency = 4 })
+	b.worker(t, b.nats.JS, func(c *config) { c.Concurrency = 4 })
 
 	b.publish(t, 1)
 	require.Eventually(t, func() bool { return b.sent() == 1 }, 60*time.Second, 20*time.Millisecond)

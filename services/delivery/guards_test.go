@@ -87,7 +87,7 @@ func TestRedisRestartDuringASlowSendSendsOnce(t *testing.T) {
 	reads := b.readLedger(t, 0)
 	// Two handlers, so the second copy is taken up while the first is
 	// still sending, as by another worker.
-	b.worker(t, b.nats.JS, func(c *delivery.Config) {
+	b.worker(t, b.nats.JS, func(c *config) {
 		c.Concurrency, c.Locker, c.Ledger = 2, lock.NewRedis(rdb, heraldtest.Prefix()), reads
 	})
 	release := b.holdFirstSend(t)
@@ -122,7 +122,7 @@ func TestLeaseHoldsOffACopyWhoseClaimLooksStale(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
-	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Concurrency, c.Ledger = 2, b.readLedger(t, time.Hour) })
+	b.worker(t, b.nats.JS, func(c *config) { c.Concurrency, c.Ledger = 2, b.readLedger(t, time.Hour) })
 	release := b.holdFirstSend(t)
 
 	b.publishAs(t, 1, "first")
@@ -195,7 +195,7 @@ func TestLedgerOutageAfterASendHoldsCopiesOff(t *testing.T) {
 	require.NoError(t, err)
 	outage := &outageLedger{Ledger: l, down: true}
 	reader := sdkmetric.NewManualReader()
-	b.worker(t, b.nats.JS, func(c *delivery.Config) {
+	b.worker(t, b.nats.JS, func(c *config) {
 		c.Concurrency, c.Ledger, c.LockTTL = 2, outage, time.Second
 		c.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	})
@@ -227,7 +227,7 @@ func TestALostLedgerAnswerIsNotASecondSend(t *testing.T) {
 	require.NoError(t, err)
 	outage := &outageLedger{Ledger: l, down: true, lost: true}
 	reader := sdkmetric.NewManualReader()
-	b.worker(t, b.nats.JS, func(c *delivery.Config) {
+	b.worker(t, b.nats.JS, func(c *config) {
 		c.Ledger = outage
 		c.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	})

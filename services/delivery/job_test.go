@@ -49,21 +49,18 @@ func TestJobsAreSentAsWrittenThroughTheirPinnedProviders(t *testing.T) {
 	require.NoError(t, err)
 
 	dirs := map[string]string{"first": t.TempDir(), "pinned": t.TempDir()}
-	var providers []delivery.Provider
+	var providers []email.Named
 	down := &unreachable{}
 	for _, name := range []string{"first", "down", "pinned"} {
 		if name == "down" {
-			providers = append(providers, delivery.Provider{Name: name, Provider: down})
+			providers = append(providers, email.Named{Name: name, Provider: down})
 			continue
 		}
 		sink, err := maildir.New(dirs[name])
 		require.NoError(t, err)
-		providers = append(providers, delivery.Provider{Name: name, Provider: sink})
+		providers = append(providers, email.Named{Name: name, Provider: sink})
 	}
-	svc, err := delivery.New(n.JS, delivery.Config{
-		From: "Orders <orders@acme.example>", Providers: providers,
-		Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond,
-	})
+	svc, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Orders <orders@acme.example>", Providers: providers}, Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond}})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })

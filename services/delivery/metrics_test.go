@@ -13,6 +13,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/email/maildir"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
@@ -30,11 +31,7 @@ func TestDeliveryMetricsBoundTenants(t *testing.T) {
 	sink, err := maildir.New(t.TempDir())
 	require.NoError(t, err)
 	reader := sdkmetric.NewManualReader()
-	svc, err := delivery.New(n.JS, delivery.Config{
-		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "maildir", Provider: sink}},
-		Locker: heraldtest.Locker(t), Concurrency: 4,
-		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Tenants: telemetry.NewTenantLabels(maxTenants),
-	})
+	svc, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Orders <orders@acme.example>", Providers: []email.Named{{Name: "maildir", Provider: sink}}}, Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 4, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Tenants: telemetry.NewTenantLabels(maxTenants)}})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })

@@ -31,7 +31,7 @@ func TestRacingCopiesSendOnce(t *testing.T) {
 	b.ses.Faults(func(int) sestest.Fault { return sestest.Timeout(300 * time.Millisecond) })
 	for range 3 {
 		_, js := b.connect(t)
-		b.worker(t, js, func(c *delivery.Config) { c.Concurrency = 4 })
+		b.worker(t, js, func(c *config) { c.Concurrency = 4 })
 	}
 	for copy := range 8 {
 		b.publishAs(t, 1, fmt.Sprintf("copy-%d", copy))
@@ -102,7 +102,7 @@ func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 	l, err := ledger.Open(heraldtest.Context(t), js)
 	require.NoError(t, err)
 	crashing := &crashAfterRecord{Ledger: l, crash: func() { nc.Close(); _ = rdb.Close() }}
-	b.worker(t, js, func(c *delivery.Config) {
+	b.worker(t, js, func(c *config) {
 		c.Ledger, c.Locker, c.LockTTL = crashing, lock.NewRedis(rdb, prefix), 2*time.Second
 	})
 
@@ -113,7 +113,7 @@ func TestWorkerKilledBetweenSendAndAckDoesNotSendTwice(t *testing.T) {
 	// A surviving worker on the same lock gets the redelivery.
 	survivorRedis := redis.NewClient(opts)
 	t.Cleanup(func() { _ = survivorRedis.Close() })
-	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Locker = lock.NewRedis(survivorRedis, prefix) })
+	b.worker(t, b.nats.JS, func(c *config) { c.Locker = lock.NewRedis(survivorRedis, prefix) })
 
 	b.waitSettled(t, "the survivor acknowledges the redelivered copy")
 	require.Equal(t, 1, b.calls(), "no second send")
@@ -131,7 +131,7 @@ func TestRedisDownSendsNothingUntilItIsBack(t *testing.T) {
 
 	b := setup(t, 1)
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
-	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.Locker = lock.NewRedis(rdb, "herald:lock:") })
+	b.worker(t, b.nats.JS, func(c *config) { c.Locker = lock.NewRedis(rdb, "herald:lock:") })
 	b.publish(t, 1)
 
 	info, err := b.nats.JS.Consumer(heraldtest.Context(t), "NOTIFY", "email-normal")
@@ -196,7 +196,7 @@ func TestExhaustedTriesAreRecordedAsRetryableAndDeadLettered(t *testing.T) {
 	b := setup(t, 1)
 	b.ses.Faults(func(int) sestest.Fault { return sestest.ServerError })
 	require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
-	b.worker(t, b.nats.JS, func(c *delivery.Config) { c.MaxTries = 3 })
+	b.worker(t, b.nats.JS, func(c *config) { c.MaxTries = 3 })
 	b.publish(t, 1)
 
 	require.Eventually(t, func() bool { return len(b.dlq(t)) == 1 }, 60*time.Second, 20*time.Millisecond)

@@ -60,17 +60,12 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	mailDir := t.TempDir()
 	sink, err := maildir.New(mailDir)
 	require.NoError(t, err)
-	platform := []delivery.Provider{{Name: "maildir", Provider: sink}}
+	platform := []email.Named{{Name: "maildir", Provider: sink}}
 	var logs bytes.Buffer
-	svc, err := delivery.New(n.JS, delivery.Config{
-		From: "Herald <herald@platform.example>", Providers: platform,
-		Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Routes: &delivery.TenantRoutes{Tenants: cache, Platform: platform, Accounts: accounts,
-			Build: func(_ context.Context, c vault.Credential) (email.Provider, error) {
-				return sendgrid.New(sendgrid.Config{APIKey: c.APIKey.Reveal(), Endpoint: c.Endpoint})
-			}},
-	})
+	svc, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Herald <herald@platform.example>", Providers: platform, Routes: &email.TenantRoutes{Tenants: cache, Platform: platform, Accounts: accounts,
+		Build: func(_ context.Context, c vault.Credential) (email.Provider, error) {
+			return sendgrid.New(sendgrid.Config{APIKey: c.APIKey.Reveal(), Endpoint: c.Endpoint})
+		}}}, Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/email/maildir"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
@@ -41,11 +42,7 @@ func TestDeliveryOutsideItsTenantIsRefused(t *testing.T) {
 	mailDir := t.TempDir()
 	sink, err := maildir.New(mailDir)
 	require.NoError(t, err)
-	svc, err := delivery.New(n.JS, delivery.Config{
-		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "maildir", Provider: sink}},
-		Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond,
-		Links: signer, AttachMaxBytes: 1024,
-	})
+	svc, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Orders <orders@acme.example>", Providers: []email.Named{{Name: "maildir", Provider: sink}}, Links: signer, AttachMaxBytes: 1024}, Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond}})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })
@@ -128,10 +125,7 @@ func TestASuspendedTenantsNotificationsAreDeadLettered(t *testing.T) {
 	mailDir := t.TempDir()
 	sink, err := maildir.New(mailDir)
 	require.NoError(t, err)
-	svc, err := delivery.New(n.JS, delivery.Config{
-		From: "Orders <orders@acme.example>", Providers: []delivery.Provider{{Name: "maildir", Provider: sink}},
-		Locker: heraldtest.Locker(t), Concurrency: 1, Registry: cache,
-	})
+	svc, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Orders <orders@acme.example>", Providers: []email.Named{{Name: "maildir", Provider: sink}}}, Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 1, Registry: cache}})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
@@ -109,8 +108,8 @@ func TestProviderAnswersDecideTheOutcome(t *testing.T) {
 			b := setup(t, 1)
 			require.NoError(t, b.svc.Stop(heraldtest.Context(t)))
 			w := tt.wire(t)
-			b.worker(t, b.nats.JS, func(c *delivery.Config) {
-				c.Providers, c.ProviderTimeout = []delivery.Provider{{Name: w.name, Provider: w.provider}}, providerTimeout
+			b.worker(t, b.nats.JS, func(c *config) {
+				c.Providers, c.ProviderTimeout = []email.Named{{Name: w.name, Provider: w.provider}}, providerTimeout
 			})
 			b.publish(t, 1)
 

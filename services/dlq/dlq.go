@@ -135,6 +135,8 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.startGauge(); err != nil {
 		return err
 	}
+	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: 4, Logger: s.cfg.Logger,
+		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 	for _, c := range []struct {
 		stream, durable string
 		handle          consumer.Handler
@@ -143,8 +145,7 @@ func (s *Service) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("dlq: %w", err)
 		}
-		if err := s.loops.Start(ctx, cons, c.handle, consumer.Config{Concurrency: 4, Logger: s.cfg.Logger,
-			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}); err != nil {
+		if err := s.loops.Start(ctx, cons, c.handle); err != nil {
 			return fmt.Errorf("dlq: %w", err)
 		}
 	}
@@ -180,47 +181,33 @@ type advisory struct {
 
 const maxDeliveriesType = "io.nats.jetstream.advisory.v1.max_deliver"
 
-func (s *Service) handleAdvisory(ctx context.Context, msg jetstream.Msg) {
+func (s *Service) handleAdvisory(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	var adv advisory
 	if err := json.Unmarshal(msg.Data(), &adv); err != nil || adv.Stream == "" || adv.StreamSeq == 0 {
-		s.cfg.Logger.WarnContext(ctx, "unreadable advisory; dropping it", "subject", msg.Subject())
-		_ = msg.TermWithReason("unreadable advisory")
-		return
+		return consumer.GiveUp(fmt.Errorf("unreadable advisory on %s", msg.Subject()))
 	}
 	if adv.Type != maxDeliveriesType {
 		// Terminated messages were copied to the DLQ by whoever gave up on
 		// them, before they terminated them.
-		_ = msg.Ack()
-		return
+		return consumer.Done()
 	}
-	if err := s.copyExhausted(ctx, adv); err != nil {
-		if errors.Is(err, deadletter.ErrRefused) || errors.Is(err, jetstream.ErrStreamNotFound) {
-			s.giveUp(ctx, msg, adv, err)
-			return
-		}
-		delay := consumer.NakWithBackoff(msg, time.Second, time.Minute)
-		s.cfg.Logger.WarnContext(ctx, "could not dead-letter an exhausted message; will retry", "stream", adv.Stream,
-			"sequence", adv.StreamSeq, "retry_in", delay, "error", err)
-		return
+	err := s.copyExhausted(ctx, adv)
+	switch {
+	case err == nil:
+		return consumer.Done()
+	case errors.Is(err, deadletter.ErrRefused) || errors.Is(err, jetstream.ErrStreamNotFound):
+		// The message can never be copied (the DLQ refuses it, or its
+		// stream is gone): retried, it would fail forever. The advisory is
+		// dead-lettered with why; the message it names stays in its stream,
+		// and redriving the entry republishes the advisory — a new try.
+		s.cfg.Logger.ErrorContext(ctx, "an exhausted message cannot be dead-lettered; dead-lettering its advisory",
+			"stream", adv.Stream, "sequence", adv.StreamSeq, "error", err)
+		return consumer.GiveUp(fmt.Errorf("could not dead-letter %s #%d (exhausted %d deliveries to %s): %w",
+			adv.Stream, adv.StreamSeq, adv.Deliveries, adv.Consumer, err))
 	}
-	if err := msg.DoubleAck(ctx); err != nil {
-		s.cfg.Logger.WarnContext(ctx, "advisory ack not confirmed; it will be handled again, harmlessly", "error", err)
-	}
-}
-
-// giveUp dead-letters an advisory whose message can never be copied (the
-// DLQ refuses it, or its stream is gone): retried, it would fail forever.
-// The entry keeps the advisory and why; the message it names stays in its
-// stream, and redriving the entry republishes the advisory — a new try.
-func (s *Service) giveUp(ctx context.Context, msg jetstream.Msg, adv advisory, cause error) {
-	reason := fmt.Sprintf("could not dead-letter %s #%d (exhausted %d deliveries to %s): %v",
-		adv.Stream, adv.StreamSeq, adv.Deliveries, adv.Consumer, cause)
-	s.cfg.Logger.ErrorContext(ctx, "an exhausted message cannot be dead-lettered; dead-lettering its advisory",
-		"stream", adv.Stream, "sequence", adv.StreamSeq, "error", cause)
-	if err := deadletter.Terminate(ctx, s.js, msg, reason); err != nil {
-		delay := consumer.NakWithBackoff(msg, time.Second, time.Minute)
-		s.cfg.Logger.WarnContext(ctx, "could not dead-letter the advisory either; will retry", "retry_in", delay, "error", err)
-	}
+	s.cfg.Logger.WarnContext(ctx, "could not dead-letter an exhausted message; will retry", "stream", adv.Stream,
+		"sequence", adv.StreamSeq, "error", err)
+	return consumer.Retry(err, time.Second, time.Minute)
 }
 
 // copyExhausted writes the exhausted message to the DLQ, then removes it
@@ -269,7 +256,7 @@ func (s *Service) lastError(ctx context.Context, adv advisory, m *jetstream.RawS
 }
 
 // handleEntry counts a new dead letter and hands it to the alerts.
-func (s *Service) handleEntry(ctx context.Context, msg jetstream.Msg) {
+func (s *Service) handleEntry(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	h := msg.Headers()
 	f := alert.Failure{
 		Stream: h.Get(deadletter.HeaderStream), Consumer: h.Get(deadletter.HeaderConsumer),
@@ -282,7 +269,7 @@ func (s *Service) handleEntry(ctx context.Context, msg jetstream.Msg) {
 	s.entries.Add(ctx, 1, metric.WithAttributes(attribute.String("stream", f.Stream), attribute.String("consumer", f.Consumer),
 		attribute.String("reason", alert.ReasonKind(f.Reason))))
 	s.alerts.Add(f)
-	_ = msg.Ack()
+	return consumer.Done()
 }
 
 // startGauge exports the DLQ's depth per source, read from the stream when

@@ -102,7 +102,7 @@ type Service struct {
 	cfg     Config
 	js      jetstream.JetStream
 	loops   consumer.Group
-	work    chan jetstream.Msg
+	work    chan queued
 	written sync.WaitGroup
 	cancel  context.CancelFunc
 	sweep   sync.WaitGroup
@@ -116,7 +116,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, js: js, work: make(chan jetstream.Msg, 2*cfg.BatchSize)}
+	s := &Service{cfg: cfg, js: js, work: make(chan queued, 2*cfg.BatchSize)}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/history")
 	var errs [2]error
 	s.rows, errs[0] = m.Int64Counter("herald.history.rows",
@@ -129,6 +129,10 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 // Start consumes both feeds and starts the retention sweep.
 func (s *Service) Start(ctx context.Context) (err error) {
 	s.written.Go(s.write)
+	// One handler per message of a batch, each waiting for its batch to
+	// be written; pull ahead a batch's worth so batches fill.
+	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.BatchSize, Buffer: s.cfg.BatchSize,
+		Logger: s.cfg.Logger, MeterProvider: s.cfg.MeterProvider}
 	defer func() {
 		if err != nil { // stop what did start: nobody else will
 			_ = s.Stop(ctx)
@@ -139,11 +143,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
-		// One handler that only queues: the writer batches, writes and
-		// settles. Pull ahead a batch's worth so batches fill.
-		err = s.loops.Start(ctx, cons, s.queue, consumer.Config{Buffer: s.cfg.BatchSize, Logger: s.cfg.Logger,
-			MeterProvider: s.cfg.MeterProvider})
-		if err != nil {
+		if err := s.loops.Start(ctx, cons, s.queue); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
 	}
@@ -166,24 +166,41 @@ func (s *Service) Stop(ctx context.Context) error {
 	return err
 }
 
-func (s *Service) queue(_ context.Context, msg jetstream.Msg) { s.work <- msg }
+// queued is a message waiting for its batch, and where to say how the
+// batch went.
+type queued struct {
+	msg     jetstream.Msg
+	settled chan<- consumer.Outcome
+}
+
+// queue hands msg to the writer and waits for its batch to be written.
+func (s *Service) queue(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+	settled := make(chan consumer.Outcome, 1)
+	s.work <- queued{msg: msg, settled: settled}
+	select {
+	case o := <-settled:
+		return o
+	case <-ctx.Done():
+		return consumer.Leave()
+	}
+}
 
 // write takes the queued messages in batches — whatever is queued, up to
 // BatchSize — so a quiet stream is written at once and a busy one in few
 // transactions.
 func (s *Service) write() {
 	ctx := context.Background()
-	batch := make([]jetstream.Msg, 0, s.cfg.BatchSize)
-	for msg := range s.work {
-		batch = append(batch[:0], msg)
+	batch := make([]queued, 0, s.cfg.BatchSize)
+	for q := range s.work {
+		batch = append(batch[:0], q)
 	fill:
 		for len(batch) < s.cfg.BatchSize {
 			select {
-			case m, ok := <-s.work:
+			case q, ok := <-s.work:
 				if !ok {
 					break fill
 				}
-				batch = append(batch, m)
+				batch = append(batch, q)
 			default:
 				break fill
 			}
@@ -192,25 +209,24 @@ func (s *Service) write() {
 	}
 }
 
-// flush writes one batch and settles its messages: acked once written,
-// redelivered after a pause if the index refused it. A message that can
-// never become a row (another shape) is terminated, saying why.
-func (s *Service) flush(ctx context.Context, batch []jetstream.Msg) {
+// flush writes one batch and says how to settle its messages: done once
+// written, redelivered after a pause if the index refused it. A message
+// that can never become a row (another shape) is given up, saying why.
+func (s *Service) flush(ctx context.Context, batch []queued) {
 	var accepted, applied []history.Row
 	keep := batch[:0:0]
-	for _, msg := range batch {
+	for _, q := range batch {
 		feed, read := &accepted, acceptedRows
-		if strings.HasPrefix(msg.Subject(), "$KV.") {
+		if strings.HasPrefix(q.msg.Subject(), "$KV.") {
 			feed, read = &applied, ledgerRows
 		}
-		rows, err := read(msg)
+		rows, err := read(q.msg)
 		if err != nil {
-			s.cfg.Logger.WarnContext(ctx, "not indexable; dropping it", "subject", msg.Subject(), "error", err)
-			_ = msg.TermWithReason(err.Error())
+			q.settled <- consumer.GiveUp(fmt.Errorf("not indexable: %w", err))
 			continue
 		}
 		*feed = append(*feed, rows...)
-		keep = append(keep, msg)
+		keep = append(keep, q)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -218,19 +234,18 @@ func (s *Service) flush(ctx context.Context, batch []jetstream.Msg) {
 	if err == nil {
 		err = s.cfg.Store.Apply(wctx, applied)
 	}
+	outcome := consumer.Done()
 	if err != nil {
 		s.fails.Add(ctx, 1)
 		s.cfg.Logger.WarnContext(ctx, "the notification index refused a batch; it will be redelivered",
 			"messages", len(keep), "error", err)
-		for _, msg := range keep {
-			_ = msg.NakWithDelay(s.cfg.RetryDelay)
-		}
-		return
+		outcome = consumer.Retry(fmt.Errorf("the notification index refused the batch: %w", err), s.cfg.RetryDelay, time.Minute)
+	} else {
+		s.rows.Add(ctx, int64(len(accepted)), metric.WithAttributes(attribute.String("feed", "accepted")))
+		s.rows.Add(ctx, int64(len(applied)), metric.WithAttributes(attribute.String("feed", "ledger")))
 	}
-	s.rows.Add(ctx, int64(len(accepted)), metric.WithAttributes(attribute.String("feed", "accepted")))
-	s.rows.Add(ctx, int64(len(applied)), metric.WithAttributes(attribute.String("feed", "ledger")))
-	for _, msg := range keep {
-		_ = msg.Ack()
+	for _, q := range keep {
+		q.settled <- outcome
 	}
 }
 

@@ -35,7 +35,6 @@ import (
 
 	"github.com/heraldhq/herald/services/pdf/render"
 	"github.com/heraldhq/herald/shared/consumer"
-	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
@@ -114,12 +113,14 @@ func (c Config) Validate() error {
 
 // Service is the renderer.
 type Service struct {
-	cfg      Config
-	js       jetstream.JetStream
-	store    Store
-	loops    consumer.Group
-	rendered metric.Int64Counter
-	duration metric.Float64Histogram
+	cfg   Config
+	js    jetstream.JetStream
+	store Store
+	loops consumer.Group
+	// maxDeliver is the consumer's MaxDeliver: the last try.
+	maxDeliver int
+	rendered   metric.Int64Counter
+	duration   metric.Float64Histogram
 }
 
 // New returns a renderer service.
@@ -152,10 +153,10 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pdf: %w", err)
 	}
-	maxDeliver := c.CachedInfo().Config.MaxDeliver
-	handle := func(ctx context.Context, msg jetstream.Msg) { s.handle(ctx, msg, maxDeliver) }
-	if err := s.loops.Start(ctx, c, handle, consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
-		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}); err != nil {
+	s.maxDeliver = c.CachedInfo().Config.MaxDeliver
+	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
+		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
+	if err := s.loops.Start(ctx, c, s.handle); err != nil {
 		return fmt.Errorf("pdf: %w", err)
 	}
 	return nil
@@ -164,46 +165,41 @@ func (s *Service) Start(ctx context.Context) error {
 // Stop drains: renders under way finish and are settled.
 func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 
-func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int) {
+func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	var req documents.Request
 	if err := json.Unmarshal(msg.Data(), &req); err != nil || req.Object == "" || req.Type == "" {
-		s.deadLetter(ctx, msg, req, fmt.Errorf("malformed render request: %v", cmp.Or(err, errors.New("missing object or type"))))
-		return
+		return s.giveUp(ctx, req, fmt.Errorf("malformed render request: %v", cmp.Or(err, errors.New("missing object or type"))))
 	}
 	if !documents.BelongsTo(req.Object, req.Tenant) {
 		// Rendering over, or releasing, another tenant's document.
-		s.deadLetter(ctx, msg, req, fmt.Errorf("forged render request: object %s is not tenant %q's", req.Object, req.Tenant))
-		return
+		return s.giveUp(ctx, req, fmt.Errorf("forged render request: object %s is not tenant %q's", req.Object, req.Tenant))
 	}
-	log := s.cfg.Logger.With("object", req.Object, "tenant", req.Tenant)
 	ref, err := s.document(ctx, req)
 	if err == nil {
 		err = s.release(ctx, req, ref)
 	}
-	if err == nil {
-		if err := msg.DoubleAck(ctx); err != nil {
-			log.WarnContext(ctx, "ack not confirmed; the request may come back and find the document stored", "error", err)
-		}
-		return
-	}
 	var invalid *render.InputError
-	if errors.As(err, &invalid) || errors.Is(err, documents.ErrTooLarge) {
+	switch {
+	case err == nil:
+		return consumer.Done()
+	case errors.As(err, &invalid) || errors.Is(err, documents.ErrTooLarge):
 		// The order itself cannot be rendered (a character no font has, a
 		// malformed amount), or a delivery can never be published: no retry
 		// can change that.
-		s.count(ctx, req, "failed")
-		s.deadLetter(ctx, msg, req, err)
-		return
-	}
-	md, _ := msg.Metadata()
-	if md != nil && maxDeliver > 0 && md.NumDelivered >= uint64(maxDeliver) {
-		s.count(ctx, req, "failed")
-		s.deadLetter(ctx, msg, req, fmt.Errorf("render failed after %d tries: %w", md.NumDelivered, err))
-		return
+		return s.giveUp(ctx, req, err)
+	case s.lastTry(msg):
+		return s.giveUp(ctx, req, fmt.Errorf("render failed after %d tries: %w", s.maxDeliver, err))
 	}
 	s.count(ctx, req, "retry")
-	delay := consumer.NakWithBackoff(msg, s.cfg.RetryDelay, 5*time.Minute)
-	log.WarnContext(ctx, "document not ready; will retry", "retry_in", delay, "error", err)
+	s.cfg.Logger.WarnContext(ctx, "document not ready; will retry", "object", req.Object, "tenant", req.Tenant, "error", err)
+	return consumer.Retry(err, s.cfg.RetryDelay, 5*time.Minute)
+}
+
+// lastTry reports whether msg is on its last allowed delivery: a render
+// given up then still tells the notifications that waited on it.
+func (s *Service) lastTry(msg jetstream.Msg) bool {
+	md, err := msg.Metadata()
+	return err == nil && s.maxDeliver > 0 && md.NumDelivered >= uint64(s.maxDeliver)
 }
 
 // document returns the stored document, rendering and storing it first if
@@ -249,21 +245,17 @@ func (s *Service) release(ctx context.Context, req documents.Request, ref notifi
 	return err
 }
 
-// deadLetter gives up on a request: copy to the DLQ, a failed status event
-// for every notification that waited on it, then terminate.
-func (s *Service) deadLetter(ctx context.Context, msg jetstream.Msg, req documents.Request, cause error) {
+// giveUp gives up on a request: every notification that waited on it is
+// told it failed (a status event), then the request is dead-lettered. If
+// the DLQ cannot be written the request comes back, and the status events
+// are published again within STATUS's duplicate window, dropped there.
+func (s *Service) giveUp(ctx context.Context, req documents.Request, cause error) consumer.Outcome {
+	s.count(ctx, req, "failed")
 	s.cfg.Logger.ErrorContext(ctx, "giving up on a document; dead-lettering", "object", req.Object, "tenant", req.Tenant, "error", cause)
-	if err := deadletter.Write(ctx, s.js, msg, cause.Error()); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "dead-lettering failed; the request will be redelivered", "object", req.Object, "error", err)
-		_ = msg.NakWithDelay(5 * time.Second)
-		return
-	}
 	for _, d := range req.Deliveries {
 		s.publishFailed(ctx, d, cause)
 	}
-	if err := msg.TermWithReason(cause.Error()); err != nil {
-		s.cfg.Logger.WarnContext(ctx, "dead-lettered, but terminating failed", "object", req.Object, "error", err)
-	}
+	return consumer.GiveUp(cause)
 }
 
 func (s *Service) publishFailed(ctx context.Context, d notification.Delivery, cause error) {

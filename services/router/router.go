@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"regexp"
 	"time"
 
@@ -40,7 +39,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/heraldhq/herald/shared/consumer"
-	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
@@ -83,16 +81,14 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 
 // Start consumes every input stream.
 func (s *Service) Start(ctx context.Context) error {
+	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
+		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 	for _, stream := range Streams {
 		c, err := consumer.Lookup(ctx, s.js, stream, Durable)
 		if err != nil {
 			return fmt.Errorf("router: %w", err)
 		}
-		cfg := consumer.Config{Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
-			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
-		maxDeliver := c.CachedInfo().Config.MaxDeliver
-		handle := func(ctx context.Context, msg jetstream.Msg) { s.handle(ctx, msg, maxDeliver) }
-		if err := s.loops.Start(ctx, c, handle, cfg); err != nil {
+		if err := s.loops.Start(ctx, c, s.handle); err != nil {
 			return fmt.Errorf("router: %w", err)
 		}
 	}
@@ -102,12 +98,11 @@ func (s *Service) Start(ctx context.Context) error {
 // Stop drains: events being routed finish and are acknowledged.
 func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 
-func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int) {
+func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
 	d, invalid := s.cfg.decide(msg.Data(), time.Now().UTC())
-	md, _ := msg.Metadata()
-	if md != nil {
+	if md, err := msg.Metadata(); err == nil {
 		d.stamp(md.Timestamp.UTC())
 	}
 	if invalid == nil {
@@ -130,35 +125,16 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg, maxDeliver int)
 	}
 	if invalid != nil {
 		span.SetStatus(codes.Error, invalid.Error())
-		s.deadLetter(ctx, msg, log, invalid)
-		return
+		log.WarnContext(ctx, "dead-lettering event", "reason", invalid.Error())
+		return consumer.GiveUp(invalid)
 	}
 	if err := s.publish(ctx, d); err != nil {
 		span.SetStatus(codes.Error, err.Error())
-		if md != nil && maxDeliver > 0 && md.NumDelivered >= uint64(maxDeliver) {
-			// The server would give up on the event without a word, and the
-			// DLQ service would only know that it was never settled.
-			s.deadLetter(ctx, msg, log, fmt.Errorf("routing failed after %d tries: %w", md.NumDelivered, err))
-			return
-		}
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
-		consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
-		return
-	}
-	if err := msg.DoubleAck(ctx); err != nil {
-		log.WarnContext(ctx, "ack not confirmed; the event may be redelivered and its deliveries deduplicated", "error", err)
-		return
+		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
 	}
 	log.DebugContext(ctx, "event routed", "outcome", d.Outcome, "deliveries", d.planned(), "documents", len(d.Renders), "skipped", d.Skipped)
-}
-
-// deadLetter copies the event to the DLQ with its reason, then terminates it.
-func (s *Service) deadLetter(ctx context.Context, msg jetstream.Msg, log *slog.Logger, reason error) {
-	log.WarnContext(ctx, "dead-lettering event", "reason", reason.Error())
-	if err := deadletter.Terminate(ctx, s.js, msg, reason.Error()); err != nil {
-		log.ErrorContext(ctx, "dead-lettering failed; the event is left to be redelivered (or, after its last try, to the DLQ service)", "error", err)
-		consumer.NakWithBackoff(msg, 2*time.Second, time.Minute)
-	}
+	return consumer.Done()
 }
 
 // publish sends the deliveries that need no document to NOTIFY, and each

@@ -228,8 +228,8 @@ func TestEventsThatCanNeverBeRoutedAreDeadLetteredAtOnce(t *testing.T) {
 func TestTheLastTryDeadLettersWithTheRealError(t *testing.T) {
 	t.Parallel()
 	for stream, want := range map[string]string{
-		"DOCS":   "routing failed after 2 tries: requesting acme/PO-2026-0042/purchase_order-r1.pdf",
-		"STATUS": "routing failed after 2 tries: recording the accepted notifications",
+		"DOCS":   "gave up after 2 deliveries: routing failed: requesting acme/PO-2026-0042/purchase_order-r1.pdf",
+		"STATUS": "gave up after 2 deliveries: routing failed: recording the accepted notifications",
 	} {
 		t.Run(stream, func(t *testing.T) {
 			t.Parallel()

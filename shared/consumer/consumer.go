@@ -2,6 +2,11 @@
 // bounded concurrency, and drains on shutdown: it stops pulling, lets every
 // buffered and in-flight message be settled, then returns.
 //
+// Handlers decide, the loop settles: a handler returns an Outcome — Done,
+// Retry after a growing delay, GiveUp with a reason — and one place acks,
+// naks with back-off, or copies the message to the DLQ and terminates it.
+// Tracing and metrics wrap handlers as Middleware.
+//
 // The client-side buffer is kept small (twice the concurrency by default) so
 // a message does not sit in the buffer past its AckWait, and a handler that
 // runs long tells the server so (InProgress every third of AckWait), so its
@@ -11,6 +16,7 @@ package consumer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,16 +24,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/heraldhq/herald/shared/telemetry"
 )
 
-// Handler processes one message and settles it: Ack, Nak, or Term.
-// Its ctx is cancelled only when a shutdown runs out of time.
-type Handler func(ctx context.Context, msg jetstream.Msg)
+// Handler processes one message and says how to settle it. Its ctx is
+// cancelled only when a shutdown runs out of time.
+type Handler func(ctx context.Context, msg jetstream.Msg) Outcome
+
+// Middleware wraps a handler with a cross-cutting concern.
+type Middleware func(Handler) Handler
 
 // Config tunes a Loop.
 type Config struct {
+	// JetStream is where dead letters are written. Required.
+	JetStream jetstream.JetStream
 	// Concurrency is how many messages are handled at once. Defaults to 1.
 	Concurrency int
 	// Buffer is how many messages the client pulls ahead. Defaults to
@@ -36,12 +45,11 @@ type Config struct {
 	// Logger reports pull errors (missed heartbeats, a deleted consumer).
 	// Defaults to discarding them.
 	Logger *slog.Logger
-	// TracerProvider, when set, traces each message: a "process <subject>"
-	// consumer span, continuing the trace its publisher put in the headers,
-	// is in the handler's ctx.
+	// TracerProvider, when set, traces each message (Traced).
 	TracerProvider trace.TracerProvider
-	// MeterProvider, when set, observes the consumer's pending, ack-pending
-	// and redelivered counts whenever metrics are collected.
+	// MeterProvider, when set, counts settled messages (Counted) and
+	// observes the consumer's pending, ack-pending and redelivered counts
+	// whenever metrics are collected.
 	MeterProvider metric.MeterProvider
 }
 
@@ -59,20 +67,28 @@ type Loop struct {
 // values but not its cancellation: stopping is Stop's job, so that a
 // shutdown finishes what it started.
 func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*Loop, error) {
+	if cfg.JetStream == nil {
+		return nil, errors.New("consumer: Config.JetStream is required")
+	}
 	n := max(cfg.Concurrency, 1)
 	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &Loop{work: make(chan jetstream.Msg), quit: make(chan struct{}), cancel: cancel}
-	every := max(c.CachedInfo().Config.AckWait/3, 100*time.Millisecond)
-	name := c.CachedInfo().Name
-	handle := h
-	if cfg.TracerProvider != nil {
-		tracer := cfg.TracerProvider.Tracer(telemetry.Scope)
-		handle = func(ctx context.Context, msg jetstream.Msg) {
-			ctx, span := telemetry.StartProcess(ctx, tracer, msg, name)
-			defer span.End()
-			h(ctx, msg)
+	info := c.CachedInfo()
+	every := max(info.Config.AckWait/3, 100*time.Millisecond)
+	name := info.Name
+	s := settler{js: cfg.JetStream, maxDeliver: info.Config.MaxDeliver, logger: logger.With("consumer", name)}
+	handle := func(ctx context.Context, msg jetstream.Msg) Outcome { return s.settle(ctx, msg, h(ctx, msg)) }
+	if cfg.MeterProvider != nil {
+		counted, err := Counted(cfg.MeterProvider, info.Stream, name)
+		if err != nil {
+			cancel()
+			return nil, err
 		}
+		handle = counted(handle)
+	}
+	if cfg.TracerProvider != nil {
+		handle = Traced(cfg.TracerProvider, name)(handle)
 	}
 	for range n {
 		l.workers.Go(func() {

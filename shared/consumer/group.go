@@ -8,10 +8,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Group is the loops of one service, started one consumer at a time and
-// stopped together.
+// Group is the loops of one service, started one consumer at a time with
+// one Config, and stopped together.
 type Group struct {
-	loops []*Loop
+	Config Config
+	loops  []*Loop
 }
 
 // Lookup finds a durable consumer, with both names in the error.
@@ -23,9 +24,9 @@ func Lookup(ctx context.Context, js jetstream.JetStream, stream, durable string)
 	return c, nil
 }
 
-// Start consumes c with h.
-func (g *Group) Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) error {
-	loop, err := Start(ctx, c, h, cfg)
+// Start consumes c with h, with the group's Config.
+func (g *Group) Start(ctx context.Context, c jetstream.Consumer, h Handler) error {
+	loop, err := Start(ctx, c, h, g.Config)
 	if err != nil {
 		info := c.CachedInfo()
 		return fmt.Errorf("consuming %s > %s: %w", info.Stream, info.Name, err)

@@ -63,6 +63,9 @@ type Attempt struct {
 	Provider  string    `json:"provider,omitempty"`
 	Error     string    `json:"error,omitempty"`
 	Ambiguous bool      `json:"ambiguous,omitempty"`
+	// Note is what the channel says about the message tried, such as an
+	// SMS's encoding and segments ("ucs-2, 2 segments").
+	Note string `json:"note,omitempty"`
 }
 
 // Entry is the ledger's record of one dedupe key.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
@@ -65,6 +66,7 @@ type App struct {
 	flushTraces func(context.Context) error
 	routerC     router.Config
 	emailC      delivery.Config
+	emailA      email.ChannelConfig
 	pdfC        pdf.Config
 	dlqC        dlq.Config
 	linkKey     []byte
@@ -243,11 +245,7 @@ func (a *App) HistoryURL() string { return redact.URL(a.cfg.History.URL) }
 
 // ProviderNames lists the email provider chain, in order.
 func (a *App) ProviderNames() []string {
-	names := make([]string, len(a.emailC.Providers))
-	for i, p := range a.emailC.Providers {
-		names[i] = p.Name
-	}
-	return names
+	return names(a.emailA.Providers)
 }
 
 // tenantCache is the process's view of the tenant registry, watched from

@@ -59,6 +59,15 @@ type Config struct {
 		// idempotency. Defaults to 24 hours.
 		IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
 	} `yaml:"api"`
+	Breakers struct {
+		// Failures is how many transient failures in a row open a
+		// provider's circuit: it is skipped, not called, and the chain
+		// moves on, until Cooldown has passed and a probe succeeds.
+		// Defaults to 5; -1 turns the breakers off.
+		Failures int `yaml:"failures"`
+		// Cooldown defaults to 30s.
+		Cooldown time.Duration `yaml:"cooldown"`
+	} `yaml:"breakers"`
 	Streams struct {
 		// Replicas overrides num_replicas of every stream (3 on a cluster).
 		// Defaults to the declared value.

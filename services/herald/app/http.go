@@ -82,6 +82,6 @@ func (a *App) serveDocuments(ctx context.Context, mux *http.ServeMux) error {
 		return err
 	}
 	mux.Handle("GET "+documents.LinkPath+"{name...}", documents.Handler(store, signer, a.logger))
-	a.emailC.Links = signer
+	a.emailA.Links = signer
 	return nil
 }

@@ -106,20 +106,25 @@ func (a *App) configurePDF() error {
 // configureDelivery reads email: and builds the provider chain.
 func (a *App) configureDelivery() error {
 	e := a.cfg.Email
+	providers, err := a.buildProviders(context.Background())
+	if err != nil {
+		return err
+	}
+	a.emailA = email.ChannelConfig{From: e.From, Providers: providers, AttachMaxBytes: a.cfg.Documents.AttachMaxBytes}
+	ch, err := email.NewChannel(a.emailA)
+	if err != nil {
+		return err
+	}
 	c := delivery.Config{
-		From: e.From, Concurrency: e.Concurrency, ProviderTimeout: e.Timeout, LockTTL: e.LockTTL, RetryDelay: e.RetryDelay,
-		AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, MaxTries: e.MaxTries,
+		Channel: ch, Concurrency: e.Concurrency, ProviderTimeout: e.Timeout, LockTTL: e.LockTTL, RetryDelay: e.RetryDelay,
+		MaxTries: e.MaxTries, Platform: names(providers),
+		BreakerFailures: a.cfg.Breakers.Failures, BreakerCooldown: a.cfg.Breakers.Cooldown,
 		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
 		Tenants: a.tenants, TracerProvider: a.tracer,
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
 	}
-	providers, err := a.buildProviders(context.Background())
-	if err != nil {
-		return err
-	}
-	c.Providers = providers
 	// Without a master key, tenants' own accounts cannot be opened: a
 	// tenant naming one is dead-lettered, saying so.
 	if err := a.loadKeyring(); err != nil {
@@ -129,6 +134,15 @@ func (a *App) configureDelivery() error {
 	return a.emailC.Validate()
 }
 
+// names are the providers' names, in order.
+func names(providers []email.Named) []string {
+	out := make([]string, len(providers))
+	for i, p := range providers {
+		out[i] = p.Name
+	}
+	return out
+}
+
 // buildDelivery refuses a suspended tenant's notifications.
 func (a *App) buildDelivery(ctx context.Context) (service, error) {
 	registry, err := a.tenantCache(ctx)
@@ -136,7 +150,7 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 		return nil, err
 	}
 	a.emailC.Registry = registry
-	routes := &delivery.TenantRoutes{Tenants: registry, Platform: a.emailC.Providers, Build: buildAccount}
+	routes := &email.TenantRoutes{Tenants: registry, Platform: a.emailA.Providers, Build: buildAccount}
 	if a.keyring != nil {
 		store, err := vault.Open(ctx, a.js, a.keyring)
 		if err != nil {
@@ -144,8 +158,14 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 		}
 		routes.Accounts = store
 	}
-	a.emailC.Routes = routes
-	return delivery.New(a.js, a.emailC)
+	a.emailA.Routes = routes
+	ch, err := email.NewChannel(a.emailA)
+	if err != nil {
+		return nil, err
+	}
+	c := a.emailC
+	c.Channel = ch
+	return delivery.New(a.js, c)
 }
 
 // configureDLQ reads dlq: — alerts and the resend sweep.

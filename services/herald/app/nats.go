@@ -6,12 +6,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/streams"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 func (a *App) connect(ctx context.Context) error {

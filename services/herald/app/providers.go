@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/email/maildir"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
@@ -23,19 +22,19 @@ import (
 var defaultProviders = []ProviderConfig{{Type: "ses"}, {Type: "sendgrid"}}
 
 // buildProviders sets up the configured chain. Errors name the field.
-func (a *App) buildProviders(ctx context.Context) ([]delivery.Provider, error) {
+func (a *App) buildProviders(ctx context.Context) ([]email.Named, error) {
 	configured := a.cfg.Email.Providers
 	if len(configured) == 0 {
 		configured = defaultProviders
 	}
-	var out []delivery.Provider
+	var out []email.Named
 	for i, p := range configured {
 		field := fmt.Sprintf("email.providers[%d]", i)
 		provider, err := a.buildProvider(ctx, field, p)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, delivery.Provider{Name: p.Type, Provider: provider})
+		out = append(out, email.Named{Name: p.Type, Provider: provider})
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package delivery
+package email
 
 import (
 	"cmp"
@@ -9,11 +9,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 )
+
+// Named is a provider with the name it is known by in receipts, logs,
+// metrics and the ledger.
+type Named struct {
+	Name string
+	Provider
+}
 
 // Routes says which providers send a tenant's notifications, and as whom.
 type Routes interface {
@@ -21,9 +27,9 @@ type Routes interface {
 }
 
 // Route is one tenant's provider chain, tried in order within one try, and
-// its From header ("" sends as Config.From).
+// its From header ("" sends as ChannelConfig.From).
 type Route struct {
-	Providers []Provider
+	Providers []Named
 	From      string
 }
 
@@ -33,7 +39,7 @@ type Route struct {
 func (r Route) Pinned(names []string) (Route, error) {
 	pinned := Route{From: r.From}
 	for _, name := range names {
-		i := slices.IndexFunc(r.Providers, func(p Provider) bool { return p.Name == name })
+		i := slices.IndexFunc(r.Providers, func(p Named) bool { return p.Name == name })
 		if i < 0 {
 			return Route{}, provider.Permanentf("the notification pins provider %q, which is not in the tenant's chain (or the platform's, when the tenant names none)", name)
 		}
@@ -60,11 +66,11 @@ type TenantRoutes struct {
 		Lookup(id string) (tenant.Tenant, bool)
 	}
 	// Platform are the platform's providers, by Name.
-	Platform []Provider
+	Platform []Named
 	// Accounts holds the tenants' own accounts.
 	Accounts Accounts
 	// Build makes a provider of an account.
-	Build func(ctx context.Context, c vault.Credential) (email.Provider, error)
+	Build func(ctx context.Context, c vault.Credential) (Provider, error)
 	// AccountTTL is how long a built account is reused. Defaults to 1 minute.
 	AccountTTL time.Duration
 	// Now defaults to time.Now.
@@ -75,7 +81,7 @@ type TenantRoutes struct {
 }
 
 type builtAccount struct {
-	provider email.Provider
+	provider Provider
 	until    time.Time
 }
 
@@ -98,7 +104,7 @@ func (r *TenantRoutes) Route(ctx context.Context, id string) (Route, error) {
 	return route, nil
 }
 
-func (r *TenantRoutes) provider(ctx context.Context, tenantID, name string) (Provider, error) {
+func (r *TenantRoutes) provider(ctx context.Context, tenantID, name string) (Named, error) {
 	for _, p := range r.Platform {
 		if p.Name == name {
 			return p, nil
@@ -113,21 +119,21 @@ func (r *TenantRoutes) provider(ctx context.Context, tenantID, name string) (Pro
 	b, ok := r.built[key]
 	r.mu.Unlock()
 	if ok && now().Before(b.until) {
-		return Provider{Name: name, Provider: b.provider}, nil
+		return Named{Name: name, Provider: b.provider}, nil
 	}
 	if r.Accounts == nil {
-		return Provider{}, provider.Permanent(fmt.Errorf("tenant %q names provider %q, and no vault is configured", tenantID, name))
+		return Named{}, provider.Permanent(fmt.Errorf("tenant %q names provider %q, and no vault is configured", tenantID, name))
 	}
 	c, err := r.Accounts.Get(ctx, tenantID, name)
 	if errors.Is(err, vault.ErrNotFound) {
-		return Provider{}, provider.Permanent(fmt.Errorf("tenant %q names provider %q, which is neither the platform's nor one of its accounts (herald providers list --tenant %s)", tenantID, name, tenantID))
+		return Named{}, provider.Permanent(fmt.Errorf("tenant %q names provider %q, which is neither the platform's nor one of its accounts (herald providers list --tenant %s)", tenantID, name, tenantID))
 	}
 	if err != nil {
-		return Provider{}, fmt.Errorf("reading tenant %q's provider %q: %w", tenantID, name, err)
+		return Named{}, fmt.Errorf("reading tenant %q's provider %q: %w", tenantID, name, err)
 	}
 	p, err := r.Build(ctx, c)
 	if err != nil {
-		return Provider{}, provider.Permanent(fmt.Errorf("tenant %q's provider %q: %w", tenantID, name, err))
+		return Named{}, provider.Permanent(fmt.Errorf("tenant %q's provider %q: %w", tenantID, name, err))
 	}
 	r.mu.Lock()
 	if r.built == nil {
@@ -135,5 +141,5 @@ func (r *TenantRoutes) provider(ctx context.Context, tenantID, name string) (Pro
 	}
 	r.built[key] = builtAccount{provider: p, until: now().Add(cmp.Or(r.AccountTTL, time.Minute))}
 	r.mu.Unlock()
-	return Provider{Name: name, Provider: p}, nil
+	return Named{Name: name, Provider: p}, nil
 }

@@ -1,0 +1,225 @@
+package email
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	netmail "net/mail"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/provider"
+)
+
+// ChannelConfig configures the email channel's adapter.
+type ChannelConfig struct {
+	// From is the From header of every email, "Name <address>". Required.
+	From string
+	// Providers are the platform's chain, tried in order on every try,
+	// stopping at the first that accepts the message. Required.
+	Providers []Named
+	// Routes picks each tenant's provider chain (of Providers and its own
+	// accounts) and From (TenantRoutes). Defaults to none: every tenant's
+	// email goes through Providers, as From.
+	Routes Routes
+	// Documents is where rendered documents are read. Defaults to the
+	// "documents" object store.
+	Documents *documents.Store
+	// AttachMaxBytes is the largest document attached to an email; larger
+	// ones are linked with Links. Defaults to 5 MiB.
+	AttachMaxBytes int64
+	// Links signs download links for documents too large to attach.
+	// Without it, every document is attached whatever its size.
+	Links *documents.Signer
+}
+
+// Channel is the email adapter of the delivery protocol: it composes a
+// delivery in its recipient's language, with its document attached or
+// linked, and binds it to the tenant's provider chain.
+type Channel struct {
+	cfg      ChannelConfig
+	composer *Composer
+}
+
+// NewChannel validates cfg (after filling its defaults) and returns the
+// adapter.
+func NewChannel(cfg ChannelConfig) (*Channel, error) {
+	cfg.AttachMaxBytes = cmp.Or(cfg.AttachMaxBytes, documents.DefaultAttachMaxBytes)
+	var problems []error
+	if _, err := netmail.ParseAddress(cfg.From); err != nil {
+		problems = append(problems, fmt.Errorf("email.from: %q is not an address such as \"Orders <orders@example.com>\": %v", cfg.From, err))
+	}
+	if len(cfg.Providers) == 0 {
+		problems = append(problems, errors.New("email.providers: at least one provider is required"))
+	}
+	for i, p := range cfg.Providers {
+		if p.Name == "" || p.Provider == nil {
+			problems = append(problems, fmt.Errorf("email.providers[%d]: provider is not set up", i))
+		}
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	composer, err := NewComposer(cfg.From)
+	if err != nil {
+		return nil, err
+	}
+	return &Channel{cfg: cfg, composer: composer}, nil
+}
+
+// Name implements delivery.Channel.
+func (c *Channel) Name() event.Channel { return event.ChannelEmail }
+
+// LongestChain implements delivery.Channel: a tenant's chain may be
+// longer than the platform's, but is bounded by the lease's AckWait share.
+func (c *Channel) LongestChain() int { return len(c.cfg.Providers) }
+
+// Open implements delivery.Channel: it opens the document store.
+func (c *Channel) Open(ctx context.Context, js jetstream.JetStream) error {
+	if c.cfg.Documents != nil {
+		return nil
+	}
+	store, err := documents.Open(ctx, js)
+	if err != nil {
+		return fmt.Errorf("email: %w", err)
+	}
+	c.cfg.Documents = store
+	return nil
+}
+
+// Prepare implements delivery.Channel.
+func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (delivery.Try, error) {
+	route, err := c.route(ctx, d)
+	if err != nil {
+		return delivery.Try{}, err
+	}
+	content, err := c.content(ctx, d)
+	if err != nil {
+		return delivery.Try{}, err
+	}
+	m, err := c.composer.Compose(d, content)
+	if err != nil {
+		return delivery.Try{}, err
+	}
+	m.From = cmp.Or(route.From, m.From)
+	try := delivery.Try{Calls: make([]delivery.Call, len(route.Providers))}
+	for i, p := range route.Providers {
+		try.Calls[i] = delivery.Call{Provider: p.Name, Breaker: breakerKey(d.Tenant, p, c.cfg.Providers),
+			Send: func(ctx context.Context) (provider.Receipt, error) { return p.Send(ctx, m) }}
+	}
+	return try, nil
+}
+
+// breakerKey keeps a tenant's own account's circuit apart from every other
+// tenant's: account names are the tenant's to choose.
+func breakerKey(tenant string, p Named, platform []Named) string {
+	for _, q := range platform {
+		if q.Name == p.Name {
+			return p.Name
+		}
+	}
+	return tenant + "/" + p.Name
+}
+
+// route is the tenant's provider chain and From: ChannelConfig.Routes, or
+// the platform's chain for every tenant — narrowed to the providers the
+// delivery pins, if it pins any.
+func (c *Channel) route(ctx context.Context, d notification.Delivery) (Route, error) {
+	route := Route{Providers: c.cfg.Providers}
+	if c.cfg.Routes != nil {
+		var err error
+		if route, err = c.cfg.Routes.Route(ctx, d.Tenant); err != nil {
+			return Route{}, err
+		}
+	}
+	if len(d.Providers) == 0 {
+		return route, nil
+	}
+	return route.Pinned(d.Providers)
+}
+
+// content is the delivery's document: attached, or linked when it is
+// larger than AttachMaxBytes and links can be signed. A document that is
+// gone, or not the one the delivery was released with, is a permanent
+// failure; anything else reading it is worth retrying.
+func (c *Channel) content(ctx context.Context, d notification.Delivery) (Content, error) {
+	if len(d.Attachments) > 0 {
+		return c.attachments(ctx, d)
+	}
+	if d.Document == nil || d.Document.Object == "" {
+		return Content{}, nil
+	}
+	if d.Document.Size > c.cfg.AttachMaxBytes && c.cfg.Links != nil {
+		link, expires := c.cfg.Links.Link(d.Document.Object, time.Now())
+		return Content{Link: link, LinkExpires: expires}, nil
+	}
+	pdf, err := c.read(ctx, *d.Document)
+	if err != nil {
+		return Content{}, err
+	}
+	return Content{Attachments: []Attachment{{
+		Filename: attachmentName(d), ContentType: "application/pdf", Data: pdf,
+	}}}, nil
+}
+
+// attachments are the documents a delivery's caller named, each attached
+// under its object's base name. There is no text to put a link in, so one
+// larger than AttachMaxBytes is a permanent failure naming it.
+func (c *Channel) attachments(ctx context.Context, d notification.Delivery) (Content, error) {
+	var content Content
+	for _, ref := range d.Attachments {
+		if ref.Size > c.cfg.AttachMaxBytes {
+			return Content{}, provider.Permanentf("attachment %s is %d bytes, more than documents.attach_max_bytes (%d)",
+				ref.Object, ref.Size, c.cfg.AttachMaxBytes)
+		}
+		pdf, err := c.read(ctx, ref)
+		if err != nil {
+			return Content{}, err
+		}
+		content.Attachments = append(content.Attachments, Attachment{
+			Filename: fileName(path.Base(ref.Object)), ContentType: "application/pdf", Data: pdf,
+		})
+	}
+	return content, nil
+}
+
+// read reads a stored document. One that is gone, or not the one the
+// delivery was released with, is a permanent failure; anything else
+// reading it is worth retrying.
+func (c *Channel) read(ctx context.Context, ref notification.Document) ([]byte, error) {
+	pdf, err := c.cfg.Documents.Get(ctx, ref)
+	if errors.Is(err, documents.ErrNotFound) || errors.Is(err, documents.ErrDigestMismatch) {
+		return nil, provider.Permanent(err)
+	}
+	return pdf, err
+}
+
+// attachmentName is an ASCII file name a mail client shows as is, e.g.
+// PO-2026-0042_purchase_order_r2.pdf.
+func attachmentName(d notification.Delivery) string {
+	order, revision := "document", 0
+	if d.Order != nil {
+		order, revision = d.Order.ID, d.Order.Revision
+	}
+	return fileName(fmt.Sprintf("%s_%s_r%d.pdf", order, d.Document.Type, revision))
+}
+
+// fileName keeps a file name to ASCII letters, digits and . - _, which
+// every mail client shows as is.
+func fileName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '.' || r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '_'
+	}, name)
+}

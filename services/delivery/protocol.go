@@ -1,0 +1,338 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/provider"
+	"github.com/heraldhq/herald/shared/telemetry"
+)
+
+// worker handles the messages of one consumer.
+type worker struct {
+	*Service
+	lockTTL time.Duration
+}
+
+// job is one message on its way through the protocol.
+type job struct {
+	msg   jetstream.Msg
+	d     notification.Delivery
+	entry ledger.Entry
+	lease *lock.Lease
+	log   *slog.Logger
+}
+
+var (
+	errLeaseHeld   = errors.New("another worker holds the notification's lease")
+	errClaimedLate = errors.New("another worker claimed the notification without holding its lease (was Redis restarted?)")
+)
+
+func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+	d, err := notification.Decode(msg.Data())
+	if err == nil {
+		err = ownTenant(msg.Subject(), d)
+	}
+	if err != nil {
+		w.metrics.outcome(ctx, d, "", "failed")
+		w.cfg.Logger.ErrorContext(ctx, "malformed delivery; dead-lettering", "subject", msg.Subject(), "error", err)
+		return consumer.GiveUp(err)
+	}
+	if err := w.admit(d.Tenant); err != nil {
+		w.metrics.outcome(ctx, d, "", "refused")
+		w.cfg.Logger.WarnContext(ctx, "tenant not served; dead-lettering", "notification_id", d.ID, "tenant", d.Tenant, "error", err)
+		return consumer.GiveUp(err)
+	}
+	j := &job{msg: msg, d: d, log: w.cfg.Logger.With("notification_id", d.ID, "tenant", d.Tenant)}
+	// Delivered is final: a redelivered copy of a delivered notification
+	// is acked without queueing for the lease again — that is what broke
+	// the lockstep of copies that keep colliding. A first delivery skips
+	// this read; the check after taking the lease covers it.
+	md, err := msg.Metadata()
+	first := err == nil && md.NumDelivered == 1
+	if !first {
+		if e, err := w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey); err == nil && e.State == ledger.Delivered {
+			return w.duplicate(ctx, j, e)
+		}
+	}
+	lease, err := w.cfg.Locker.Acquire(ctx, d.DedupeKey, w.lockTTL)
+	switch {
+	case errors.Is(err, lock.ErrHeld):
+		// Another worker is on it. Not acked: if it crashes, this copy
+		// must still go out; on redelivery the ledger tells. The delay
+		// grows, because every redelivery counts toward MaxDeliver and
+		// the holder may rightly work until its lease ends.
+		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(d))
+		return consumer.Retry(errLeaseHeld, w.cfg.RetryDelay, w.lockTTL)
+	case err != nil:
+		w.metrics.unguarded.Add(ctx, 1, w.metrics.attrs(d))
+		j.log.WarnContext(ctx, "redis unavailable: not sending without the lock; will retry", "error", err)
+		return consumer.Retry(fmt.Errorf("redis unavailable, not sending without the lock: %w", err), w.cfg.RetryDelay, time.Minute)
+	}
+	j.lease = lease
+	defer func() {
+		if err := lease.Release(context.WithoutCancel(ctx)); errors.Is(err, lock.ErrNotHeld) {
+			j.log.WarnContext(ctx, "the lease expired while working; raise the channel's lock_ttl", "lock_ttl", w.lockTTL)
+		}
+	}()
+
+	// A first delivery claims a key nobody recorded in one write (a
+	// create, which fails if the key exists); anything else — and any
+	// create that fails — reads the ledger first.
+	j.entry = ledger.Entry{DedupeKey: d.DedupeKey, Tenant: d.Tenant}
+	if !first || w.put(ctx, j, ledger.Sending) != nil {
+		if j.entry, err = w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey); err != nil {
+			j.log.WarnContext(ctx, "ledger unavailable; will retry", "error", err)
+			return consumer.Retry(fmt.Errorf("ledger unavailable: %w", err), w.cfg.RetryDelay, time.Minute)
+		}
+		if j.entry.State == ledger.Delivered {
+			return w.duplicate(ctx, j, j.entry)
+		}
+		if o, claimed := w.claim(ctx, j); !claimed {
+			return o
+		}
+	}
+	return w.try(ctx, j)
+}
+
+// put writes the job's entry in state, detached from ctx and bounded: a
+// claim that lands after its worker gave up on it would hold every copy off
+// for a lease TTL. Every claim, first or not, says what the notification is
+// (describe).
+func (w worker) put(ctx context.Context, j *job, state ledger.State) error {
+	e := &j.entry
+	e.NotificationID, e.Channel, e.State = j.d.ID, string(j.d.Channel), state
+	describe(e, j.d)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return w.cfg.Ledger.Put(cctx, e)
+}
+
+// describe copies into e what the listing shows of d, so it can list a
+// notification whose notification.Accepted record it never received: the
+// order, document and recipient that record names, taken from it so the
+// two never disagree.
+func describe(e *ledger.Entry, d notification.Delivery) {
+	n := notification.AcceptedOf("", []notification.Delivery{d}, time.Time{}).Notifications[0]
+	e.Order, e.Document, e.Recipient = n.Order, n.Document, n.Recipient
+}
+
+// claim records in the ledger that this worker is sending now. The write is
+// revision-checked, so of two workers that both hold a lease — possible
+// only if Redis lost it — one claim fails. A recent claim by another worker
+// means it may be sending this very moment: come back later.
+func (w worker) claim(ctx context.Context, j *job) (consumer.Outcome, bool) {
+	if j.entry.State == ledger.Sending && time.Since(j.entry.UpdatedAt) < w.lockTTL {
+		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(j.d))
+		j.log.WarnContext(ctx, "another worker claimed this notification without holding its lease (was Redis restarted?); waiting",
+			"claimed_at", j.entry.UpdatedAt)
+		return consumer.Retry(errClaimedLate, w.cfg.RetryDelay, w.lockTTL), false
+	}
+	if err := w.put(ctx, j, ledger.Sending); err != nil {
+		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(j.d))
+		j.log.WarnContext(ctx, "could not claim the notification; will retry", "error", err)
+		return consumer.Retry(fmt.Errorf("could not claim the notification: %w", err), w.cfg.RetryDelay, w.lockTTL), false
+	}
+	return consumer.Outcome{}, true
+}
+
+func (w worker) duplicate(ctx context.Context, j *job, e ledger.Entry) consumer.Outcome {
+	w.metrics.outcome(ctx, j.d, e.Provider, "duplicate")
+	j.log.InfoContext(ctx, "already delivered; acknowledging this copy unsent", "provider", e.Provider)
+	return consumer.Done()
+}
+
+// try makes one pass over the chain and settles the message by its outcome.
+func (w worker) try(ctx context.Context, j *job) consumer.Outcome {
+	d := j.d
+	ctx, span := telemetry.Start(ctx, "deliver "+string(d.Channel),
+		attribute.String("herald.notification_id", d.ID), attribute.String("herald.tenant", d.Tenant),
+		attribute.String("herald.template", d.Template), attribute.Int("herald.try", j.entry.Tries+1))
+	defer span.End()
+	var result pass
+	try, err := w.cfg.Channel.Prepare(ctx, d)
+	if err == nil {
+		// A send under way is finished, not abandoned, when the worker
+		// stops: abandoning it is how a provider ends up with a message the
+		// ledger never hears of. Each provider call is bounded anyway.
+		result = w.chain.send(context.WithoutCancel(ctx), try.Calls)
+		err = result.Failures
+		if result.Called == 0 && len(try.Calls) > 0 {
+			// Every circuit is open: nothing was tried, so it is no try.
+			return w.retry(ctx, j, err)
+		}
+	}
+	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: provider.IsAmbiguous(err), Note: try.Note}
+	if md, _ := j.msg.Metadata(); md != nil {
+		attempt.Delivery = md.NumDelivered
+	}
+	if err != nil {
+		attempt.Error = err.Error()
+	}
+	j.entry.Record(attempt)
+	if err != nil && !result.Accepted {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.SetAttributes(attribute.String("herald.provider", result.Receipt.Provider), attribute.Bool("herald.accepted", result.Accepted))
+	if attempt.Ambiguous {
+		w.metrics.ambiguous.Add(ctx, 1, w.metrics.attrs(d))
+		j.log.WarnContext(ctx, "ambiguous send: a provider may have accepted before failing, so the recipient may get this twice",
+			"dedupe_key", d.DedupeKey, "accepted_by", result.Receipt.Provider, "error", err)
+	}
+	switch {
+	case result.Accepted:
+		return w.delivered(ctx, j, result.Receipt)
+	case provider.IsPermanent(err):
+		return w.failed(ctx, j, err, false)
+	case j.entry.Tries >= w.cfg.MaxTries:
+		return w.failed(ctx, j, fmt.Errorf("gave up after %d tries: %w", j.entry.Tries, err), true)
+	}
+	return w.retry(ctx, j, err)
+}
+
+func (w worker) delivered(ctx context.Context, j *job, r provider.Receipt) consumer.Outcome {
+	d, e := j.d, &j.entry
+	e.State, e.Provider, e.ProviderMessageID, e.Reason, e.Retryable = ledger.Delivered, r.Provider, r.MessageID, "", false
+	e.Delivery = nil
+	w.metrics.outcome(ctx, d, r.Provider, "delivered")
+	if !d.CreatedAt.IsZero() {
+		w.metrics.latency.Record(ctx, time.Since(d.CreatedAt).Seconds(), w.metrics.attrs(d))
+	}
+	if !d.Event.StoredAt.IsZero() {
+		w.metrics.endToEnd.Record(ctx, time.Since(d.Event.StoredAt).Seconds(), w.metrics.attrs(d))
+	}
+	w.record(ctx, j)
+	w.publishStatus(ctx, j)
+	j.log.InfoContext(ctx, "delivered", "provider", r.Provider, "provider_message_id", r.MessageID, "tries", e.Tries)
+	return consumer.Done()
+}
+
+// failed records a notification given up — permanently refused, or out of
+// tries (retryable: the sweep may resend it) — then dead-letters it.
+func (w worker) failed(ctx context.Context, j *job, cause error, retryable bool) consumer.Outcome {
+	e := &j.entry
+	e.State, e.Reason, e.Retryable = ledger.Failed, cause.Error(), retryable
+	outcome := "failed"
+	if retryable {
+		e.Delivery = j.msg.Data()
+		outcome = "exhausted"
+	}
+	w.record(ctx, j)
+	w.publishStatus(ctx, j)
+	w.metrics.outcome(ctx, j.d, "", outcome)
+	j.log.ErrorContext(ctx, "delivery failed; dead-lettering", "tries", e.Tries, "error", cause)
+	return consumer.GiveUp(cause)
+}
+
+func (w worker) retry(ctx context.Context, j *job, cause error) consumer.Outcome {
+	e := &j.entry
+	e.State, e.Reason, e.Retryable = ledger.Retrying, cause.Error(), true
+	w.record(ctx, j)
+	w.metrics.outcome(ctx, j.d, "", "retry")
+	j.log.WarnContext(ctx, "every provider failed; will retry", "tries", e.Tries, "error", cause)
+	// The back-off's jitter may halve a delay: starting from twice the
+	// providers' Retry-After keeps the wait at least as long as they asked.
+	after := provider.RetryAfter(cause)
+	return consumer.Retry(cause, max(w.cfg.RetryDelay, 2*after), max(5*time.Minute, 2*after))
+}
+
+// recordTimeout bounds how long a worker insists on writing a claim (a
+// NATS leader election takes seconds); statusTimeout, the status event that
+// follows an outcome.
+const (
+	recordTimeout = 15 * time.Second
+	statusTimeout = 15 * time.Second
+)
+
+// record writes the entry, retrying with a growing pause for as long as it
+// takes: an outcome left unwritten is a claim left standing, and once that
+// claim is older than a lease TTL a redelivered copy sends again. So the
+// lease is extended while the ledger cannot be written — every copy waits —
+// and only a shutdown that ran out of time (ctx cancelled) gives up; the ack
+// follows either way.
+//
+// A conflict is either this worker's own write, which landed although its
+// answer was lost, or another worker's, written while we held the lease —
+// only possible if the lease expired — which is reported loudly.
+func (w worker) record(ctx context.Context, j *job) {
+	d, e := j.d, &j.entry
+	extended := time.Now()
+	for try := 0; ; try++ {
+		// Each try is detached from ctx: even a worker stopping for good
+		// makes one.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		err := w.cfg.Ledger.Put(tctx, e)
+		cancel()
+		if err == nil {
+			return
+		}
+		if errors.Is(err, ledger.ErrConflict) {
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+			other, gerr := w.cfg.Ledger.Get(tctx, d.Tenant, d.DedupeKey)
+			cancel()
+			switch {
+			case gerr != nil:
+				err = gerr // read it again on the next try
+			case sameOutcome(other, *e):
+				return
+			default:
+				if other.State == ledger.Delivered && e.State == ledger.Delivered {
+					w.metrics.outcome(ctx, d, e.Provider, "duplicate_sent")
+				}
+				j.log.ErrorContext(ctx, "another worker recorded this notification while we held its lease",
+					"ours", e.State, "theirs", other.State, "their_provider", other.Provider)
+				return
+			}
+		}
+		if try == 0 || try%10 == 0 {
+			j.log.WarnContext(ctx, "ledger unavailable; holding the lease until the outcome is recorded", "state", e.State, "error", err)
+		}
+		if time.Since(extended) > w.lockTTL/3 {
+			if xerr := j.lease.Extend(ctx, w.lockTTL); xerr != nil {
+				j.log.WarnContext(ctx, "could not extend the lease while waiting for the ledger", "error", xerr)
+			}
+			extended = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			j.log.ErrorContext(ctx, "could not record the outcome in the ledger", "state", e.State, "error", err)
+			return
+		case <-time.After(min(100*time.Millisecond<<min(try, 5), 2*time.Second, w.lockTTL/4)):
+		}
+	}
+}
+
+// sameOutcome reports whether the ledger's entry is the one this worker
+// wrote: same state, same receipt, after the same last attempt.
+func sameOutcome(ledgered, ours ledger.Entry) bool {
+	n := len(ours.Attempts)
+	return ledgered.State == ours.State && ledgered.ProviderMessageID == ours.ProviderMessageID &&
+		len(ledgered.Attempts) == n && n > 0 && ledgered.Attempts[n-1].Time.Equal(ours.Attempts[n-1].Time)
+}
+
+// publishStatus tells the tenant's status feed. The outcome is recorded:
+// a shutdown that cancels ctx must not cut the status short.
+func (w worker) publishStatus(ctx context.Context, j *job) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusTimeout)
+	defer cancel()
+	d, e := j.d, &j.entry
+	err := notification.PublishStatus(ctx, w.js, notification.Status{
+		NotificationID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant, Channel: d.Channel, State: string(e.State),
+		Provider: e.Provider, ProviderMessageID: e.ProviderMessageID, Reason: e.Reason, Retryable: e.Retryable,
+		Tries: e.Tries, EventID: d.Event.ID, Time: e.UpdatedAt,
+	})
+	if err != nil {
+		j.log.WarnContext(ctx, "status event not published", "state", e.State, "error", err)
+	}
+}
