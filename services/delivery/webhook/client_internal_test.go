@@ -36,6 +36,7 @@ func TestAddressClass(t *testing.T) {
 		{"ff02::1", "multicast"},
 		{"100.64.0.1", "shared address space (CGNAT)"},
 		{"100.127.255.255", "shared address space (CGNAT)"},
+		{"::ffff:100.64.0.1", "shared address space (CGNAT)"},
 		{"255.255.255.255", "reserved (incl. broadcast)"},
 		{"198.18.0.1", "reserved (benchmarking)"},
 		{"::7f00:1", "reserved (IPv4-compatible IPv6)"},
