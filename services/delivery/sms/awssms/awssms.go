@@ -96,6 +96,8 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
+var _ sms.Provider = (*Provider)(nil)
+
 // Provider sends SMS through Amazon End User Messaging SMS.
 type Provider struct {
 	client              *pinpointsmsvoicev2.Client
