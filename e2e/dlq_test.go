@@ -118,6 +118,12 @@ func withoutDocuments(c *app.Config) {
 	c.Router.Routes = []router.Route{{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{event.ChannelEmail}}}
 }
 
+// fastRetries retries at once, on every provider: with the circuit
+// breakers off, every try calls both providers.
+func fastRetries(c *app.Config) {
+	c.Email.RetryDelay, c.Breakers.Failures = 10*time.Millisecond, -1
+}
+
 func oneRecipientOrder(t *testing.T, n int) []byte {
 	return sample(t, "order.created.json", func(m map[string]any) {
 		m["id"] = fmt.Sprintf("evt-dlq-%d", n)
@@ -133,7 +139,7 @@ func TestExhaustedDeliveriesLandInTheDLQAndAlertOnce(t *testing.T) {
 	f.ses.Faults(func(int) sestest.Fault { return sestest.ServerError })
 	f.sg.Faults(func(int) sendgridtest.Fault { return sendgridtest.ServerError })
 	s := fakeSlack(t)
-	p := startPipeline(t, f.configure, withoutDocuments, s.alertTo(time.Minute), func(c *app.Config) { c.Email.RetryDelay = 10 * time.Millisecond })
+	p := startPipeline(t, f.configure, withoutDocuments, s.alertTo(time.Minute), fastRetries)
 	p.publish(t, "orders.created", "evt-dlq-1", oneRecipientOrder(t, 1))
 
 	require.Eventually(t, func() bool { return len(p.streamMessages(t, "DLQ")) == 1 }, 30*time.Second, 50*time.Millisecond)
@@ -209,7 +215,7 @@ func TestRedriveAfterRecoverySendsOnceEvenWhenRedrivenTwice(t *testing.T) {
 	f := fakeProviders(t)
 	f.ses.Faults(func(int) sestest.Fault { return sestest.ServerError })
 	f.sg.Faults(func(int) sendgridtest.Fault { return sendgridtest.ServerError })
-	p := startPipeline(t, f.configure, withoutDocuments, func(c *app.Config) { c.Email.RetryDelay = 10 * time.Millisecond })
+	p := startPipeline(t, f.configure, withoutDocuments, fastRetries)
 	const n = 5
 	for i := range n {
 		p.publish(t, "orders.created", fmt.Sprintf("evt-dlq-%d", i), oneRecipientOrder(t, i))

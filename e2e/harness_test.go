@@ -163,8 +163,10 @@ func (p *pipeline) settle(t *testing.T) {
 		consumers = append(consumers, [2]string{s, router.Durable})
 	}
 	consumers = append(consumers, [2]string{pdf.Stream, pdf.Durable})
-	for _, d := range delivery.Durables(event.ChannelEmail) {
-		consumers = append(consumers, [2]string{delivery.Stream, d})
+	for _, ch := range event.Channels {
+		for _, d := range delivery.Durables(ch) {
+			consumers = append(consumers, [2]string{delivery.Stream, d})
+		}
 	}
 	idle := func() bool {
 		for _, c := range consumers {

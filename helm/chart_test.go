@@ -464,7 +464,7 @@ func TestProductionValues(t *testing.T) {
 	// As REDIS_URL and HISTORY_URL would set them; nothing connects.
 	cfg.Redis.URL = "redis://127.0.0.1:1/0"
 	cfg.History.URL = "postgres://herald@127.0.0.1:1/herald"
-	cfg.Services = app.Targets
+	cfg.Services = slices.Collect(maps.Values(everyTarget))
 	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	require.NoError(t, a.Stop(t.Context()))
@@ -995,8 +995,12 @@ func yamlKeys(prefix string, typ reflect.Type) []string {
 	}
 	var keys []string
 	for f := range typ.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if opts == "inline" {
+			keys = append(keys, yamlKeys(prefix, f.Type)...)
 			continue
 		}
 		keys = append(keys, prefix+name)

@@ -51,7 +51,8 @@ var errCircuitOpen = errors.New("skipped: its circuit is open")
 
 // call sends through the breaker of call.Breaker (or call.Provider). A
 // skipped provider fails transiently, and is not ambiguous: nothing was
-// sent.
+// sent. It asks for the cool-down as its Retry-After, so a try on which
+// every circuit was open is retried only once a probe can go through.
 func (b *breakers) call(ctx context.Context, call Call, send func(context.Context) (provider.Receipt, error)) (provider.Receipt, error) {
 	r, err := b.get(call).Execute(func() (provider.Receipt, error) { return send(ctx) })
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {

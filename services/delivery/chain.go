@@ -28,8 +28,6 @@ type pass struct {
 	// Receipt is set when a provider accepted.
 	Receipt  provider.Receipt
 	Accepted bool
-	// Called counts the providers called; the others' circuits were open.
-	Called int
 	// Failures joins the error of every provider that failed in this pass,
 	// in order — also when a later one accepted, because an ambiguous
 	// failure before an acceptance is exactly when a message may go out
@@ -39,14 +37,10 @@ type pass struct {
 
 func (c chain) send(ctx context.Context, calls []Call) pass {
 	var errs []error
-	called := 0
 	for _, call := range calls {
 		r, err := c.call(ctx, call)
-		if !errors.Is(err, errCircuitOpen) {
-			called++
-		}
 		if err == nil {
-			return pass{Receipt: r, Accepted: true, Called: called, Failures: errors.Join(errs...)}
+			return pass{Receipt: r, Accepted: true, Failures: errors.Join(errs...)}
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", call.Provider, err))
 		if provider.IsPermanent(err) || ctx.Err() != nil {
@@ -56,7 +50,7 @@ func (c chain) send(ctx context.Context, calls []Call) pass {
 	if len(calls) == 0 {
 		errs = append(errs, &provider.TransientError{Err: errors.New("no provider to try")})
 	}
-	return pass{Called: called, Failures: errors.Join(errs...)}
+	return pass{Failures: errors.Join(errs...)}
 }
 
 func (c chain) call(ctx context.Context, call Call) (r provider.Receipt, err error) {

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -48,4 +49,22 @@ type Call struct {
 	// Provider.
 	Breaker string
 	Send    func(ctx context.Context) (provider.Receipt, error)
+}
+
+// pinned narrows a try to the providers a delivery pins, in their order: a
+// request's pin and its fallback. A name the chain lacks is a permanent
+// failure naming it: no retry can find it.
+func (t Try) pinned(names []string) (Try, error) {
+	if len(names) == 0 {
+		return t, nil
+	}
+	pinned := Try{Note: t.Note}
+	for _, name := range names {
+		i := slices.IndexFunc(t.Calls, func(c Call) bool { return c.Provider == name })
+		if i < 0 {
+			return Try{}, provider.Permanentf("the notification pins provider %q, which is not in the tenant's chain (or the platform's, when the tenant names none)", name)
+		}
+		pinned.Calls = append(pinned.Calls, t.Calls[i])
+	}
+	return pinned, nil
 }

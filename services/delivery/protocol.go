@@ -163,15 +163,14 @@ func (w worker) try(ctx context.Context, j *job) consumer.Outcome {
 	var result pass
 	try, err := w.cfg.Channel.Prepare(ctx, d)
 	if err == nil {
+		try, err = try.pinned(d.Providers)
+	}
+	if err == nil {
 		// A send under way is finished, not abandoned, when the worker
 		// stops: abandoning it is how a provider ends up with a message the
 		// ledger never hears of. Each provider call is bounded anyway.
 		result = w.chain.send(context.WithoutCancel(ctx), try.Calls)
 		err = result.Failures
-		if result.Called == 0 && len(try.Calls) > 0 {
-			// Every circuit is open: nothing was tried, so it is no try.
-			return w.retry(ctx, j, err)
-		}
 	}
 	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: provider.IsAmbiguous(err), Note: try.Note}
 	if md, _ := j.msg.Metadata(); md != nil {

@@ -80,6 +80,9 @@ func printBanner(w io.Writer, dev *app.Dev) {
 	} else {
 		fmt.Fprintf(w, "  Mail    sent through the configured email providers\n")
 	}
+	if dev.TextDir != "" {
+		fmt.Fprintf(w, "  SMS     %s   (one .json file per SMS or WhatsApp message)\n", dev.TextDir)
+	}
 	fmt.Fprintf(w, "  History %s   (the index GET /v1/notifications lists from)\n", dev.App.HistoryURL())
 	fmt.Fprintf(w, "  Tenant  %s (registered; herald tenants list)\n", app.SampleTenant)
 	if dev.MasterKey != "" {

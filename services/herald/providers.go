@@ -55,7 +55,7 @@ func providersSetCommand() *cobra.Command {
 			}
 			// A tenant's chain names the platform's providers by type: an
 			// account of that name would never be used.
-			if slices.Contains(app.ProviderTypes, c.Name) {
+			if slices.Contains(app.ProviderTypes["email"], c.Name) {
 				return fmt.Errorf("name: %q is the platform's provider of that type in a tenant's chain; name the tenant's own account otherwise (e.g. %s-%s)",
 					c.Name, c.Name, tenant)
 			}

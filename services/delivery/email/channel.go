@@ -131,20 +131,12 @@ func breakerKey(tenant string, p Named, platform []Named) string {
 }
 
 // route is the tenant's provider chain and From: ChannelConfig.Routes, or
-// the platform's chain for every tenant — narrowed to the providers the
-// delivery pins, if it pins any.
+// the platform's chain for every tenant.
 func (c *Channel) route(ctx context.Context, d notification.Delivery) (Route, error) {
-	route := Route{Providers: c.cfg.Providers}
-	if c.cfg.Routes != nil {
-		var err error
-		if route, err = c.cfg.Routes.Route(ctx, d.Tenant); err != nil {
-			return Route{}, err
-		}
+	if c.cfg.Routes == nil {
+		return Route{Providers: c.cfg.Providers}, nil
 	}
-	if len(d.Providers) == 0 {
-		return route, nil
-	}
-	return route.Pinned(d.Providers)
+	return c.cfg.Routes.Route(ctx, d.Tenant)
 }
 
 // content is the delivery's document: attached, or linked when it is

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -31,21 +30,6 @@ type Routes interface {
 type Route struct {
 	Providers []Named
 	From      string
-}
-
-// Pinned is the route narrowed to the named providers, in their order: a
-// request's pin and its fallback. A name the route lacks is a permanent
-// failure naming it: no retry can find it.
-func (r Route) Pinned(names []string) (Route, error) {
-	pinned := Route{From: r.From}
-	for _, name := range names {
-		i := slices.IndexFunc(r.Providers, func(p Named) bool { return p.Name == name })
-		if i < 0 {
-			return Route{}, provider.Permanentf("the notification pins provider %q, which is not in the tenant's chain (or the platform's, when the tenant names none)", name)
-		}
-		pinned.Providers = append(pinned.Providers, r.Providers[i])
-	}
-	return pinned, nil
 }
 
 // Accounts are the tenants' own provider accounts (vault.Store).

@@ -25,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/history"
 	"github.com/heraldhq/herald/shared/redact"
@@ -67,6 +68,7 @@ type App struct {
 	routerC     router.Config
 	emailC      delivery.Config
 	emailA      email.ChannelConfig
+	textC       map[event.Channel]delivery.Config
 	pdfC        pdf.Config
 	dlqC        dlq.Config
 	linkKey     []byte
@@ -245,7 +247,7 @@ func (a *App) HistoryURL() string { return redact.URL(a.cfg.History.URL) }
 
 // ProviderNames lists the email provider chain, in order.
 func (a *App) ProviderNames() []string {
-	return names(a.emailA.Providers)
+	return names(a.emailA.Providers, func(p email.Named) string { return p.Name })
 }
 
 // tenantCache is the process's view of the tenant registry, watched from

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/heraldhq/herald/services/api"
+	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/telemetry"
@@ -91,7 +92,10 @@ type Config struct {
 	} `yaml:"metrics"`
 	Router router.Config `yaml:"router"`
 	Email  EmailConfig   `yaml:"email"`
-	PDF    struct {
+	// SMS and WhatsApp are the text channels' sections.
+	SMS      TextConfig `yaml:"sms"`
+	WhatsApp WhatsAppConfig `yaml:"whatsapp"`
+	PDF      struct {
 		// Concurrency is how many documents are rendered at once (CPU-bound).
 		// Defaults to 2.
 		Concurrency int `yaml:"concurrency"`
@@ -145,8 +149,37 @@ type Config struct {
 // EmailConfig is the email channel's section.
 type EmailConfig struct {
 	// From is the From header, "Name <address>". Required.
-	From string `yaml:"from"`
-	// Concurrency is how many emails are sent at once per priority.
+	From           string `yaml:"from"`
+	DeliveryConfig `yaml:",inline"`
+	// Providers are tried in this order on every try. Defaults to SES, then
+	// SendGrid (region from AWS_REGION, key from SENDGRID_API_KEY).
+	Providers []ProviderConfig `yaml:"providers"`
+}
+
+// TextConfig is the section of a text channel: sms, or whatsapp.
+type TextConfig struct {
+	DeliveryConfig `yaml:",inline"`
+	// Providers are tried in this order on every try: twilio, awssms
+	// (sms only) or textdir. Required to deliver on the channel: without
+	// any, the router skips the channel's recipients (herald dev writes
+	// them to .herald/sms).
+	Providers []ProviderConfig `yaml:"providers"`
+}
+
+// WhatsAppConfig is the whatsapp section.
+type WhatsAppConfig struct {
+	TextConfig `yaml:",inline"`
+	// Templates are the approved WhatsApp content templates, by
+	// notification template ("low_stock", or "low_stock/es" for one
+	// language): {content_sid: HX…, variables: [sku, warehouse, on_hand]}.
+	// Defaults to none: messages go as free-form text, which WhatsApp
+	// delivers only inside a 24-hour session window.
+	Templates sms.Templates `yaml:"templates"`
+}
+
+// DeliveryConfig tunes a channel's delivery workers.
+type DeliveryConfig struct {
+	// Concurrency is how many messages are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int `yaml:"concurrency"`
 	// Timeout bounds one call to one provider. Defaults to 10s.
@@ -161,9 +194,6 @@ type EmailConfig struct {
 	// Defaults to twice the consumer's AckWait (or the providers' timeouts
 	// plus 30s, if longer).
 	LockTTL time.Duration `yaml:"lock_ttl"`
-	// Providers are tried in this order on every try. Defaults to SES, then
-	// SendGrid (region from AWS_REGION, key from SENDGRID_API_KEY).
-	Providers []ProviderConfig `yaml:"providers"`
 }
 
 // DocumentsConfig says how documents reach recipients.
@@ -242,12 +272,33 @@ type ProviderConfig struct {
 	// (SMTPS) or none.
 	TLS string `yaml:"tls,omitempty"`
 
-	// Dir is where maildir writes .eml files.
+	// Dir is where maildir writes .eml files, and textdir .json files.
 	Dir string `yaml:"dir,omitempty"`
+
+	// AccountSID is the Twilio account ("AC…"); its auth token comes from
+	// AuthTokenEnv (defaults to TWILIO_AUTH_TOKEN) or AuthTokenFile.
+	AccountSID    string `yaml:"account_sid,omitempty"`
+	AuthTokenEnv  string `yaml:"auth_token_env,omitempty"`
+	AuthTokenFile string `yaml:"auth_token_file,omitempty"`
+	// From is the sending number in E.164 ("+14155550100"), for twilio —
+	// the WhatsApp sender on whatsapp — or MessagingServiceSID ("MG…")
+	// instead.
+	From                string `yaml:"from,omitempty"`
+	MessagingServiceSID string `yaml:"messaging_service_sid,omitempty"`
+	// OriginationIdentity is the awssms sender: a phone number, sender
+	// id, pool, or their ARN. Defaults to the account's choice.
+	OriginationIdentity string `yaml:"origination_identity,omitempty"`
+	// ConfigurationSet names an awssms configuration set (event
+	// destinations). Optional.
+	ConfigurationSet string `yaml:"configuration_set,omitempty"`
 }
 
-// ProviderTypes are the provider types Herald can build.
-var ProviderTypes = []string{"ses", "sendgrid", "smtp", "maildir"}
+// ProviderTypes are the provider types Herald can build, by channel.
+var ProviderTypes = map[string][]string{
+	"email":    {"ses", "sendgrid", "smtp", "maildir"},
+	"sms":      {"twilio", "awssms", "textdir"},
+	"whatsapp": {"twilio", "textdir"},
+}
 
 // Load reads a config file strictly: an unknown field is an error naming
 // its line, so a misspelt setting never silently becomes a default.
@@ -289,7 +340,10 @@ func (c Config) WithDefaults() Config {
 		// Every service — the history service only with an index to fill,
 		// so that `herald run` needs no database; asked for by name, it
 		// refuses to start without one.
-		c.Services = slices.DeleteFunc(slices.Clone(Targets), func(s string) bool { return s == "history" && c.History.URL == "" })
+		c.Services = slices.DeleteFunc(slices.Clone(Targets), func(s string) bool {
+			return s == "history" && c.History.URL == "" || s == "sms" && len(c.SMS.Providers) == 0 ||
+				s == "whatsapp" && len(c.WhatsApp.Providers) == 0
+		})
 	}
 	return c
 }
@@ -324,14 +378,26 @@ func (c Config) Validate() error {
 			problems = append(problems, err.Error())
 		}
 	}
-	for i, p := range c.Email.Providers {
-		switch {
-		case !slices.Contains(ProviderTypes, p.Type):
-			problems = append(problems, fmt.Sprintf("email.providers[%d].type: %q is not a provider (want one of %v)", i, p.Type, ProviderTypes))
-		case p.Type == "maildir" && p.Dir == "":
-			problems = append(problems, fmt.Sprintf("email.providers[%d].dir: is required for maildir", i))
-		case p.Type == "smtp" && p.Host == "":
-			problems = append(problems, fmt.Sprintf("email.providers[%d].host: is required for smtp", i))
+	for _, ch := range []struct {
+		channel   string
+		providers []ProviderConfig
+	}{{"email", c.Email.Providers}, {"sms", c.SMS.Providers}, {"whatsapp", c.WhatsApp.Providers}} {
+		channel := ch.channel
+		for i, p := range ch.providers {
+			field := fmt.Sprintf("%s.providers[%d]", channel, i)
+			switch {
+			case !slices.Contains(ProviderTypes[channel], p.Type):
+				problems = append(problems, fmt.Sprintf("%s.type: %q is not a%s provider (want one of %v)", field, p.Type,
+					map[string]string{"email": "n email", "sms": "n sms", "whatsapp": " whatsapp"}[channel], ProviderTypes[channel]))
+			case (p.Type == "maildir" || p.Type == "textdir") && p.Dir == "":
+				problems = append(problems, fmt.Sprintf("%s.dir: is required for %s", field, p.Type))
+			case p.Type == "smtp" && p.Host == "":
+				problems = append(problems, fmt.Sprintf("%s.host: is required for smtp", field))
+			case p.Type == "twilio" && p.AccountSID == "":
+				problems = append(problems, fmt.Sprintf("%s.account_sid: is required for twilio", field))
+			case p.Type == "twilio" && p.From == "" && p.MessagingServiceSID == "":
+				problems = append(problems, fmt.Sprintf("%s.from: is required for twilio (or messaging_service_sid)", field))
+			}
 		}
 	}
 	if len(problems) > 0 {

@@ -61,7 +61,7 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		want string
 	}{
 		{"log level", "log: {level: loud}", `log.level: "loud" must be debug, info, warn or error`},
-		{"provider type", "email: {from: a@b.example, providers: [{type: pigeon}]}", `email.providers[0].type: "pigeon" is not a provider`},
+		{"provider type", "email: {from: a@b.example, providers: [{type: pigeon}]}", `email.providers[0].type: "pigeon" is not an email provider`},
 		{"maildir without dir", "email: {from: a@b.example, providers: [{type: maildir}]}", `email.providers[0].dir: is required for maildir`},
 		{"no from", "email: {providers: [{type: maildir, dir: /tmp/x}]}", `email.from: "" is not an address`},
 		{"default chain without a region", "email: {from: a@b.example}", `email.providers[0].region: is required for ses (or set AWS_REGION)`},

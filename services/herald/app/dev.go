@@ -41,6 +41,7 @@ type Dev struct {
 	NATS    *embedded.NATS
 	Redis   *embedded.Redis // nil when RedisURL was given
 	MailDir string          // where the sink writes, or "" with configured providers
+	TextDir string          // where SMS and WhatsApp messages are written, or "" with configured providers
 	// MasterKey is the vault's master key file dev made or found under
 	// DataDir, or "" when one was configured.
 	MasterKey string
@@ -66,6 +67,12 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 		c.Email.Providers = []ProviderConfig{{Type: "maildir", Dir: d.MailDir}}
 	}
 	c.Email.From = cmp.Or(c.Email.From, "Herald Dev <herald@localhost>")
+	for _, section := range []*TextConfig{&c.SMS, &c.WhatsApp.TextConfig} {
+		if len(section.Providers) == 0 {
+			d.TextDir = filepath.Join(dir, "sms")
+			section.Providers = []ProviderConfig{{Type: "textdir", Dir: d.TextDir}}
+		}
+	}
 	if c.Documents.LinkSecretEnv == "" && c.Documents.LinkSecretFile == "" {
 		// Links work out of the box in dev: a fresh key each run.
 		c.Documents.LinkSecretEnv = devLinkSecret

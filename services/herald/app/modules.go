@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/dlq/alert"
 	"github.com/heraldhq/herald/services/pdf"
@@ -33,6 +34,8 @@ var modules = []module{
 	{"router", (*App).configureRouter, (*App).buildRouter},
 	{"pdf", (*App).configurePDF, func(a *App, _ context.Context) (service, error) { return pdf.New(a.js, a.pdfC) }},
 	{"delivery", (*App).configureDelivery, (*App).buildDelivery},
+	{"sms", configureText(event.ChannelSMS), buildText(event.ChannelSMS)},
+	{"whatsapp", configureText(event.ChannelWhatsApp), buildText(event.ChannelWhatsApp)},
 	{"dlq", (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
 	{"api", (*App).configureAPI, (*App).buildAPI},
 	{"history", (*App).configureHistory, (*App).buildHistory},
@@ -60,6 +63,17 @@ func moduleNamed(name string) (module, bool) {
 // letter per recipient.
 func (a *App) configureRouter() error {
 	c := a.cfg.Router
+	if c.Channels == nil {
+		// The channels this deployment has providers for: others' recipients
+		// are skipped, and counted.
+		c.Channels = []event.Channel{event.ChannelEmail}
+		if len(a.cfg.SMS.Providers) > 0 {
+			c.Channels = append(c.Channels, event.ChannelSMS)
+		}
+		if len(a.cfg.WhatsApp.Providers) > 0 {
+			c.Channels = append(c.Channels, event.ChannelWhatsApp)
+		}
+	}
 	c.Logger = a.logger.With("service", "router")
 	c.MeterProvider, c.Tenants, c.TracerProvider = a.tel.MeterProvider(), a.tenants, a.tracer
 	a.routerC = c.WithDefaults()
@@ -77,17 +91,21 @@ func (a *App) buildRouter(ctx context.Context) (service, error) {
 }
 
 func checkTemplates(c router.Config) error {
-	if !slices.Contains(c.Channels, event.ChannelEmail) {
-		return nil
-	}
-	composer, err := email.NewComposer("check <check@example.com>")
+	mail, err := email.NewComposer("check <check@example.com>")
 	if err != nil {
 		return err
 	}
+	text, err := sms.NewComposer()
+	if err != nil {
+		return err
+	}
+	has := map[event.Channel]func(string) bool{event.ChannelEmail: mail.Has, event.ChannelSMS: text.Has, event.ChannelWhatsApp: text.Has}
 	var problems []string
 	for i, r := range c.Routes {
-		if slices.Contains(r.Channels, event.ChannelEmail) && !composer.Has(r.Template) {
-			problems = append(problems, fmt.Sprintf("router.routes[%d].template: no email template %q", i, r.Template))
+		for _, ch := range r.Channels {
+			if found, ok := has[ch]; ok && slices.Contains(c.Channels, ch) && !found(r.Template) {
+				problems = append(problems, fmt.Sprintf("router.routes[%d].template: no %s template %q", i, ch, r.Template))
+			}
 		}
 	}
 	if len(problems) > 0 {
@@ -115,33 +133,76 @@ func (a *App) configureDelivery() error {
 	if err != nil {
 		return err
 	}
-	c := delivery.Config{
-		Channel: ch, Concurrency: e.Concurrency, ProviderTimeout: e.Timeout, LockTTL: e.LockTTL, RetryDelay: e.RetryDelay,
-		MaxTries: e.MaxTries, Platform: names(providers),
-		BreakerFailures: a.cfg.Breakers.Failures, BreakerCooldown: a.cfg.Breakers.Cooldown,
-		Logger: a.logger.With("service", "delivery", "channel", "email"), MeterProvider: a.tel.MeterProvider(),
-		Tenants: a.tenants, TracerProvider: a.tracer,
-	}
-	if a.rdb != nil {
-		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
-	}
 	// Without a master key, tenants' own accounts cannot be opened: a
 	// tenant naming one is dead-lettered, saying so.
 	if err := a.loadKeyring(); err != nil {
 		return err
 	}
-	a.emailC = c.WithDefaults()
+	a.emailC = a.deliveryConfig(ch, e.DeliveryConfig, names(providers, func(p email.Named) string { return p.Name }))
 	return a.emailC.Validate()
 }
 
+// deliveryConfig is the protocol's config for one channel's adapter.
+func (a *App) deliveryConfig(ch delivery.Channel, d DeliveryConfig, platform []string) delivery.Config {
+	c := delivery.Config{
+		Channel: ch, Concurrency: d.Concurrency, ProviderTimeout: d.Timeout, LockTTL: d.LockTTL, RetryDelay: d.RetryDelay,
+		MaxTries: d.MaxTries, Platform: platform,
+		BreakerFailures: a.cfg.Breakers.Failures, BreakerCooldown: a.cfg.Breakers.Cooldown,
+		Logger: a.logger.With("service", "delivery", "channel", string(ch.Name())), MeterProvider: a.tel.MeterProvider(),
+		Tenants: a.tenants, TracerProvider: a.tracer,
+	}
+	if a.rdb != nil {
+		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
+	}
+	return c.WithDefaults()
+}
+
 // names are the providers' names, in order.
-func names(providers []email.Named) []string {
+func names[P any](providers []P, name func(P) string) []string {
 	out := make([]string, len(providers))
 	for i, p := range providers {
-		out[i] = p.Name
+		out[i] = name(p)
 	}
 	return out
 }
+
+// configureText reads sms: or whatsapp: and builds its provider chain.
+func configureText(channel event.Channel) func(*App) error {
+	return func(a *App) error {
+		section, templates := a.cfg.SMS, sms.Templates(nil)
+		if channel == event.ChannelWhatsApp {
+			section, templates = a.cfg.WhatsApp.TextConfig, a.cfg.WhatsApp.Templates
+		}
+		providers, err := a.buildTextProviders(context.Background(), channel, section.Providers)
+		if err != nil {
+			return err
+		}
+		ch, err := sms.NewChannel(sms.ChannelConfig{Channel: channel, Providers: providers, Templates: templates})
+		if err != nil {
+			return err
+		}
+		c := a.deliveryConfig(ch, section.DeliveryConfig, names(providers, func(p sms.Named) string { return p.Name }))
+		if a.textC == nil {
+			a.textC = map[event.Channel]delivery.Config{}
+		}
+		a.textC[channel] = c
+		return c.Validate()
+	}
+}
+
+// buildText refuses a suspended tenant's text messages.
+func buildText(channel event.Channel) func(*App, context.Context) (service, error) {
+	return func(a *App, ctx context.Context) (service, error) {
+		registry, err := a.tenantCache(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c := a.textC[channel]
+		c.Registry = registry
+		return delivery.New(a.js, c)
+	}
+}
+
 
 // buildDelivery refuses a suspended tenant's notifications.
 func (a *App) buildDelivery(ctx context.Context) (service, error) {

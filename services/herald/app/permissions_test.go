@@ -79,6 +79,10 @@ var servicePermissions = map[string][]string{
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
 		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
+	"sms": join(jsCommon, consume("NOTIFY", "sms-critical"), consume("NOTIFY", "sms-normal"),
+		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
+		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
 		// DLQ; the sweep watches its index (once, after an upgrade, lists
@@ -88,8 +92,10 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>",
 			"$JS.FC.KV_deliveries.>", "$JS.FC.KV_delivery_retries.>"}),
 	// The history service reads the ledger's changes and the accepted
-	// records; it writes nothing to NATS.
-	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history")),
+	// records; it writes nothing to NATS but the dead letter of a change it
+	// cannot index.
+	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history"), dlqPayloads,
+		[]string{"dlq.KV_deliveries.history", "dlq.STATUS.history"}),
 	// The HTTP API publishes events as a trusted publisher, sends the
 	// notifications its callers write (recording them as accepted), keeps
 	// each Idempotency-Key's answer, reads notifications from the ledger (and
@@ -198,7 +204,7 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	_, err = vault.GenerateKeyFile(masterKey)
 	require.NoError(t, err)
 
-	mailDir := t.TempDir()
+	mailDir, textDir := t.TempDir(), t.TempDir()
 	redisURL, prefix := heraldtest.RedisURL(t), heraldtest.Prefix()
 	client := heraldtest.HTTPClient(t)
 	apps := map[string]*app.App{}
@@ -211,6 +217,8 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		cfg.Services = []string{name}
 		cfg.Email.From = "Herald <herald@example.com>"
 		cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: mailDir}}
+		cfg.SMS.Providers = []app.ProviderConfig{{Type: "textdir", Dir: textDir}}
+		cfg.WhatsApp.Providers = cfg.SMS.Providers
 		cfg.Vault.MasterKeyFile = masterKey
 		if name == "history" || name == "api" {
 			cfg.History.URL = historyDB

@@ -15,6 +15,11 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
 	"github.com/heraldhq/herald/services/delivery/email/ses"
 	"github.com/heraldhq/herald/services/delivery/email/smtp"
+	"github.com/heraldhq/herald/services/delivery/sms"
+	"github.com/heraldhq/herald/services/delivery/sms/awssms"
+	"github.com/heraldhq/herald/services/delivery/sms/textdir"
+	"github.com/heraldhq/herald/services/delivery/sms/twilio"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -93,7 +98,7 @@ func (a *App) buildProvider(ctx context.Context, field string, p ProviderConfig)
 		}
 		return provider, nil
 	}
-	return nil, fmt.Errorf("%s.type: %q is not a provider (want one of %v)", field, p.Type, ProviderTypes)
+	return nil, fmt.Errorf("%s.type: %q is not an email provider (want one of %v)", field, p.Type, ProviderTypes["email"])
 }
 
 // buildAccount makes a provider of a tenant's own account, at the moment
@@ -132,4 +137,61 @@ func (a *App) getenv(name string) string {
 		return ""
 	}
 	return a.cfg.Getenv(name)
+}
+
+// buildTextProviders sets up a text channel's chain. Errors name the field.
+func (a *App) buildTextProviders(ctx context.Context, channel event.Channel, configured []ProviderConfig) ([]sms.Named, error) {
+	var out []sms.Named
+	for i, p := range configured {
+		field := fmt.Sprintf("%s.providers[%d]", channel, i)
+		provider, err := a.buildTextProvider(ctx, field, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sms.Named{Name: p.Type, Provider: provider})
+	}
+	return out, nil
+}
+
+func (a *App) buildTextProvider(ctx context.Context, field string, p ProviderConfig) (sms.Provider, error) {
+	switch p.Type {
+	case textdir.Name:
+		sink, err := textdir.New(p.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s.dir: %w", field, err)
+		}
+		return sink, nil
+	case "twilio":
+		token, err := a.secret(field+".auth_token_env", cmp.Or(p.AuthTokenEnv, "TWILIO_AUTH_TOKEN"), p.AuthTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		provider, err := twilio.New(twilio.Config{AccountSID: p.AccountSID, AuthToken: token, From: p.From,
+			MessagingServiceSID: p.MessagingServiceSID, Endpoint: p.Endpoint})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		return provider, nil
+	case awssms.Name:
+		cfg := awssms.Config{Region: cmp.Or(p.Region, a.getenv("AWS_REGION")), Endpoint: p.Endpoint,
+			OriginationIdentity: p.OriginationIdentity, ConfigurationSetName: p.ConfigurationSet}
+		if cfg.Region == "" {
+			return nil, fmt.Errorf("%s.region: is required for awssms (or set AWS_REGION)", field)
+		}
+		if p.AccessKeyIDEnv != "" || p.SecretAccessKeyEnv != "" {
+			var err error
+			if cfg.AccessKeyID, err = a.secret(field+".access_key_id_env", p.AccessKeyIDEnv, ""); err != nil {
+				return nil, err
+			}
+			if cfg.SecretAccessKey, err = a.secret(field+".secret_access_key_env", p.SecretAccessKeyEnv, ""); err != nil {
+				return nil, err
+			}
+		}
+		provider, err := awssms.New(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		return provider, nil
+	}
+	return nil, fmt.Errorf("%s.type: %q is not a text-message provider (want one of %v)", field, p.Type, ProviderTypes["sms"])
 }
