@@ -144,7 +144,7 @@ func (p *pipeline) waitPublished(t *testing.T) {
 func shrinkDuplicateWindows(t *testing.T, p *pipeline, window time.Duration) {
 	t.Helper()
 	ctx := heraldtest.Context(t)
-	for _, name := range []string{"ORDERS", "NOTIFY"} {
+	for _, name := range []string{"ORDERS", "INVENTORY", "NOTIFY"} {
 		s, err := p.js.Stream(ctx, name)
 		require.NoError(t, err)
 		cfg := s.CachedInfo().Config

@@ -39,7 +39,7 @@ func newMetrics(mp metric.MeterProvider, channel string, tenants *telemetry.Labe
 	}
 	var errs [6]error
 	x.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
-		metric.WithDescription("Delivery outcomes by channel, provider (a platform provider, or tenant for a tenant's own account) and outcome: delivered, retry, failed, exhausted, duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired), refused (the tenant is suspended)."))
+		metric.WithDescription("Delivery outcomes by channel, provider (a platform provider, or tenant for a tenant's own account) and outcome: delivered, retry, failed, exhausted, fallback (failed, handed to the fallback's next channel), duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired), refused (the tenant is suspended)."))
 	x.ambiguous, errs[1] = m.Int64Counter("herald.delivery.ambiguous",
 		metric.WithDescription("Tries where a provider may have accepted before failing (timeouts): the residual at-least-once window."))
 	x.lockBusy, errs[2] = m.Int64Counter("herald.delivery.lock_contention",

@@ -126,6 +126,9 @@ func (w worker) put(ctx context.Context, j *job, state ledger.State) error {
 func describe(e *ledger.Entry, d notification.Delivery) {
 	n := notification.AcceptedOf("", []notification.Delivery{d}, time.Time{}).Notifications[0]
 	e.Order, e.Document, e.Recipient = n.Order, n.Document, n.Recipient
+	if d.FallbackOf != nil {
+		e.FallbackOf = d.FallbackOf.NotificationID
+	}
 }
 
 // claim records in the ledger that this worker is sending now. The write is
@@ -218,8 +221,12 @@ func (w worker) delivered(ctx context.Context, j *job, r provider.Receipt) consu
 }
 
 // failed records a notification given up — permanently refused, or out of
-// tries (retryable: the sweep may resend it) — then dead-letters it.
+// tries (retryable: the sweep may resend it) — then dead-letters it, unless
+// its fallback's next channel takes over.
 func (w worker) failed(ctx context.Context, j *job, cause error, retryable bool) consumer.Outcome {
+	if next, ok := j.d.Next(cause.Error()); ok {
+		return w.fallBack(ctx, j, next, cause)
+	}
 	e := &j.entry
 	e.State, e.Reason, e.Retryable = ledger.Failed, cause.Error(), retryable
 	outcome := "failed"
@@ -232,6 +239,29 @@ func (w worker) failed(ctx context.Context, j *job, cause error, retryable bool)
 	w.metrics.outcome(ctx, j.d, "", outcome)
 	j.log.ErrorContext(ctx, "delivery failed; dead-lettering", "tries", e.Tries, "error", cause)
 	return consumer.GiveUp(cause)
+}
+
+// fallBack hands a notification that failed for good to the next channel
+// of its fallback: a new notification, published (Nats-Msg-Id = its dedupe
+// key, so a copy of this one falling back again is dropped, and past the
+// duplicate window its own ledger entry stops a second send) and recorded
+// as accepted before this one is recorded as failed and acknowledged. If
+// it cannot be published, this try is retried as a transient failure.
+func (w worker) fallBack(ctx context.Context, j *job, next notification.Delivery, cause error) consumer.Outcome {
+	if _, err := notification.Publish(ctx, w.js, []notification.Delivery{next}); err != nil {
+		return w.retry(ctx, j, fmt.Errorf("%w; falling back to %s failed: %w", cause, next.Channel, err))
+	}
+	if err := notification.PublishAccepted(ctx, w.js, notification.AcceptedOf(next.Event.ID, []notification.Delivery{next}, time.Now())); err != nil {
+		j.log.WarnContext(ctx, "the fallback's accepted record was not published; it is listed once a worker claims it", "error", err)
+	}
+	e := &j.entry
+	e.State, e.Reason, e.Retryable, e.FallbackTo = ledger.Failed, fmt.Sprintf("%v; fell back to %s", cause, next.Channel), false, next.ID
+	w.record(ctx, j)
+	w.publishStatus(ctx, j)
+	w.metrics.outcome(ctx, j.d, "", "fallback")
+	j.log.WarnContext(ctx, "delivery failed; falling back to the next channel", "next_channel", next.Channel,
+		"next_notification_id", next.ID, "error", cause)
+	return consumer.Done()
 }
 
 func (w worker) retry(ctx context.Context, j *job, cause error) consumer.Outcome {

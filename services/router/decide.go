@@ -246,33 +246,62 @@ func (p *planner) fanOut(r Route, rcpt event.Recipient, subject string, revision
 	if !r.wants(rcpt.Role) {
 		return
 	}
-	for _, ch := range r.Channels {
-		if !slices.Contains(rcpt.Channels, ch) {
-			continue
-		}
-		if !slices.Contains(p.cfg.Channels, ch) {
-			p.skipped++
-			continue
-		}
-		key := notification.Key{
-			Tenant: p.ev.Tenant, Subject: subject, Revision: revision,
-			Document: cmp.Or(r.Document, r.Template), Channel: ch, Recipient: rcpt.Address(ch),
-		}.String()
-		if p.seen[key] {
-			continue
-		}
-		p.seen[key] = true
-		d := notification.Delivery{
-			ID: notification.ID(key), DedupeKey: key, Tenant: p.ev.Tenant, Channel: ch, Priority: r.Priority,
-			Recipient: notification.Recipient{Name: rcpt.Name, Role: rcpt.Role, Address: rcpt.Address(ch)},
-			Template:  r.Template, Locale: cmp.Or(locale, "en"),
-			Event:     notification.EventRef{ID: p.ev.ID, Type: p.ev.Type, Source: p.ev.Source, Time: p.ev.Time},
-			CreatedAt: p.now,
-		}
-		if r.Document != "" {
-			d.Document = &notification.Document{Type: r.Document}
-		}
-		fill(&d)
-		p.out = append(p.out, d)
+	for _, ch := range p.reachable(r.Channels, rcpt) {
+		p.plan(r, rcpt, ch, nil, subject, revision, locale, fill)
 	}
+	// A fallback is published on its first channel, carrying the others.
+	if chain := p.reachable(r.Fallback, rcpt); len(chain) > 0 {
+		steps := make([]notification.FallbackStep, len(chain)-1)
+		for i, ch := range chain[1:] {
+			steps[i] = notification.FallbackStep{Channel: ch, Address: rcpt.Address(ch),
+				DedupeKey: p.key(r, rcpt, ch, subject, revision)}
+		}
+		p.plan(r, rcpt, chain[0], steps, subject, revision, locale, fill)
+	}
+}
+
+// reachable are the channels of channels the recipient has and this
+// deployment delivers on; the others the recipient has are counted as
+// skipped.
+func (p *planner) reachable(channels []event.Channel, rcpt event.Recipient) []event.Channel {
+	var out []event.Channel
+	for _, ch := range channels {
+		switch {
+		case !slices.Contains(rcpt.Channels, ch):
+		case !slices.Contains(p.cfg.Channels, ch):
+			p.skipped++
+		default:
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+func (p *planner) key(r Route, rcpt event.Recipient, ch event.Channel, subject string, revision int) string {
+	return notification.Key{
+		Tenant: p.ev.Tenant, Subject: subject, Revision: revision,
+		Document: cmp.Or(r.Document, r.Template), Channel: ch, Recipient: rcpt.Address(ch),
+	}.String()
+}
+
+// plan adds the delivery to rcpt on ch, unless another route already did.
+func (p *planner) plan(r Route, rcpt event.Recipient, ch event.Channel, fallback []notification.FallbackStep,
+	subject string, revision int, locale string, fill func(*notification.Delivery)) {
+	key := p.key(r, rcpt, ch, subject, revision)
+	if p.seen[key] {
+		return
+	}
+	p.seen[key] = true
+	d := notification.Delivery{
+		ID: notification.ID(key), DedupeKey: key, Tenant: p.ev.Tenant, Channel: ch, Priority: r.Priority,
+		Recipient: notification.Recipient{Name: rcpt.Name, Role: rcpt.Role, Address: rcpt.Address(ch)},
+		Template:  r.Template, Locale: cmp.Or(locale, "en"), Fallback: fallback,
+		Event:     notification.EventRef{ID: p.ev.ID, Type: p.ev.Type, Source: p.ev.Source, Time: p.ev.Time},
+		CreatedAt: p.now,
+	}
+	if r.Document != "" {
+		d.Document = &notification.Document{Type: r.Document}
+	}
+	fill(&d)
+	p.out = append(p.out, d)
 }

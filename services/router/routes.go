@@ -27,7 +27,12 @@ type Route struct {
 	// Defaults to every recipient the event lists.
 	Roles []string `yaml:"roles,omitempty" json:"roles,omitempty"`
 	// Channels are the channels used, where the recipient has them too.
-	Channels []event.Channel `yaml:"channels" json:"channels"`
+	Channels []event.Channel `yaml:"channels,omitempty" json:"channels,omitempty"`
+	// Fallback, instead of or besides Channels, reaches each recipient on
+	// the first of these channels that works (of those the recipient has
+	// and this deployment delivers on): a permanent failure or running out
+	// of tries on one hands the notification to the next, once.
+	Fallback []event.Channel `yaml:"fallback,omitempty" json:"fallback,omitempty"`
 	// Priority of the deliveries. Defaults to normal.
 	Priority notification.Priority `yaml:"priority,omitempty" json:"priority,omitempty"`
 }
@@ -88,12 +93,22 @@ func (r Route) validate(field string) []string {
 	if !templatePattern.MatchString(r.Template) {
 		bad("template", "%q must be 1-64 lowercase letters, digits or '_' (required when there is no document)", r.Template)
 	}
-	if len(r.Channels) == 0 {
-		bad("channels", "at least one channel is required (want some of %v)", event.Channels)
+	if len(r.Channels) == 0 && len(r.Fallback) == 0 {
+		bad("channels", "at least one channel is required, or a fallback (want some of %v)", event.Channels)
 	}
 	for _, c := range r.Channels {
 		if !slices.Contains(event.Channels, c) {
 			bad("channels", "%q is not a channel (want some of %v)", c, event.Channels)
+		}
+	}
+	for _, c := range r.Fallback {
+		if !slices.Contains(event.Channels, c) {
+			bad("fallback", "%q is not a channel (want some of %v)", c, event.Channels)
+		}
+	}
+	for i, c := range r.Fallback {
+		if slices.Contains(r.Fallback[:i], c) || slices.Contains(r.Channels, c) {
+			bad("fallback", "%q is named twice: a recipient hears once per channel", c)
 		}
 	}
 	if !slices.Contains(notification.Priorities, r.Priority) {

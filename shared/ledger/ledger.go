@@ -70,17 +70,21 @@ type Attempt struct {
 
 // Entry is the ledger's record of one dedupe key.
 type Entry struct {
-	DedupeKey         string    `json:"dedupe_key"`
-	NotificationID    string    `json:"notification_id"`
-	Tenant            string    `json:"tenant"`
-	Channel           string    `json:"channel"`
-	State             State     `json:"state"`
-	Provider          string    `json:"provider,omitempty"`
-	ProviderMessageID string    `json:"provider_message_id,omitempty"`
-	Reason            string    `json:"reason,omitempty"`
-	Retryable         bool      `json:"retryable,omitempty"`
-	Tries             int       `json:"tries"`
-	Attempts          []Attempt `json:"attempts,omitempty"`
+	DedupeKey         string `json:"dedupe_key"`
+	NotificationID    string `json:"notification_id"`
+	Tenant            string `json:"tenant"`
+	Channel           string `json:"channel"`
+	State             State  `json:"state"`
+	Provider          string `json:"provider,omitempty"`
+	ProviderMessageID string `json:"provider_message_id,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+	Retryable         bool   `json:"retryable,omitempty"`
+	// FallbackTo is the notification that took over on the fallback's next
+	// channel when this one failed; FallbackOf, the one this replaced.
+	FallbackTo string    `json:"fallback_to,omitempty"`
+	FallbackOf string    `json:"fallback_of,omitempty"`
+	Tries      int       `json:"tries"`
+	Attempts   []Attempt `json:"attempts,omitempty"`
 	// Order, Document and Recipient say what the notification is, as its
 	// notification.Accepted record does: the order's id (none for a job),
 	// the document type ("job" for a job without one) and the address.

@@ -46,11 +46,53 @@ type Delivery struct {
 	Attachments []Document `json:"attachments,omitempty"`
 	// Providers, when set, are the only providers to try, in order: a pin
 	// and at most one fallback, by name, instead of the tenant's chain.
-	Providers []string      `json:"providers,omitempty"`
-	Event     EventRef      `json:"event"`
-	Order     *OrderSummary `json:"order,omitempty"`
-	Stock     *event.Stock  `json:"stock,omitempty"`
-	CreatedAt time.Time     `json:"created_at"`
+	Providers []string `json:"providers,omitempty"`
+	// Fallback are the channels to try next, in order, should this one
+	// fail for good (a permanent refusal, or out of tries): the route's
+	// fallback: [whatsapp, sms]. Each is tried once.
+	Fallback []FallbackStep `json:"fallback,omitempty"`
+	// FallbackOf is the notification this one replaces, on the channel
+	// before it in the fallback, and why that one failed.
+	FallbackOf *FallbackOf   `json:"fallback_of,omitempty"`
+	Event      EventRef      `json:"event"`
+	Order      *OrderSummary `json:"order,omitempty"`
+	Stock      *event.Stock  `json:"stock,omitempty"`
+	CreatedAt  time.Time     `json:"created_at"`
+}
+
+// FallbackStep is one channel of a fallback: the recipient's address on it
+// and the dedupe key the delivery would have there.
+type FallbackStep struct {
+	Channel   event.Channel `json:"channel"`
+	Address   string        `json:"address"`
+	DedupeKey string        `json:"dedupe_key"`
+}
+
+// FallbackOf names the notification a fallback replaces.
+type FallbackOf struct {
+	NotificationID string        `json:"notification_id"`
+	Channel        event.Channel `json:"channel"`
+	Reason         string        `json:"reason"`
+}
+
+// Next is the delivery on the fallback's next channel, after d failed for
+// reason; ok is false when d has no fallback left. It keeps everything but
+// the channel, the address and the keys, and carries the rest of the
+// fallback.
+func (d Delivery) Next(reason string) (next Delivery, ok bool) {
+	if len(d.Fallback) == 0 {
+		return Delivery{}, false
+	}
+	step := d.Fallback[0]
+	next = d
+	next.ID, next.DedupeKey, next.Channel = ID(step.DedupeKey), step.DedupeKey, step.Channel
+	next.Recipient.Address = step.Address
+	next.Fallback = slices.Clone(d.Fallback[1:])
+	next.FallbackOf = &FallbackOf{NotificationID: d.ID, Channel: d.Channel, Reason: reason}
+	if len(next.Fallback) == 0 {
+		next.Fallback = nil
+	}
+	return next, true
 }
 
 // Recipient is the single address this delivery goes to.

@@ -102,7 +102,7 @@ func checkTemplates(c router.Config) error {
 	has := map[event.Channel]func(string) bool{event.ChannelEmail: mail.Has, event.ChannelSMS: text.Has, event.ChannelWhatsApp: text.Has}
 	var problems []string
 	for i, r := range c.Routes {
-		for _, ch := range r.Channels {
+		for _, ch := range slices.Concat(r.Channels, r.Fallback) {
 			if found, ok := has[ch]; ok && slices.Contains(c.Channels, ch) && !found(r.Template) {
 				problems = append(problems, fmt.Sprintf("router.routes[%d].template: no %s template %q", i, ch, r.Template))
 			}
