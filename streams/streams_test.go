@@ -103,22 +103,23 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		subjects  []string
 		consumers []string
 	}{
-		"ORDERS":              {jetstream.LimitsPolicy, []string{"orders.*", "orders.*.*"}, []string{"router"}},
-		"INVENTORY":           {jetstream.LimitsPolicy, []string{"inventory.*", "inventory.*.*"}, []string{"router"}},
-		"DOCS":                {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
-		"NOTIFY":              {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal", "sms-critical", "sms-low", "sms-normal",
+		"ORDERS":    {jetstream.LimitsPolicy, []string{"orders.*", "orders.*.*"}, []string{"router"}},
+		"INVENTORY": {jetstream.LimitsPolicy, []string{"inventory.*", "inventory.*.*"}, []string{"router"}},
+		"DOCS":      {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
+		"NOTIFY": {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal", "sms-critical", "sms-low", "sms-normal",
 			"webhook-critical", "webhook-low", "webhook-normal", "whatsapp-critical", "whatsapp-low", "whatsapp-normal"}},
-		"STATUS":              {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, []string{"history"}},
-		"ADVISORIES":          {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
-		"DLQ":                 {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
-		"KV_dlq_redrives":     {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
-		"KV_deliveries":       {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, []string{"history"}},
-		"KV_delivery_retries": {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
-		"KV_credentials":      {jetstream.LimitsPolicy, []string{"$KV.credentials.>"}, nil},
-		"KV_tenants":          {jetstream.LimitsPolicy, []string{"$KV.tenants.>"}, nil},
-		"KV_api_keys":         {jetstream.LimitsPolicy, []string{"$KV.api_keys.>"}, nil},
-		"KV_idempotency":      {jetstream.LimitsPolicy, []string{"$KV.idempotency.>"}, nil},
-		"OBJ_documents":       {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
+		"STATUS":               {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, []string{"history", "webhooks"}},
+		"ADVISORIES":           {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
+		"DLQ":                  {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
+		"KV_dlq_redrives":      {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
+		"KV_deliveries":        {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, []string{"history"}},
+		"KV_delivery_retries":  {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
+		"KV_credentials":       {jetstream.LimitsPolicy, []string{"$KV.credentials.>"}, nil},
+		"KV_tenants":           {jetstream.LimitsPolicy, []string{"$KV.tenants.>"}, nil},
+		"KV_api_keys":          {jetstream.LimitsPolicy, []string{"$KV.api_keys.>"}, nil},
+		"KV_idempotency":       {jetstream.LimitsPolicy, []string{"$KV.idempotency.>"}, nil},
+		"KV_webhook_endpoints": {jetstream.LimitsPolicy, []string{"$KV.webhook_endpoints.>"}, nil},
+		"OBJ_documents":        {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
@@ -170,7 +171,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 35)
+	require.Len(t, report, 37)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

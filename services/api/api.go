@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
+	"github.com/heraldhq/herald/shared/webhooks"
 )
 
 // Version is the API's version in its OpenAPI document.
@@ -55,11 +56,12 @@ type stores struct {
 	vault       *vault.Store
 	dlq         *dlq.Entries
 	documents   *documents.Store
+	webhooks    *webhooks.Store
 }
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
-	registerTenants, registerKeys, registerProviders}
+	registerTenants, registerKeys, registerProviders, registerWebhooks}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -181,6 +183,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 		return nil, err
 	}
 	if st.documents, err = documents.Open(ctx, s.js); err != nil {
+		return nil, err
+	}
+	if st.webhooks, err = webhooks.Open(ctx, s.js, s.cfg.Keyring); err != nil {
 		return nil, err
 	}
 	return st, nil

@@ -60,10 +60,12 @@ type Config struct {
 	// ProviderTimeout bounds one provider call. Defaults to 10s.
 	ProviderTimeout time.Duration
 	// RetryDelay is how long a delivery waits after its first failed try;
-	// it doubles with each further delivery, up to five minutes. It is also
+	// it doubles with each further delivery, up to MaxRetryDelay. It is also
 	// how long a worker waits before looking again at a key another worker
 	// holds. Defaults to 2s.
 	RetryDelay time.Duration
+	// MaxRetryDelay caps the wait between tries. Defaults to 5 minutes.
+	MaxRetryDelay time.Duration
 	// LockTTL is how long a lease on a dedupe key lasts. It must outlive the
 	// longest send: every provider timing out in turn, and then some.
 	// Defaults to twice the consumer's AckWait, or the providers' timeouts
@@ -103,6 +105,7 @@ func (c Config) WithDefaults() Config {
 	c.ProviderTimeout = cmp.Or(c.ProviderTimeout, 10*time.Second)
 	c.MaxTries = cmp.Or(c.MaxTries, 10)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)
+	c.MaxRetryDelay = cmp.Or(c.MaxRetryDelay, 5*time.Minute)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()

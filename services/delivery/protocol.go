@@ -273,7 +273,7 @@ func (w worker) retry(ctx context.Context, j *job, cause error) consumer.Outcome
 	// The back-off's jitter may halve a delay: starting from twice the
 	// providers' Retry-After keeps the wait at least as long as they asked.
 	after := provider.RetryAfter(cause)
-	return consumer.Retry(cause, max(w.cfg.RetryDelay, 2*after), max(5*time.Minute, 2*after))
+	return consumer.Retry(cause, max(w.cfg.RetryDelay, 2*after), max(w.cfg.MaxRetryDelay, 2*after))
 }
 
 // recordTimeout bounds how long a worker insists on writing a claim (a
@@ -357,7 +357,7 @@ func (w worker) publishStatus(ctx context.Context, j *job) {
 	defer cancel()
 	d, e := j.d, &j.entry
 	err := notification.PublishStatus(ctx, w.js, notification.Status{
-		NotificationID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant, Channel: d.Channel, State: string(e.State),
+		NotificationID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant, Channel: d.Channel, State: string(e.State), Template: d.Template,
 		Provider: e.Provider, ProviderMessageID: e.ProviderMessageID, Reason: e.Reason, Retryable: e.Retryable,
 		Tries: e.Tries, EventID: d.Event.ID, Time: e.UpdatedAt,
 	})

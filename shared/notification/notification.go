@@ -42,6 +42,9 @@ type Delivery struct {
 	// directly (POST /v1/notifications) rather than routed from an event:
 	// sent as written, with no template.
 	Message *Message `json:"message,omitempty"`
+	// Payload is a webhook's JSON body as written by whoever made it (the
+	// status feed): sent as is, signed.
+	Payload json.RawMessage `json:"payload,omitempty"`
 	// Attachments are stored documents the caller named, sent with Message.
 	Attachments []Document `json:"attachments,omitempty"`
 	// Providers, when set, are the only providers to try, in order: a pin

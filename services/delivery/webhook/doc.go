@@ -1,6 +1,6 @@
 // Package webhook holds the webhook channel's provider building blocks, per
 // the Standard Webhooks specification (https://www.standardwebhooks.com):
-// signing secrets (NewSecret, ParseSecret), the signature header (Sign), an
+// the signature header (Sign; secrets come from shared/webhooks), an
 // HTTP client that will not be turned against Herald's own network
 // (NewClient), and a Sender that posts one signed message and classifies the
 // answer as the provider package says.

@@ -48,7 +48,7 @@ type Message struct {
 	// URL is the endpoint, http or https. It may embed a credential, so
 	// errors name only its host.
 	URL string
-	// Secrets are the HMAC keys (ParseSecret's output) to sign with: the
+	// Secrets are the HMAC keys (webhooks.ParseSecret's output) to sign with: the
 	// current one, and during a rotation the old one too. At least one.
 	Secrets [][]byte
 	// Body is the JSON payload, sent and signed byte for byte.

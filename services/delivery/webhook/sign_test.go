@@ -11,15 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery/webhook"
+	"github.com/heraldhq/herald/shared/webhooks"
 )
 
 // secret returns a new secret as a receiver knows it (whsec_…) and as
 // Herald signs with it (the key).
 func secret(t *testing.T) (string, []byte) {
 	t.Helper()
-	s, err := webhook.NewSecret()
+	s, err := webhooks.NewSecret()
 	require.NoError(t, err)
-	key, err := webhook.ParseSecret(s)
+	key, err := webhooks.ParseSecret(s)
 	require.NoError(t, err)
 	return s, key
 }

@@ -93,8 +93,9 @@ type Config struct {
 	Router router.Config `yaml:"router"`
 	Email  EmailConfig   `yaml:"email"`
 	// SMS and WhatsApp are the text channels' sections.
-	SMS      TextConfig `yaml:"sms"`
+	SMS      TextConfig     `yaml:"sms"`
 	WhatsApp WhatsAppConfig `yaml:"whatsapp"`
+	Webhooks WebhooksConfig `yaml:"webhooks"`
 	PDF      struct {
 		// Concurrency is how many documents are rendered at once (CPU-bound).
 		// Defaults to 2.
@@ -175,6 +176,28 @@ type WhatsAppConfig struct {
 	// Defaults to none: messages go as free-form text, which WhatsApp
 	// delivers only inside a 24-hour session window.
 	Templates sms.Templates `yaml:"templates"`
+}
+
+// WebhooksConfig is the webhook channel's section: signed POSTs to the
+// endpoints tenants register, with their notifications' status events or as
+// a channel of routes.
+type WebhooksConfig struct {
+	// Concurrency, Timeout and LockTTL as for email; MaxTries defaults to
+	// 15 and RetryDelay to 5s, doubling up to MaxRetryDelay (6h): tries
+	// over about a day.
+	DeliveryConfig `yaml:",inline"`
+	// MaxRetryDelay caps the wait between tries. Defaults to 6h.
+	MaxRetryDelay time.Duration `yaml:"max_retry_delay"`
+	// DisableAfter is how long an endpoint may keep failing before Herald
+	// disables it. Defaults to 5 days (120h).
+	DisableAfter time.Duration `yaml:"disable_after"`
+	// AllowPrivateNetworks lets endpoints resolve to loopback, private,
+	// link-local and metadata addresses — for development only (herald dev
+	// sets it). Defaults to false: such an address is refused when dialled.
+	AllowPrivateNetworks bool `yaml:"allow_private_networks"`
+	// SecretGrace is how long a rotated-out signing secret keeps signing
+	// beside the new one. Defaults to 24h.
+	SecretGrace time.Duration `yaml:"secret_grace"`
 }
 
 // DeliveryConfig tunes a channel's delivery workers.

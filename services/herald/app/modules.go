@@ -36,6 +36,7 @@ var modules = []module{
 	{"delivery", (*App).configureDelivery, (*App).buildDelivery},
 	{"sms", configureText(event.ChannelSMS), buildText(event.ChannelSMS)},
 	{"whatsapp", configureText(event.ChannelWhatsApp), buildText(event.ChannelWhatsApp)},
+	{"webhook", (*App).configureWebhook, (*App).buildWebhook},
 	{"dlq", (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
 	{"api", (*App).configureAPI, (*App).buildAPI},
 	{"history", (*App).configureHistory, (*App).buildHistory},
@@ -66,7 +67,7 @@ func (a *App) configureRouter() error {
 	if c.Channels == nil {
 		// The channels this deployment has providers for: others' recipients
 		// are skipped, and counted.
-		c.Channels = []event.Channel{event.ChannelEmail}
+		c.Channels = []event.Channel{event.ChannelEmail, event.ChannelWebhook}
 		if len(a.cfg.SMS.Providers) > 0 {
 			c.Channels = append(c.Channels, event.ChannelSMS)
 		}

@@ -65,7 +65,8 @@ var (
 	writeDocuments = []string{"$O.documents.>", "$JS.API.STREAM.PURGE.OBJ_documents"}
 	ledger         = []string{"$KV.deliveries.>", "$JS.API.DIRECT.GET.KV_deliveries.>",
 		"$KV.delivery_retries.>", "$JS.API.DIRECT.GET.KV_delivery_retries.>"}
-	dlqPayloads = []string{"$O.dlq_payloads.>", "$JS.API.DIRECT.GET.OBJ_dlq_payloads.>", "$JS.API.STREAM.PURGE.OBJ_dlq_payloads"}
+	webhookEndpoints = []string{"$KV.webhook_endpoints.>", "$JS.API.DIRECT.GET.KV_webhook_endpoints.>"}
+	dlqPayloads      = []string{"$O.dlq_payloads.>", "$JS.API.DIRECT.GET.OBJ_dlq_payloads.>", "$JS.API.STREAM.PURGE.OBJ_dlq_payloads"}
 )
 
 // servicePermissions are the least each Herald service needs, as README.md
@@ -83,6 +84,12 @@ var servicePermissions = map[string][]string{
 		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
 		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+	// The webhook channel and its status feed: the endpoints' registry
+	// (read, and written to record an endpoint's health), outcomes in,
+	// webhooks out.
+	"webhook": join(jsCommon, consume("NOTIFY", "webhook-critical"), consume("NOTIFY", "webhook-normal"),
+		consume("NOTIFY", "webhook-low"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants, webhookEndpoints,
+		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.STATUS.webhooks"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
 		// DLQ; the sweep watches its index (once, after an upgrade, lists
@@ -102,7 +109,7 @@ var servicePermissions = map[string][]string{
 	// resends a failed one), follows the API keys, recording when each was
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
-	"api": join(jsCommon, ledger, readTenants, dlqPayloads, []string{"orders.*", "inventory.*",
+	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, []string{"orders.*", "inventory.*",
 		"orders.*.*", "inventory.*.*", "docs.render.*", "notify.*.*.*", "notify.accepted.*",
 		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
 		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",

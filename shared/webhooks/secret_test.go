@@ -1,4 +1,4 @@
-package webhook_test
+package webhooks_test
 
 import (
 	"encoding/base64"
@@ -8,19 +8,19 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/services/delivery/webhook"
+	"github.com/heraldhq/herald/shared/webhooks"
 )
 
 func TestNewSecretIsAStandardSecret(t *testing.T) {
 	t.Parallel()
-	s, err := webhook.NewSecret()
+	s, err := webhooks.NewSecret()
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(s, "whsec_"), "a secret is shown as whsec_…")
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
 	require.NoError(t, err)
 	require.Len(t, raw, 32)
 
-	key, err := webhook.ParseSecret(s)
+	key, err := webhooks.ParseSecret(s)
 	require.NoError(t, err)
 	require.Equal(t, raw, key)
 
@@ -31,7 +31,7 @@ func TestNewSecretIsAStandardSecret(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, raw2, wh)
 
-	other, err := webhook.NewSecret()
+	other, err := webhooks.NewSecret()
 	require.NoError(t, err)
 	require.NotEqual(t, s, other, "secrets are random")
 }
@@ -57,7 +57,7 @@ func TestParseSecret(t *testing.T) {
 		{"too long", "whsec_" + base64.StdEncoding.EncodeToString(append(append(key, key...), 'x')), false},
 	}
 	for _, tt := range tests {
-		got, err := webhook.ParseSecret(tt.in)
+		got, err := webhooks.ParseSecret(tt.in)
 		if tt.ok {
 			require.NoError(t, err, tt.name)
 			require.NotEmpty(t, got, tt.name)

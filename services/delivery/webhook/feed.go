@@ -1,0 +1,130 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/webhooks"
+)
+
+// FeedStream and FeedDurable are where the status feed reads outcomes.
+const (
+	FeedStream  = "STATUS"
+	FeedDurable = "webhooks"
+)
+
+// Lister is the registry as the feed uses it (webhooks.Store).
+type Lister interface {
+	List(ctx context.Context, tenant string) ([]webhooks.Endpoint, error)
+}
+
+// FeedConfig configures the status feed.
+type FeedConfig struct {
+	// Endpoints are the tenants' endpoints. Required.
+	Endpoints Lister
+	// Concurrency defaults to 4.
+	Concurrency    int
+	Logger         *slog.Logger
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
+}
+
+// Feed turns each tenant's status events into webhooks: for every outcome
+// on notify.status.<tenant>, one notification on the webhook channel per
+// endpoint that wants its type ("notification.delivered",
+// "notification.failed"), carrying the status event as its data. The
+// webhook delivery workers then send them as any notification — leased,
+// ledgered, retried, dead-lettered — each once: its dedupe key is the
+// outcome's notification and state, and the endpoint.
+type Feed struct {
+	cfg   FeedConfig
+	js    jetstream.JetStream
+	loops consumer.Group
+}
+
+// NewFeed returns the feed.
+func NewFeed(js jetstream.JetStream, cfg FeedConfig) *Feed {
+	if cfg.Concurrency < 1 {
+		cfg.Concurrency = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Feed{cfg: cfg, js: js}
+}
+
+// Start consumes the outcomes.
+func (f *Feed) Start(ctx context.Context) error {
+	f.loops.Config = consumer.Config{JetStream: f.js, Concurrency: f.cfg.Concurrency, Logger: f.cfg.Logger,
+		TracerProvider: f.cfg.TracerProvider, MeterProvider: f.cfg.MeterProvider}
+	c, err := consumer.Lookup(ctx, f.js, FeedStream, FeedDurable)
+	if err != nil {
+		return fmt.Errorf("webhook feed: %w", err)
+	}
+	return f.loops.Start(ctx, c, f.handle)
+}
+
+// Stop drains.
+func (f *Feed) Stop(ctx context.Context) error { return f.loops.Stop(ctx) }
+
+func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+	var st notification.Status
+	if err := json.Unmarshal(msg.Data(), &st); err != nil || st.Tenant == "" || st.NotificationID == "" || st.State == "" {
+		return consumer.GiveUp(fmt.Errorf("not a status event: %v", err))
+	}
+	if st.Template == notification.FeedTemplate {
+		return consumer.Done() // a webhook's own outcome would feed the feed forever
+	}
+	endpoints, err := f.cfg.Endpoints.List(ctx, st.Tenant)
+	if err != nil {
+		return consumer.Retry(err, time.Second, time.Minute)
+	}
+	deliveries, err := feed(st, endpoints, time.Now().UTC())
+	switch {
+	case err != nil:
+		return consumer.GiveUp(err)
+	case len(deliveries) == 0:
+		return consumer.Done()
+	}
+	if _, err := notification.Publish(ctx, f.js, deliveries); err != nil {
+		return consumer.Retry(fmt.Errorf("publishing status webhooks: %w", err), time.Second, time.Minute)
+	}
+	if err := notification.PublishAccepted(ctx, f.js, notification.AcceptedOf(st.EventID, deliveries, time.Now())); err != nil {
+		return consumer.Retry(fmt.Errorf("recording status webhooks as accepted: %w", err), time.Second, time.Minute)
+	}
+	return consumer.Done()
+}
+
+// feed is the webhooks one outcome makes: one per endpoint that wants it.
+func feed(st notification.Status, endpoints []webhooks.Endpoint, now time.Time) ([]notification.Delivery, error) {
+	typ := "notification." + st.State
+	body, err := json.Marshal(Body{Type: typ, Timestamp: st.Time, Data: st})
+	if err != nil {
+		return nil, err
+	}
+	var out []notification.Delivery
+	for _, e := range endpoints {
+		if !e.Wants(typ) {
+			continue
+		}
+		key := notification.Key{Tenant: st.Tenant, Subject: st.NotificationID, Document: "status_" + st.State,
+			Channel: event.ChannelWebhook, Recipient: e.ID}.String()
+		out = append(out, notification.Delivery{
+			ID: notification.ID(key), DedupeKey: key, Tenant: st.Tenant, Channel: event.ChannelWebhook,
+			Priority: notification.PriorityNormal, Recipient: notification.Recipient{Address: e.ID},
+			Template: notification.FeedTemplate, Locale: "en", Payload: body,
+			Event: notification.EventRef{ID: st.EventID, Type: typ}, CreatedAt: now,
+		})
+	}
+	return out, nil
+}
