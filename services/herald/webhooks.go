@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/vault"
+	"github.com/heraldhq/herald/shared/webhooks"
+)
+
+func webhooksCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "webhooks",
+		Short: "Register, list, rotate and remove tenants' webhook endpoints",
+		Long: `A tenant's endpoints receive its notifications' status events (and the
+notifications of routes on the webhook channel) as POSTs signed per the
+Standard Webhooks spec. A signing secret is generated when an endpoint is
+added or rotated, shown that once, and stored sealed under the master key.`,
+	}
+	cmd.AddCommand(webhooksAddCommand(), webhooksListCommand(), webhooksRotateCommand(), webhooksRemoveCommand())
+	return cmd
+}
+
+func webhooksAddCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "add --tenant ID --url URL [--events 'notification.*'] [--json]",
+		Short:   "Register an endpoint; its signing secret is shown this once",
+		Example: `  herald webhooks add --tenant acme --url https://erp.acme.example/herald --events 'notification.failed'`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			tenant, _ := f.GetString("tenant")
+			url, _ := f.GetString("url")
+			events, _ := f.GetStringSlice("events")
+			description, _ := f.GetString("description")
+			asJSON, _ := f.GetBool("json")
+			keys, err := cliKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			return withWebhooks(cmd, keys, func(ctx context.Context, s *webhooks.Store) error {
+				e, secret, err := s.Create(ctx, tenant, webhooks.New{URL: url, Events: events, Description: description})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+						webhooks.Endpoint
+						Secret string `json:"secret"`
+					}{e, secret})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "added endpoint %s for tenant %s (events %s)\nsigning secret, shown this once: %s\n",
+					e.ID, tenant, strings.Join(e.Events, ","), secret)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.String("tenant", "", "the tenant (required)")
+	f.String("url", "", "the endpoint, https (required)")
+	f.StringSlice("events", nil, "event types, as patterns (default notification.*)")
+	f.String("description", "", "what the endpoint is, for people")
+	f.Bool("json", false, "print the endpoint and its secret as JSON")
+	masterKeyFlag(cmd)
+	_ = cmd.MarkFlagRequired("tenant")
+	_ = cmd.MarkFlagRequired("url")
+	return cmd
+}
+
+func webhooksListCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list --tenant ID [--json]",
+		Short: "List a tenant's endpoints and their health; never a secret",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tenant, _ := cmd.Flags().GetString("tenant")
+			asJSON, _ := cmd.Flags().GetBool("json")
+			return withWebhooks(cmd, nil, func(ctx context.Context, s *webhooks.Store) error {
+				list, err := s.List(ctx, tenant)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
+				}
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tURL\tEVENTS\tSTATUS\tFAILING SINCE")
+				for _, e := range list {
+					status, failing := string(e.Status), "-"
+					if e.DisabledReason != "" {
+						status += ": " + e.DisabledReason
+					}
+					if !e.FailingSince.IsZero() {
+						failing = e.FailingSince.Format(time.RFC3339)
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.URL, strings.Join(e.Events, ","), status, failing)
+				}
+				return w.Flush()
+			})
+		},
+	}
+	cmd.Flags().String("tenant", "", "the tenant (required)")
+	cmd.Flags().Bool("json", false, "print JSON")
+	_ = cmd.MarkFlagRequired("tenant")
+	return cmd
+}
+
+func webhooksRotateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rotate --tenant ID --id we_…",
+		Short: "Give an endpoint a new signing secret; the old one keeps signing beside it for --grace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tenant, _ := cmd.Flags().GetString("tenant")
+			id, _ := cmd.Flags().GetString("id")
+			grace, _ := cmd.Flags().GetDuration("grace")
+			keys, err := cliKeyring(cmd)
+			if err != nil {
+				return err
+			}
+			return withWebhooks(cmd, keys, func(ctx context.Context, s *webhooks.Store) error {
+				secret, err := s.Rotate(ctx, tenant, id, grace)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "rotated %s; the old secret signs too until %s\nnew signing secret, shown this once: %s\n",
+					id, time.Now().Add(grace).UTC().Format(time.RFC3339), secret)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("tenant", "", "the tenant (required)")
+	cmd.Flags().String("id", "", "the endpoint (required)")
+	cmd.Flags().Duration("grace", 24*time.Hour, "how long the old secret keeps signing")
+	masterKeyFlag(cmd)
+	_ = cmd.MarkFlagRequired("tenant")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func webhooksRemoveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rm --tenant ID --id we_…",
+		Short: "Remove an endpoint: nothing more is sent to it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tenant, _ := cmd.Flags().GetString("tenant")
+			id, _ := cmd.Flags().GetString("id")
+			return withWebhooks(cmd, nil, func(ctx context.Context, s *webhooks.Store) error {
+				if err := s.Delete(ctx, tenant, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed endpoint %s of tenant %s\n", id, tenant)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("tenant", "", "the tenant (required)")
+	cmd.Flags().String("id", "", "the endpoint (required)")
+	_ = cmd.MarkFlagRequired("tenant")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func withWebhooks(cmd *cobra.Command, keys *vault.Keyring, fn func(context.Context, *webhooks.Store) error) error {
+	return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
+		s, err := webhooks.Open(ctx, js, keys)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, s)
+	})
+}

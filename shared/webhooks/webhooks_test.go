@@ -1,0 +1,101 @@
+package webhooks_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/vault"
+	"github.com/heraldhq/herald/shared/webhooks"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
+
+func open(t *testing.T) *webhooks.Store {
+	t.Helper()
+	n := heraldtest.StartNATSWithStreams(t)
+	key, err := vault.ParseKey([]byte("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="))
+	require.NoError(t, err)
+	keys, err := vault.NewKeyring(key)
+	require.NoError(t, err)
+	s, err := webhooks.Open(heraldtest.Context(t), n.JS, keys)
+	require.NoError(t, err)
+	return s
+}
+
+func TestEndpointsAreEachTenantsOwn(t *testing.T) {
+	t.Parallel()
+	s, ctx := open(t), heraldtest.Context(t)
+	e, secret, err := s.Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"notification.*"}, e.Events, "every notification event by default")
+	require.True(t, e.Wants("notification.delivered"))
+	require.False(t, e.Wants("tenant.quota.warning"))
+
+	_, err = s.Find(ctx, "globex", e.ID)
+	require.ErrorIs(t, err, webhooks.ErrNotFound, "another tenant's endpoint is not found")
+	got, err := s.Find(ctx, "acme", "https://erp.acme.example/hook")
+	require.NoError(t, err, "found by URL too")
+	secrets, err := s.Secrets("acme", got)
+	require.NoError(t, err)
+	key, err := webhooks.ParseSecret(secret)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{key}, secrets)
+	_, err = s.Secrets("globex", got)
+	require.Error(t, err, "a sealed secret opens only for its own tenant and endpoint")
+
+	_, _, err = s.Create(ctx, "acme", webhooks.New{URL: "ftp://erp.acme.example/secret-token"})
+	require.EqualError(t, err, "url: ftp://erp.acme.example/… is not an http(s) URL with a host")
+}
+
+func TestHealthIsKeptAndDisablingSaysWhy(t *testing.T) {
+	t.Parallel()
+	s, ctx := open(t), heraldtest.Context(t)
+	e, _, err := s.Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook", Events: []string{"notification.failed"}})
+	require.NoError(t, err)
+	first := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	since, err := s.Failed(ctx, "acme", e.ID, first)
+	require.NoError(t, err)
+	require.Equal(t, first, since)
+	since, err = s.Failed(ctx, "acme", e.ID, first.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, first, since, "failing since the first failure")
+	e, err = s.Get(ctx, "acme", e.ID)
+	require.NoError(t, err)
+	require.NoError(t, s.Answered(ctx, "acme", e))
+	e, err = s.Get(ctx, "acme", e.ID)
+	require.NoError(t, err)
+	require.True(t, e.FailingSince.IsZero(), "an answer ends the failing")
+
+	require.NoError(t, s.Disable(ctx, "acme", e.ID, "the endpoint answered 410 Gone"))
+	e, err = s.Get(ctx, "acme", e.ID)
+	require.NoError(t, err)
+	require.Equal(t, webhooks.Disabled, e.Status)
+	require.Equal(t, "the endpoint answered 410 Gone", e.DisabledReason)
+	require.False(t, e.Wants("notification.failed"), "a disabled endpoint wants nothing")
+	require.NoError(t, s.Enable(ctx, "acme", e.ID))
+	e, err = s.Get(ctx, "acme", e.ID)
+	require.NoError(t, err)
+	require.True(t, e.Wants("notification.failed"))
+}
+
+func TestARotatedOutSecretSignsUntilItsGraceEnds(t *testing.T) {
+	t.Parallel()
+	s, ctx := open(t), heraldtest.Context(t)
+	e, _, err := s.Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook"})
+	require.NoError(t, err)
+	_, err = s.Rotate(ctx, "acme", e.ID, 50*time.Millisecond)
+	require.NoError(t, err)
+	e, err = s.Get(ctx, "acme", e.ID)
+	require.NoError(t, err)
+	secrets, err := s.Secrets("acme", e)
+	require.NoError(t, err)
+	require.Len(t, secrets, 2)
+	require.Eventually(t, func() bool {
+		secrets, err := s.Secrets("acme", e)
+		return err == nil && len(secrets) == 1
+	}, 5*time.Second, 10*time.Millisecond, "past its grace, the old secret no longer signs")
+}
