@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/services/delivery/sms/awssms"
 	"github.com/heraldhq/herald/services/delivery/sms/awssms/awssmstest"
+	"github.com/heraldhq/herald/services/delivery/sms/smstest"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/provider"
@@ -434,4 +435,24 @@ func TestConcurrentSends(t *testing.T) {
 	require.Equal(t, sends/3, failed)
 	require.Len(t, ids, sends-sends/3, "message ids must be unique")
 	require.Len(t, srv.Received(), sends-sends/3)
+}
+
+func TestConformance(t *testing.T) {
+	smstest.Run(t, func(t *testing.T) smstest.Harness {
+		fake := awssmstest.New(t)
+		return smstest.Harness{
+			Provider: newProvider(t, fake.URL()),
+			Received: func(*testing.T) []smstest.Received {
+				var out []smstest.Received
+				for _, r := range fake.Received() {
+					out = append(out, smstest.Received{Channel: event.ChannelSMS, To: r.To, Body: r.Body})
+				}
+				return out
+			},
+			Channels:      []event.Channel{event.ChannelSMS},
+			InvalidNumber: awssmstest.InvalidNumber,
+			Refusal:       "ValidationException",
+			FailNext:      func(*testing.T) { fake.FailNext(1, awssmstest.ServerError) },
+		}
+	})
 }

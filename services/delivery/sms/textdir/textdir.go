@@ -58,6 +58,9 @@ func (s *Sink) Send(ctx context.Context, msg sms.Message) (provider.Receipt, err
 	if err := ctx.Err(); err != nil {
 		return provider.Receipt{}, err
 	}
+	if msg.Channel != event.ChannelSMS && msg.Channel != event.ChannelWhatsApp {
+		return provider.Receipt{}, provider.Permanentf("textdir sends sms and whatsapp, not %q", msg.Channel)
+	}
 	if msg.To == "" {
 		return provider.Receipt{}, provider.Permanentf("no phone number to send to")
 	}
