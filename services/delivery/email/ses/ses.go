@@ -22,13 +22,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/heraldhq/herald/services/delivery/awsapi"
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/provider"
 )
@@ -76,30 +73,12 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if strings.TrimSpace(cfg.Region) == "" {
 		return nil, errors.New("ses: region is required")
 	}
-	opts := []func(*config.LoadOptions) error{config.WithRegion(cfg.Region)}
-	if cfg.Credentials != nil {
-		opts = append(opts, config.WithCredentialsProvider(cfg.Credentials))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awsapi.Config(ctx, awsapi.Settings{Region: cfg.Region, Endpoint: cfg.Endpoint,
+		Credentials: cfg.Credentials, HTTPClient: cfg.HTTPClient})
 	if err != nil {
-		return nil, fmt.Errorf("ses: loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("ses: %w", err)
 	}
-	client := sesv2.NewFromConfig(awsCfg, func(o *sesv2.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		// Given here, not to LoadDefaultConfig, which refuses any client
-		// but its own when a CA bundle is configured (AWS_CA_BUNDLE).
-		if cfg.HTTPClient != nil {
-			o.HTTPClient = cfg.HTTPClient
-		}
-		// Set after the shared config is applied, so that AWS_MAX_ATTEMPTS
-		// or a profile's retry settings cannot bring SDK retries back: they
-		// would multiply Herald's own and, under load, drain the SDK's retry
-		// quota into errors of its own making.
-		o.Retryer = aws.NopRetryer{}
-		o.RetryMaxAttempts = 1
-	})
+	client := sesv2.NewFromConfig(awsCfg)
 	return &Provider{client: client}, nil
 }
 
@@ -178,46 +157,22 @@ func tagValue(s string) string {
 // the status, SES's error code and message, and the request id — never from
 // the signed request, so no credential can end up in it.
 func classify(err error) error {
-	var respErr *smithyhttp.ResponseError
-	var sendErr *smithyhttp.RequestSendError
-	var canceled *smithy.CanceledError
-	if !errors.As(err, &respErr) || respErr.Response == nil || respErr.HTTPStatusCode() == 0 ||
-		errors.As(err, &sendErr) || errors.As(err, &canceled) {
-		return provider.NetworkError(err)
+	a, failure := awsapi.Split(err, "SES")
+	if failure != nil {
+		return failure
 	}
-	status, header := respErr.HTTPStatusCode(), respErr.Response.Header
-
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		if status >= 200 && status < 300 {
-			// SES accepted, then the answer could not be read (cut short,
-			// garbled): the message may be on its way.
-			return &provider.TransientError{Err: fmt.Errorf("reading SES's answer: %w", respErr.Err), Ambiguous: true}
-		}
-		return provider.HTTPError(status, header, respErr.Err.Error()+requestID(err))
-	}
-
-	words := apiErr.ErrorCode() + ": " + apiErr.ErrorMessage() + requestID(err)
-	switch apiErr.ErrorCode() {
+	words := a.ErrorCode() + ": " + a.ErrorMessage() + awsapi.RequestID(err)
+	switch a.ErrorCode() {
 	case "AccountSuspendedException", "SendingPausedException", "MailFromDomainNotVerifiedException":
 		// SES answers 400, but the refusal is of the sending account, not of
 		// this message: another provider can still deliver it.
-		return &provider.TransientError{Err: fmt.Errorf("SES account cannot send: HTTP %d: %s", status, words)}
+		return &provider.TransientError{Err: fmt.Errorf("SES account cannot send: HTTP %d: %s", a.Status, words)}
 	case "TooManyRequestsException", "LimitExceededException":
 		// LimitExceededException comes as a 400; it is a rate, not a verdict.
 		return &provider.TransientError{
-			Err:        fmt.Errorf("HTTP %d: %s", status, words),
-			RetryAfter: provider.ParseRetryAfter(header, time.Now()),
+			Err:        fmt.Errorf("HTTP %d: %s", a.Status, words),
+			RetryAfter: provider.ParseRetryAfter(a.Header, time.Now()),
 		}
 	}
-	return provider.HTTPError(status, header, words)
-}
-
-// requestID is what AWS support asks for when a refusal needs explaining.
-func requestID(err error) string {
-	var awsErr *awshttp.ResponseError
-	if errors.As(err, &awsErr) && awsErr.RequestID != "" {
-		return " (request id " + awsErr.RequestID + ")"
-	}
-	return ""
+	return provider.HTTPError(a.Status, a.Header, words)
 }

@@ -27,14 +27,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
 	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/heraldhq/herald/services/delivery/awsapi"
 	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/provider"
@@ -117,34 +114,16 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []func(*config.LoadOptions) error{config.WithRegion(cfg.Region)}
 	creds, err := staticCredentials(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if creds != nil {
-		opts = append(opts, config.WithCredentialsProvider(creds))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awsapi.Config(ctx, awsapi.Settings{Region: cfg.Region, Endpoint: cfg.Endpoint,
+		Credentials: creds, HTTPClient: cfg.HTTPClient})
 	if err != nil {
-		return nil, fmt.Errorf("awssms: loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("awssms: %w", err)
 	}
-	client := pinpointsmsvoicev2.NewFromConfig(awsCfg, func(o *pinpointsmsvoicev2.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		// Given here, not to LoadDefaultConfig, which refuses any client
-		// but its own when a CA bundle is configured (AWS_CA_BUNDLE).
-		if cfg.HTTPClient != nil {
-			o.HTTPClient = cfg.HTTPClient
-		}
-		// Set after the shared config is applied, so that AWS_MAX_ATTEMPTS
-		// or a profile's retry settings cannot bring SDK retries back: they
-		// would multiply Herald's own and, under load, drain the SDK's retry
-		// quota into errors of its own making.
-		o.Retryer = aws.NopRetryer{}
-		o.RetryMaxAttempts = 1
-	})
+	client := pinpointsmsvoicev2.NewFromConfig(awsCfg)
 	return &Provider{
 		client:              client,
 		originationIdentity: cfg.OriginationIdentity,
@@ -267,28 +246,14 @@ func contextValue(s string) string {
 // the status, the API's exception, message and reason, and the request id —
 // never from the signed request, so no credential can end up in it.
 func classify(err error) error {
-	var respErr *smithyhttp.ResponseError
-	var sendErr *smithyhttp.RequestSendError
-	var canceled *smithy.CanceledError
-	if !errors.As(err, &respErr) || respErr.Response == nil || respErr.HTTPStatusCode() == 0 ||
-		errors.As(err, &sendErr) || errors.As(err, &canceled) {
-		return provider.NetworkError(err)
+	a, failure := awsapi.Split(err, "amazon sms")
+	if failure != nil {
+		return failure
 	}
-	status, header := respErr.HTTPStatusCode(), respErr.Response.Header
-
-	var apiErr smithy.APIError
-	if !errors.As(err, &apiErr) {
-		if status >= 200 && status < 300 {
-			// AWS accepted, then the answer could not be read (cut short,
-			// garbled): the message may be on its way.
-			return &provider.TransientError{Err: fmt.Errorf("reading amazon sms's answer: %w", respErr.Err), Ambiguous: true}
-		}
-		return provider.HTTPError(status, header, respErr.Err.Error()+requestID(err))
-	}
-
-	said := apiErr.ErrorCode() + ": " + apiErr.ErrorMessage() + details(err) + requestID(err)
+	status, header := a.Status, a.Header
+	said := a.ErrorCode() + ": " + a.ErrorMessage() + details(err) + awsapi.RequestID(err)
 	words := fmt.Errorf("HTTP %d: %s", status, said)
-	switch apiErr.ErrorCode() {
+	switch a.ErrorCode() {
 	case "ValidationException", "ConflictException", "AccessDeniedException", "ResourceNotFoundException":
 		// All come as 400s: a refusal of this message (an invalid or
 		// opted-out number, a blocked country) or of this account's set-up
@@ -353,13 +318,4 @@ func appendResource(parts []string, typ, id string) []string {
 		return parts
 	}
 	return append(parts, strings.TrimSpace("resource "+typ+" "+id))
-}
-
-// requestID is what AWS support asks for when a refusal needs explaining.
-func requestID(err error) string {
-	var awsErr *awshttp.ResponseError
-	if errors.As(err, &awsErr) && awsErr.RequestID != "" {
-		return " (request id " + awsErr.RequestID + ")"
-	}
-	return ""
 }
