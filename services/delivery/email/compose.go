@@ -3,11 +3,11 @@ package email
 import (
 	"bytes"
 	"embed"
-	"io/fs"
 	"strings"
 	"text/template"
 	"time"
 
+	"github.com/heraldhq/herald/services/delivery/localized"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/money"
 	"github.com/heraldhq/herald/shared/notification"
@@ -17,14 +17,11 @@ import (
 //go:embed templates/*.tmpl
 var templateFiles embed.FS
 
-// DefaultLocale is used when a delivery's locale has no templates.
-const DefaultLocale = "en"
-
 // Composer renders deliveries into messages. Templates are parsed once;
 // a Composer is safe for concurrent use.
 type Composer struct {
-	from    string
-	locales map[string]*template.Template
+	from      string
+	templates localized.Templates
 }
 
 // templateData is what a template sees.
@@ -49,26 +46,17 @@ type Content struct {
 
 // NewComposer parses the embedded templates. from is the From header.
 func NewComposer(from string) (*Composer, error) {
-	c := &Composer{from: from, locales: map[string]*template.Template{}}
-	names, err := fs.Glob(templateFiles, "templates/*.tmpl")
+	templates, err := localized.Parse(templateFiles, "templates/*.tmpl", funcs)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range names {
-		locale := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".tmpl")
-		t, err := template.New(locale).Option("missingkey=error").Funcs(funcs(locale)).ParseFS(templateFiles, name)
-		if err != nil {
-			return nil, err
-		}
-		c.locales[locale] = t
-	}
-	return c, nil
+	return &Composer{from: from, templates: templates}, nil
 }
 
 // Has reports whether a notification template exists (in the default
 // locale, which every other locale falls back to).
 func (c *Composer) Has(name string) bool {
-	return c.locales[DefaultLocale].Lookup(name+".subject") != nil
+	return c.templates.Has(name + ".subject")
 }
 
 // Compose renders d in its recipient's language, falling back to English
@@ -78,7 +66,7 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 	if d.Message != nil {
 		return c.written(d, content), nil
 	}
-	t := c.template(d.Locale, d.Template)
+	t := c.templates.Pick(d.Locale, d.Template+".subject")
 	if t == nil {
 		return Message{}, provider.Permanentf("no email template %q", d.Template)
 	}
@@ -114,18 +102,6 @@ func (c *Composer) written(d notification.Delivery, content Content) Message {
 		Subject: strings.Join(strings.Fields(d.Message.Subject), " "), Text: d.Message.Text, HTML: d.Message.HTML,
 		Attachments: content.Attachments, Date: time.Now(),
 	}
-}
-
-// template picks the language: exact locale, then its base language
-// ("es-MX" → "es"), then English.
-func (c *Composer) template(locale, name string) *template.Template {
-	base, _, _ := strings.Cut(strings.ToLower(strings.ReplaceAll(locale, "_", "-")), "-")
-	for _, l := range []string{strings.ToLower(locale), base, DefaultLocale} {
-		if t := c.locales[l]; t != nil && t.Lookup(name+".subject") != nil {
-			return t
-		}
-	}
-	return nil
 }
 
 func execute(t *template.Template, name string, data templateData) (string, error) {

@@ -3,11 +3,11 @@ package sms
 import (
 	"bytes"
 	"embed"
-	"io/fs"
 	"strings"
 	"text/template"
 	"unicode/utf8"
 
+	"github.com/heraldhq/herald/services/delivery/localized"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/money"
 	"github.com/heraldhq/herald/shared/notification"
@@ -16,9 +16,6 @@ import (
 
 //go:embed templates/*.tmpl
 var templateFiles embed.FS
-
-// DefaultLocale is used when a delivery's locale has no templates.
-const DefaultLocale = "en"
 
 // MaxSegments is the longest SMS Compose lets through. Every segment is
 // billed; a message this long is a mistake (a caller pasting a document),
@@ -32,7 +29,7 @@ const MaxWhatsAppChars = 1600
 // Composer renders deliveries into text messages. Templates are parsed
 // once; a Composer is safe for concurrent use.
 type Composer struct {
-	locales map[string]*template.Template
+	templates localized.Templates
 }
 
 // templateData is what a template sees.
@@ -43,26 +40,17 @@ type templateData struct {
 
 // NewComposer parses the embedded templates.
 func NewComposer() (*Composer, error) {
-	c := &Composer{locales: map[string]*template.Template{}}
-	names, err := fs.Glob(templateFiles, "templates/*.tmpl")
+	templates, err := localized.Parse(templateFiles, "templates/*.tmpl", funcs)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range names {
-		locale := strings.TrimSuffix(strings.TrimPrefix(name, "templates/"), ".tmpl")
-		t, err := template.New(locale).Option("missingkey=error").Funcs(funcs(locale)).ParseFS(templateFiles, name)
-		if err != nil {
-			return nil, err
-		}
-		c.locales[locale] = t
-	}
-	return c, nil
+	return &Composer{templates: templates}, nil
 }
 
 // Has reports whether a notification template exists (in the default
 // locale, which every other locale falls back to).
 func (c *Composer) Has(name string) bool {
-	return c.locales[DefaultLocale].Lookup(name+".text") != nil
+	return c.templates.Has(name + ".text")
 }
 
 // Compose renders d in its recipient's language, falling back to English
@@ -92,7 +80,7 @@ func (c *Composer) body(d notification.Delivery) (string, error) {
 	if d.Message != nil {
 		return d.Message.Text, nil
 	}
-	t := c.template(d.Locale, d.Template)
+	t := c.templates.Pick(d.Locale, d.Template+".text")
 	if t == nil {
 		return "", provider.Permanentf("no text message template %q", d.Template)
 	}
@@ -101,22 +89,6 @@ func (c *Composer) body(d notification.Delivery) (string, error) {
 		return "", provider.Permanentf("rendering %s/%s: %w", t.Name(), d.Template, err)
 	}
 	return collapse(buf.String()), nil
-}
-
-// template picks the language: exact locale, then its base language
-// ("es-MX" → "es"), then English.
-func (c *Composer) template(locale, name string) *template.Template {
-	for _, l := range []string{strings.ToLower(locale), baseLanguage(locale), DefaultLocale} {
-		if t := c.locales[l]; t != nil && t.Lookup(name+".text") != nil {
-			return t
-		}
-	}
-	return nil
-}
-
-func baseLanguage(locale string) string {
-	base, _, _ := strings.Cut(strings.ToLower(strings.ReplaceAll(locale, "_", "-")), "-")
-	return base
 }
 
 // collapse puts text on one line with single spaces: a phone wraps a text

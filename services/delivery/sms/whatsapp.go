@@ -6,8 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
+	"github.com/heraldhq/herald/services/delivery/localized"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/provider"
@@ -68,12 +68,13 @@ func (ts Templates) Validate() error {
 
 // lookup finds the template for a notification template in a locale.
 func (ts Templates) lookup(name, locale string) (ContentTemplate, bool) {
-	for _, key := range []string{name + "/" + strings.ToLower(locale), name + "/" + baseLanguage(locale), name} {
-		if t, ok := ts[key]; ok {
+	for _, l := range localized.Candidates(locale) {
+		if t, ok := ts[name+"/"+l]; ok {
 			return t, true
 		}
 	}
-	return ContentTemplate{}, false
+	t, ok := ts[name]
+	return t, ok
 }
 
 // ComposeWhatsApp composes d as Compose does and, for a WhatsApp delivery
@@ -131,7 +132,7 @@ func variableValues(d notification.Delivery) map[string]string {
 		v["order_id"], v["revision"] = o.ID, strconv.Itoa(o.Revision)
 		v["buyer"], v["supplier"], v["counterparty"] = o.Buyer, o.Supplier, counterparty(d)
 		v["total"] = formatMoney(o.Totals.Gross, o.Currency, d.Locale)
-		v["document"] = notification.DocumentTitle(documentType(d), baseLanguage(d.Locale))
+		v["document"] = notification.DocumentTitle(documentType(d), localized.Base(d.Locale))
 	}
 	return v
 }

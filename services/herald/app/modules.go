@@ -204,7 +204,6 @@ func buildText(channel event.Channel) func(*App, context.Context) (service, erro
 	}
 }
 
-
 // buildDelivery refuses a suspended tenant's notifications.
 func (a *App) buildDelivery(ctx context.Context) (service, error) {
 	registry, err := a.tenantCache(ctx)
