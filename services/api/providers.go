@@ -14,14 +14,21 @@ import (
 // Provider is a tenant's account with one provider: its settings and a
 // masked preview of its secret, never the secret.
 type Provider struct {
-	Name      string    `json:"name" example:"acme-ses"`
-	Type      string    `json:"type" enum:"ses,sendgrid,smtp"`
-	Endpoint  string    `json:"endpoint,omitempty"`
-	Region    string    `json:"region,omitempty"`
-	Host      string    `json:"host,omitempty"`
-	Port      int       `json:"port,omitempty"`
-	Username  string    `json:"username,omitempty"`
-	TLS       string    `json:"tls,omitempty"`
+	Name     string `json:"name" example:"acme-ses"`
+	Type     string `json:"type" enum:"ses,sendgrid,smtp,twilio,awssms"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Region   string `json:"region,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Username string `json:"username,omitempty"`
+	TLS      string `json:"tls,omitempty"`
+
+	AccountSID          string `json:"account_sid,omitempty"`
+	From                string `json:"from,omitempty"`
+	MessagingServiceSID string `json:"messaging_service_sid,omitempty"`
+	OriginationIdentity string `json:"origination_identity,omitempty"`
+	ConfigurationSet    string `json:"configuration_set,omitempty"`
+
 	Preview   string    `json:"preview" doc:"The secret masked: at most its last 4 characters."`
 	KeyID     string    `json:"key_id" doc:"The master key that seals it."`
 	CreatedAt time.Time `json:"created_at"`
@@ -32,17 +39,24 @@ type Provider struct {
 // are sealed under the master key before they are written, and never
 // answered.
 type ProviderAccount struct {
-	Type            string `json:"type" enum:"ses,sendgrid,smtp"`
-	Endpoint        string `json:"endpoint,omitempty" doc:"Replaces the API's base URL (ses, sendgrid)."`
-	Region          string `json:"region,omitempty" doc:"Required for ses."`
-	AccessKeyID     string `json:"access_key_id,omitempty" doc:"Required for ses."`
-	SecretAccessKey string `json:"secret_access_key,omitempty" doc:"Required for ses."`
+	Type            string `json:"type" enum:"ses,sendgrid,smtp,twilio,awssms" doc:"ses, sendgrid and smtp send email; twilio SMS and WhatsApp; awssms SMS."`
+	Endpoint        string `json:"endpoint,omitempty" doc:"Replaces the API's base URL (all but smtp)."`
+	Region          string `json:"region,omitempty" doc:"Required for ses and awssms."`
+	AccessKeyID     string `json:"access_key_id,omitempty" doc:"Required for ses and awssms."`
+	SecretAccessKey string `json:"secret_access_key,omitempty" doc:"Required for ses and awssms."`
 	APIKey          string `json:"api_key,omitempty" doc:"Required for sendgrid."`
 	Host            string `json:"host,omitempty" doc:"Required for smtp."`
 	Port            int    `json:"port,omitempty"`
 	Username        string `json:"username,omitempty" doc:"With password: SMTP AUTH."`
 	Password        string `json:"password,omitempty"`
 	TLS             string `json:"tls,omitempty" enum:"mandatory,opportunistic,implicit,none" doc:"smtp; defaults to mandatory."`
+
+	AccountSID          string `json:"account_sid,omitempty" doc:"Required for twilio."`
+	AuthToken           string `json:"auth_token,omitempty" doc:"Required for twilio."`
+	From                string `json:"from,omitempty" doc:"twilio: the sender number, E.164 (or messaging_service_sid)."`
+	MessagingServiceSID string `json:"messaging_service_sid,omitempty" doc:"twilio: let the service pick the sender."`
+	OriginationIdentity string `json:"origination_identity,omitempty" doc:"awssms: the sender (phone number, sender id or pool); optional."`
+	ConfigurationSet    string `json:"configuration_set,omitempty" doc:"awssms: the configuration set receiving the message's events; optional."`
 }
 
 // Providers are a tenant's provider accounts, by name.
@@ -148,7 +162,9 @@ func (s *Service) putProvider(ctx context.Context, in *putProviderInput) (*provi
 	c := vault.Credential{Name: in.Name, Type: b.Type, Endpoint: b.Endpoint, Region: b.Region,
 		AccessKeyID: vault.NewSecret(b.AccessKeyID), SecretAccessKey: vault.NewSecret(b.SecretAccessKey),
 		APIKey: vault.NewSecret(b.APIKey), Host: b.Host, Port: b.Port, Username: b.Username,
-		Password: vault.NewSecret(b.Password), TLS: b.TLS}
+		Password: vault.NewSecret(b.Password), TLS: b.TLS,
+		AccountSID: b.AccountSID, AuthToken: vault.NewSecret(b.AuthToken), From: b.From, MessagingServiceSID: b.MessagingServiceSID,
+		OriginationIdentity: b.OriginationIdentity, ConfigurationSet: b.ConfigurationSet}
 	// Validate's words name fields, never a secret.
 	if err := c.Validate(); err != nil {
 		return nil, huma.Error422UnprocessableEntity(err.Error())

@@ -13,12 +13,16 @@ import (
 
 // Tenant is one customer of Herald, as the registry keeps it.
 type Tenant struct {
-	ID        string    `json:"id" example:"acme"`
-	Name      string    `json:"name,omitempty" example:"Acme Corp"`
-	Plan      string    `json:"plan" example:"startup"`
-	Status    string    `json:"status" enum:"active,suspended" doc:"suspended: its events and notifications are dead-lettered with the reason."`
-	From      string    `json:"from,omitempty" example:"Acme <orders@acme.example>" doc:"Default sending identity; empty: the platform's."`
-	Providers []string  `json:"providers,omitempty" doc:"The provider chain, tried in this order; empty: the platform's."`
+	ID        string   `json:"id" example:"acme"`
+	Name      string   `json:"name,omitempty" example:"Acme Corp"`
+	Plan      string   `json:"plan" example:"startup"`
+	Status    string   `json:"status" enum:"active,suspended" doc:"suspended: its events and notifications are dead-lettered with the reason."`
+	From      string   `json:"from,omitempty" example:"Acme <orders@acme.example>" doc:"Default sending identity; empty: the platform's."`
+	Providers []string `json:"providers,omitempty" doc:"The email provider chain, tried in this order; empty: the platform's."`
+
+	SMSProviders      []string `json:"sms_providers,omitempty" doc:"The SMS provider chain; empty: the platform's."`
+	WhatsAppProviders []string `json:"whatsapp_providers,omitempty" doc:"The WhatsApp provider chain; empty: the platform's."`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -31,16 +35,22 @@ type NewTenant struct {
 	Status    string   `json:"status,omitempty" enum:"active,suspended" doc:"Defaults to active."`
 	From      string   `json:"from,omitempty"`
 	Providers []string `json:"providers,omitempty"`
+
+	SMSProviders      []string `json:"sms_providers,omitempty"`
+	WhatsAppProviders []string `json:"whatsapp_providers,omitempty"`
 }
 
 // TenantChanges are the fields of a tenant to change; those left out stay.
-// An empty from or providers goes back to the platform's.
+// An empty from or chain goes back to the platform's.
 type TenantChanges struct {
 	Name      *string   `json:"name,omitempty"`
 	Plan      *string   `json:"plan,omitempty"`
 	Status    *string   `json:"status,omitempty" enum:"active,suspended"`
 	From      *string   `json:"from,omitempty"`
 	Providers *[]string `json:"providers,omitempty"`
+
+	SMSProviders      *[]string `json:"sms_providers,omitempty"`
+	WhatsAppProviders *[]string `json:"whatsapp_providers,omitempty"`
 }
 
 // Tenants is every tenant, by id.
@@ -122,7 +132,7 @@ func (s *Service) createTenant(ctx context.Context, in *createTenantInput) (*cre
 	defer cancel()
 	b := in.Body
 	t, err := st.tenants.Create(cctx, tenant.Tenant{ID: b.ID, Name: b.Name, Plan: b.Plan, Status: tenant.Status(b.Status),
-		From: b.From, Providers: b.Providers})
+		From: b.From, Providers: b.Providers, SMSProviders: b.SMSProviders, WhatsAppProviders: b.WhatsAppProviders})
 	if err != nil {
 		return nil, s.tenantsError(ctx, err)
 	}
@@ -174,8 +184,12 @@ func (c TenantChanges) apply(t *tenant.Tenant) error {
 	if c.Status != nil {
 		t.Status = tenant.Status(*c.Status)
 	}
-	if c.Providers != nil {
-		t.Providers = *c.Providers
+	for _, chain := range []struct{ from, to *[]string }{
+		{c.Providers, &t.Providers}, {c.SMSProviders, &t.SMSProviders}, {c.WhatsAppProviders, &t.WhatsAppProviders},
+	} {
+		if chain.from != nil {
+			*chain.to = *chain.from
+		}
 	}
 	return nil
 }
@@ -198,5 +212,5 @@ func (s *Service) tenantsError(ctx context.Context, err error) error {
 
 func tenantOf(t tenant.Tenant) Tenant {
 	return Tenant{ID: t.ID, Name: t.Name, Plan: t.Plan, Status: string(t.Status), From: t.From, Providers: t.Providers,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		SMSProviders: t.SMSProviders, WhatsAppProviders: t.WhatsAppProviders, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }

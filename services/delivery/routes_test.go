@@ -62,10 +62,10 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	require.NoError(t, err)
 	platform := []email.Named{{Name: "maildir", Provider: sink}}
 	var logs bytes.Buffer
-	svc, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Herald <herald@platform.example>", Providers: platform, Routes: &email.TenantRoutes{Tenants: cache, Platform: platform, Accounts: accounts,
-		Build: func(_ context.Context, c vault.Credential) (email.Provider, error) {
+	svc, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Herald <herald@platform.example>", Providers: platform, Routes: email.NewTenantRoutes(cache, platform, accounts,
+		func(_ context.Context, c vault.Credential) (email.Provider, error) {
 			return sendgrid.New(sendgrid.Config{APIKey: c.APIKey.Reveal(), Endpoint: c.Endpoint})
-		}}}, Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
+		})}, Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })
@@ -93,6 +93,6 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	require.Contains(t, string(raw), "herald@platform.example")
 	dlq := heraldtest.StreamMessages(t, n.JS, "DLQ")[0]
 	require.Contains(t, dlq.Header.Get(deadletter.HeaderReason),
-		`tenant "initech" names provider "missing", which is neither the platform's nor one of its accounts`)
+		`tenant "initech" names email provider "missing", which is neither the platform's nor one of its accounts`)
 	require.NotContains(t, logs.String(), acmeKey)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -36,13 +37,21 @@ lists; nothing prints more of a secret than its last 4 characters.`,
 
 func providersSetCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "set --tenant ID --name N --type ses|sendgrid|smtp [settings] [secret files]",
+		Use:   "set --tenant ID --name N --type ses|sendgrid|smtp|twilio|awssms [settings] [secret files]",
 		Short: "Store a tenant's provider account, replacing one of the same name",
 		Example: `  herald providers set --tenant acme --name sendgrid-acme --type sendgrid --api-key-file sendgrid.key
   herald providers set --tenant acme --name ses-acme --type ses --region eu-west-1 \
     --access-key-id AKIA... --secret-access-key-file aws.secret
   herald providers set --tenant acme --name relay --type smtp --host smtp.acme.example \
-    --port 587 --username herald --password-file smtp.password`,
+    --port 587 --username herald --password-file smtp.password
+  herald providers set --tenant acme --name twilio-acme --type twilio --account-sid AC... \
+    --auth-token-file twilio.token --from +15017122661
+  herald providers set --tenant acme --name sms-acme --type awssms --region eu-west-1 \
+    --access-key-id AKIA... --secret-access-key-file aws.secret --origination-identity +447700900123
+
+A tenant names its email accounts in its chain with herald tenants set
+--providers, its SMS and WhatsApp accounts with --sms-providers and
+--whatsapp-providers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tenant, _ := cmd.Flags().GetString("tenant")
@@ -55,7 +64,9 @@ func providersSetCommand() *cobra.Command {
 			}
 			// A tenant's chain names the platform's providers by type: an
 			// account of that name would never be used.
-			if slices.Contains(app.ProviderTypes["email"], c.Name) {
+			if slices.ContainsFunc(vault.ChannelsOf(c.Type), func(ch event.Channel) bool {
+				return slices.Contains(app.ProviderTypes[string(ch)], c.Name)
+			}) {
 				return fmt.Errorf("name: %q is the platform's provider of that type in a tenant's chain; name the tenant's own account otherwise (e.g. %s-%s)",
 					c.Name, c.Name, tenant)
 			}
@@ -76,17 +87,23 @@ func providersSetCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.String("tenant", "", "the tenant (required)")
 	f.String("name", "", "the provider's name in the tenant's chain (required)")
-	f.String("type", "", "ses, sendgrid or smtp (required)")
-	f.String("endpoint", "", "ses, sendgrid: the API's base URL, for an emulator or a regional endpoint")
-	f.String("region", "", "ses: the AWS region")
-	f.String("access-key-id", "", "ses: the AWS access key id (stored sealed all the same)")
-	f.String("secret-access-key-file", "", "ses: file holding the AWS secret access key")
+	f.String("type", "", "ses, sendgrid, smtp (email), twilio (SMS, WhatsApp) or awssms (SMS) (required)")
+	f.String("endpoint", "", "all but smtp: the API's base URL, for an emulator, a proxy or a regional endpoint")
+	f.String("region", "", "ses, awssms: the AWS region")
+	f.String("access-key-id", "", "ses, awssms: the AWS access key id (stored sealed all the same)")
+	f.String("secret-access-key-file", "", "ses, awssms: file holding the AWS secret access key")
 	f.String("api-key-file", "", "sendgrid: file holding the API key")
 	f.String("host", "", "smtp: the server")
 	f.Int("port", 0, "smtp: the port (default 587, or 465 with --tls implicit)")
 	f.String("username", "", "smtp: the AUTH user")
 	f.String("password-file", "", "smtp: file holding the AUTH password")
 	f.String("tls", "", "smtp: mandatory (default), opportunistic, implicit or none")
+	f.String("account-sid", "", "twilio: the account SID (AC…)")
+	f.String("auth-token-file", "", "twilio: file holding the auth token")
+	f.String("from", "", "twilio: the sender number, E.164 (or --messaging-service-sid)")
+	f.String("messaging-service-sid", "", "twilio: the messaging service (MG…) that picks the sender")
+	f.String("origination-identity", "", "awssms: the sender: phone number, sender id or pool")
+	f.String("configuration-set", "", "awssms: the configuration set that receives the message's events")
 	masterKeyFlag(cmd)
 	for _, name := range []string{"tenant", "name", "type"} {
 		_ = cmd.MarkFlagRequired(name)
@@ -95,7 +112,9 @@ func providersSetCommand() *cobra.Command {
 }
 
 const providerFlagsHint = "ses takes --region, --access-key-id, --secret-access-key-file and --endpoint; " +
-	"sendgrid --api-key-file and --endpoint; smtp --host, --port, --username, --password-file and --tls"
+	"sendgrid --api-key-file and --endpoint; smtp --host, --port, --username, --password-file and --tls; " +
+	"twilio --account-sid, --auth-token-file, --from or --messaging-service-sid, and --endpoint; " +
+	"awssms --region, --access-key-id, --secret-access-key-file, --origination-identity, --configuration-set and --endpoint"
 
 // credentialFromFlags reads the credential the flags describe, its secrets
 // from the files named.
@@ -110,12 +129,17 @@ func credentialFromFlags(cmd *cobra.Command) (vault.Credential, error) {
 	c.Port, _ = f.GetInt("port")
 	c.Username, _ = f.GetString("username")
 	c.TLS, _ = f.GetString("tls")
+	c.AccountSID, _ = f.GetString("account-sid")
+	c.From, _ = f.GetString("from")
+	c.MessagingServiceSID, _ = f.GetString("messaging-service-sid")
+	c.OriginationIdentity, _ = f.GetString("origination-identity")
+	c.ConfigurationSet, _ = f.GetString("configuration-set")
 	id, _ := f.GetString("access-key-id")
 	c.AccessKeyID = vault.NewSecret(id)
 	for _, file := range []struct {
 		flag string
 		into *vault.Secret
-	}{{"secret-access-key-file", &c.SecretAccessKey}, {"api-key-file", &c.APIKey}, {"password-file", &c.Password}} {
+	}{{"secret-access-key-file", &c.SecretAccessKey}, {"api-key-file", &c.APIKey}, {"password-file", &c.Password}, {"auth-token-file", &c.AuthToken}} {
 		path, _ := f.GetString(file.flag)
 		if path == "" {
 			continue
@@ -202,6 +226,11 @@ func providerSettings(p vault.Info) string {
 	}
 	add("username", p.Username)
 	add("tls", p.TLS)
+	add("account", p.AccountSID)
+	add("from", p.From)
+	add("service", p.MessagingServiceSID)
+	add("from", p.OriginationIdentity)
+	add("configuration_set", p.ConfigurationSet)
 	return strings.Join(parts, " ")
 }
 

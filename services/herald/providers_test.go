@@ -18,6 +18,7 @@ const (
 	cliAPIKey    = "SG.cli-test-api-key-0123456789-abcdef"
 	cliAWSSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYCLITESTKEY"
 	cliPassword  = "a long smtp password for the cli"
+	cliToken     = "tok3nCLItestZZZZ0000000000000beef"
 )
 
 // vaultSetup starts a server with the streams for the CLI, and makes a
@@ -46,7 +47,7 @@ func secretFile(t *testing.T, secret string) string {
 // printing out (which would print the secret).
 func requireNoSecret(t *testing.T, out string) {
 	t.Helper()
-	for _, s := range []string{cliAPIKey, cliAWSSecret, cliPassword} {
+	for _, s := range []string{cliAPIKey, cliAWSSecret, cliPassword, cliToken} {
 		require.False(t, strings.Contains(out, s[:8]), "a secret is shown")
 	}
 }
@@ -75,6 +76,8 @@ func TestProvidersSetListRemove(t *testing.T) {
 		"--region", "eu-west-1", "--access-key-id", "AKIACLITEST", "--secret-access-key-file", secretFile(t, cliAWSSecret))
 	run("providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "relay", "--type", "smtp",
 		"--host", "smtp.acme.example", "--port", "2525", "--username", "herald", "--password-file", secretFile(t, cliPassword), "--tls", "implicit")
+	run("providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "twilio-acme", "--type", "twilio",
+		"--account-sid", "AC0123456789abcdef0123456789abcdef", "--auth-token-file", secretFile(t, cliToken), "--from", "+15017122661")
 
 	keys, err := vault.NewKeyring(key)
 	require.NoError(t, err)
@@ -90,26 +93,31 @@ func TestProvidersSetListRemove(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, relay.Password.Reveal() == cliPassword)
 	require.Equal(t, [...]any{"smtp.acme.example", 2525, "herald", "implicit"}, [...]any{relay.Host, relay.Port, relay.Username, relay.TLS})
+	tw, err := store.Get(ctx, "acme", "twilio-acme")
+	require.NoError(t, err)
+	require.True(t, tw.AuthToken.Reveal() == cliToken)
+	require.Equal(t, [...]string{"AC0123456789abcdef0123456789abcdef", "+15017122661"}, [...]string{tw.AccountSID, tw.From})
 
 	out = run("providers", "list", "--tenant", "acme")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5, out)
+	require.Len(t, lines, 6, out)
 	require.Regexp(t, `^NAME +TYPE +SETTINGS +SECRET +KEY +UPDATED$`, lines[0])
 	require.Regexp(t, `^relay +smtp +host=smtp.acme.example:2525 username=herald tls=implicit +\*\*\*\* cli +`+key.ID(), lines[1])
 	require.Regexp(t, `^sendgrid-acme +sendgrid +- +\*\*\*\*cdef +`+key.ID(), lines[2])
 	require.Regexp(t, `^ses-eu +ses +region=eu-west-1 +\*\*\*\*TKEY +`+key.ID(), lines[3])
-	require.Equal(t, "3 providers", lines[4])
+	require.Regexp(t, `^twilio-acme +twilio +account=AC0123456789abcdef0123456789abcdef from=\+15017122661 +\*\*\*\*beef +`+key.ID(), lines[4])
+	require.Equal(t, "4 providers", lines[5])
 
 	var listed []vault.Info
 	require.NoError(t, json.Unmarshal([]byte(run("providers", "list", "--tenant", "acme", "--json")), &listed))
-	require.Len(t, listed, 3)
+	require.Len(t, listed, 4)
 	require.Equal(t, "****cdef", listed[1].Preview)
 	require.Equal(t, "[]\n", run("providers", "list", "--tenant", "globex", "--json"), "none is an empty list")
 
 	require.Equal(t, "removed provider ses-eu of tenant acme\n", run("providers", "remove", "--tenant", "acme", "--name", "ses-eu"))
 	_, err = herald(t, "providers", "remove", "--tenant", "acme", "--name", "ses-eu")
 	require.EqualError(t, err, `tenant acme has no provider named "ses-eu"`)
-	require.Contains(t, run("providers", "list", "--tenant", "acme"), "\n2 providers\n")
+	require.Contains(t, run("providers", "list", "--tenant", "acme"), "\n3 providers\n")
 	requireNoSecret(t, shown.String())
 }
 
@@ -133,6 +141,9 @@ func TestProvidersSetRefuses(t *testing.T) {
 		{[]string{"--type", "sendgrid", "--api-key-file", apiKeyFile, "--region", "eu-west-1"}, "region: is not used by sendgrid", ""},
 		{[]string{"--type", "mailgun", "--api-key-file", apiKeyFile}, `type: "mailgun" is not a provider type`, ""},
 		{[]string{"--type", "sendgrid", "--api-key-file", apiKeyFile}, `name: "sendgrid" is the platform's provider of that type`, "sendgrid"},
+		{[]string{"--type", "twilio", "--account-sid", "AC0123456789abcdef0123456789abcdef", "--auth-token-file", apiKeyFile, "--from", "+15017122661"},
+			`name: "textdir" is the platform's provider of that type`, "textdir"},
+		{[]string{"--type", "twilio", "--auth-token-file", apiKeyFile}, "from, messaging_service_sid: one is required for twilio", ""},
 	} {
 		args := append([]string{"providers", "set", "--master-key-file", keyFile, "--tenant", "acme", "--name", "p"}, c.args...)
 		if c.name != "" {

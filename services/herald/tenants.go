@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/tenant"
 )
 
@@ -76,7 +77,8 @@ func tenantsCreateCommand() *cobra.Command {
 		Short: "Register a tenant, active from now",
 		Long: `Register a tenant. ID is the tenant token events carry (letters, digits,
 '-' and '_'); it never changes. Without --from the tenant sends as the
-platform's email.from, without --providers through the platform's providers.`,
+platform's email.from, without --providers through the platform's email
+providers (likewise --sms-providers and --whatsapp-providers).`,
 		Example: `  herald tenants create acme --plan startup --name "Acme Logistics" --from "Acme Orders <orders@acme.example>"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,8 +87,10 @@ platform's email.from, without --providers through the platform's providers.`,
 			t.Plan, _ = f.GetString("plan")
 			t.Name, _ = f.GetString("name")
 			t.From, _ = f.GetString("from")
-			providers, _ := f.GetString("providers")
-			t.Providers = providerChain(providers)
+			for _, c := range chainFlags {
+				v, _ := f.GetString(c.flag)
+				c.set(&t, providerChain(v))
+			}
 			return withRegistry(cmd, func(ctx context.Context, reg *tenant.Registry) error {
 				t, err := reg.Create(ctx, t)
 				if err != nil {
@@ -102,9 +106,27 @@ platform's email.from, without --providers through the platform's providers.`,
 	_ = cmd.MarkFlagRequired("plan")
 	cmd.Flags().String("name", "", "display name")
 	cmd.Flags().String("from", "", `default sending identity, "Name <address>"`)
-	cmd.Flags().String("providers", "", "provider chain, tried in this order: a,b")
+	addChainFlags(cmd)
 	jsonFlag(cmd)
 	return cmd
+}
+
+// chainFlags are the flags naming a tenant's provider chain on each
+// channel.
+var chainFlags = []struct {
+	flag    string
+	channel event.Channel
+	set     func(*tenant.Tenant, []string)
+}{
+	{"providers", event.ChannelEmail, func(t *tenant.Tenant, c []string) { t.Providers = c }},
+	{"sms-providers", event.ChannelSMS, func(t *tenant.Tenant, c []string) { t.SMSProviders = c }},
+	{"whatsapp-providers", event.ChannelWhatsApp, func(t *tenant.Tenant, c []string) { t.WhatsAppProviders = c }},
+}
+
+func addChainFlags(cmd *cobra.Command) {
+	for _, c := range chainFlags {
+		cmd.Flags().String(c.flag, "", string(c.channel)+" provider chain, tried in this order: a,b")
+	}
 }
 
 // providerChain reads --providers: names separated by commas; empty is no
@@ -147,7 +169,7 @@ func printTenants(w io.Writer, list []tenant.Tenant) {
 	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tSTATUS\tFROM\tPROVIDERS\tUPDATED")
 	for _, t := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, dash(shorten(t.Name, 30)), t.Plan, t.Status,
-			dash(shorten(t.From, 40)), dash(strings.Join(t.Providers, ",")), t.UpdatedAt.Format(time.DateTime))
+			dash(shorten(t.From, 40)), dash(chainsSummary(t)), t.UpdatedAt.Format(time.DateTime))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, count(len(list), "tenant"))
@@ -172,20 +194,39 @@ func tenantsShowCommand() *cobra.Command {
 	return cmd
 }
 
+// chainsSummary is the tenant's own chains in one cell: the email chain
+// bare, the others prefixed by their channel.
+func chainsSummary(t tenant.Tenant) string {
+	var parts []string
+	for _, c := range chainFlags {
+		chain := strings.Join(t.Chain(c.channel), ",")
+		switch {
+		case chain == "":
+		case c.channel == event.ChannelEmail:
+			parts = append(parts, chain)
+		default:
+			parts = append(parts, string(c.channel)+":"+chain)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
 func printTenant(w io.Writer, t tenant.Tenant) {
-	from, providers := t.From, strings.Join(t.Providers, ", ")
+	from := t.From
 	if from == "" {
 		from = "(the platform's email.from)"
 	}
-	if providers == "" {
-		providers = "(the platform's email.providers)"
+	rows := [][2]string{{"id", t.ID}, {"name", dash(t.Name)}, {"plan", t.Plan}, {"status", string(t.Status)}, {"from", from}}
+	for _, c := range chainFlags {
+		chain := strings.Join(t.Chain(c.channel), ", ")
+		if chain == "" {
+			chain = fmt.Sprintf("(the platform's %s.providers)", c.channel)
+		}
+		rows = append(rows, [2]string{strings.ReplaceAll(c.flag, "-", " "), chain})
 	}
+	rows = append(rows, [2]string{"created", t.CreatedAt.Format(time.RFC3339)}, [2]string{"updated", t.UpdatedAt.Format(time.RFC3339)})
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, row := range [][2]string{
-		{"id", t.ID}, {"name", dash(t.Name)}, {"plan", t.Plan}, {"status", string(t.Status)},
-		{"from", from}, {"providers", providers},
-		{"created", t.CreatedAt.Format(time.RFC3339)}, {"updated", t.UpdatedAt.Format(time.RFC3339)},
-	} {
+	for _, row := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
 	}
 	_ = tw.Flush()
@@ -197,9 +238,11 @@ func tenantsSetCommand() *cobra.Command {
 		Short: "Change a tenant's plan, status, sending identity, provider chain or name",
 		Long: `Change what the flags name and nothing else. A suspended tenant's events
 and notifications are dead-lettered with the reason until it is active again;
-redrive them then. --from "" and --providers "" go back to the platform's.`,
+redrive them then. --from "" and --providers "" (or --sms-providers "",
+--whatsapp-providers "") go back to the platform's.`,
 		Example: `  herald tenants set acme --status suspended
-  herald tenants set acme --plan enterprise --providers acme-ses,sendgrid`,
+  herald tenants set acme --plan enterprise --providers acme-ses,sendgrid
+  herald tenants set acme --sms-providers acme-twilio,awssms --whatsapp-providers acme-twilio`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			edit, err := readEdit(cmd)
@@ -226,7 +269,7 @@ redrive them then. --from "" and --providers "" go back to the platform's.`,
 	f.String("plan", "", "the tenant's plan")
 	f.String("status", "", "active, or suspended: its traffic is dead-lettered")
 	f.String("from", "", `default sending identity, "Name <address>"`)
-	f.String("providers", "", "provider chain, tried in this order: a,b")
+	addChainFlags(cmd)
 	f.String("name", "", "display name")
 	jsonFlag(cmd)
 	return cmd
@@ -244,10 +287,12 @@ func readEdit(cmd *cobra.Command) (func(*tenant.Tenant), error) {
 	set("plan", func(t *tenant.Tenant, v string) { t.Plan = v })
 	set("status", func(t *tenant.Tenant, v string) { t.Status = tenant.Status(v) })
 	set("from", func(t *tenant.Tenant, v string) { t.From = v })
-	set("providers", func(t *tenant.Tenant, v string) { t.Providers = providerChain(v) })
+	for _, c := range chainFlags {
+		set(c.flag, func(t *tenant.Tenant, v string) { c.set(t, providerChain(v)) })
+	}
 	set("name", func(t *tenant.Tenant, v string) { t.Name = v })
 	if len(edits) == 0 {
-		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers or --name")
+		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers or --name")
 	}
 	return func(t *tenant.Tenant) {
 		for _, e := range edits {
@@ -269,7 +314,9 @@ func changes(before, after tenant.Tenant) []string {
 	diff("plan", before.Plan, after.Plan)
 	diff("status", string(before.Status), string(after.Status))
 	diff("from", before.From, after.From)
-	diff("providers", strings.Join(before.Providers, ","), strings.Join(after.Providers, ","))
+	for _, c := range chainFlags {
+		diff(strings.TrimPrefix(c.flag, "-"), strings.Join(before.Chain(c.channel), ","), strings.Join(after.Chain(c.channel), ","))
+	}
 	if len(out) == 0 {
 		return []string{"nothing changed"}
 	}

@@ -42,7 +42,7 @@ func TestTenantsCreateListShow(t *testing.T) {
 	require.Equal(t, "[]\n", out)
 
 	out, err = herald(t, "tenants", "create", "acme", "--plan", "startup", "--name", "Acme Logistics",
-		"--from", "Acme Orders <orders@acme.example>", "--providers", "acme-ses, sendgrid")
+		"--from", "Acme Orders <orders@acme.example>", "--providers", "acme-ses, sendgrid", "--sms-providers", "acme-twilio,awssms")
 	require.NoError(t, err)
 	require.Equal(t, "registered tenant acme (plan startup, active)\n", out)
 
@@ -55,33 +55,37 @@ func TestTenantsCreateListShow(t *testing.T) {
 	require.Len(t, list, 2)
 	require.Equal(t, "acme", list[0].ID)
 	require.Equal(t, []string{"acme-ses", "sendgrid"}, list[0].Providers)
+	require.Equal(t, []string{"acme-twilio", "awssms"}, list[0].SMSProviders)
+	require.Empty(t, list[0].WhatsAppProviders)
 	require.Equal(t, "zarya", list[1].ID)
 
 	out, err = herald(t, "tenants", "list")
 	require.NoError(t, err)
 	require.Equal(t, strings.Join([]string{
-		"ID     NAME            PLAN     STATUS  FROM                               PROVIDERS          UPDATED",
-		"acme   Acme Logistics  startup  active  Acme Orders <orders@acme.example>  acme-ses,sendgrid  " + list[0].UpdatedAt.Format(time.DateTime),
-		"zarya  -               free     active  -                                  -                  " + list[1].UpdatedAt.Format(time.DateTime),
+		"ID     NAME            PLAN     STATUS  FROM                               PROVIDERS                                 UPDATED",
+		"acme   Acme Logistics  startup  active  Acme Orders <orders@acme.example>  acme-ses,sendgrid sms:acme-twilio,awssms  " + list[0].UpdatedAt.Format(time.DateTime),
+		"zarya  -               free     active  -                                  -                                         " + list[1].UpdatedAt.Format(time.DateTime),
 		"2 tenants",
 		""}, "\n"), out)
 
 	out, err = herald(t, "tenants", "show", "acme")
 	require.NoError(t, err)
 	require.Equal(t, strings.Join([]string{
-		"id:         acme",
-		"name:       Acme Logistics",
-		"plan:       startup",
-		"status:     active",
-		"from:       Acme Orders <orders@acme.example>",
-		"providers:  acme-ses, sendgrid",
-		"created:    " + list[0].CreatedAt.Format(time.RFC3339),
-		"updated:    " + list[0].UpdatedAt.Format(time.RFC3339),
+		"id:                  acme",
+		"name:                Acme Logistics",
+		"plan:                startup",
+		"status:              active",
+		"from:                Acme Orders <orders@acme.example>",
+		"providers:           acme-ses, sendgrid",
+		"sms providers:       acme-twilio, awssms",
+		"whatsapp providers:  (the platform's whatsapp.providers)",
+		"created:             " + list[0].CreatedAt.Format(time.RFC3339),
+		"updated:             " + list[0].UpdatedAt.Format(time.RFC3339),
 		""}, "\n"), out)
 	out, err = herald(t, "tenants", "show", "zarya")
 	require.NoError(t, err)
-	require.Contains(t, out, "from:       (the platform's email.from)\n")
-	require.Contains(t, out, "providers:  (the platform's email.providers)\n")
+	require.Contains(t, out, "from:                (the platform's email.from)\n")
+	require.Contains(t, out, "providers:           (the platform's email.providers)\n")
 
 	shown := heraldJSON[tenant.Tenant](t, "tenants", "show", "zarya")
 	require.True(t, zarya.UpdatedAt.Equal(shown.UpdatedAt))
@@ -135,7 +139,7 @@ func TestTenantsSet(t *testing.T) {
 	require.Equal(t, "updated tenant acme: nothing changed\n", out)
 
 	_, err = herald(t, "tenants", "set", "acme")
-	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers or --name")
+	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers or --name")
 	_, err = herald(t, "tenants", "set", "acme", "--status", "paused")
 	require.EqualError(t, err, `invalid tenant: status: "paused" is not a status (want active or suspended)`)
 	_, err = herald(t, "tenants", "set", "acme", "--providers", "ses,ses")

@@ -149,6 +149,8 @@ func (r *Registry) tryUpdate(ctx context.Context, id string, edit func(*Tenant) 
 	}
 	t := old
 	t.Providers = slices.Clone(old.Providers)
+	t.SMSProviders = slices.Clone(old.SMSProviders)
+	t.WhatsAppProviders = slices.Clone(old.WhatsAppProviders)
 	if err := edit(&t); err != nil {
 		return Tenant{}, err
 	}

@@ -42,12 +42,44 @@ type Tenant struct {
 	// From is the tenant's default sending identity, "Name <address>".
 	// Empty: the platform's email.from.
 	From string `json:"from,omitempty"`
-	// Providers is the tenant's provider chain, by provider name, tried in
-	// this order within one try. Empty: the platform's providers.
+	// Providers is the tenant's email provider chain, by provider name,
+	// tried in this order within one try. Empty: the platform's
+	// email.providers.
 	Providers []string `json:"providers,omitempty"`
+	// SMSProviders and WhatsAppProviders are its chains of the text
+	// channels, likewise. Empty: the platform's sms.providers and
+	// whatsapp.providers.
+	SMSProviders      []string `json:"sms_providers,omitempty"`
+	WhatsAppProviders []string `json:"whatsapp_providers,omitempty"`
 	// CreatedAt and UpdatedAt are set by the registry.
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// chainFields are the channels a tenant names a chain for, and the JSON
+// field that holds it.
+var chainFields = []struct {
+	channel event.Channel
+	field   string
+}{
+	{event.ChannelEmail, "providers"},
+	{event.ChannelSMS, "sms_providers"},
+	{event.ChannelWhatsApp, "whatsapp_providers"},
+}
+
+// Chain is the tenant's provider chain on a channel; empty when it names
+// none there (and for a channel whose providers are not the tenant's to
+// choose, such as its webhooks).
+func (t Tenant) Chain(channel event.Channel) []string {
+	switch channel {
+	case event.ChannelEmail:
+		return t.Providers
+	case event.ChannelSMS:
+		return t.SMSProviders
+	case event.ChannelWhatsApp:
+		return t.WhatsAppProviders
+	}
+	return nil
 }
 
 // ValidationError lists everything wrong with a tenant, each problem
@@ -88,12 +120,15 @@ func (t Tenant) Validate(plans Plans) error {
 			add("from: %q is not one address like \"Acme <orders@acme.example>\" (%v)", t.From, err)
 		}
 	}
-	for i, p := range t.Providers {
-		switch {
-		case !namePattern.MatchString(p):
-			add("providers[%d]: %q is not a provider name (1 to 64 letters, digits, '-' or '_')", i, p)
-		case slices.Index(t.Providers, p) < i:
-			add("providers[%d]: %q is already in the chain", i, p)
+	for _, c := range chainFields {
+		chain := t.Chain(c.channel)
+		for i, p := range chain {
+			switch {
+			case !namePattern.MatchString(p):
+				add("%s[%d]: %q is not a provider name (1 to 64 letters, digits, '-' or '_')", c.field, i, p)
+			case slices.Index(chain, p) < i:
+				add("%s[%d]: %q is already in the chain", c.field, i, p)
+			}
 		}
 	}
 	if len(problems) > 0 {

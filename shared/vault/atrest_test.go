@@ -36,7 +36,7 @@ func TestNoSecretIsStoredInTheClear(t *testing.T) {
 	old, _ := newKey(t)
 	store, err := vault.Open(ctx, js, keyring(t, old))
 	require.NoError(t, err)
-	for _, c := range []vault.Credential{sesCredential(), sendgridCredential(), smtpCredential()} {
+	for _, c := range []vault.Credential{sesCredential(), sendgridCredential(), smtpCredential(), twilioCredential(), awssmsCredential()} {
 		require.NoError(t, store.Put(ctx, "acme", c))
 	}
 	next, _ := newKey(t)
@@ -49,5 +49,5 @@ func TestNoSecretIsStoredInTheClear(t *testing.T) {
 	// Contains would print what it searched, and so the secret it found.
 	require.True(t, strings.Contains(found, "acme.sendgrid"), "the scan reads where the bucket is kept")
 	require.True(t, strings.Contains(found, "****s5cr"), "the previews are stored")
-	heraldtest.RequireNoSecret(t, found, "the store", sesKeyID, sesSecret, sendgridKey, smtpPassword)
+	heraldtest.RequireNoSecret(t, found, "the store", secrets...)
 }

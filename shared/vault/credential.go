@@ -18,10 +18,26 @@ const (
 	TypeSES      = "ses"
 	TypeSendGrid = "sendgrid"
 	TypeSMTP     = "smtp"
+	TypeTwilio   = "twilio"
+	TypeAWSSMS   = "awssms"
 )
 
 // Types are the provider types a credential can be for.
-var Types = []string{TypeSES, TypeSendGrid, TypeSMTP}
+var Types = []string{TypeSES, TypeSendGrid, TypeSMTP, TypeTwilio, TypeAWSSMS}
+
+// ChannelsOf are the channels an account of a provider type sends on:
+// which of a tenant's chains may name it.
+func ChannelsOf(typ string) []event.Channel {
+	switch typ {
+	case TypeSES, TypeSendGrid, TypeSMTP:
+		return []event.Channel{event.ChannelEmail}
+	case TypeTwilio:
+		return []event.Channel{event.ChannelSMS, event.ChannelWhatsApp}
+	case TypeAWSSMS:
+		return []event.Channel{event.ChannelSMS}
+	}
+	return nil
+}
 
 // TLSModes are the SMTP TLS modes (see the smtp provider); "" means
 // mandatory.
@@ -89,15 +105,17 @@ type Credential struct {
 	// Name is the provider's name in the tenant's chain, a KV key token:
 	// letters, digits, '-' and '_'. Required.
 	Name string `json:"name"`
-	// Type is ses, sendgrid or smtp. Required.
+	// Type is ses, sendgrid, smtp (email), twilio (SMS and WhatsApp) or
+	// awssms (SMS). Required.
 	Type string `json:"type"`
-	// Endpoint replaces the API's base URL (ses, sendgrid).
+	// Endpoint replaces the API's base URL (every type but smtp).
 	Endpoint string `json:"endpoint,omitempty"`
 
-	// Region of SES. Required for ses.
+	// Region of SES or Amazon SMS. Required for ses and awssms.
 	Region string `json:"region,omitempty"`
-	// AccessKeyID and SecretAccessKey sign SES requests. Required for ses.
-	// An access key id is not secret in AWS's model; it is sealed anyway.
+	// AccessKeyID and SecretAccessKey sign AWS requests. Required for ses
+	// and awssms. An access key id is not secret in AWS's model; it is
+	// sealed anyway.
 	AccessKeyID     Secret `json:"access_key_id,omitzero"`
 	SecretAccessKey Secret `json:"secret_access_key,omitzero"`
 
@@ -114,6 +132,20 @@ type Credential struct {
 	// TLS is mandatory (when empty), opportunistic, implicit or none.
 	TLS string `json:"tls,omitempty"`
 
+	// AccountSID and AuthToken authenticate to Twilio. Required for twilio.
+	AccountSID string `json:"account_sid,omitempty"`
+	AuthToken  Secret `json:"auth_token,omitzero"`
+	// From is the Twilio sender number (E.164, without "whatsapp:");
+	// MessagingServiceSID lets Twilio pick one from the service's pool.
+	// One of them is required for twilio.
+	From                string `json:"from,omitempty"`
+	MessagingServiceSID string `json:"messaging_service_sid,omitempty"`
+
+	// OriginationIdentity is the Amazon SMS sender (phone number, sender
+	// id or pool); ConfigurationSet receives its events. Both optional.
+	OriginationIdentity string `json:"origination_identity,omitempty"`
+	ConfigurationSet    string `json:"configuration_set,omitempty"`
+
 	// CreatedAt and UpdatedAt are set by the store.
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
@@ -124,13 +156,16 @@ type Credential struct {
 func ValidName(s string) bool { return event.ValidTenant(s) }
 
 // Secret is the credential's main secret, the one its preview shows: the
-// SES secret access key, the SendGrid API key, the SMTP password.
+// SES or Amazon SMS secret access key, the SendGrid API key, the Twilio
+// auth token, the SMTP password.
 func (c Credential) Secret() Secret {
 	switch c.Type {
-	case TypeSES:
+	case TypeSES, TypeAWSSMS:
 		return c.SecretAccessKey
 	case TypeSendGrid:
 		return c.APIKey
+	case TypeTwilio:
+		return c.AuthToken
 	}
 	return c.Password
 }
@@ -145,13 +180,24 @@ func (c Credential) Validate() error {
 	add := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
 	want := map[string]bool{}
 	switch c.Type {
-	case TypeSES:
+	case TypeSES, TypeAWSSMS:
 		want = map[string]bool{"endpoint": true, "region": true, "access_key_id": true, "secret_access_key": true}
+		if c.Type == TypeAWSSMS {
+			want["origination_identity"], want["configuration_set"] = true, true
+		}
 		if c.Region == "" {
-			add("region: is required for ses")
+			add("region: is required for %s", c.Type)
 		}
 		if c.AccessKeyID.IsZero() || c.SecretAccessKey.IsZero() {
-			add("access_key_id, secret_access_key: both are required for ses")
+			add("access_key_id, secret_access_key: both are required for %s", c.Type)
+		}
+	case TypeTwilio:
+		want = map[string]bool{"endpoint": true, "account_sid": true, "auth_token": true, "from": true, "messaging_service_sid": true}
+		if c.AccountSID == "" || c.AuthToken.IsZero() {
+			add("account_sid, auth_token: both are required for twilio")
+		}
+		if c.From == "" && c.MessagingServiceSID == "" {
+			add("from, messaging_service_sid: one is required for twilio")
 		}
 	case TypeSendGrid:
 		want = map[string]bool{"endpoint": true, "api_key": true}
@@ -200,20 +246,30 @@ func (c Credential) fieldsSet() []fieldSet {
 		{"api_key", !c.APIKey.IsZero()},
 		{"host", c.Host != ""}, {"port", c.Port != 0}, {"username", c.Username != ""},
 		{"password", !c.Password.IsZero()}, {"tls", c.TLS != ""},
+		{"account_sid", c.AccountSID != ""}, {"auth_token", !c.AuthToken.IsZero()},
+		{"from", c.From != ""}, {"messaging_service_sid", c.MessagingServiceSID != ""},
+		{"origination_identity", c.OriginationIdentity != ""}, {"configuration_set", c.ConfigurationSet != ""},
 	}
 }
 
 // Info is what List shows of a credential: its settings, which key seals
 // it and its masked preview — never a secret.
 type Info struct {
-	Name      string    `json:"name"`
-	Type      string    `json:"type"`
-	Endpoint  string    `json:"endpoint,omitempty"`
-	Region    string    `json:"region,omitempty"`
-	Host      string    `json:"host,omitempty"`
-	Port      int       `json:"port,omitempty"`
-	Username  string    `json:"username,omitempty"`
-	TLS       string    `json:"tls,omitempty"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Region   string `json:"region,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Username string `json:"username,omitempty"`
+	TLS      string `json:"tls,omitempty"`
+
+	AccountSID          string `json:"account_sid,omitempty"`
+	From                string `json:"from,omitempty"`
+	MessagingServiceSID string `json:"messaging_service_sid,omitempty"`
+	OriginationIdentity string `json:"origination_identity,omitempty"`
+	ConfigurationSet    string `json:"configuration_set,omitempty"`
+
 	Preview   string    `json:"preview"`
 	KeyID     string    `json:"key_id"`
 	CreatedAt time.Time `json:"created_at"`

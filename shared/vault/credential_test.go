@@ -19,7 +19,11 @@ const (
 	sesSecret    = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 	sendgridKey  = "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"
 	smtpPassword = "correct horse battery staple"
+	twilioToken  = "f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0"
 )
+
+// secrets are every test secret, for checks that none is printed.
+var secrets = []string{sesKeyID, sesSecret, sendgridKey, smtpPassword, twilioToken}
 
 func sesCredential() vault.Credential {
 	return vault.Credential{Name: "acme-ses", Type: vault.TypeSES, Region: "eu-west-1",
@@ -36,6 +40,17 @@ func smtpCredential() vault.Credential {
 		Username: "herald", Password: vault.NewSecret(smtpPassword), TLS: "mandatory"}
 }
 
+func twilioCredential() vault.Credential {
+	return vault.Credential{Name: "acme-twilio", Type: vault.TypeTwilio, AccountSID: "AC0123456789abcdef0123456789abcdef",
+		AuthToken: vault.NewSecret(twilioToken), From: "+15005550006", Endpoint: "http://127.0.0.1:3001"}
+}
+
+func awssmsCredential() vault.Credential {
+	return vault.Credential{Name: "acme-sms", Type: vault.TypeAWSSMS, Region: "eu-west-1",
+		AccessKeyID: vault.NewSecret(sesKeyID), SecretAccessKey: vault.NewSecret(sesSecret),
+		OriginationIdentity: "+447700900123", ConfigurationSet: "herald"}
+}
+
 func TestPreviewShowsAtMostTheLastFour(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "", vault.NewSecret("").Preview())
@@ -45,6 +60,8 @@ func TestPreviewShowsAtMostTheLastFour(t *testing.T) {
 	require.Equal(t, "****пять", vault.NewSecret("раз-два-три-четыре-пять").Preview(), "characters, not bytes")
 	require.Equal(t, "****EKEY", sesCredential().Secret().Preview(), "the secret access key, not the id")
 	require.Equal(t, "****aple", smtpCredential().Secret().Preview())
+	require.Equal(t, "****d1c0", twilioCredential().Secret().Preview(), "the auth token, not the account SID")
+	require.Equal(t, "****EKEY", awssmsCredential().Secret().Preview())
 }
 
 // However a credential is printed — fmt with any verb, by value or by
@@ -52,7 +69,7 @@ func TestPreviewShowsAtMostTheLastFour(t *testing.T) {
 // as previews only.
 func TestCredentialNeverPrintsItsSecrets(t *testing.T) {
 	t.Parallel()
-	for _, c := range []vault.Credential{sesCredential(), sendgridCredential(), smtpCredential()} {
+	for _, c := range []vault.Credential{sesCredential(), sendgridCredential(), smtpCredential(), twilioCredential(), awssmsCredential()} {
 		var out bytes.Buffer
 		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
 			fmt.Fprintf(&out, verb+"\n", c)
@@ -66,7 +83,7 @@ func TestCredentialNeverPrintsItsSecrets(t *testing.T) {
 		out.Write(b)
 
 		require.Contains(t, out.String(), c.Secret().Preview(), "the preview is shown")
-		for _, secret := range []string{sesKeyID, sesSecret, sendgridKey, smtpPassword} {
+		for _, secret := range secrets {
 			require.False(t, strings.Contains(out.String(), secret[:8]), "%s: a secret is printed", c.Type)
 			require.False(t, strings.Contains(out.String(), fmt.Sprintf("%x", secret[:8])), "%s: a secret is printed in hex", c.Type)
 		}
@@ -75,8 +92,10 @@ func TestCredentialNeverPrintsItsSecrets(t *testing.T) {
 
 func TestCredentialValidate(t *testing.T) {
 	t.Parallel()
-	for _, ok := range []vault.Credential{sesCredential(), sendgridCredential(), smtpCredential(),
-		{Name: "open-relay", Type: vault.TypeSMTP, Host: "10.0.0.25", TLS: "none"}} {
+	for _, ok := range []vault.Credential{sesCredential(), sendgridCredential(), smtpCredential(), twilioCredential(), awssmsCredential(),
+		{Name: "open-relay", Type: vault.TypeSMTP, Host: "10.0.0.25", TLS: "none"},
+		{Name: "pool", Type: vault.TypeTwilio, AccountSID: "AC0123456789abcdef0123456789abcdef", AuthToken: vault.NewSecret(twilioToken),
+			MessagingServiceSID: "MG0123456789abcdef0123456789abcdef"}} {
 		require.NoError(t, ok.Validate(), ok.Name)
 	}
 	for _, c := range []struct {
@@ -85,7 +104,7 @@ func TestCredentialValidate(t *testing.T) {
 		want string
 	}{
 		{func(c *vault.Credential) { c.Name = "acme.ses" }, sesCredential(), `name: "acme.ses" is not a provider name`},
-		{func(c *vault.Credential) { c.Type = "mailgun" }, sesCredential(), `type: "mailgun" is not a provider type (want one of [ses sendgrid smtp])`},
+		{func(c *vault.Credential) { c.Type = "mailgun" }, sesCredential(), `type: "mailgun" is not a provider type (want one of [ses sendgrid smtp twilio awssms])`},
 		{func(c *vault.Credential) { c.Region = "" }, sesCredential(), "region: is required for ses"},
 		{func(c *vault.Credential) { c.AccessKeyID = vault.Secret{} }, sesCredential(), "access_key_id, secret_access_key: both are required for ses"},
 		{func(c *vault.Credential) { c.APIKey = vault.Secret{} }, sendgridCredential(), "api_key: is required for sendgrid"},
@@ -96,12 +115,19 @@ func TestCredentialValidate(t *testing.T) {
 		{func(c *vault.Credential) { c.TLS = "starttls" }, smtpCredential(), `tls: "starttls" is not one of`},
 		{func(c *vault.Credential) { c.APIKey = vault.NewSecret(sendgridKey) }, smtpCredential(), "api_key: is not used by smtp"},
 		{func(c *vault.Credential) { c.Region = "eu-west-1" }, sendgridCredential(), "region: is not used by sendgrid"},
+		{func(c *vault.Credential) { c.AuthToken = vault.Secret{} }, twilioCredential(), "account_sid, auth_token: both are required for twilio"},
+		{func(c *vault.Credential) { c.From = "" }, twilioCredential(), "from, messaging_service_sid: one is required for twilio"},
+		{func(c *vault.Credential) { c.Region = "us-east-1" }, twilioCredential(), "region: is not used by twilio"},
+		{func(c *vault.Credential) { c.Region = "" }, awssmsCredential(), "region: is required for awssms"},
+		{func(c *vault.Credential) { c.SecretAccessKey = vault.Secret{} }, awssmsCredential(), "access_key_id, secret_access_key: both are required for awssms"},
+		{func(c *vault.Credential) { c.OriginationIdentity = "+447700900123" }, sesCredential(), "origination_identity: is not used by ses"},
+		{func(c *vault.Credential) { c.From = "+15005550006" }, smtpCredential(), "from: is not used by smtp"},
 	} {
 		cred := c.base
 		c.edit(&cred)
 		err := cred.Validate()
 		require.ErrorContains(t, err, c.want)
-		for _, secret := range []string{sesSecret, sendgridKey, smtpPassword} {
+		for _, secret := range secrets {
 			require.False(t, strings.Contains(err.Error(), secret), "an error names a secret")
 		}
 	}

@@ -69,6 +69,12 @@ type settings struct {
 	Port     int    `json:"port,omitempty"`
 	Username string `json:"username,omitempty"`
 	TLS      string `json:"tls,omitempty"`
+
+	AccountSID          string `json:"account_sid,omitempty"`
+	From                string `json:"from,omitempty"`
+	MessagingServiceSID string `json:"messaging_service_sid,omitempty"`
+	OriginationIdentity string `json:"origination_identity,omitempty"`
+	ConfigurationSet    string `json:"configuration_set,omitempty"`
 }
 
 // payload is what is sealed: everything Get returns but the times.
@@ -79,6 +85,7 @@ type payload struct {
 	SecretAccessKey string   `json:"secret_access_key,omitempty"`
 	APIKey          string   `json:"api_key,omitempty"`
 	Password        string   `json:"password,omitempty"`
+	AuthToken       string   `json:"auth_token,omitempty"`
 }
 
 // Put seals c under the current key and stores it, replacing the tenant's
@@ -181,9 +188,12 @@ func (s *Store) Delete(ctx context.Context, tenant, name string) error {
 }
 
 func (r record) info(name string) Info {
+	set := r.Settings
 	return Info{
-		Name: name, Type: r.Type, Endpoint: r.Settings.Endpoint, Region: r.Settings.Region,
-		Host: r.Settings.Host, Port: r.Settings.Port, Username: r.Settings.Username, TLS: r.Settings.TLS,
+		Name: name, Type: r.Type, Endpoint: set.Endpoint, Region: set.Region,
+		Host: set.Host, Port: set.Port, Username: set.Username, TLS: set.TLS,
+		AccountSID: set.AccountSID, From: set.From, MessagingServiceSID: set.MessagingServiceSID,
+		OriginationIdentity: set.OriginationIdentity, ConfigurationSet: set.ConfigurationSet,
 		Preview: r.Preview, KeyID: r.KeyID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
@@ -241,11 +251,13 @@ func conflict(err error) error {
 // seal makes the record of c under keys' current key; the times are the
 // caller's to set.
 func seal(tenant string, c Credential, keys *Keyring) (record, error) {
-	set := settings{Endpoint: c.Endpoint, Region: c.Region, Host: c.Host, Port: c.Port, Username: c.Username, TLS: c.TLS}
+	set := settings{Endpoint: c.Endpoint, Region: c.Region, Host: c.Host, Port: c.Port, Username: c.Username, TLS: c.TLS,
+		AccountSID: c.AccountSID, From: c.From, MessagingServiceSID: c.MessagingServiceSID,
+		OriginationIdentity: c.OriginationIdentity, ConfigurationSet: c.ConfigurationSet}
 	plaintext, err := json.Marshal(payload{
 		Type: c.Type, Settings: set,
 		AccessKeyID: c.AccessKeyID.Reveal(), SecretAccessKey: c.SecretAccessKey.Reveal(),
-		APIKey: c.APIKey.Reveal(), Password: c.Password.Reveal(),
+		APIKey: c.APIKey.Reveal(), Password: c.Password.Reveal(), AuthToken: c.AuthToken.Reveal(),
 	})
 	if err != nil {
 		return record{}, fmt.Errorf("vault: %w", err)
@@ -267,12 +279,16 @@ func open(tenant, name string, rec record, keys *Keyring) (Credential, error) {
 		// The error of a JSON decoder may quote the input: not this one's.
 		return Credential{}, fmt.Errorf("vault: %s: the sealed payload is not a credential", BucketKey(tenant, name))
 	}
+	set := p.Settings
 	return Credential{
-		Name: name, Type: p.Type, Endpoint: p.Settings.Endpoint, Region: p.Settings.Region,
+		Name: name, Type: p.Type, Endpoint: set.Endpoint, Region: set.Region,
 		AccessKeyID: NewSecret(p.AccessKeyID), SecretAccessKey: NewSecret(p.SecretAccessKey),
 		APIKey: NewSecret(p.APIKey),
-		Host:   p.Settings.Host, Port: p.Settings.Port, Username: p.Settings.Username, TLS: p.Settings.TLS,
-		Password:  NewSecret(p.Password),
+		Host:   set.Host, Port: set.Port, Username: set.Username, TLS: set.TLS,
+		Password:   NewSecret(p.Password),
+		AccountSID: set.AccountSID, AuthToken: NewSecret(p.AuthToken), From: set.From,
+		MessagingServiceSID: set.MessagingServiceSID,
+		OriginationIdentity: set.OriginationIdentity, ConfigurationSet: set.ConfigurationSet,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
 	}, nil
 }

@@ -36,10 +36,13 @@ func requireSame(t *testing.T, want, got vault.Credential) {
 	t.Helper()
 	require.Equal(t, want.Name, got.Name)
 	require.Equal(t, want.Type, got.Type)
-	require.Equal(t, [...]any{want.Endpoint, want.Region, want.Host, want.Port, want.Username, want.TLS},
-		[...]any{got.Endpoint, got.Region, got.Host, got.Port, got.Username, got.TLS})
+	require.Equal(t, [...]any{want.Endpoint, want.Region, want.Host, want.Port, want.Username, want.TLS,
+		want.AccountSID, want.From, want.MessagingServiceSID, want.OriginationIdentity, want.ConfigurationSet},
+		[...]any{got.Endpoint, got.Region, got.Host, got.Port, got.Username, got.TLS,
+			got.AccountSID, got.From, got.MessagingServiceSID, got.OriginationIdentity, got.ConfigurationSet})
 	require.True(t, want.AccessKeyID.Reveal() == got.AccessKeyID.Reveal() && want.SecretAccessKey.Reveal() == got.SecretAccessKey.Reveal() &&
-		want.APIKey.Reveal() == got.APIKey.Reveal() && want.Password.Reveal() == got.Password.Reveal(),
+		want.APIKey.Reveal() == got.APIKey.Reveal() && want.Password.Reveal() == got.Password.Reveal() &&
+		want.AuthToken.Reveal() == got.AuthToken.Reveal(),
 		"%s: the secrets decrypt to what was stored", want.Name)
 }
 
@@ -47,7 +50,7 @@ func TestPutGetListDelete(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := heraldtest.Context(t)
-	stored := []vault.Credential{sesCredential(), sendgridCredential(), smtpCredential()}
+	stored := []vault.Credential{sesCredential(), sendgridCredential(), smtpCredential(), twilioCredential(), awssmsCredential()}
 	for _, c := range stored {
 		require.NoError(t, b.store.Put(ctx, "acme", c))
 	}
@@ -62,13 +65,20 @@ func TestPutGetListDelete(t *testing.T) {
 
 	list, err := b.store.List(ctx, "acme")
 	require.NoError(t, err)
-	require.Len(t, list, 3, "acme's only")
-	require.Equal(t, []string{"acme-ses", "relay", "sendgrid"}, []string{list[0].Name, list[1].Name, list[2].Name})
+	require.Len(t, list, 5, "acme's only")
+	names := make([]string, len(list))
+	for i, info := range list {
+		names[i] = info.Name
+	}
+	require.Equal(t, []string{"acme-ses", "acme-sms", "acme-twilio", "relay", "sendgrid"}, names)
 	require.Equal(t, vault.Info{Name: "relay", Type: "smtp", Host: "smtp.acme.example", Port: 587, Username: "herald", TLS: "mandatory",
-		Preview: "****aple", KeyID: b.key.ID(), CreatedAt: list[1].CreatedAt, UpdatedAt: list[1].UpdatedAt}, list[1])
+		Preview: "****aple", KeyID: b.key.ID(), CreatedAt: list[3].CreatedAt, UpdatedAt: list[3].UpdatedAt}, list[3])
+	require.Equal(t, vault.Info{Name: "acme-twilio", Type: "twilio", Endpoint: "http://127.0.0.1:3001",
+		AccountSID: "AC0123456789abcdef0123456789abcdef", From: "+15005550006",
+		Preview: "****d1c0", KeyID: b.key.ID(), CreatedAt: list[2].CreatedAt, UpdatedAt: list[2].UpdatedAt}, list[2])
 	listed, err := json.Marshal(list)
 	require.NoError(t, err)
-	for _, secret := range []string{sesKeyID, sesSecret, sendgridKey, smtpPassword} {
+	for _, secret := range secrets {
 		require.False(t, strings.Contains(string(listed), secret[:8]), "a secret is listed")
 	}
 
@@ -92,7 +102,7 @@ func TestPutGetListDelete(t *testing.T) {
 	require.NoError(t, err, "globex's credential of the same name stays")
 	list, err = b.store.List(ctx, "acme")
 	require.NoError(t, err)
-	require.Len(t, list, 2)
+	require.Len(t, list, 4)
 
 	history, err := b.kv.History(ctx, vault.BucketKey("acme", "sendgrid"))
 	require.NoError(t, err)

@@ -113,21 +113,10 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 	m.From = cmp.Or(route.From, m.From)
 	try := delivery.Try{Calls: make([]delivery.Call, len(route.Providers))}
 	for i, p := range route.Providers {
-		try.Calls[i] = delivery.Call{Provider: p.Name, Breaker: breakerKey(d.Tenant, p, c.cfg.Providers),
-			Send: func(ctx context.Context) (provider.Receipt, error) { return p.Send(ctx, m) }}
+		try.Calls[i] = delivery.Call{Provider: p.Name, Breaker: p.Breaker(),
+			Send: func(ctx context.Context) (provider.Receipt, error) { return p.Provider.Send(ctx, m) }}
 	}
 	return try, nil
-}
-
-// breakerKey keeps a tenant's own account's circuit apart from every other
-// tenant's: account names are the tenant's to choose.
-func breakerKey(tenant string, p Named, platform []Named) string {
-	for _, q := range platform {
-		if q.Name == p.Name {
-			return p.Name
-		}
-	}
-	return tenant + "/" + p.Name
 }
 
 // route is the tenant's provider chain and From: ChannelConfig.Routes, or

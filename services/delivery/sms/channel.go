@@ -15,9 +15,11 @@ import (
 
 // Named is a provider with the name it is known by in receipts, logs,
 // metrics and the ledger.
-type Named struct {
-	Name string
-	Provider
+type Named = delivery.Named[Provider]
+
+// Chains picks each tenant's provider chain (delivery.TenantChains).
+type Chains interface {
+	Chain(ctx context.Context, tenant string) ([]Named, error)
 }
 
 // ChannelConfig configures the adapter of one text channel.
@@ -27,6 +29,9 @@ type ChannelConfig struct {
 	// Providers are tried in order on every try, stopping at the first
 	// that accepts. Required.
 	Providers []Named
+	// Chains picks each tenant's chain, of Providers and its own accounts.
+	// Defaults to none: every tenant's messages go through Providers.
+	Chains Chains
 	// Templates are the approved WhatsApp content templates (whatsapp
 	// only). Defaults to none: every WhatsApp message goes as free-form
 	// text, which reaches a recipient only inside a session window.
@@ -80,18 +85,25 @@ func (c *Channel) LongestChain() int { return len(c.cfg.Providers) }
 func (c *Channel) Open(context.Context, jetstream.JetStream) error { return nil }
 
 // Prepare implements delivery.Channel.
-func (c *Channel) Prepare(_ context.Context, d notification.Delivery) (delivery.Try, error) {
+func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (delivery.Try, error) {
+	providers := c.cfg.Providers
+	if c.cfg.Chains != nil {
+		var err error
+		if providers, err = c.cfg.Chains.Chain(ctx, d.Tenant); err != nil {
+			return delivery.Try{}, err
+		}
+	}
 	m, err := c.composer.ComposeWhatsApp(d, c.cfg.Templates)
 	if err != nil {
 		return delivery.Try{}, err
 	}
-	try := delivery.Try{Calls: make([]delivery.Call, len(c.cfg.Providers)), Note: Describe(m.Body)}
+	try := delivery.Try{Calls: make([]delivery.Call, len(providers)), Note: Describe(m.Body)}
 	if m.Template != nil {
 		try.Note = "template " + m.Template.ContentSID
 	}
-	for i, p := range c.cfg.Providers {
-		try.Calls[i] = delivery.Call{Provider: p.Name,
-			Send: func(ctx context.Context) (provider.Receipt, error) { return p.Send(ctx, m) }}
+	for i, p := range providers {
+		try.Calls[i] = delivery.Call{Provider: p.Name, Breaker: p.Breaker(),
+			Send: func(ctx context.Context) (provider.Receipt, error) { return p.Provider.Send(ctx, m) }}
 	}
 	return try, nil
 }

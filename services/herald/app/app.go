@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
@@ -69,6 +70,7 @@ type App struct {
 	emailC      delivery.Config
 	emailA      email.ChannelConfig
 	textC       map[event.Channel]delivery.Config
+	textA       map[event.Channel]sms.ChannelConfig
 	pdfC        pdf.Config
 	dlqC        dlq.Config
 	linkKey     []byte
@@ -247,7 +249,7 @@ func (a *App) HistoryURL() string { return redact.URL(a.cfg.History.URL) }
 
 // ProviderNames lists the email provider chain, in order.
 func (a *App) ProviderNames() []string {
-	return names(a.emailA.Providers, func(p email.Named) string { return p.Name })
+	return names(a.emailA.Providers)
 }
 
 // tenantCache is the process's view of the tenant registry, watched from

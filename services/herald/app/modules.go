@@ -139,7 +139,7 @@ func (a *App) configureDelivery() error {
 	if err := a.loadKeyring(); err != nil {
 		return err
 	}
-	a.emailC = a.deliveryConfig(ch, e.DeliveryConfig, names(providers, func(p email.Named) string { return p.Name }))
+	a.emailC = a.deliveryConfig(ch, e.DeliveryConfig, names(providers))
 	return a.emailC.Validate()
 }
 
@@ -159,12 +159,25 @@ func (a *App) deliveryConfig(ch delivery.Channel, d DeliveryConfig, platform []s
 }
 
 // names are the providers' names, in order.
-func names[P any](providers []P, name func(P) string) []string {
+func names[P any](providers []delivery.Named[P]) []string {
 	out := make([]string, len(providers))
 	for i, p := range providers {
-		out[i] = name(p)
+		out[i] = p.Name
 	}
 	return out
+}
+
+// accounts opens the tenants' own provider accounts; nil without a master
+// key, when no tenant can have any.
+func (a *App) accounts(ctx context.Context) (delivery.Accounts, error) {
+	if a.keyring == nil {
+		return nil, nil
+	}
+	store, err := vault.Open(ctx, a.js, a.keyring)
+	if err != nil {
+		return nil, err
+	}
+	return store, nil
 }
 
 // configureText reads sms: or whatsapp: and builds its provider chain.
@@ -178,15 +191,16 @@ func configureText(channel event.Channel) func(*App) error {
 		if err != nil {
 			return err
 		}
-		ch, err := sms.NewChannel(sms.ChannelConfig{Channel: channel, Providers: providers, Templates: templates})
+		adapter := sms.ChannelConfig{Channel: channel, Providers: providers, Templates: templates}
+		ch, err := sms.NewChannel(adapter)
 		if err != nil {
 			return err
 		}
-		c := a.deliveryConfig(ch, section.DeliveryConfig, names(providers, func(p sms.Named) string { return p.Name }))
+		c := a.deliveryConfig(ch, section.DeliveryConfig, names(providers))
 		if a.textC == nil {
-			a.textC = map[event.Channel]delivery.Config{}
+			a.textC, a.textA = map[event.Channel]delivery.Config{}, map[event.Channel]sms.ChannelConfig{}
 		}
-		a.textC[channel] = c
+		a.textC[channel], a.textA[channel] = c, adapter
 		return c.Validate()
 	}
 }
@@ -198,8 +212,19 @@ func buildText(channel event.Channel) func(*App, context.Context) (service, erro
 		if err != nil {
 			return nil, err
 		}
+		accounts, err := a.accounts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		adapter := a.textA[channel]
+		adapter.Chains = &delivery.TenantChains[sms.Provider]{Channel: channel, Tenants: registry,
+			Platform: adapter.Providers, Accounts: accounts, Build: buildTextAccount}
+		ch, err := sms.NewChannel(adapter)
+		if err != nil {
+			return nil, err
+		}
 		c := a.textC[channel]
-		c.Registry = registry
+		c.Registry, c.Channel = registry, ch
 		return delivery.New(a.js, c)
 	}
 }
@@ -211,15 +236,11 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 		return nil, err
 	}
 	a.emailC.Registry = registry
-	routes := &email.TenantRoutes{Tenants: registry, Platform: a.emailA.Providers, Build: buildAccount}
-	if a.keyring != nil {
-		store, err := vault.Open(ctx, a.js, a.keyring)
-		if err != nil {
-			return nil, err
-		}
-		routes.Accounts = store
+	accounts, err := a.accounts(ctx)
+	if err != nil {
+		return nil, err
 	}
-	a.emailA.Routes = routes
+	a.emailA.Routes = email.NewTenantRoutes(registry, a.emailA.Providers, accounts, buildAccount)
 	ch, err := email.NewChannel(a.emailA)
 	if err != nil {
 		return nil, err

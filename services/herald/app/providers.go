@@ -113,7 +113,22 @@ func buildAccount(ctx context.Context, c vault.Credential) (email.Provider, erro
 	case vault.TypeSMTP:
 		return smtp.New(smtp.Config{Host: c.Host, Port: c.Port, Username: c.Username, Password: c.Password.Reveal(), TLS: c.TLS})
 	}
-	return nil, fmt.Errorf("%q is not a provider type (want one of %v)", c.Type, vault.Types)
+	return nil, fmt.Errorf("%q is not an email provider type", c.Type)
+}
+
+// buildTextAccount makes a text-message provider of a tenant's own account,
+// at the moment of use, as buildAccount does an email provider.
+func buildTextAccount(ctx context.Context, c vault.Credential) (sms.Provider, error) {
+	switch c.Type {
+	case vault.TypeTwilio:
+		return twilio.New(twilio.Config{AccountSID: c.AccountSID, AuthToken: c.AuthToken.Reveal(), From: c.From,
+			MessagingServiceSID: c.MessagingServiceSID, Endpoint: c.Endpoint})
+	case vault.TypeAWSSMS:
+		return awssms.New(ctx, awssms.Config{Region: c.Region, Endpoint: c.Endpoint,
+			AccessKeyID: c.AccessKeyID.Reveal(), SecretAccessKey: c.SecretAccessKey.Reveal(),
+			OriginationIdentity: c.OriginationIdentity, ConfigurationSetName: c.ConfigurationSet})
+	}
+	return nil, fmt.Errorf("%q is not a text-message provider type", c.Type)
 }
 
 // secret reads a credential from a file, or else from the environment
