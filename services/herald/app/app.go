@@ -69,6 +69,7 @@ type App struct {
 	emailC      delivery.Config
 	emailA      email.ChannelConfig
 	textC       map[event.Channel]delivery.Config
+	webhookC    delivery.Config
 	pdfC        pdf.Config
 	dlqC        dlq.Config
 	linkKey     []byte
