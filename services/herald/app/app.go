@@ -110,7 +110,9 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	}
 	for _, name := range cfg.Services {
 		if m, ok := moduleNamed(name); ok {
-			errs = append(errs, m.configure(a))
+			if err := m.configure(a); !errors.Is(err, errReported) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if d := cfg.Documents; d.LinkSecretEnv != "" || d.LinkSecretFile != "" {

@@ -105,6 +105,55 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 	}
 }
 
+// Each problem is reported once, in Validate's words, however many of the
+// checks before start-up come across it: a provider's declaration is
+// checked by Config.Validate, and the service that builds the chain does
+// not report it again.
+func TestEachProblemIsReportedOnce(t *testing.T) {
+	t.Parallel()
+	for _, y := range []string{
+		"email: {from: a@b.example, providers: [{type: pigeon}]}",
+		"email: {from: a@b.example, providers: [{type: twilio}]}",
+		"email: {from: a@b.example, providers: [{type: smtp}]}",
+		"email: {from: a@b.example, providers: [{type: maildir}, {type: pigeon}]}",
+		"sms: {providers: [{type: pigeon}]}",
+		"sms: {providers: [{type: twilio}]}",
+		"sms: {providers: [{type: textdir}, {type: twilio, account_sid: AC00000000000000000000000000000000}]}",
+		"whatsapp: {providers: [{type: awssms, region: eu-west-1}]}",
+	} {
+		cfg, err := app.Load(write(t, "redis: {url: \"redis://127.0.0.1:1\"}\n"+y))
+		require.NoError(t, err)
+		cfg.Getenv = func(k string) string {
+			return map[string]string{"AWS_REGION": "eu-west-1", "SENDGRID_API_KEY": "SG.x", "TWILIO_AUTH_TOKEN": "x"}[k]
+		}
+		_, err = app.New(cfg, slog.New(slog.DiscardHandler))
+		require.Error(t, err, y)
+		var fields []string
+		for line := range strings.Lines(err.Error()) {
+			field, _, _ := strings.Cut(line, ":")
+			fields = append(fields, strings.TrimSuffix(field, ".type"))
+		}
+		for _, f := range fields {
+			require.Equalf(t, 1, countPrefix(fields, f), "%s: reported more than once:\n%s", f, err)
+		}
+	}
+	cfg, err := app.Load(write(t, "email: {from: a@b.example, providers: [{type: pigeon}]}\nredis: {url: \"redis://127.0.0.1:1\"}"))
+	require.NoError(t, err)
+	_, err = app.New(cfg, slog.New(slog.DiscardHandler))
+	require.EqualError(t, err, `email.providers[0].type: "pigeon" is not an email provider (want one of [ses sendgrid smtp maildir])`)
+}
+
+// countPrefix counts the fields that are f or a field under it.
+func countPrefix(fields []string, f string) int {
+	n := 0
+	for _, g := range fields {
+		if g == f || strings.HasPrefix(g, f+".") || strings.HasPrefix(f, g+".") {
+			n++
+		}
+	}
+	return n
+}
+
 // The webhooks section's problems come in the same order every time (the
 // order of its keys), not in a map's.
 func TestWebhooksProblemsComeInOrder(t *testing.T) {
