@@ -48,6 +48,20 @@ email:
 	require.Equal(t, app.Config{}, empty)
 }
 
+// The whatsapp templates load as README.md writes them.
+func TestLoadReadsWhatsAppTemplates(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(write(t, `
+whatsapp:
+  templates:
+    low_stock: {content_sid: HX00000000000000000000000000000000, variables: [sku, warehouse, on_hand]}
+    low_stock/es: {content_sid: HX00000000000000000000000000000001, variables: [sku, warehouse, on_hand]}
+`))
+	require.NoError(t, err)
+	require.Equal(t, "HX00000000000000000000000000000001", cfg.WhatsApp.Templates["low_stock/es"].ContentSID)
+	require.Equal(t, []string{"sku", "warehouse", "on_hand"}, cfg.WhatsApp.Templates["low_stock"].Variables)
+}
+
 func TestLoadRefusesUnknownFields(t *testing.T) {
 	t.Parallel()
 	_, err := app.Load(write(t, "email:\n  form: \"Orders <orders@acme.example>\"\n"))
