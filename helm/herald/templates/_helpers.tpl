@@ -18,10 +18,16 @@ Names. Kubernetes names are DNS labels: at most 63 characters.
 {{- end }}
 {{- end }}
 
-{{/* The name of one service's resources: (list $ "delivery-email"). */}}
+{{/*
+The name of one service's resources: (list $ "delivery-email"). The release's
+name is cut to leave room for the service's within 63 characters: to 48 for
+names up to delivery-email's (as it always was, so no resource is renamed),
+shorter for longer ones (delivery-whatsapp).
+*/}}
 {{- define "herald.componentName" -}}
 {{- $root := index . 0 }}
-{{- printf "%s-%s" (include "herald.fullname" $root | trunc 48 | trimSuffix "-") (index . 1) }}
+{{- $name := index . 1 }}
+{{- printf "%s-%s" (include "herald.fullname" $root | trunc (min 48 (sub 62 (len $name)) | int) | trimSuffix "-") $name }}
 {{- end }}
 
 {{- define "herald.chart" -}}
