@@ -55,7 +55,9 @@ fills it and refuses to start without it), "optional" (the api lists from it
 when history.* is set, and answers listings with 503 otherwise) or "none".
 A service is given REDIS_URL or HISTORY_URL only if it uses them: its
 readiness must not depend on a server it never talks to, nor its
-environment hold a password it does not need.
+environment hold a password it does not need. providers names the config
+section whose providers a text channel's workers need (they refuse to start
+without one): enabling the service without them fails the release.
 */}}
 {{- define "herald.targets" -}}
 router:
@@ -82,6 +84,20 @@ history:
   target: history
   redis: false
   history: required
+delivery-sms:
+  target: sms
+  redis: true
+  history: none
+  providers: sms
+delivery-whatsapp:
+  target: whatsapp
+  redis: true
+  history: none
+  providers: whatsapp
+delivery-webhook:
+  target: webhook
+  redis: true
+  history: none
 {{- end }}
 
 {{- define "herald.serviceAccountName" -}}
@@ -149,7 +165,7 @@ from history.* as HISTORY_URL to the services that use it.
       name: {{ .Values.redis.existingSecret }}
       key: {{ .Values.redis.existingSecretKey }}
 {{- else }}
-  value: {{ required "redis.url or redis.existingSecret is required: the delivery-email and dlq services need Redis" .Values.redis.url | quote }}
+  value: {{ required "redis.url or redis.existingSecret is required: the delivery services and dlq need Redis" .Values.redis.url | quote }}
 {{- end }}
 {{- end }}
 
