@@ -8,6 +8,7 @@ package helm_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -54,18 +55,24 @@ const (
 
 // targets maps each service the chart deploys by default to its `herald run`
 // target.
-var targets = map[string]string{"router": "router", "delivery-email": "delivery", "pdf": "pdf", "dlq": "dlq", "api": "api"}
+var targets = map[string]string{"router": "router", "delivery-email": "delivery", "delivery-webhook": "webhook",
+	"pdf": "pdf", "dlq": "dlq", "api": "api"}
 
-// everyTarget adds the history service, deployed only when enabled, on a
-// notification index (history.*) the chart cannot provide.
+// everyTarget adds the services deployed only when enabled: history, on a
+// notification index (history.*) the chart cannot provide, and the text
+// channels' workers, on providers (config.sms, config.whatsapp) only the
+// platform team can name.
 var everyTarget = func() map[string]string {
 	m := maps.Clone(targets)
 	m["history"] = "history"
+	m["delivery-sms"] = "sms"
+	m["delivery-whatsapp"] = "whatsapp"
 	return m
 }()
 
-// usesRedis lists the services given REDIS_URL.
-var usesRedis = []string{"delivery-email", "dlq"}
+// usesRedis lists the services given REDIS_URL: every channel's delivery
+// workers (their leases) and dlq (its sweeper's election).
+var usesRedis = []string{"delivery-email", "delivery-sms", "delivery-whatsapp", "delivery-webhook", "dlq"}
 
 // usesHistory lists the services given HISTORY_URL when the index is configured.
 var usesHistory = []string{"api", "history"}
@@ -274,7 +281,8 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 	t.Parallel()
 	r := mustInstall(t, nil)
 
-	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router"}, r.ofKind("Deployment"))
+	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router"},
+		r.ofKind("Deployment"), "the text channels' workers wait for their providers")
 	require.ElementsMatch(t, append(r.ofKind("Deployment"), "herald-public"), r.ofKind("Service"))
 	require.Equal(t, []string{"herald"}, r.ofKind("ServiceAccount"))
 	for _, kind := range []string{"HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Secret", "Ingress"} {
@@ -458,8 +466,12 @@ func TestProductionValues(t *testing.T) {
 	for _, name := range secretNames(cfg) {
 		secrets[name] = "a-test-value-for-" + name + "-that-is-at-least-32-bytes"
 	}
-	require.ElementsMatch(t, []string{"SENDGRID_API_KEY", "HERALD_LINK_SECRET", "HERALD_SLACK_WEBHOOK"}, keys(secrets))
+	require.ElementsMatch(t, []string{"SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN", "HERALD_LINK_SECRET", "HERALD_SLACK_WEBHOOK"}, keys(secrets))
 	secrets["HERALD_SLACK_WEBHOOK"] = "https://hooks.slack.example/services/T0/B0/x"
+	secrets["TWILIO_AUTH_TOKEN"] = "0123456789abcdef0123456789abcdef" // Twilio's form: hex
+	// The vault's master key, by its default name (the file's comment
+	// creates it): webhook signing secrets are sealed with it.
+	secrets["HERALD_MASTER_KEY"] = base64.StdEncoding.EncodeToString(make([]byte, 32))
 	cfg.Getenv = func(name string) string { return secrets[name] }
 	// As REDIS_URL and HISTORY_URL would set them; nothing connects.
 	cfg.Redis.URL = "redis://127.0.0.1:1/0"
@@ -510,7 +522,7 @@ func TestProductionValues(t *testing.T) {
 	require.Equal(t, int32(12), hpa.Spec.MaxReplicas)
 	require.Nil(t, get[appsv1.Deployment](t, r, "Deployment", "herald-delivery-email").Spec.Replicas,
 		"the HPA owns the replica count")
-	require.Equal(t, []string{"herald-delivery-email"}, r.ofKind("HorizontalPodAutoscaler"))
+	require.Equal(t, []string{"herald-delivery-email", "herald-delivery-webhook"}, r.ofKind("HorizontalPodAutoscaler"))
 
 	sa := get[corev1.ServiceAccount](t, r, "ServiceAccount", "herald")
 	require.Contains(t, sa.Annotations, "eks.amazonaws.com/role-arn")
@@ -539,9 +551,11 @@ func secretNames(cfg app.Config) []string {
 			}
 		}
 	}
-	for _, p := range cfg.Email.Providers {
-		add(p.APIKeyEnv, p.AccessKeyIDEnv, p.SecretAccessKeyEnv, p.PasswordEnv)
+	for _, p := range slices.Concat(cfg.Email.Providers, cfg.SMS.Providers, cfg.WhatsApp.Providers) {
+		add(p.APIKeyEnv, p.AccessKeyIDEnv, p.SecretAccessKeyEnv, p.PasswordEnv, p.AuthTokenEnv)
 	}
+	slices.Sort(names)
+	names = slices.Compact(names)
 	add(cfg.Documents.LinkSecretEnv, cfg.DLQ.Alerts.SlackURLEnv, cfg.DLQ.Alerts.WebhookURLEnv)
 	return names
 }
@@ -681,8 +695,11 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 		{"serviceMonitor: {enabled: true}", "ServiceMonitor", []string{"herald"}},
 		{"prometheusRule: {enabled: true}", "PrometheusRule", []string{"herald"}},
 		{"secrets: {create: true, values: {A: b}}", "Secret", []string{"herald-secrets"}},
-		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-router"}},
-		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-public", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-public", "herald-router"}},
+		{"services: {delivery-webhook: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router"}},
+		{"services: {delivery-webhook: {autoscaling: {enabled: true}}}", "HorizontalPodAutoscaler", []string{"herald-delivery-webhook"}},
+		{"services: {delivery-webhook: {replicas: 2}}", "PodDisruptionBudget", []string{"herald-delivery-webhook"}},
 		{"public: {ingress: {enabled: true, host: herald.example.com}}", "Ingress", []string{"herald"}},
 	}
 	for _, tt := range tests {
@@ -789,6 +806,9 @@ func TestHistoryURLReachesOnlyTheServicesThatUseTheIndex(t *testing.T) {
 	selects(t, get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "herald-history").Spec.Selector.MatchLabels, d)
 
 	for svc := range everyTarget {
+		if svc == "delivery-sms" || svc == "delivery-whatsapp" {
+			continue // not enabled here
+		}
 		c := container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc))
 		url, ok := env(c, "HISTORY_URL")
 		require.Equalf(t, slices.Contains(usesHistory, svc), ok, "%s: HISTORY_URL only where the index is used", svc)
@@ -900,6 +920,17 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{`history: {existingSecretKey: ""}`, "/history/existingSecretKey"},
 		{`history: {uri: "postgres://x/db"}`, "uri"},
 		{`services: {history: {replica: 2}}`, "replica"},
+		{`services: {delivery-sms: {replicas: "two"}}`, "/services/delivery-sms/replicas"},
+		{`services: {delivery-whatsapp: {enabled: "yes"}}`, "/services/delivery-whatsapp/enabled"},
+		{`services: {delivery-webhook: {natsExistingSecret: Not_A_Name}}`, "/services/delivery-webhook/natsExistingSecret"},
+		{`services: {delivery-text: {enabled: true}}`, "delivery-text"},
+		{`config: {sms: {providers: [{type: twilio, from: "+14155550100"}]}}`, "account_sid"},
+		{`config: {sms: {providers: [{type: twilio, account_sid: AC0123456789abcdef0123456789abcdef}]}}`, "/config/sms/providers/0"},
+		{`config: {whatsapp: {providers: [{type: textdir}]}}`, "dir"},
+		{`config: {sms: {providers: [{type: twilio, account_sid: AC1, from: "+14155550100"}]}}`, "/config/sms/providers/0/account_sid"},
+		{`config: {sms: {providers: [{type: twilio, auth_token: secret}]}}`, "auth_token"},
+		{`config: {webhooks: {disable_after: "5 days"}}`, "/config/webhooks/disable_after"},
+		{`config: {webhook: {concurrency: 2}}`, "webhook"},
 		{`config: {log: {format: text}}`, "format"},
 		{`config: {email: {timeout: "10 seconds"}}`, "/config/email/timeout"},
 		{`config: {email: {providers: [{type: mailgun}]}}`, "/config/email/providers/0/type"},
@@ -933,6 +964,10 @@ func TestTemplatesRefuseWhatTheSchemaCannotSee(t *testing.T) {
 	require.ErrorContains(t, err, "public.ingress.host is required")
 	_, err = install(values(t, "services: {history: {enabled: true}}"))
 	require.ErrorContains(t, err, "services.history.enabled needs history.existingSecret (or history.url)")
+	_, err = install(values(t, "services: {delivery-sms: {enabled: true}}"))
+	require.ErrorContains(t, err, "services.delivery-sms.enabled needs config.sms.providers")
+	_, err = install(values(t, "services: {delivery-whatsapp: {enabled: true}}\nconfig: {sms: {providers: [{type: awssms, region: eu-west-1}]}}"))
+	require.ErrorContains(t, err, "services.delivery-whatsapp.enabled needs config.whatsapp.providers", "the sms section is not the whatsapp one")
 }
 
 // TestSchemaMirrorsHeraldConfig keeps values.schema.json's config section
@@ -1035,11 +1070,165 @@ func TestNotes(t *testing.T) {
 	require.NotContains(t, notes, "WARNING")
 	require.Contains(t, notes, "3–12 replicas (HPA)")
 	require.Contains(t, notes, "the Ingress for herald.acme.example")
-	require.Contains(t, notes, "history         herald run history   2 replica(s)")
+	require.Contains(t, notes, "history           herald run history   2 replica(s)")
+	require.Contains(t, notes, "delivery-whatsapp herald run whatsapp   2 replica(s)")
+	require.Contains(t, notes, "delivery-webhook  herald run webhook   2–6 replicas (HPA)")
 	require.NotContains(t, notes, "GET /v1/notifications answers 503")
 
 	notes = mustInstall(t, values(t, "history: {existingSecret: herald-history}")).notes
 	require.Contains(t, notes, "services.history is disabled: the api lists\nfrom an index nothing in this release keeps up to date")
+}
+
+func TestNotesSayWhatTheNewerChannelsLack(t *testing.T) {
+	t.Parallel()
+	notes := mustInstall(t, nil).notes
+	require.Contains(t, notes, "delivery-webhook  herald run webhook   1 replica(s)")
+	require.NotContains(t, notes, "delivery-sms ", "off by default")
+	require.Contains(t, notes, "NOTE: no vault master key (HERALD_MASTER_KEY)")
+
+	notes = mustInstall(t, values(t, "config: {sms: {providers: [{type: awssms, region: eu-west-1}]}}")).notes
+	require.Contains(t, notes, "WARNING: config.sms.providers is set but services.delivery-sms is disabled")
+	require.NotContains(t, notes, "config.whatsapp.providers is set")
+
+	notes = mustInstall(t, values(t, `
+config:
+  sms: {providers: [{type: awssms, region: eu-west-1}]}
+  vault: {master_key_env: VAULT_KEY}
+services: {delivery-sms: {enabled: true}, delivery-email: {enabled: false}}
+secrets: {create: true, values: {VAULT_KEY: x}}
+`)).notes
+	require.NotContains(t, notes, "delivery-sms is disabled")
+	require.Contains(t, notes, "delivery-sms      herald run sms   1 replica(s)")
+	require.NotContains(t, notes, "no vault master key")
+	require.NotContains(t, notes, "WARNING: no provider credentials")
+
+	notes = mustInstall(t, values(t, "config: {whatsapp: {providers: [{type: textdir, dir: /tmp/wa}]}}\nservices: {delivery-whatsapp: {enabled: true}, delivery-email: {enabled: false}}")).notes
+	require.Contains(t, notes, "WARNING: no provider credentials", "whatsapp sends through a provider too")
+}
+
+// The SMS and WhatsApp workers deploy like every other service once their
+// providers are named: the same image and probes, Redis for their leases,
+// the provider secrets by reference, their own NATS user if given one; and
+// Herald accepts the configuration file they share.
+func TestTextChannelsDeployWithTheirProviders(t *testing.T) {
+	t.Parallel()
+	const token = "twiliotokenneverinamanifest0123"
+	r := mustInstall(t, values(t, fmt.Sprintf(`
+config:
+  email: {from: "Orders <orders@acme.example>", providers: [{type: maildir, dir: /tmp/mail}]}
+  sms:
+    concurrency: 4
+    providers:
+      - {type: twilio, account_sid: AC0123456789abcdef0123456789abcdef, from: "+14155550100", auth_token_env: TWILIO_AUTH_TOKEN}
+      - {type: awssms, region: eu-west-1, access_key_id_env: SMS_AWS_ACCESS_KEY_ID, secret_access_key_env: SMS_AWS_SECRET_ACCESS_KEY}
+  whatsapp:
+    providers: [{type: twilio, account_sid: AC0123456789abcdef0123456789abcdef, messaging_service_sid: MG0123456789abcdef0123456789abcdef}]
+  webhooks: {concurrency: 2, disable_after: 48h}
+redis: {existingSecret: herald-redis}
+secrets:
+  existingSecret: herald-prod
+  create: true
+  values: {TWILIO_AUTH_TOKEN: %q}
+serviceMonitor: {enabled: true}
+services:
+  delivery-sms: {enabled: true, replicas: 3, natsExistingSecret: herald-nats-sms}
+  delivery-whatsapp: {enabled: true, autoscaling: {enabled: true, minReplicas: 2, maxReplicas: 4}}
+  delivery-webhook: {natsExistingSecret: herald-nats-webhook}
+`, token)))
+
+	sm := get[serviceMonitor](t, r, "ServiceMonitor", "herald")
+	scraped, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	require.NoError(t, err)
+	for svc, target := range map[string]string{"delivery-sms": "sms", "delivery-whatsapp": "whatsapp", "delivery-webhook": "webhook"} {
+		t.Run(svc, func(t *testing.T) {
+			d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
+			c := container(t, d)
+			require.Equal(t, []string{"run", target, "--shutdown-timeout=30s"}, c.Args)
+			require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+			mountsConfig(t, d, "herald")
+			require.Equal(t, svc, d.Spec.Template.Labels["app.kubernetes.io/component"])
+
+			redis, ok := env(c, "REDIS_URL")
+			require.True(t, ok, "the workers lease each notification in Redis")
+			require.Equal(t, "herald-redis", redis.ValueFrom.SecretKeyRef.Name)
+			_, ok = env(c, "HISTORY_URL")
+			require.False(t, ok)
+			var refs []string
+			for _, e := range c.EnvFrom {
+				refs = append(refs, e.SecretRef.Name)
+			}
+			require.Equal(t, []string{"herald-prod", "herald-secrets"}, refs, "TWILIO_AUTH_TOKEN and the AWS keys come from the Secrets")
+			b, err := json.Marshal(d)
+			require.NoError(t, err)
+			require.NotContains(t, string(b), token)
+
+			nats, ok := env(c, "NATS_URL")
+			require.True(t, ok)
+			if want := map[string]string{"delivery-sms": "herald-nats-sms", "delivery-webhook": "herald-nats-webhook"}[svc]; want != "" {
+				require.Empty(t, nats.Value)
+				require.Equal(t, want, nats.ValueFrom.SecretKeyRef.Name)
+			} else {
+				require.Equal(t, "nats://nats.nats.svc.cluster.local:4222", nats.Value)
+			}
+
+			s := get[corev1.Service](t, r, "Service", "herald-"+svc)
+			selects(t, s.Spec.Selector, d)
+			require.True(t, scraped.Matches(labels.Set(s.Labels)), "Prometheus scrapes %s", svc)
+			public := labels.SelectorFromSet(get[corev1.Service](t, r, "Service", "herald-public").Spec.Selector)
+			require.False(t, public.Matches(labels.Set(d.Spec.Template.Labels)), "%s takes no public requests", svc)
+		})
+	}
+	require.Equal(t, int32(3), *get[appsv1.Deployment](t, r, "Deployment", "herald-delivery-sms").Spec.Replicas)
+	require.Nil(t, get[appsv1.Deployment](t, r, "Deployment", "herald-delivery-whatsapp").Spec.Replicas, "the HPA owns it")
+	require.Equal(t, []string{"herald-delivery-whatsapp"}, r.ofKind("HorizontalPodAutoscaler"))
+	require.Equal(t, []string{"herald-delivery-sms", "herald-delivery-whatsapp"}, r.ofKind("PodDisruptionBudget"))
+	for _, name := range r.ofKind("PodDisruptionBudget") {
+		selects(t, get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", name).Spec.Selector.MatchLabels,
+			get[appsv1.Deployment](t, r, "Deployment", name))
+	}
+
+	// Herald starts each of them on the file, given the secrets it names.
+	cfg := loadConfig(t, r)
+	require.Equal(t, 2, cfg.Webhooks.Concurrency)
+	env := map[string]string{"TWILIO_AUTH_TOKEN": token, "SMS_AWS_ACCESS_KEY_ID": "AKIA-TEST", "SMS_AWS_SECRET_ACCESS_KEY": "secret"}
+	require.ElementsMatch(t, keys(env), secretNames(cfg))
+	cfg.Getenv = func(name string) string { return env[name] }
+	cfg.Redis.URL = "redis://127.0.0.1:1/0"
+	cfg.Services = []string{"sms", "whatsapp", "webhook"}
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, a.Stop(t.Context()))
+}
+
+// A Service's name is a DNS label, and so is every per-service name (the
+// component label carries it): however long the release's name, each
+// service's resources are named within 63 characters, and the names the
+// chart always gave (delivery-email's and shorter) are not changed by the
+// longer ones.
+func TestLongReleaseNamesFit(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 60)
+	r := mustInstall(t, values(t, fmt.Sprintf(`
+fullnameOverride: %s
+config: {sms: {providers: [{type: awssms, region: eu-west-1}]}, whatsapp: {providers: [{type: textdir, dir: /tmp/wa}]}}
+services: {delivery-sms: {enabled: true}, delivery-whatsapp: {enabled: true}}
+`, long)))
+	for _, kind := range []string{"Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler"} {
+		for _, name := range r.ofKind(kind) {
+			if !strings.HasSuffix(name, "-public") { // not a service's: the release's full name, uncut
+				require.LessOrEqual(t, len(name), 63, kind+"/"+name)
+			}
+		}
+	}
+	for svc := range everyTarget {
+		if svc == "history" {
+			continue
+		}
+		d := get[appsv1.Deployment](t, r, "Deployment", fmt.Sprintf("%.*s-%s", min(48, 62-len(svc)), long, svc))
+		require.Equal(t, svc, d.Spec.Template.Labels["app.kubernetes.io/component"])
+	}
+	require.True(t, r.has("Deployment", long[:48]+"-delivery-email"), "as before")
+	require.True(t, r.has("Deployment", long[:45]+"-delivery-whatsapp"))
 }
 
 func TestNATSValuesDescribeAThreeNodeJetStreamCluster(t *testing.T) {

@@ -39,6 +39,10 @@ type Tenants interface {
 type Config struct {
 	// Channel is the adapter: what one try of a delivery sends. Required.
 	Channel Channel
+	// Section is the configuration file's section this channel is set in,
+	// which Validate's messages name: "webhooks" for the webhook channel.
+	// Defaults to the channel's name (email, sms, whatsapp).
+	Section string
 	// Locker guards each dedupe key across workers. Required: a worker
 	// never sends unguarded.
 	Locker Locker
@@ -122,15 +126,16 @@ func (c Config) Validate() error {
 		return errors.New("delivery: no channel adapter (Config.Channel)")
 	}
 	name := c.Channel.Name()
+	section := cmp.Or(c.Section, string(name))
 	var problems []string
 	if c.Locker == nil {
 		problems = append(problems, fmt.Sprintf("redis.url: required by %s delivery, which never sends without its lock (REDIS_URL)", name))
 	}
 	if c.Concurrency < 1 {
-		problems = append(problems, fmt.Sprintf("%s.concurrency: must be 1 or more (got %d)", name, c.Concurrency))
+		problems = append(problems, fmt.Sprintf("%s.concurrency: must be 1 or more (got %d)", section, c.Concurrency))
 	}
 	if c.ProviderTimeout < 100*time.Millisecond {
-		problems = append(problems, fmt.Sprintf("%s.timeout: %s is too short (at least 100ms)", name, c.ProviderTimeout))
+		problems = append(problems, fmt.Sprintf("%s.timeout: %s is too short (at least 100ms)", section, c.ProviderTimeout))
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "\n"))

@@ -18,10 +18,16 @@ Names. Kubernetes names are DNS labels: at most 63 characters.
 {{- end }}
 {{- end }}
 
-{{/* The name of one service's resources: (list $ "delivery-email"). */}}
+{{/*
+The name of one service's resources: (list $ "delivery-email"). The release's
+name is cut to leave room for the service's within 63 characters: to 48 for
+names up to delivery-email's (as it always was, so no resource is renamed),
+shorter for longer ones (delivery-whatsapp).
+*/}}
 {{- define "herald.componentName" -}}
 {{- $root := index . 0 }}
-{{- printf "%s-%s" (include "herald.fullname" $root | trunc 48 | trimSuffix "-") (index . 1) }}
+{{- $name := index . 1 }}
+{{- printf "%s-%s" (include "herald.fullname" $root | trunc (min 48 (sub 62 (len $name)) | int) | trimSuffix "-") $name }}
 {{- end }}
 
 {{- define "herald.chart" -}}
@@ -49,7 +55,9 @@ fills it and refuses to start without it), "optional" (the api lists from it
 when history.* is set, and answers listings with 503 otherwise) or "none".
 A service is given REDIS_URL or HISTORY_URL only if it uses them: its
 readiness must not depend on a server it never talks to, nor its
-environment hold a password it does not need.
+environment hold a password it does not need. providers names the config
+section whose providers a text channel's workers need (they refuse to start
+without one): enabling the service without them fails the release.
 */}}
 {{- define "herald.targets" -}}
 router:
@@ -76,6 +84,20 @@ history:
   target: history
   redis: false
   history: required
+delivery-sms:
+  target: sms
+  redis: true
+  history: none
+  providers: sms
+delivery-whatsapp:
+  target: whatsapp
+  redis: true
+  history: none
+  providers: whatsapp
+delivery-webhook:
+  target: webhook
+  redis: true
+  history: none
 {{- end }}
 
 {{- define "herald.serviceAccountName" -}}
@@ -143,7 +165,7 @@ from history.* as HISTORY_URL to the services that use it.
       name: {{ .Values.redis.existingSecret }}
       key: {{ .Values.redis.existingSecretKey }}
 {{- else }}
-  value: {{ required "redis.url or redis.existingSecret is required: the delivery-email and dlq services need Redis" .Values.redis.url | quote }}
+  value: {{ required "redis.url or redis.existingSecret is required: the delivery services and dlq need Redis" .Values.redis.url | quote }}
 {{- end }}
 {{- end }}
 

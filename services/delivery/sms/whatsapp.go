@@ -24,10 +24,10 @@ type Templates map[string]ContentTemplate
 type ContentTemplate struct {
 	// ContentSID identifies the approved template ("HX…"). Empty means
 	// none is approved yet: the message goes as free-form text.
-	ContentSID string `json:"content_sid,omitempty"`
+	ContentSID string `json:"content_sid,omitempty" yaml:"content_sid,omitempty"`
 	// Variables name, in order, the values for {{1}}, {{2}}, …: each one
 	// of TemplateVariables.
-	Variables []string `json:"variables,omitempty"`
+	Variables []string `json:"variables,omitempty" yaml:"variables,omitempty"`
 }
 
 // TemplateVariables are the values a content template can take, and what

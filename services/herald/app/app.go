@@ -71,6 +71,7 @@ type App struct {
 	emailA      email.ChannelConfig
 	textC       map[event.Channel]delivery.Config
 	textA       map[event.Channel]sms.ChannelConfig
+	webhookC    delivery.Config
 	pdfC        pdf.Config
 	dlqC        dlq.Config
 	linkKey     []byte
@@ -111,7 +112,9 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	}
 	for _, name := range cfg.Services {
 		if m, ok := moduleNamed(name); ok {
-			errs = append(errs, m.configure(a))
+			if err := m.configure(a); !errors.Is(err, errReported) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if d := cfg.Documents; d.LinkSecretEnv != "" || d.LinkSecretFile != "" {

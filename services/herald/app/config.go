@@ -405,21 +405,9 @@ func (c Config) Validate() error {
 		channel   string
 		providers []ProviderConfig
 	}{{"email", c.Email.Providers}, {"sms", c.SMS.Providers}, {"whatsapp", c.WhatsApp.Providers}} {
-		channel := ch.channel
 		for i, p := range ch.providers {
-			field := fmt.Sprintf("%s.providers[%d]", channel, i)
-			switch {
-			case !slices.Contains(ProviderTypes[channel], p.Type):
-				problems = append(problems, fmt.Sprintf("%s.type: %q is not a%s provider (want one of %v)", field, p.Type,
-					map[string]string{"email": "n email", "sms": "n sms", "whatsapp": " whatsapp"}[channel], ProviderTypes[channel]))
-			case (p.Type == "maildir" || p.Type == "textdir") && p.Dir == "":
-				problems = append(problems, fmt.Sprintf("%s.dir: is required for %s", field, p.Type))
-			case p.Type == "smtp" && p.Host == "":
-				problems = append(problems, fmt.Sprintf("%s.host: is required for smtp", field))
-			case p.Type == "twilio" && p.AccountSID == "":
-				problems = append(problems, fmt.Sprintf("%s.account_sid: is required for twilio", field))
-			case p.Type == "twilio" && p.From == "" && p.MessagingServiceSID == "":
-				problems = append(problems, fmt.Sprintf("%s.from: is required for twilio (or messaging_service_sid)", field))
+			if problem := p.problem(ch.channel, fmt.Sprintf("%s.providers[%d]", ch.channel, i)); problem != "" {
+				problems = append(problems, problem)
 			}
 		}
 	}
@@ -427,6 +415,32 @@ func (c Config) Validate() error {
 		return errors.New(strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// errReported is what a provider's builder returns for a provider whose
+// declaration Config.Validate refuses: New has that problem already, in
+// Validate's words, and reports it once.
+var errReported = errors.New("reported by Config.Validate")
+
+// problem is what is wrong with the declaration of a provider of channel
+// (field names it in the file), or "": what can be told without building
+// it. The builders start from here, so a problem is found in one place and
+// reported once.
+func (p ProviderConfig) problem(channel, field string) string {
+	switch {
+	case !slices.Contains(ProviderTypes[channel], p.Type):
+		return fmt.Sprintf("%s.type: %q is not a%s provider (want one of %v)", field, p.Type,
+			map[string]string{"email": "n email", "sms": "n sms", "whatsapp": " whatsapp"}[channel], ProviderTypes[channel])
+	case (p.Type == "maildir" || p.Type == "textdir") && p.Dir == "":
+		return fmt.Sprintf("%s.dir: is required for %s", field, p.Type)
+	case p.Type == "smtp" && p.Host == "":
+		return fmt.Sprintf("%s.host: is required for smtp", field)
+	case p.Type == "twilio" && p.AccountSID == "":
+		return fmt.Sprintf("%s.account_sid: is required for twilio", field)
+	case p.Type == "twilio" && p.From == "" && p.MessagingServiceSID == "":
+		return fmt.Sprintf("%s.from: is required for twilio (or messaging_service_sid)", field)
+	}
+	return ""
 }
 
 func (c Config) runs(service string) bool { return slices.Contains(c.Services, service) }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,20 @@ email:
 	require.Equal(t, app.Config{}, empty)
 }
 
+// The whatsapp templates load as README.md writes them.
+func TestLoadReadsWhatsAppTemplates(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(write(t, `
+whatsapp:
+  templates:
+    low_stock: {content_sid: HX00000000000000000000000000000000, variables: [sku, warehouse, on_hand]}
+    low_stock/es: {content_sid: HX00000000000000000000000000000001, variables: [sku, warehouse, on_hand]}
+`))
+	require.NoError(t, err)
+	require.Equal(t, "HX00000000000000000000000000000001", cfg.WhatsApp.Templates["low_stock/es"].ContentSID)
+	require.Equal(t, []string{"sku", "warehouse", "on_hand"}, cfg.WhatsApp.Templates["low_stock"].Variables)
+}
+
 func TestLoadRefusesUnknownFields(t *testing.T) {
 	t.Parallel()
 	_, err := app.Load(write(t, "email:\n  form: \"Orders <orders@acme.example>\"\n"))
@@ -79,6 +94,16 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		{"ledger forgets too soon", "ledger: {retention: 720h}", `ledger.retention: 30 days (720h) is shorter than 51 days (1224h), ` +
 			`the longest a copy of a delivery can take to come back (a dead letter is kept 30 days (720h) for a redrive, then may wait 7 days (168h) in ORDERS or INVENTORY`},
 		{"documents go before their deliveries", "documents: {retention: 1000h}", `documents.retention: 1000h0m0s is shorter than 58 days (1392h)`},
+		{"sms concurrency", "redis: {url: \"redis://127.0.0.1:1\"}\nsms: {concurrency: -1, providers: [{type: textdir, dir: /tmp/x}]}",
+			`sms.concurrency: must be 1 or more (got -1)`},
+		// The webhook channel is set under webhooks:, whatever the channel's name.
+		{"webhooks concurrency", "webhooks: {concurrency: -1}", `webhooks.concurrency: must be 1 or more (got -1)`},
+		{"webhooks timeout", "webhooks: {timeout: 1ms}", `webhooks.timeout: 1ms is too short (at least 100ms)`},
+		{"webhooks grace", "webhooks: {secret_grace: -1s}", `webhooks.secret_grace: must not be negative (got -1s)`},
+		{"whatsapp provider type", "whatsapp: {providers: [{type: awssms, region: eu-west-1}]}",
+			`whatsapp.providers[0].type: "awssms" is not a whatsapp provider (want one of [twilio textdir])`},
+		{"twilio without a sender", "sms: {providers: [{type: twilio, account_sid: AC00000000000000000000000000000000}]}",
+			`sms.providers[0].from: is required for twilio (or messaging_service_sid)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,7 +112,79 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 			require.NoError(t, err)
 			_, err = app.New(cfg, slog.New(slog.DiscardHandler))
 			require.ErrorContains(t, err, tt.want)
+			for line := range strings.Lines(err.Error()) {
+				require.False(t, strings.HasPrefix(line, "webhook."), "no section of the file is named webhook: %s", line)
+			}
 		})
+	}
+}
+
+// Each problem is reported once, in Validate's words, however many of the
+// checks before start-up come across it: a provider's declaration is
+// checked by Config.Validate, and the service that builds the chain does
+// not report it again.
+func TestEachProblemIsReportedOnce(t *testing.T) {
+	t.Parallel()
+	for _, y := range []string{
+		"email: {from: a@b.example, providers: [{type: pigeon}]}",
+		"email: {from: a@b.example, providers: [{type: twilio}]}",
+		"email: {from: a@b.example, providers: [{type: smtp}]}",
+		"email: {from: a@b.example, providers: [{type: maildir}, {type: pigeon}]}",
+		"sms: {providers: [{type: pigeon}]}",
+		"sms: {providers: [{type: twilio}]}",
+		"sms: {providers: [{type: textdir}, {type: twilio, account_sid: AC00000000000000000000000000000000}]}",
+		"whatsapp: {providers: [{type: awssms, region: eu-west-1}]}",
+	} {
+		cfg, err := app.Load(write(t, "redis: {url: \"redis://127.0.0.1:1\"}\n"+y))
+		require.NoError(t, err)
+		cfg.Getenv = func(k string) string {
+			return map[string]string{"AWS_REGION": "eu-west-1", "SENDGRID_API_KEY": "SG.x", "TWILIO_AUTH_TOKEN": "x"}[k]
+		}
+		_, err = app.New(cfg, slog.New(slog.DiscardHandler))
+		require.Error(t, err, y)
+		var fields []string
+		for line := range strings.Lines(err.Error()) {
+			field, _, _ := strings.Cut(line, ":")
+			fields = append(fields, strings.TrimSuffix(field, ".type"))
+		}
+		for _, f := range fields {
+			require.Equalf(t, 1, countPrefix(fields, f), "%s: reported more than once:\n%s", f, err)
+		}
+	}
+	cfg, err := app.Load(write(t, "email: {from: a@b.example, providers: [{type: pigeon}]}\nredis: {url: \"redis://127.0.0.1:1\"}"))
+	require.NoError(t, err)
+	_, err = app.New(cfg, slog.New(slog.DiscardHandler))
+	require.EqualError(t, err, `email.providers[0].type: "pigeon" is not an email provider (want one of [ses sendgrid smtp maildir])`)
+}
+
+// countPrefix counts the fields that are f or a field under it.
+func countPrefix(fields []string, f string) int {
+	n := 0
+	for _, g := range fields {
+		if g == f || strings.HasPrefix(g, f+".") || strings.HasPrefix(f, g+".") {
+			n++
+		}
+	}
+	return n
+}
+
+// The webhooks section's problems come in the same order every time (the
+// order of its keys), not in a map's.
+func TestWebhooksProblemsComeInOrder(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(write(t, `
+redis: {url: "redis://127.0.0.1:1"}
+webhooks: {max_retry_delay: -1s, disable_after: -1s, secret_grace: -1s, concurrency: -1}
+`))
+	require.NoError(t, err)
+	cfg.Services = []string{"webhook"}
+	want := "webhooks.concurrency: must be 1 or more (got -1)\n" +
+		"webhooks.disable_after: must not be negative (got -1s)\n" +
+		"webhooks.max_retry_delay: must not be negative (got -1s)\n" +
+		"webhooks.secret_grace: must not be negative (got -1s)"
+	for range 20 {
+		_, err := app.New(cfg, slog.New(slog.DiscardHandler))
+		require.EqualError(t, err, want)
 	}
 }
 

@@ -139,14 +139,15 @@ func (a *App) configureDelivery() error {
 	if err := a.loadKeyring(); err != nil {
 		return err
 	}
-	a.emailC = a.deliveryConfig(ch, e.DeliveryConfig, names(providers))
+	a.emailC = a.deliveryConfig(ch, "email", e.DeliveryConfig, names(providers))
 	return a.emailC.Validate()
 }
 
-// deliveryConfig is the protocol's config for one channel's adapter.
-func (a *App) deliveryConfig(ch delivery.Channel, d DeliveryConfig, platform []string) delivery.Config {
+// deliveryConfig is the protocol's config for one channel's adapter, set
+// in section of the file (the name its errors give the fields).
+func (a *App) deliveryConfig(ch delivery.Channel, section string, d DeliveryConfig, platform []string) delivery.Config {
 	c := delivery.Config{
-		Channel: ch, Concurrency: d.Concurrency, ProviderTimeout: d.Timeout, LockTTL: d.LockTTL, RetryDelay: d.RetryDelay,
+		Channel: ch, Section: section, Concurrency: d.Concurrency, ProviderTimeout: d.Timeout, LockTTL: d.LockTTL, RetryDelay: d.RetryDelay,
 		MaxTries: d.MaxTries, Platform: platform,
 		BreakerFailures: a.cfg.Breakers.Failures, BreakerCooldown: a.cfg.Breakers.Cooldown,
 		Logger: a.logger.With("service", "delivery", "channel", string(ch.Name())), MeterProvider: a.tel.MeterProvider(),
@@ -196,7 +197,7 @@ func configureText(channel event.Channel) func(*App) error {
 		if err != nil {
 			return err
 		}
-		c := a.deliveryConfig(ch, section.DeliveryConfig, names(providers))
+		c := a.deliveryConfig(ch, string(channel), section.DeliveryConfig, names(providers))
 		if a.textC == nil {
 			a.textC, a.textA = map[event.Channel]delivery.Config{}, map[event.Channel]sms.ChannelConfig{}
 		}

@@ -26,20 +26,30 @@ import (
 // defaultProviders is the production chain: SES, then SendGrid.
 var defaultProviders = []ProviderConfig{{Type: "ses"}, {Type: "sendgrid"}}
 
-// buildProviders sets up the configured chain. Errors name the field.
+// buildProviders sets up the configured chain. Errors name the field; a
+// provider Config.Validate refuses is not built, and errReported says so
+// (after the others were, so that their problems are reported too).
 func (a *App) buildProviders(ctx context.Context) ([]email.Named, error) {
 	configured := a.cfg.Email.Providers
 	if len(configured) == 0 {
 		configured = defaultProviders
 	}
 	var out []email.Named
+	reported := false
 	for i, p := range configured {
 		field := fmt.Sprintf("email.providers[%d]", i)
+		if p.problem("email", field) != "" {
+			reported = true
+			continue
+		}
 		provider, err := a.buildProvider(ctx, field, p)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, email.Named{Name: p.Type, Provider: provider})
+	}
+	if reported {
+		return nil, errReported
 	}
 	return out, nil
 }
@@ -98,7 +108,7 @@ func (a *App) buildProvider(ctx context.Context, field string, p ProviderConfig)
 		}
 		return provider, nil
 	}
-	return nil, fmt.Errorf("%s.type: %q is not an email provider (want one of %v)", field, p.Type, ProviderTypes["email"])
+	return nil, fmt.Errorf("%s.type: %q is not an email provider", field, p.Type) // refused by problem first
 }
 
 // buildAccount makes a provider of a tenant's own account, at the moment
@@ -154,16 +164,24 @@ func (a *App) getenv(name string) string {
 	return a.cfg.Getenv(name)
 }
 
-// buildTextProviders sets up a text channel's chain. Errors name the field.
+// buildTextProviders sets up a text channel's chain, as buildProviders.
 func (a *App) buildTextProviders(ctx context.Context, channel event.Channel, configured []ProviderConfig) ([]sms.Named, error) {
 	var out []sms.Named
+	reported := false
 	for i, p := range configured {
 		field := fmt.Sprintf("%s.providers[%d]", channel, i)
+		if p.problem(string(channel), field) != "" {
+			reported = true
+			continue
+		}
 		provider, err := a.buildTextProvider(ctx, field, p)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, sms.Named{Name: p.Type, Provider: provider})
+	}
+	if reported {
+		return nil, errReported
 	}
 	return out, nil
 }
@@ -208,5 +226,5 @@ func (a *App) buildTextProvider(ctx context.Context, field string, p ProviderCon
 		}
 		return provider, nil
 	}
-	return nil, fmt.Errorf("%s.type: %q is not a text-message provider (want one of %v)", field, p.Type, ProviderTypes["sms"])
+	return nil, fmt.Errorf("%s.type: %q is not a text-message provider", field, p.Type) // refused by problem first
 }

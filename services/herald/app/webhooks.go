@@ -7,13 +7,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/webhook"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/webhooks"
 )
 
-// configureWebhook reads webhooks:. The adapter needs the endpoint
-// registry, which needs NATS: it is built with the service.
+// configureWebhook reads webhooks: and checks it with the protocol's
+// settings, so a bad value stops start-up like any other channel's. The
+// adapter needs the endpoint registry, which needs NATS: it is built with
+// the service.
 func (a *App) configureWebhook() error {
 	w := &a.cfg.Webhooks
 	w.MaxTries = cmp.Or(w.MaxTries, 15)
@@ -21,18 +27,39 @@ func (a *App) configureWebhook() error {
 	w.MaxRetryDelay = cmp.Or(w.MaxRetryDelay, 6*time.Hour)
 	w.DisableAfter = cmp.Or(w.DisableAfter, 5*24*time.Hour)
 	w.SecretGrace = cmp.Or(w.SecretGrace, 24*time.Hour)
-	var problems []error
-	for field, d := range map[string]time.Duration{"webhooks.max_retry_delay": w.MaxRetryDelay,
-		"webhooks.disable_after": w.DisableAfter, "webhooks.secret_grace": w.SecretGrace} {
-		if d < 0 {
-			problems = append(problems, fmt.Errorf("%s: must not be negative (got %s)", field, d))
+	a.webhookC = a.deliveryConfig(unbuilt(event.ChannelWebhook), "webhooks", w.DeliveryConfig, []string{"webhook"})
+	a.webhookC.MaxRetryDelay = w.MaxRetryDelay
+	problems := []error{a.webhookC.Validate()}
+	// In the order of the file's keys, so the same file always gives the
+	// same message.
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"webhooks.disable_after", w.DisableAfter},
+		{"webhooks.max_retry_delay", w.MaxRetryDelay},
+		{"webhooks.secret_grace", w.SecretGrace},
+	} {
+		if d.value < 0 {
+			problems = append(problems, fmt.Errorf("%s: must not be negative (got %s)", d.field, d.value))
 		}
 	}
-	if err := errors.Join(problems...); err != nil {
-		return err
-	}
 	// Signing secrets are sealed with the vault's master key.
-	return a.loadKeyring()
+	problems = append(problems, a.loadKeyring())
+	return errors.Join(problems...)
+}
+
+// unbuilt stands for a channel's adapter until the service is built: the
+// protocol's config is checked by its name alone.
+type unbuilt event.Channel
+
+func (u unbuilt) Name() event.Channel { return event.Channel(u) }
+func (unbuilt) LongestChain() int     { return 1 }
+func (unbuilt) Open(context.Context, jetstream.JetStream) error {
+	return errors.New("the channel's adapter is not built")
+}
+func (unbuilt) Prepare(context.Context, notification.Delivery) (delivery.Try, error) {
+	return delivery.Try{}, errors.New("the channel's adapter is not built")
 }
 
 // buildWebhook is the webhook channel's delivery workers and the status
@@ -53,11 +80,8 @@ func (a *App) buildWebhook(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := a.deliveryConfig(ch, w.DeliveryConfig, []string{"webhook"})
-	c.MaxRetryDelay, c.Registry = w.MaxRetryDelay, registry
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
+	c := a.webhookC
+	c.Channel, c.Registry = ch, registry
 	d, err := delivery.New(a.js, c)
 	if err != nil {
 		return nil, err
