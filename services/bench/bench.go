@@ -67,7 +67,9 @@ type Config struct {
 	// Concurrency is sends at once per priority. Defaults to 64.
 	Concurrency int
 	// Timeout ends the run when nothing more is delivered for this long.
-	// Defaults to 30s.
+	// Defaults to 45s: longer than a provider circuit's cool-down (30s),
+	// during which nothing may be delivered, so that notifications waiting
+	// out an open circuit are not counted as lost.
 	Timeout time.Duration
 	// Logger receives the services' warnings. Defaults to discarding.
 	Logger *slog.Logger
@@ -120,7 +122,7 @@ type Latency struct {
 func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, error) {
 	cfg.Recipients = max(cfg.Recipients, 1)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, 64)
-	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
+	cfg.Timeout = cmp.Or(cfg.Timeout, 45*time.Second)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	cfg.Channel = cmp.Or(cfg.Channel, event.ChannelEmail)
 	if cfg.Orders < 1 {
