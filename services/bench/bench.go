@@ -1,10 +1,11 @@
 // Package bench measures Herald as it runs: the real router, renderer and
-// delivery workers, on embedded NATS and Redis (or the ones NATS_URL and
-// REDIS_URL name), with an in-process email provider whose latency and
-// fault rate are set by the caller. It publishes a workload — a burst, or
-// an open-loop rate — and reports throughput, end-to-end latency from event
-// publish to provider acceptance, and the two numbers that must be zero:
-// duplicates sent and notifications lost.
+// delivery workers of one channel, on embedded NATS and Redis (or the ones
+// NATS_URL and REDIS_URL name), against a far side whose latency and fault
+// rate are set by the caller — an in-process provider for email and sms,
+// loopback HTTP endpoints that verify every signature for webhook. It
+// publishes a workload — a burst, or an open-loop rate — and reports
+// throughput, end-to-end latency from event publish to acceptance, and the
+// two numbers that must be zero: duplicates sent and notifications lost.
 package bench
 
 import (
@@ -16,8 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
+	"slices"
 	"syscall"
 	"time"
 
@@ -27,14 +27,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/services/delivery"
-	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
-	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -44,30 +42,41 @@ type Config struct {
 	// ones, started for the run (and counted in its CPU and memory).
 	NATSURL  string
 	RedisURL string
-	// Orders and Recipients make the workload: Orders × Recipients emails.
+	// Channel is the channel measured: email (the default), sms or
+	// webhook.
+	Channel event.Channel
+	// Orders and Recipients make the workload: Orders × Recipients
+	// notifications, each recipient reached on Channel.
 	Orders     int
 	Recipients int
 	// DuplicateRatio of the events are published twice: half again at
 	// once (the stream's duplicate window drops them), half under a new
 	// event id (only the delivery ledger stops them).
 	DuplicateRatio float64
-	// Documents renders a purchase order PDF per order and attaches it.
+	// Documents renders a purchase order PDF per order, which each
+	// notification waits for: an email attaches it, a webhook refers to it.
 	Documents bool
 	// Rate is the open-loop publishing rate in events per second; 0
 	// publishes everything at once (a burst).
 	Rate float64
-	// ProviderLatency is how long the fake provider takes to accept.
+	// ProviderLatency is how long the far side takes to answer.
 	ProviderLatency time.Duration
-	// FaultRate is the share of provider calls that fail transiently.
+	// FaultRate is the share of calls the far side fails transiently (a
+	// webhook endpoint answers 503).
 	FaultRate float64
 	// Concurrency is sends at once per priority. Defaults to 64.
 	Concurrency int
 	// Timeout ends the run when nothing more is delivered for this long.
-	// Defaults to 30s.
+	// Defaults to 45s: longer than a provider circuit's cool-down (30s),
+	// during which nothing may be delivered, so that notifications waiting
+	// out an open circuit are not counted as lost.
 	Timeout time.Duration
 	// Logger receives the services' warnings. Defaults to discarding.
 	Logger *slog.Logger
 }
+
+// Channels are the channels a run can measure.
+var Channels = []event.Channel{event.ChannelEmail, event.ChannelSMS, event.ChannelWebhook}
 
 // Progress is how far a run has come.
 type Progress struct {
@@ -76,13 +85,17 @@ type Progress struct {
 
 // Report is what a run measured.
 type Report struct {
-	Orders        int     `json:"orders"`
-	Recipients    int     `json:"recipients"`
-	Expected      int     `json:"expected"`
-	Delivered     int     `json:"delivered"`
-	Duplicates    int     `json:"duplicates_sent"`
-	Lost          int     `json:"lost"`
-	Retries       int64   `json:"retries"`
+	Channel    string `json:"channel"`
+	Orders     int    `json:"orders"`
+	Recipients int    `json:"recipients"`
+	Expected   int    `json:"expected"`
+	Delivered  int    `json:"delivered"`
+	Duplicates int    `json:"duplicates_sent"`
+	Lost       int    `json:"lost"`
+	Retries    int64  `json:"retries"`
+	// BadSignatures are webhooks the endpoints refused because their
+	// signature did not verify; each is also lost.
+	BadSignatures int     `json:"bad_signatures,omitempty"`
 	Seconds       float64 `json:"seconds"`
 	PerSecond     float64 `json:"deliveries_per_second"`
 	Latency       Latency `json:"latency_ms"`
@@ -97,7 +110,7 @@ type Report struct {
 }
 
 // Latency is the end-to-end latency distribution, event publish to
-// provider acceptance, in milliseconds.
+// acceptance by the far side, in milliseconds.
 type Latency struct {
 	P50 float64 `json:"p50"`
 	P90 float64 `json:"p90"`
@@ -109,10 +122,14 @@ type Latency struct {
 func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, error) {
 	cfg.Recipients = max(cfg.Recipients, 1)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, 64)
-	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
+	cfg.Timeout = cmp.Or(cfg.Timeout, 45*time.Second)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.Channel = cmp.Or(cfg.Channel, event.ChannelEmail)
 	if cfg.Orders < 1 {
 		return Report{}, errors.New("bench: orders must be 1 or more")
+	}
+	if !slices.Contains(Channels, cfg.Channel) {
+		return Report{}, fmt.Errorf("bench: channel %q is not one of %v", cfg.Channel, Channels)
 	}
 	env, err := startEnv(ctx, cfg)
 	if err != nil {
@@ -120,8 +137,15 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	}
 	defer env.close()
 	w := newWorkload(cfg)
-	fake := newProvider(cfg, w)
-	stop, err := env.startServices(ctx, cfg, fake)
+	got := newReceipts(w)
+	f := &faults{latency: cfg.ProviderLatency, rate: cfg.FaultRate}
+	far, err := env.startFarSide(ctx, cfg, f, got)
+	if err != nil {
+		return Report{}, err
+	}
+	defer far.close()
+	w.address = far.address
+	stop, err := env.startServices(ctx, cfg, far)
 	if err != nil {
 		return Report{}, err
 	}
@@ -130,11 +154,13 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	startCPU, start := cpuTime(), time.Now()
 	done := make(chan error, 1)
 	go func() { done <- w.publish(ctx, env.js, cfg.Rate) }()
-	report, err := w.wait(ctx, fake, cfg.Timeout, progress)
+	report, err := w.wait(ctx, got, cfg.Timeout, progress)
 	if perr := <-done; err == nil {
 		err = perr
 	}
-	report.Seconds = fake.lastAccept().Sub(start).Seconds()
+	report.Channel = string(cfg.Channel)
+	report.BadSignatures = far.badSignatures()
+	report.Seconds = got.lastAccept().Sub(start).Seconds()
 	if report.Seconds > 0 {
 		report.PerSecond = float64(report.Delivered) / report.Seconds
 	}
@@ -142,7 +168,7 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	report.PeakRSSMB = peakRSSMB()
 	report.EmbeddedNATS, report.EmbeddedRedis = cfg.NATSURL == "", cfg.RedisURL == ""
 	report.Cores, report.GoVersion = runtime.GOMAXPROCS(0), runtime.Version()
-	report.Retries = fake.faults.Load()
+	report.Retries = f.n.Load()
 	return report, err
 }
 
@@ -227,13 +253,14 @@ type service interface {
 
 // startServices runs the pipeline in this process; the returned func
 // drains it.
-func (e *env) startServices(ctx context.Context, cfg Config, fake *fakeProvider) (func(), error) {
-	route := router.Route{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{event.ChannelEmail}}
+func (e *env) startServices(ctx context.Context, cfg Config, far *farSide) (func(), error) {
+	route := router.Route{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{cfg.Channel}}
 	if cfg.Documents {
 		route.Document = "purchase_order"
 	}
 	var services []service
-	r, err := router.New(e.js, router.Config{Routes: []router.Route{route}, Concurrency: 16, Logger: cfg.Logger})
+	r, err := router.New(e.js, router.Config{Routes: []router.Route{route}, Channels: []event.Channel{cfg.Channel},
+		Concurrency: 16, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -245,12 +272,8 @@ func (e *env) startServices(ctx context.Context, cfg Config, fake *fakeProvider)
 		}
 		services = append(services, p)
 	}
-	ch, err := email.NewChannel(email.ChannelConfig{From: "Bench <bench@herald.invalid>", Providers: []email.Named{{Name: "bench", Provider: fake}}})
-	if err != nil {
-		return nil, err
-	}
 	d, err := delivery.New(e.js, delivery.Config{
-		Channel: ch, Platform: []string{"bench"},
+		Channel: far.channel, Platform: far.platform,
 		Locker: lock.NewRedis(e.rdb, fmt.Sprintf("bench:%d:lock:", rand.Int64())), Concurrency: cfg.Concurrency,
 		RetryDelay: 50 * time.Millisecond, Logger: cfg.Logger,
 	})
@@ -274,66 +297,6 @@ func (e *env) startServices(ctx context.Context, cfg Config, fake *fakeProvider)
 		started = append(started, s)
 	}
 	return stop, nil
-}
-
-// fakeProvider is the fake email provider: it accepts after a latency, fails a
-// share of calls, and keeps when each notification was first accepted.
-type fakeProvider struct {
-	latency   time.Duration
-	faultRate float64
-	w         *workload
-	mu        sync.Mutex
-	accepted  map[string]int // notification id → sends
-	hist      *hdrhistogram.Histogram
-	last      time.Time
-	faults    atomic.Int64
-	seq       atomic.Int64
-}
-
-func newProvider(cfg Config, w *workload) *fakeProvider {
-	return &fakeProvider{latency: cfg.ProviderLatency, faultRate: cfg.FaultRate, w: w,
-		accepted: map[string]int{}, hist: hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)}
-}
-
-func (p *fakeProvider) Send(ctx context.Context, m email.Message) (provider.Receipt, error) {
-	if p.latency > 0 {
-		select {
-		case <-time.After(p.latency):
-		case <-ctx.Done():
-			return provider.Receipt{}, ctx.Err()
-		}
-	}
-	if p.faultRate > 0 && rand.Float64() < p.faultRate {
-		p.faults.Add(1)
-		return provider.Receipt{}, &provider.TransientError{Err: errors.New("bench: injected fault")}
-	}
-	now := time.Now()
-	p.mu.Lock()
-	p.accepted[m.ID]++
-	if p.accepted[m.ID] == 1 {
-		if published, ok := p.w.publishedAt(m.DedupeKey); ok {
-			_ = p.hist.RecordValue(now.Sub(published).Microseconds())
-		}
-	}
-	p.last = now
-	p.mu.Unlock()
-	return provider.Receipt{MessageID: fmt.Sprintf("bench-%d", p.seq.Add(1))}, nil
-}
-
-func (p *fakeProvider) counts() (delivered, duplicates int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, n := range p.accepted {
-		delivered++
-		duplicates += n - 1
-	}
-	return delivered, duplicates
-}
-
-func (p *fakeProvider) lastAccept() time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.last
 }
 
 func cpuTime() time.Duration {

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/services/bench"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
@@ -34,4 +35,37 @@ func TestRunCountsEveryDeliveryOnce(t *testing.T) {
 	require.True(t, r.EmbeddedNATS)
 	require.NotEmpty(t, seen)
 	require.Equal(t, 180, seen[len(seen)-1].Delivered)
+}
+
+// The same on the sms channel (the real sms adapter and its templates, an
+// in-process provider) and on the webhook channel (the real adapter,
+// endpoint registry and guarded client, posting to loopback endpoints that
+// verify each signature with the Standard Webhooks library): every
+// notification reaches its recipient once, none lost, none refused.
+func TestRunCountsEveryDeliveryOnceOnEachChannel(t *testing.T) {
+	t.Parallel()
+	for _, ch := range []event.Channel{event.ChannelSMS, event.ChannelWebhook} {
+		t.Run(string(ch), func(t *testing.T) {
+			t.Parallel()
+			r, err := bench.Run(context.Background(), bench.Config{
+				Channel: ch, Orders: 12, Recipients: 3, DuplicateRatio: 0.5, FaultRate: 0.15, Concurrency: 4,
+			}, nil)
+			require.NoError(t, err)
+			require.Equal(t, string(ch), r.Channel)
+			require.Equal(t, 36, r.Expected)
+			require.Equal(t, 36, r.Delivered, "every notification accepted")
+			require.Zero(t, r.Duplicates)
+			require.Zero(t, r.Lost)
+			require.Zero(t, r.BadSignatures, "every webhook verifies")
+			require.Positive(t, r.Retries, "15% of calls failed and were retried")
+			require.EqualValues(t, 36, r.Histogram.TotalCount(), "a latency for each, measured from its order's publish")
+			require.Positive(t, r.Latency.P50)
+		})
+	}
+}
+
+func TestRunRefusesAChannelItCannotMeasure(t *testing.T) {
+	t.Parallel()
+	_, err := bench.Run(context.Background(), bench.Config{Channel: "pigeon", Orders: 1}, nil)
+	require.ErrorContains(t, err, `channel "pigeon"`)
 }

@@ -13,20 +13,29 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/event"
 )
+
+// tenant is the tenant every event of a run is for.
+const tenant = "bench"
 
 // workload is the events of one run and when each was published.
 type workload struct {
 	run        string
+	channel    event.Channel
 	orders     int
 	recipients int
 	dupRatio   float64
-	published  []atomic.Int64 // unix nanos, per order
-	sent       atomic.Int64
+	// address is where recipient r of order i is reached on channel (the
+	// far side's address, set before publishing).
+	address   func(i, r int) string
+	published []atomic.Int64 // unix nanos, per order
+	sent      atomic.Int64
 }
 
 func newWorkload(cfg Config) *workload {
-	return &workload{run: strconv.FormatUint(rand.Uint64()%1e6, 36), orders: cfg.Orders, recipients: cfg.Recipients,
+	return &workload{run: strconv.FormatUint(rand.Uint64()%1e6, 36), channel: cfg.Channel, orders: cfg.Orders, recipients: cfg.Recipients,
 		dupRatio: cfg.DuplicateRatio, published: make([]atomic.Int64, cfg.Orders)}
 }
 
@@ -34,18 +43,20 @@ func (w *workload) orderID(i int) string { return fmt.Sprintf("B%s-%07d", w.run,
 
 // event is order i as a publisher sends it.
 func (w *workload) event(i int, id string) []byte {
-	type recipient struct {
-		Name     string   `json:"name"`
-		Role     string   `json:"role"`
-		Email    string   `json:"email"`
-		Channels []string `json:"channels"`
-	}
-	rs := make([]recipient, w.recipients)
+	rs := make([]event.Recipient, w.recipients)
 	for r := range rs {
-		rs[r] = recipient{Name: fmt.Sprintf("Buyer %d", r), Role: "buyer", Email: fmt.Sprintf("buyer%d@customer%d.example", r, i%97), Channels: []string{"email"}}
+		rs[r] = event.Recipient{Name: fmt.Sprintf("Buyer %d", r), Role: "buyer", Channels: []event.Channel{w.channel}}
+		switch addr := w.address(i, r); w.channel {
+		case event.ChannelEmail:
+			rs[r].Email = addr
+		case event.ChannelSMS, event.ChannelWhatsApp:
+			rs[r].Phone = addr
+		case event.ChannelWebhook:
+			rs[r].Webhook = addr
+		}
 	}
 	ev := map[string]any{
-		"specversion": "1.0", "id": id, "source": "/bench", "type": "order.created", "tenant": "bench",
+		"specversion": "1.0", "id": id, "source": "/bench", "type": "order.created", "tenant": tenant,
 		"time": "2026-11-30T09:00:00Z",
 		"data": map[string]any{
 			"order": map[string]any{
@@ -64,13 +75,9 @@ func (w *workload) event(i int, id string) []byte {
 	return b
 }
 
-// publishedAt is when the order a dedupe key names was published.
-func (w *workload) publishedAt(dedupeKey string) (time.Time, bool) {
-	parts := strings.Split(dedupeKey, ":")
-	if len(parts) < 2 {
-		return time.Time{}, false
-	}
-	_, n, ok := strings.Cut(parts[1], "-")
+// publishedAt is when order orderID was published.
+func (w *workload) publishedAt(orderID string) (time.Time, bool) {
+	_, n, ok := strings.Cut(orderID, "-")
 	i, err := strconv.Atoi(n)
 	if !ok || err != nil || i < 0 || i >= w.orders {
 		return time.Time{}, false
@@ -141,9 +148,9 @@ func (w *workload) publish(ctx context.Context, js jetstream.JetStream, rate flo
 	return ctx.Err()
 }
 
-// wait watches the provider until every notification arrived, or nothing
+// wait watches the far side until every notification arrived, or nothing
 // more arrives for timeout, then reports.
-func (w *workload) wait(ctx context.Context, p *fakeProvider, timeout time.Duration, progress func(Progress)) (Report, error) {
+func (w *workload) wait(ctx context.Context, p *receipts, timeout time.Duration, progress func(Progress)) (Report, error) {
 	expected := w.orders * w.recipients
 	r := Report{Orders: w.orders, Recipients: w.recipients, Expected: expected}
 	last, lastChange := -1, time.Now()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +18,7 @@ import (
 	chart "github.com/wcharczuk/go-chart/v2"
 
 	"github.com/heraldhq/herald/services/bench"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/redact"
 )
 
@@ -24,28 +26,34 @@ func benchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the pipeline: throughput, end-to-end latency, duplicates and losses",
-		Long: `Run Herald's real router, renderer and delivery workers in this process, on
-embedded NATS and Redis (or NATS_URL and REDIS_URL — use servers dedicated to
-the benchmark), with an in-process email provider whose latency and fault rate
-you choose; publish orders × recipients notifications as a burst or at an
+		Long: `Run Herald's real router, renderer and delivery workers of one channel in
+this process, on embedded NATS and Redis (or NATS_URL and REDIS_URL — use
+servers dedicated to the benchmark), against a far side whose latency and
+fault rate you choose: an in-process provider for email and sms; for webhook,
+loopback HTTP endpoints registered for the run, which verify every Standard
+Webhooks signature and answer 503 on a fault (private networks are allowed for
+the run only). Publish orders × recipients notifications as a burst or at an
 open-loop rate; and report deliveries per second, the latency from event
-publish to provider acceptance (HDR histogram), duplicates sent and
-notifications lost (both must be 0), retries, CPU seconds and peak RSS.
+publish to acceptance (HDR histogram), duplicates sent and notifications lost
+(both must be 0), retries, CPU seconds and peak RSS.
 
-  herald bench --orders 4000 --recipients 5                 # burst of 20,000 deliveries
+  herald bench --orders 4000 --recipients 5                 # burst of 20,000 emails
   herald bench --orders 1000 --recipients 5 --rate 200      # 1,000 deliveries/s, open loop
+  herald bench --channel sms --orders 2000 --recipients 5   # 10,000 text messages
+  herald bench --channel webhook --orders 2000 --recipients 5
   herald bench --documents --fault-rate 0.2 --dup-ratio 0.1 --plot latency.svg`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}
 	f := cmd.Flags()
+	f.String("channel", "email", "channel to measure: email, sms or webhook")
 	f.Int("orders", 4000, "orders to publish")
-	f.Int("recipients", 5, "email recipients per order")
+	f.Int("recipients", 5, "recipients per order, each reached on the channel (webhook: at most 20, one endpoint each)")
 	f.Float64("dup-ratio", 0, "share of events published twice (half at once, half under a new id)")
-	f.Bool("documents", false, "render and attach a purchase order PDF per order")
+	f.Bool("documents", false, "render a purchase order PDF per order, which each notification waits for (emails attach it)")
 	f.Float64("rate", 0, "open-loop rate in events per second (0: one burst)")
-	f.Duration("latency", 0, "fake provider latency")
-	f.Float64("fault-rate", 0, "share of provider calls that fail transiently")
+	f.Duration("latency", 0, "how long the fake provider, or the webhook endpoint, takes to answer")
+	f.Float64("fault-rate", 0, "share of calls that fail transiently (a webhook endpoint answers 503)")
 	f.Int("concurrency", 64, "sends at once per priority")
 	f.Bool("json", false, "print the report as JSON")
 	f.String("plot", "", "write the latency percentile plot to this .svg or .png file")
@@ -60,6 +68,11 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	}
 	f := cmd.Flags()
 	var bc bench.Config
+	channel, _ := f.GetString("channel")
+	bc.Channel = event.Channel(channel)
+	if !slices.Contains(bench.Channels, bc.Channel) {
+		return fmt.Errorf("--channel: %q is not one of email, sms, webhook", channel)
+	}
 	bc.Orders, _ = f.GetInt("orders")
 	bc.Recipients, _ = f.GetInt("recipients")
 	bc.DuplicateRatio, _ = f.GetFloat64("dup-ratio")
@@ -108,6 +121,9 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	} else {
 		printReport(cmd.OutOrStdout(), bc, report)
 	}
+	if report.BadSignatures > 0 {
+		return fmt.Errorf("%d webhooks did not verify; %d duplicates sent, %d notifications lost", report.BadSignatures, report.Duplicates, report.Lost)
+	}
 	if report.Duplicates > 0 || report.Lost > 0 {
 		return fmt.Errorf("%d duplicates sent, %d notifications lost", report.Duplicates, report.Lost)
 	}
@@ -128,8 +144,12 @@ func printReport(w io.Writer, bc bench.Config, r bench.Report) {
 	servers := fmt.Sprintf("NATS %s; Redis %s", where(r.EmbeddedNATS, "NATS_URL"), where(r.EmbeddedRedis, "REDIS_URL"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(v, args...)) }
-	row("workload", "%d orders × %d recipients, %s, documents: %v, dup-ratio %.2f", r.Orders, r.Recipients, mode, bc.Documents, bc.DuplicateRatio)
-	row("provider", "latency %s, fault rate %.2f", bc.ProviderLatency, bc.FaultRate)
+	row("workload", "%d orders × %d %s recipients, %s, documents: %v, dup-ratio %.2f", r.Orders, r.Recipients, r.Channel, mode, bc.Documents, bc.DuplicateRatio)
+	if r.Channel == string(event.ChannelWebhook) {
+		row("endpoints", "%d on loopback HTTP, signatures verified (%d refused); latency %s, fault rate %.2f (503)", r.Recipients, r.BadSignatures, bc.ProviderLatency, bc.FaultRate)
+	} else {
+		row("provider", "in-process %s provider, latency %s, fault rate %.2f", r.Channel, bc.ProviderLatency, bc.FaultRate)
+	}
 	row("servers", "%s", servers)
 	row("deliveries", "%d of %d", r.Delivered, r.Expected)
 	row("throughput", "%.0f deliveries/s over %.2f s", r.PerSecond, r.Seconds)
@@ -157,7 +177,7 @@ func writePlot(path string, r bench.Report) error {
 	ticks := []chart.Tick{{Value: 0, Label: "0%"}, {Value: 1, Label: "90%"}, {Value: 2, Label: "99%"},
 		{Value: 3, Label: "99.9%"}, {Value: 4, Label: "99.99%"}, {Value: 4.5, Label: "max"}}
 	graph := chart.Chart{
-		Title:  fmt.Sprintf("Herald: event published to provider accepted, %d deliveries", r.Delivered),
+		Title:  fmt.Sprintf("Herald %s: event published to notification accepted, %d deliveries", r.Channel, r.Delivered),
 		XAxis:  chart.XAxis{Name: "percentile", Ticks: ticks},
 		YAxis:  chart.YAxis{Name: "latency (ms)"},
 		Series: []chart.Series{chart.ContinuousSeries{XValues: xs, YValues: ys}},
