@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +29,17 @@ type receiver struct {
 	secret string
 	got    []notification.Status
 	bad    []string
+	// hooks is every webhook that verified, of any type.
+	hooks []hook
+	// answer, when set, is the status to answer with instead of 204.
+	answer int
+}
+
+// hook is one webhook as received.
+type hook struct {
+	ID   string // webhook-id
+	Type string
+	Data json.RawMessage
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -40,8 +53,8 @@ func newReceiver(t *testing.T) *receiver {
 			err = wh.Verify(body, req.Header)
 		}
 		var b struct {
-			Type string              `json:"type"`
-			Data notification.Status `json:"data"`
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
 		}
 		if err == nil {
 			err = json.Unmarshal(body, &b)
@@ -51,8 +64,15 @@ func newReceiver(t *testing.T) *receiver {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		r.got = append(r.got, b.Data)
-		w.WriteHeader(http.StatusNoContent)
+		r.hooks = append(r.hooks, hook{ID: req.Header.Get("webhook-id"), Type: b.Type, Data: b.Data})
+		if strings.HasPrefix(b.Type, "notification.") {
+			var st notification.Status
+			if err := json.Unmarshal(b.Data, &st); err != nil {
+				r.bad = append(r.bad, err.Error())
+			}
+			r.got = append(r.got, st)
+		}
+		w.WriteHeader(cmp.Or(r.answer, http.StatusNoContent))
 	}))
 	t.Cleanup(r.srv.Close)
 	return r
@@ -64,12 +84,30 @@ func (r *receiver) received() ([]notification.Status, []string) {
 	return slices.Clone(r.got), slices.Clone(r.bad)
 }
 
+// of is the webhooks received of one type.
+func (r *receiver) of(typ string) []hook {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(r.hooks), func(h hook) bool { return h.Type != typ })
+}
+
 // register creates the endpoint through the API, as a tenant would, and
 // keeps the secret it is shown once.
 func (r *receiver) register(t *testing.T, p *pipeline) string {
 	t.Helper()
+	return r.registerFor(t, p, "notification.*")
+}
+
+// registerFor registers the endpoint for these events; none means the
+// default.
+func (r *receiver) registerFor(t *testing.T, p *pipeline, events ...string) string {
+	t.Helper()
 	key, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Send, apikey.Read}})
-	body, err := json.Marshal(map[string]any{"url": r.srv.URL + "/hooks/herald?token=t0ps3cret", "events": []string{"notification.*"}})
+	endpoint := map[string]any{"url": r.srv.URL + "/hooks/herald?token=t0ps3cret"}
+	if len(events) > 0 {
+		endpoint["events"] = events
+	}
+	body, err := json.Marshal(endpoint)
 	require.NoError(t, err)
 	a := p.call(t, http.MethodPost, "/v1/webhooks/endpoints", key, body, http.Header{"Content-Type": {"application/json"}})
 	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
@@ -152,4 +190,83 @@ func TestAWebhookEndpointOnLoopbackIsRefusedOutsideDevMode(t *testing.T) {
 	got, bad := r.received()
 	require.Empty(t, got)
 	require.Empty(t, bad)
+}
+
+// An endpoint that answers 410 Gone is disabled, and the tenant is told:
+// a webhook.endpoint_disabled event on its status stream, sent once to its
+// other endpoint (registered with the default events), naming the
+// endpoint, its host and why — never its token; the endpoint lists as
+// disabled, since when and why; and the webhook that disabled it is
+// dead-lettered, which is what alerts the operators.
+func TestADisabledEndpointIsToldToTheTenant(t *testing.T) {
+	t.Parallel()
+	gone, other := newReceiver(t), newReceiver(t)
+	gone.answer = http.StatusGone
+	p := startPipeline(t)
+	goneID := gone.register(t, p)
+	otherID := other.registerFor(t, p)
+	p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
+
+	require.Eventually(t, func() bool { return len(other.of(notification.EndpointDisabledType)) > 0 }, 30*time.Second, 20*time.Millisecond)
+	p.settle(t)
+	told := other.of(notification.EndpointDisabledType)
+	require.Len(t, told, 1, "told once, however many webhooks were on their way to it")
+	var ev notification.EndpointDisabled
+	require.NoError(t, json.Unmarshal(told[0].Data, &ev))
+	require.Equal(t, notification.EndpointDisabledType, ev.Type)
+	require.Equal(t, "acme", ev.Tenant)
+	require.Equal(t, goneID, ev.EndpointID)
+	require.Equal(t, gone.srv.URL+"/…", ev.URL, "scheme and host only")
+	require.Contains(t, ev.Reason, "410 Gone")
+	require.NotContains(t, string(told[0].Data), "t0ps3cret")
+	_, bad := other.received()
+	require.Empty(t, bad)
+	require.Len(t, other.of("notification.delivered"), 2, "the other endpoint still gets its outcomes")
+
+	// On the tenant's status stream, beside its outcomes.
+	var onStream int
+	for _, m := range p.streamMessages(t, "STATUS") {
+		if m.Subject == "notify.status.acme" && strings.Contains(string(m.Data), notification.EndpointDisabledType) {
+			onStream++
+		}
+	}
+	require.Equal(t, 1, onStream)
+
+	// The API lists the endpoint as disabled, and the webhook that told the
+	// other endpoint as a notification, delivered.
+	key, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Read}})
+	var list struct {
+		Endpoints []struct {
+			ID             string    `json:"id"`
+			Status         string    `json:"status"`
+			DisabledReason string    `json:"disabled_reason"`
+			DisabledAt     time.Time `json:"disabled_at"`
+		} `json:"endpoints"`
+	}
+	require.NoError(t, json.Unmarshal(p.call(t, http.MethodGet, "/v1/webhooks/endpoints", key, nil, nil).body, &list))
+	for _, e := range list.Endpoints {
+		switch e.ID {
+		case goneID:
+			require.Equal(t, "disabled", e.Status)
+			require.Equal(t, "the endpoint answered 410 Gone", e.DisabledReason)
+			require.True(t, e.DisabledAt.Equal(ev.Time))
+		case otherID:
+			require.Equal(t, "active", e.Status)
+		}
+	}
+	a := p.call(t, http.MethodGet, "/v1/notifications/"+told[0].ID, key, nil, nil)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	require.Contains(t, string(a.body), `"state":"delivered"`)
+
+	// The webhook that disabled it is a dead letter — with any other that
+	// met a 410 at the same time — which is the operators' alert.
+	var disabling int
+	for _, m := range p.streamMessages(t, "DLQ") {
+		reason := m.Header.Get("Herald-Reason")
+		require.NotContains(t, reason, "t0ps3cret")
+		if m.Subject == "dlq.NOTIFY.webhook-normal" && strings.Contains(reason, "endpoint "+goneID+" disabled: the endpoint answered 410 Gone") {
+			disabling++
+		}
+	}
+	require.NotZero(t, disabling)
 }

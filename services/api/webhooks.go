@@ -19,6 +19,7 @@ type WebhookEndpoint struct {
 	Description    string    `json:"description,omitempty"`
 	Status         string    `json:"status" enum:"active,disabled"`
 	DisabledReason string    `json:"disabled_reason,omitempty"`
+	DisabledAt     time.Time `json:"disabled_at,omitzero" doc:"When Herald disabled it; the tenant's endpoints that want webhook.endpoint_disabled were told."`
 	FailingSince   time.Time `json:"failing_since,omitzero"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
@@ -34,7 +35,7 @@ type CreatedWebhookEndpoint struct {
 // NewWebhookEndpoint is an endpoint to register.
 type NewWebhookEndpoint struct {
 	URL         string   `json:"url" format:"uri" maxLength:"2048"`
-	Events      []string `json:"events,omitempty" maxItems:"20" doc:"Event types, as patterns; defaults to [\"notification.*\"]: notification.delivered, notification.failed."`
+	Events      []string `json:"events,omitempty" maxItems:"20" doc:"Event types, as patterns; defaults to [\"notification.*\", \"webhook.*\"]: notification.delivered, notification.failed, webhook.endpoint_disabled."`
 	Description string   `json:"description,omitempty" maxLength:"200"`
 }
 
@@ -157,5 +158,5 @@ func (s *Service) deleteWebhook(ctx context.Context, in *webhookInput) (*struct{
 
 func endpointOf(e webhooks.Endpoint) WebhookEndpoint {
 	return WebhookEndpoint{ID: e.ID, URL: e.URL, Events: e.Events, Description: e.Description, Status: string(e.Status),
-		DisabledReason: e.DisabledReason, FailingSince: e.FailingSince, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt, FailingSince: e.FailingSince, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }

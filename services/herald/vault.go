@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/vault"
+	"github.com/heraldhq/herald/shared/webhooks"
 )
 
 func vaultCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "vault",
-		Short: "Manage the master key that seals tenants' provider credentials",
+		Short: "Manage the master key that seals tenants' provider credentials and webhook signing secrets",
 	}
 	cmd.AddCommand(vaultRotateCommand())
 	return cmd
@@ -24,9 +27,10 @@ func vaultCommand() *cobra.Command {
 func vaultRotateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rotate --new-key-file F",
-		Short: "Re-encrypt every stored credential under a new master key",
-		Long: `Re-encrypt every credential in the KV bucket credentials, of every tenant,
-under the key in --new-key-file. The current key (HERALD_MASTER_KEY or
+		Short: "Re-encrypt every stored credential and webhook signing secret under a new master key",
+		Long: `Re-encrypt every credential in the KV bucket credentials, and every webhook
+signing secret in the KV bucket webhook_endpoints, of every tenant, under the
+key in --new-key-file. The current key (HERALD_MASTER_KEY or
 --master-key-file) and any --previous-key-file still decrypt meanwhile.
 
 Before: run the services with the new key as their master key and the old
@@ -53,8 +57,16 @@ Make a new key, readable by its owner only, with:
 			if err != nil {
 				return err
 			}
-			return withVault(cmd, to, func(ctx context.Context, s *vault.Store) error {
-				return rotate(ctx, cmd, s, to, old)
+			return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
+				creds, err := vault.Open(ctx, js, to)
+				if err != nil {
+					return err
+				}
+				hooks, err := webhooks.Open(ctx, js, to)
+				if err != nil {
+					return err
+				}
+				return rotate(ctx, cmd, creds, hooks, to, old)
 			})
 		},
 	}
@@ -65,27 +77,50 @@ Make a new key, readable by its owner only, with:
 	return cmd
 }
 
-// rotate runs the rotation with a progress bar, then says what it did and
-// whether the old keys may go.
-func rotate(ctx context.Context, cmd *cobra.Command, s *vault.Store, to, old *vault.Keyring) error {
-	bar := progressbar.NewOptions(-1, progressbar.OptionSetDescription("re-encrypting"),
-		progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionShowCount(),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-	r, err := vault.Rotate(ctx, s, to, func(done, total int) {
-		bar.ChangeMax(total)
-		_ = bar.Set(done)
-	})
-	_ = bar.Finish()
+// rotate runs the rotation with a progress bar — the credentials, then the
+// webhook signing secrets, both sealed under the master key — then says what
+// it did and whether the old keys may go.
+func rotate(ctx context.Context, cmd *cobra.Command, creds *vault.Store, hooks *webhooks.Store, to, old *vault.Keyring) error {
 	out := cmd.OutOrStdout()
+	bar := progressBar(cmd, "re-encrypting credentials")
+	r, credErr := vault.Rotate(ctx, creds, to, bar.progress)
+	bar.finish()
 	fmt.Fprintf(out, "re-encrypted %s of %s credentials under key %s (%s were under it already)\n",
 		thousands(r.Resealed), thousands(r.Total), to.Current().ID(), thousands(r.Current))
-	if err != nil {
-		return fmt.Errorf("%w\nsome credentials are still sealed under an old key: keep it, and run the rotation again", err)
+
+	bar = progressBar(cmd, "re-encrypting webhook signing secrets")
+	w, hookErr := webhooks.Reseal(ctx, hooks, to, bar.progress)
+	bar.finish()
+	fmt.Fprintf(out, "re-encrypted %s of %s webhook signing secrets under key %s (%s were under it already",
+		thousands(w.Resealed), thousands(w.Total), to.Current().ID(), thousands(w.Current))
+	if w.Dropped > 0 {
+		fmt.Fprintf(out, "; %s past their grace period removed", thousands(w.Dropped))
 	}
-	fmt.Fprintf(out, "every credential is sealed under key %s: key %v may go once no service holds it any more\n",
+	fmt.Fprintln(out, ")")
+
+	if err := errors.Join(credErr, hookErr); err != nil {
+		return fmt.Errorf("%w\nsome secrets are still sealed under an old key: keep it, and run the rotation again", err)
+	}
+	fmt.Fprintf(out, "every credential and signing secret is sealed under key %s: key %v may go once no service holds it any more\n",
 		to.Current().ID(), old.IDs())
 	return nil
 }
+
+// bar is a progress bar on stderr, of a size learnt as it goes.
+type bar struct{ *progressbar.ProgressBar }
+
+func progressBar(cmd *cobra.Command, description string) bar {
+	return bar{progressbar.NewOptions(-1, progressbar.OptionSetDescription(description),
+		progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionShowCount(),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())}
+}
+
+func (b bar) progress(done, total int) {
+	b.ChangeMax(total)
+	_ = b.Set(done)
+}
+
+func (b bar) finish() { _ = b.Finish() }
 
 // masterKeyFlag adds --master-key-file, the CLI's way to the master key
 // besides HERALD_MASTER_KEY.

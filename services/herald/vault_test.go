@@ -1,16 +1,24 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/services/delivery/webhook"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/vault"
+	"github.com/heraldhq/herald/shared/webhooks"
 )
 
 // Rotation re-encrypts every tenant's credentials under the new key, after
@@ -39,7 +47,8 @@ func TestVaultRotate(t *testing.T) {
 	out, err := herald(t, "vault", "rotate", "--new-key-file", newFile)
 	require.NoError(t, err, out)
 	require.True(t, strings.HasSuffix(out, "re-encrypted 3 of 3 credentials under key "+next.ID()+" (0 were under it already)\n"+
-		"every credential is sealed under key "+next.ID()+": key ["+old.ID()+"] may go once no service holds it any more\n"), out)
+		"re-encrypted 0 of 0 webhook signing secrets under key "+next.ID()+" (0 were under it already)\n"+
+		"every credential and signing secret is sealed under key "+next.ID()+": key ["+old.ID()+"] may go once no service holds it any more\n"), out)
 
 	keys, err := vault.NewKeyring(next)
 	require.NoError(t, err)
@@ -55,6 +64,79 @@ func TestVaultRotate(t *testing.T) {
 	out, err = herald(t, "vault", "rotate", "--master-key-file", oldFile, "--new-key-file", newFile)
 	require.NoError(t, err)
 	require.Contains(t, out, "re-encrypted 0 of 3 credentials under key "+next.ID()+" (3 were under it already)\n")
+}
+
+// Rotation re-encrypts webhook signing secrets too — an endpoint's current
+// one and a rotated-out one still in its grace, while one past its grace is
+// dropped — so that with the old key gone the webhooks Herald signs still
+// verify, by the Standard Webhooks library, under the secrets the tenant
+// was shown. Not parallel: it sets the environment.
+func TestVaultRotateResealsWebhookSigningSecrets(t *testing.T) {
+	n, oldFile := vaultSetup(t)
+	ctx := heraldtest.Context(t)
+	old, err := vault.ReadKeyFile(oldFile)
+	require.NoError(t, err)
+	add := func(tenant string) (id, secret string) {
+		t.Helper()
+		out, err := herald(t, "webhooks", "add", "--master-key-file", oldFile, "--tenant", tenant, "--url", "https://erp."+tenant+".example/hook", "--json")
+		require.NoError(t, err)
+		var added struct {
+			ID     string `json:"id"`
+			Secret string `json:"secret"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &added))
+		return added.ID, added.Secret
+	}
+	rotate := func(tenant, id, grace string) string {
+		t.Helper()
+		out, err := herald(t, "webhooks", "rotate", "--master-key-file", oldFile, "--tenant", tenant, "--id", id, "--grace", grace)
+		require.NoError(t, err)
+		return regexp.MustCompile(`whsec_\S+`).FindString(out)
+	}
+	acme, acmeFirst := add("acme")
+	acmeSecond := rotate("acme", acme, "24h") // both sign for a day
+	globex, globexFirst := add("globex")
+	globexSecond := rotate("globex", globex, "0s") // the first signs no more
+
+	newFile := filepath.Join(t.TempDir(), "new.key")
+	next, err := vault.GenerateKeyFile(newFile)
+	require.NoError(t, err)
+	out, err := herald(t, "vault", "rotate", "--master-key-file", oldFile, "--new-key-file", newFile)
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, out, "re-encrypted 3 of 3 webhook signing secrets under key "+next.ID()+" (0 were under it already; 1 past their grace period removed)\n")
+	require.Contains(t, out, "key ["+old.ID()+"] may go")
+	for _, s := range []string{acmeFirst, acmeSecond, globexFirst, globexSecond} {
+		require.False(t, strings.Contains(out, s[len("whsec_"):]), "a signing secret is shown")
+	}
+
+	// The old key is gone: only the new one opens the secrets.
+	keys, err := vault.NewKeyring(next)
+	require.NoError(t, err)
+	store, err := webhooks.Open(ctx, n.JS, keys)
+	require.NoError(t, err)
+	verifies := func(tenant, id string, shown ...string) {
+		t.Helper()
+		e, err := store.Get(ctx, tenant, id)
+		require.NoError(t, err)
+		secrets, err := store.Secrets(tenant, e)
+		require.NoError(t, err, "the new key alone opens every secret that still signs")
+		body := []byte(`{"type":"notification.delivered","timestamp":"2026-11-30T09:00:00Z","data":{}}`)
+		now := time.Now()
+		header := http.Header{"Webhook-Id": {"msg_1"}, "Webhook-Timestamp": {strconv.FormatInt(now.Unix(), 10)},
+			"Webhook-Signature": {webhook.Sign("msg_1", now, body, secrets...)}}
+		for _, s := range shown {
+			wh, err := standardwebhooks.NewWebhook(s)
+			require.NoError(t, err)
+			require.NoError(t, wh.Verify(body, header), "a secret the tenant holds verifies what Herald signs")
+		}
+		require.Equal(t, len(shown), len(secrets), "and no other secret signs")
+	}
+	verifies("acme", acme, acmeSecond, acmeFirst)
+	verifies("globex", globex, globexSecond)
+
+	out, err = herald(t, "vault", "rotate", "--master-key-file", oldFile, "--new-key-file", newFile)
+	require.NoError(t, err)
+	require.Contains(t, out, "re-encrypted 0 of 3 webhook signing secrets under key "+next.ID()+" (3 were under it already)\n", "run again, it has nothing to do")
 }
 
 // A credential sealed under a key the rotation was not given stays as it

@@ -3,6 +3,7 @@ package notification
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,6 +16,10 @@ import (
 // Status is an outcome event, published on notify.status.<tenant> for
 // publishers and dashboards when a notification is delivered or given up.
 type Status struct {
+	// Type is "notification." and the state: what a reader of
+	// notify.status.<tenant> tells outcomes from the other events there
+	// (EndpointDisabled) by. PublishStatus fills it in.
+	Type           string        `json:"type,omitempty"`
 	NotificationID string        `json:"notification_id"`
 	DedupeKey      string        `json:"dedupe_key"`
 	Tenant         string        `json:"tenant"`
@@ -41,13 +46,54 @@ func StatusSubject(tenant string) string { return "notify.status." + tenant }
 // PublishStatus publishes an outcome event. Its Nats-Msg-Id is the dedupe
 // key and state, so telling the same outcome twice stores it once.
 func PublishStatus(ctx context.Context, js jetstream.Publisher, st Status) error {
-	body, err := json.Marshal(st)
+	if st.Type == "" {
+		st.Type = "notification." + st.State
+	}
+	return publish(ctx, js, StatusSubject(st.Tenant), st.DedupeKey+":"+st.State, st)
+}
+
+// EndpointDisabledType is the type of EndpointDisabled.
+const EndpointDisabledType = "webhook.endpoint_disabled"
+
+// EndpointDisabled is what the tenant is told, on notify.status.<tenant>
+// beside its outcomes, when Herald stops sending to one of its webhook
+// endpoints: it answered 410 Gone, or kept failing for
+// webhooks.disable_after. The status feed sends it to the tenant's other
+// endpoints that want it.
+type EndpointDisabled struct {
+	Type       string `json:"type"` // EndpointDisabledType
+	Tenant     string `json:"tenant"`
+	EndpointID string `json:"endpoint_id"`
+	// URL is the endpoint's scheme and host: its path or query may hold a
+	// token, and this event travels further than the registry.
+	URL    string `json:"url"`
+	Reason string `json:"reason"`
+	// NotificationID is the webhook whose answer disabled the endpoint.
+	NotificationID string    `json:"notification_id,omitempty"`
+	Time           time.Time `json:"time"`
+}
+
+// PublishEndpointDisabled publishes the event. Its Nats-Msg-Id is the
+// endpoint and when it was disabled, so telling it twice stores it once,
+// while the same endpoint disabled again, after it was enabled, is news.
+func PublishEndpointDisabled(ctx context.Context, js jetstream.Publisher, ev EndpointDisabled) error {
+	ev.Type = EndpointDisabledType
+	return publish(ctx, js, StatusSubject(ev.Tenant), ev.MsgID(), ev)
+}
+
+// MsgID names one disabling of one endpoint.
+func (ev EndpointDisabled) MsgID() string {
+	return fmt.Sprintf("endpoint_disabled:%s:%d", ev.EndpointID, ev.Time.UnixNano())
+}
+
+func publish(ctx context.Context, js jetstream.Publisher, subject, msgID string, v any) error {
+	body, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	msg := nats.NewMsg(StatusSubject(st.Tenant))
+	msg := nats.NewMsg(subject)
 	msg.Data = body
-	msg.Header.Set(jetstream.MsgIDHeader, st.DedupeKey+":"+st.State)
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	_, err = telemetry.PublishMsg(ctx, js, msg)
 	return err
 }

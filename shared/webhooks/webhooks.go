@@ -32,6 +32,11 @@ import (
 // Bucket is the key-value bucket declared in streams/KV_webhook_endpoints.
 const Bucket = "webhook_endpoints"
 
+// DefaultEvents are what an endpoint registered without patterns gets:
+// every notification's outcome, and news of the tenant's endpoints
+// themselves (webhook.endpoint_disabled).
+var DefaultEvents = []string{"notification.*", "webhook.*"}
+
 // MaxEndpoints bounds one tenant's endpoints.
 const MaxEndpoints = 20
 
@@ -55,14 +60,15 @@ type Endpoint struct {
 	// ID is "we_" and 26 random characters.
 	ID  string `json:"id"`
 	URL string `json:"url"`
-	// Events are the event types sent, as path patterns: "notification.*"
-	// (the default), "notification.failed".
+	// Events are the event types sent, as path patterns:
+	// "notification.failed", "webhook.*". DefaultEvents when none are given.
 	Events      []string `json:"events"`
 	Description string   `json:"description,omitempty"`
 	Status      Status   `json:"status"`
 	// DisabledReason says why Herald stopped sending (410 Gone, failing
-	// for too long), or that the tenant did.
-	DisabledReason string `json:"disabled_reason,omitempty"`
+	// for too long), or that the tenant did; DisabledAt, since when.
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+	DisabledAt     time.Time `json:"disabled_at,omitzero"`
 	// FailingSince is when the endpoint last started failing; zero while
 	// it answers.
 	FailingSince time.Time `json:"failing_since,omitzero"`
@@ -130,7 +136,7 @@ func (s *Store) Create(ctx context.Context, tenant string, n New) (Endpoint, str
 	}
 	events := n.Events
 	if len(events) == 0 {
-		events = []string{"notification.*"}
+		events = slices.Clone(DefaultEvents)
 	}
 	for _, p := range events {
 		if _, err := path.Match(p, ""); err != nil || strings.TrimSpace(p) == "" {
@@ -232,17 +238,35 @@ func (s *Store) Rotate(ctx context.Context, tenant, id string, grace time.Durati
 	})
 }
 
-// Disable stops sending to an endpoint, saying why.
-func (s *Store) Disable(ctx context.Context, tenant, id, reason string) error {
-	return s.change(ctx, tenant, id, func(st *stored) { st.Status, st.DisabledReason = Disabled, reason })
+// Disable stops sending to an endpoint, saying why. It returns the
+// endpoint as written, and whether this call disabled it: of several
+// workers that see the same endpoint fail, one does, and only it should
+// tell the tenant. An endpoint disabled already keeps its reason and time.
+func (s *Store) Disable(ctx context.Context, tenant, id, reason string) (Endpoint, bool, error) {
+	var (
+		out      Endpoint
+		disabled bool
+	)
+	err := s.change(ctx, tenant, id, func(st *stored) {
+		if disabled = st.Status != Disabled; disabled {
+			st.Status, st.DisabledReason, st.DisabledAt = Disabled, reason, s.now().UTC()
+		}
+		out = st.withSecrets()
+	})
+	return out, disabled && err == nil, err
 }
 
 // Enable sends to an endpoint again, its failures forgotten.
 func (s *Store) Enable(ctx context.Context, tenant, id string) error {
 	return s.change(ctx, tenant, id, func(st *stored) {
-		st.Status, st.DisabledReason, st.FailingSince = Active, "", time.Time{}
+		st.Status, st.DisabledReason, st.DisabledAt, st.FailingSince = Active, "", time.Time{}, time.Time{}
 	})
 }
+
+// ShownURL is the endpoint's URL as Herald shows it outside the registry
+// (events, alerts): its scheme and host, since a path or query may hold a
+// token.
+func (e Endpoint) ShownURL() string { return redactURL(e.URL) }
 
 // Failed records that an endpoint failed at now, and returns since when it
 // has been failing. A write lost to another writer is not retried: the

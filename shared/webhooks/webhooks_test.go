@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,8 +32,10 @@ func TestEndpointsAreEachTenantsOwn(t *testing.T) {
 	s, ctx := open(t), heraldtest.Context(t)
 	e, secret, err := s.Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"notification.*"}, e.Events, "every notification event by default")
+	require.Equal(t, []string{"notification.*", "webhook.*"}, e.Events, "every notification's outcome, and news of the endpoints, by default")
 	require.True(t, e.Wants("notification.delivered"))
+	require.True(t, e.Wants("webhook.endpoint_disabled"))
+	require.Equal(t, "https://erp.acme.example/…", e.ShownURL(), "shown without its path")
 	require.False(t, e.Wants("tenant.quota.warning"))
 
 	_, err = s.Find(ctx, "globex", e.ID)
@@ -70,16 +73,25 @@ func TestHealthIsKeptAndDisablingSaysWhy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, e.FailingSince.IsZero(), "an answer ends the failing")
 
-	require.NoError(t, s.Disable(ctx, "acme", e.ID, "the endpoint answered 410 Gone"))
+	d, disabled, err := s.Disable(ctx, "acme", e.ID, "the endpoint answered 410 Gone")
+	require.NoError(t, err)
+	require.True(t, disabled, "this call disabled it")
+	require.False(t, d.DisabledAt.IsZero())
+	again, disabled, err := s.Disable(ctx, "acme", e.ID, "failing since yesterday")
+	require.NoError(t, err)
+	require.False(t, disabled, "disabled already: only the first to disable it tells the tenant")
+	require.Equal(t, d.DisabledAt, again.DisabledAt)
 	e, err = s.Get(ctx, "acme", e.ID)
 	require.NoError(t, err)
 	require.Equal(t, webhooks.Disabled, e.Status)
-	require.Equal(t, "the endpoint answered 410 Gone", e.DisabledReason)
+	require.Equal(t, "the endpoint answered 410 Gone", e.DisabledReason, "the first reason stays")
+	require.Equal(t, d.DisabledAt, e.DisabledAt)
 	require.False(t, e.Wants("notification.failed"), "a disabled endpoint wants nothing")
 	require.NoError(t, s.Enable(ctx, "acme", e.ID))
 	e, err = s.Get(ctx, "acme", e.ID)
 	require.NoError(t, err)
 	require.True(t, e.Wants("notification.failed"))
+	require.True(t, e.DisabledAt.IsZero())
 }
 
 func TestARotatedOutSecretSignsUntilItsGraceEnds(t *testing.T) {
@@ -98,4 +110,51 @@ func TestARotatedOutSecretSignsUntilItsGraceEnds(t *testing.T) {
 		secrets, err := s.Secrets("acme", e)
 		return err == nil && len(secrets) == 1
 	}, 5*time.Second, 10*time.Millisecond, "past its grace, the old secret no longer signs")
+}
+
+// Resealing moves every secret that still signs under the new key; a
+// secret under a key the rotation lacks is named in the error and kept as
+// it is, while the tenant's others are resealed all the same.
+func TestResealMovesSecretsUnderTheNewKey(t *testing.T) {
+	t.Parallel()
+	n, ctx := heraldtest.StartNATSWithStreams(t), heraldtest.Context(t)
+	key := func() vault.Key {
+		k, err := vault.GenerateKeyFile(filepath.Join(t.TempDir(), "key"))
+		require.NoError(t, err)
+		return k
+	}
+	oldKey, lostKey, newKey := key(), key(), key()
+	storeUnder := func(keys ...vault.Key) *webhooks.Store {
+		ring, err := vault.NewKeyring(keys[0], keys[1:]...)
+		require.NoError(t, err)
+		s, err := webhooks.Open(ctx, n.JS, ring)
+		require.NoError(t, err)
+		return s
+	}
+	a, _, err := storeUnder(oldKey).Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook"})
+	require.NoError(t, err)
+	lost, _, err := storeUnder(lostKey).Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/other"})
+	require.NoError(t, err)
+	g, _, err := storeUnder(oldKey).Create(ctx, "globex", webhooks.New{URL: "https://globex.example/hook"})
+	require.NoError(t, err)
+
+	ring, err := vault.NewKeyring(newKey, oldKey)
+	require.NoError(t, err)
+	var calls int
+	r, err := webhooks.Reseal(ctx, storeUnder(newKey, oldKey), ring, func(done, total int) { calls++; require.Equal(t, 2, total) })
+	require.ErrorContains(t, err, `webhooks: tenant "acme" endpoint `+lost.ID+`: vault: sealed under a key this keyring does not hold: key `+lostKey.ID())
+	require.Equal(t, webhooks.Resealing{Total: 3, Resealed: 2}, r)
+	require.Equal(t, 2, calls, "progress after each tenant")
+
+	only := storeUnder(newKey)
+	for tenant, id := range map[string]string{"acme": a.ID, "globex": g.ID} {
+		e, err := only.Get(ctx, tenant, id)
+		require.NoError(t, err)
+		_, err = only.Secrets(tenant, e)
+		require.NoError(t, err, "the new key alone opens it")
+	}
+	e, err := storeUnder(lostKey).Get(ctx, "acme", lost.ID)
+	require.NoError(t, err)
+	_, err = storeUnder(lostKey).Secrets("acme", e)
+	require.NoError(t, err, "what could not be opened is left as it was")
 }

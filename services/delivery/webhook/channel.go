@@ -21,7 +21,7 @@ import (
 type Endpoints interface {
 	Find(ctx context.Context, tenant, idOrURL string) (webhooks.Endpoint, error)
 	Secrets(tenant string, e webhooks.Endpoint) ([][]byte, error)
-	Disable(ctx context.Context, tenant, id, reason string) error
+	Disable(ctx context.Context, tenant, id, reason string) (webhooks.Endpoint, bool, error)
 	Failed(ctx context.Context, tenant, id string, now time.Time) (time.Time, error)
 	Answered(ctx context.Context, tenant string, e webhooks.Endpoint) error
 }
@@ -44,9 +44,12 @@ type ChannelConfig struct {
 // on the webhook channel is a signed POST to one of its tenant's
 // registered endpoints, named by the recipient's address (its id, or its
 // URL). An endpoint that answers 410 Gone, or keeps failing for
-// DisableAfter, is disabled.
+// DisableAfter, is disabled, and its tenant told: a
+// webhook.endpoint_disabled event on notify.status.<tenant>, which the
+// status feed sends to the tenant's other endpoints.
 type Channel struct {
 	cfg ChannelConfig
+	js  jetstream.Publisher
 }
 
 // NewChannel returns the adapter.
@@ -72,8 +75,12 @@ func (c *Channel) Name() event.Channel { return event.ChannelWebhook }
 // LongestChain implements delivery.Channel: one endpoint per notification.
 func (c *Channel) LongestChain() int { return 1 }
 
-// Open implements delivery.Channel.
-func (c *Channel) Open(context.Context, jetstream.JetStream) error { return nil }
+// Open implements delivery.Channel: the tenants' status events are
+// published on js.
+func (c *Channel) Open(_ context.Context, js jetstream.JetStream) error {
+	c.js = js
+	return nil
+}
 
 // Prepare implements delivery.Channel.
 func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (delivery.Try, error) {
@@ -116,14 +123,39 @@ func (c *Channel) send(ctx context.Context, tenant string, e webhooks.Endpoint, 
 		reason = fmt.Sprintf("failing since %s, longer than webhooks.disable_after (%s): %v", since.Format(time.RFC3339), c.cfg.DisableAfter, err)
 	}
 	if reason != "" {
-		if derr := c.cfg.Endpoints.Disable(context.WithoutCancel(ctx), tenant, e.ID, reason); derr != nil {
-			c.cfg.Logger.WarnContext(ctx, "could not disable a webhook endpoint", "tenant", tenant, "endpoint", e.ID, "error", derr)
-		} else {
-			c.cfg.Logger.WarnContext(ctx, "webhook endpoint disabled", "tenant", tenant, "endpoint", e.ID, "reason", reason)
-		}
+		c.disable(ctx, tenant, e, reason, msg.ID)
 		return r, provider.Permanentf("endpoint %s disabled: %s", e.ID, reason)
 	}
 	return r, err
+}
+
+// statusTimeout bounds telling the tenant that an endpoint was disabled.
+const statusTimeout = 15 * time.Second
+
+// disable stops sending to the endpoint and, if this call is the one that
+// disabled it, tells the tenant. The webhook that disabled it is given up
+// (a permanent failure), so its dead letter is what alerts the operators.
+func (c *Channel) disable(ctx context.Context, tenant string, e webhooks.Endpoint, reason, notificationID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusTimeout)
+	defer cancel()
+	got, disabled, err := c.cfg.Endpoints.Disable(ctx, tenant, e.ID, reason)
+	switch {
+	case err != nil:
+		c.cfg.Logger.WarnContext(ctx, "could not disable a webhook endpoint", "tenant", tenant, "endpoint", e.ID, "error", err)
+		return
+	case !disabled:
+		return // another worker did, and told the tenant
+	}
+	c.cfg.Logger.WarnContext(ctx, "webhook endpoint disabled", "tenant", tenant, "endpoint", e.ID, "reason", reason)
+	if c.js == nil {
+		return
+	}
+	ev := notification.EndpointDisabled{Tenant: tenant, EndpointID: e.ID, URL: e.ShownURL(), Reason: got.DisabledReason,
+		NotificationID: notificationID, Time: got.DisabledAt}
+	if err := notification.PublishEndpointDisabled(ctx, c.js, ev); err != nil {
+		c.cfg.Logger.ErrorContext(ctx, "the tenant was not told that its webhook endpoint was disabled", "tenant", tenant,
+			"endpoint", e.ID, "error", err)
+	}
 }
 
 // Body is a webhook's JSON body, per the Standard Webhooks payload

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,7 +44,9 @@ type FeedConfig struct {
 // Feed turns each tenant's status events into webhooks: for every outcome
 // on notify.status.<tenant>, one notification on the webhook channel per
 // endpoint that wants its type ("notification.delivered",
-// "notification.failed"), carrying the status event as its data. The
+// "notification.failed"), carrying the status event as its data; and for
+// every endpoint Herald disabled ("webhook.endpoint_disabled"), one per
+// other endpoint that wants it. The
 // webhook delivery workers then send them as any notification — leased,
 // ledgered, retried, dead-lettered — each once: its dedupe key is the
 // outcome's notification and state, and the endpoint.
@@ -78,18 +82,43 @@ func (f *Feed) Start(ctx context.Context) error {
 func (f *Feed) Stop(ctx context.Context) error { return f.loops.Stop(ctx) }
 
 func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
-	var st notification.Status
-	if err := json.Unmarshal(msg.Data(), &st); err != nil || st.Tenant == "" || st.NotificationID == "" || st.State == "" {
-		return consumer.GiveUp(fmt.Errorf("not a status event: %v", err))
+	var kind struct {
+		Type string `json:"type"`
 	}
-	if st.Template == notification.FeedTemplate {
-		return consumer.Done() // a webhook's own outcome would feed the feed forever
+	if err := json.Unmarshal(msg.Data(), &kind); err != nil {
+		return consumer.GiveUp(fmt.Errorf("not a status event: %w", err))
 	}
-	endpoints, err := f.cfg.Endpoints.List(ctx, st.Tenant)
+	var (
+		tenant string
+		build  func([]webhooks.Endpoint) ([]notification.Delivery, error)
+		now    = time.Now().UTC()
+	)
+	if kind.Type == notification.EndpointDisabledType {
+		var ev notification.EndpointDisabled
+		if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.Tenant == "" || ev.EndpointID == "" {
+			return consumer.GiveUp(fmt.Errorf("not an endpoint_disabled event: %v", err))
+		}
+		tenant = ev.Tenant
+		build = func(endpoints []webhooks.Endpoint) ([]notification.Delivery, error) {
+			return feedDisabled(ev, endpoints, now)
+		}
+	} else {
+		// An outcome; before Status had a type, outcomes came without one.
+		var st notification.Status
+		if err := json.Unmarshal(msg.Data(), &st); err != nil || st.Tenant == "" || st.NotificationID == "" || st.State == "" {
+			return consumer.GiveUp(fmt.Errorf("not a status event: %v", err))
+		}
+		if st.Template == notification.FeedTemplate {
+			return consumer.Done() // a webhook's own outcome would feed the feed forever
+		}
+		tenant = st.Tenant
+		build = func(endpoints []webhooks.Endpoint) ([]notification.Delivery, error) { return feed(st, endpoints, now) }
+	}
+	endpoints, err := f.cfg.Endpoints.List(ctx, tenant)
 	if err != nil {
 		return consumer.Retry(err, time.Second, time.Minute)
 	}
-	deliveries, err := feed(st, endpoints, time.Now().UTC())
+	deliveries, err := build(endpoints)
 	switch {
 	case err != nil:
 		return consumer.GiveUp(err)
@@ -99,7 +128,7 @@ func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	if _, err := notification.Publish(ctx, f.js, deliveries); err != nil {
 		return consumer.Retry(fmt.Errorf("publishing status webhooks: %w", err), time.Second, time.Minute)
 	}
-	if err := notification.PublishAccepted(ctx, f.js, notification.AcceptedOf(st.EventID, deliveries, time.Now())); err != nil {
+	if err := notification.PublishAccepted(ctx, f.js, notification.AcceptedOf(deliveries[0].Event.ID, deliveries, time.Now())); err != nil {
 		return consumer.Retry(fmt.Errorf("recording status webhooks as accepted: %w", err), time.Second, time.Minute)
 	}
 	return consumer.Done()
@@ -108,7 +137,29 @@ func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 // feed is the webhooks one outcome makes: one per endpoint that wants it.
 func feed(st notification.Status, endpoints []webhooks.Endpoint, now time.Time) ([]notification.Delivery, error) {
 	typ := "notification." + st.State
-	body, err := json.Marshal(Body{Type: typ, Timestamp: st.Time, Data: st})
+	return fanOut(st.Tenant, typ, Body{Type: typ, Timestamp: st.Time, Data: st}, endpoints, now,
+		func(endpoint string) notification.Key {
+			return notification.Key{Subject: st.NotificationID, Document: "status_" + st.State, Recipient: endpoint}
+		}, notification.EventRef{ID: st.EventID, Type: typ})
+}
+
+// feedDisabled is the webhooks that tell a tenant's other endpoints that
+// one was disabled: one per endpoint that wants it, each once per
+// disabling (its key names the endpoint disabled and when).
+func feedDisabled(ev notification.EndpointDisabled, endpoints []webhooks.Endpoint, now time.Time) ([]notification.Delivery, error) {
+	typ := notification.EndpointDisabledType
+	others := slices.DeleteFunc(slices.Clone(endpoints), func(e webhooks.Endpoint) bool { return e.ID == ev.EndpointID })
+	return fanOut(ev.Tenant, typ, Body{Type: typ, Timestamp: ev.Time, Data: ev}, others, now,
+		func(endpoint string) notification.Key {
+			return notification.Key{Subject: ev.EndpointID, Document: "disabled_" + strconv.FormatInt(ev.Time.UnixNano(), 10), Recipient: endpoint}
+		}, notification.EventRef{ID: ev.MsgID(), Type: typ})
+}
+
+// fanOut makes one webhook of body per endpoint that wants typ, each keyed
+// by key (to which it adds the tenant and channel).
+func fanOut(tenant, typ string, body Body, endpoints []webhooks.Endpoint, now time.Time,
+	key func(endpoint string) notification.Key, ref notification.EventRef) ([]notification.Delivery, error) {
+	payload, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +168,13 @@ func feed(st notification.Status, endpoints []webhooks.Endpoint, now time.Time) 
 		if !e.Wants(typ) {
 			continue
 		}
-		key := notification.Key{Tenant: st.Tenant, Subject: st.NotificationID, Document: "status_" + st.State,
-			Channel: event.ChannelWebhook, Recipient: e.ID}.String()
+		k := key(e.ID)
+		k.Tenant, k.Channel = tenant, event.ChannelWebhook
+		dedupe := k.String()
 		out = append(out, notification.Delivery{
-			ID: notification.ID(key), DedupeKey: key, Tenant: st.Tenant, Channel: event.ChannelWebhook,
+			ID: notification.ID(dedupe), DedupeKey: dedupe, Tenant: tenant, Channel: event.ChannelWebhook,
 			Priority: notification.PriorityNormal, Recipient: notification.Recipient{Address: e.ID},
-			Template: notification.FeedTemplate, Locale: "en", Payload: body,
-			Event: notification.EventRef{ID: st.EventID, Type: typ}, CreatedAt: now,
+			Template: notification.FeedTemplate, Locale: "en", Payload: payload, Event: ref, CreatedAt: now,
 		})
 	}
 	return out, nil
