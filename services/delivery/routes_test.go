@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery"
@@ -33,26 +34,11 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	const acmeKey = "SG.acme-own-account-key"
 	n := heraldtest.StartNATSWithStreams(t)
 	ctx := heraldtest.Context(t)
-	reg, err := tenant.Open(ctx, n.JS, tenant.BuiltinPlans())
-	require.NoError(t, err)
-	for _, tt := range []tenant.Tenant{
+	cache, accounts := tenantsWithVault(t, n.JS, []tenant.Tenant{
 		{ID: "acme", Plan: "startup", From: "Acme Orders <orders@acme.example>", Providers: []string{"sendgrid-acme", "maildir"}},
 		{ID: "globex", Plan: "startup"},
 		{ID: "initech", Plan: "startup", Providers: []string{"missing"}},
-	} {
-		_, err := reg.Create(ctx, tt)
-		require.NoError(t, err)
-	}
-	cache, err := tenant.Watch(ctx, n.JS)
-	require.NoError(t, err)
-	t.Cleanup(cache.Stop)
-
-	key, err := vault.GenerateKeyFile(filepath.Join(t.TempDir(), "master.key"))
-	require.NoError(t, err)
-	keyring, err := vault.NewKeyring(key)
-	require.NoError(t, err)
-	accounts, err := vault.Open(ctx, n.JS, keyring)
-	require.NoError(t, err)
+	}...)
 	sg := sendgridtest.New(t, acmeKey)
 	require.NoError(t, accounts.Put(ctx, "acme", vault.Credential{Name: "sendgrid-acme", Type: vault.TypeSendGrid,
 		Endpoint: sg.URL(), APIKey: vault.NewSecret(acmeKey)}))
@@ -95,4 +81,27 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	require.Contains(t, dlq.Header.Get(deadletter.HeaderReason),
 		`tenant "initech" names email provider "missing", which is neither the platform's nor one of its accounts`)
 	require.NotContains(t, logs.String(), acmeKey)
+}
+
+// tenantsWithVault registers tenants and opens a vault under a new master
+// key: what a tenant's own chain reads.
+func tenantsWithVault(t *testing.T, js jetstream.JetStream, tenants ...tenant.Tenant) (*tenant.Cache, *vault.Store) {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	reg, err := tenant.Open(ctx, js, tenant.BuiltinPlans())
+	require.NoError(t, err)
+	for _, tt := range tenants {
+		_, err := reg.Create(ctx, tt)
+		require.NoError(t, err)
+	}
+	cache, err := tenant.Watch(ctx, js)
+	require.NoError(t, err)
+	t.Cleanup(cache.Stop)
+	key, err := vault.GenerateKeyFile(filepath.Join(t.TempDir(), "master.key"))
+	require.NoError(t, err)
+	keyring, err := vault.NewKeyring(key)
+	require.NoError(t, err)
+	accounts, err := vault.Open(ctx, js, keyring)
+	require.NoError(t, err)
+	return cache, accounts
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -40,26 +39,11 @@ func TestEachTenantTextsThroughItsOwnSMSChain(t *testing.T) {
 	)
 	n := heraldtest.StartNATSWithStreams(t)
 	ctx := heraldtest.Context(t)
-	reg, err := tenant.Open(ctx, n.JS, tenant.BuiltinPlans())
-	require.NoError(t, err)
-	for _, tt := range []tenant.Tenant{
+	cache, accounts := tenantsWithVault(t, n.JS, []tenant.Tenant{
 		{ID: "acme", Plan: "startup", Providers: []string{"acme-ses"}, SMSProviders: []string{"acme-twilio", "textdir"}},
 		{ID: "globex", Plan: "startup"},
 		{ID: "initech", Plan: "startup", SMSProviders: []string{"acme-ses"}},
-	} {
-		_, err := reg.Create(ctx, tt)
-		require.NoError(t, err)
-	}
-	cache, err := tenant.Watch(ctx, n.JS)
-	require.NoError(t, err)
-	t.Cleanup(cache.Stop)
-
-	key, err := vault.GenerateKeyFile(filepath.Join(t.TempDir(), "master.key"))
-	require.NoError(t, err)
-	keyring, err := vault.NewKeyring(key)
-	require.NoError(t, err)
-	accounts, err := vault.Open(ctx, n.JS, keyring)
-	require.NoError(t, err)
+	}...)
 	fake := twiliotest.New(t, acmeSID, acmeToken)
 	require.NoError(t, accounts.Put(ctx, "acme", vault.Credential{Name: "acme-twilio", Type: vault.TypeTwilio,
 		AccountSID: acmeSID, AuthToken: vault.NewSecret(acmeToken), From: "+15005550006", Endpoint: fake.URL()}))

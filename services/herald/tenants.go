@@ -315,7 +315,7 @@ func changes(before, after tenant.Tenant) []string {
 	diff("status", string(before.Status), string(after.Status))
 	diff("from", before.From, after.From)
 	for _, c := range chainFlags {
-		diff(strings.TrimPrefix(c.flag, "-"), strings.Join(before.Chain(c.channel), ","), strings.Join(after.Chain(c.channel), ","))
+		diff(c.flag, strings.Join(before.Chain(c.channel), ","), strings.Join(after.Chain(c.channel), ","))
 	}
 	if len(out) == 0 {
 		return []string{"nothing changed"}

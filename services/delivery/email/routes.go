@@ -29,10 +29,6 @@ type Route struct {
 // (delivery.TenantChains of the email channel), as its From when it has
 // one.
 type TenantRoutes struct {
-	// Tenants is the registry (tenant.Cache).
-	Tenants interface {
-		Lookup(id string) (tenant.Tenant, bool)
-	}
 	chains *delivery.TenantChains[Provider]
 }
 
@@ -41,7 +37,7 @@ type TenantRoutes struct {
 func NewTenantRoutes(tenants interface {
 	Lookup(id string) (tenant.Tenant, bool)
 }, platform []Named, accounts delivery.Accounts, build func(context.Context, vault.Credential) (Provider, error)) *TenantRoutes {
-	return &TenantRoutes{Tenants: tenants, chains: &delivery.TenantChains[Provider]{
+	return &TenantRoutes{chains: &delivery.TenantChains[Provider]{
 		Channel: event.ChannelEmail, Tenants: tenants, Platform: platform, Accounts: accounts, Build: build}}
 }
 
@@ -51,6 +47,6 @@ func (r *TenantRoutes) Route(ctx context.Context, id string) (Route, error) {
 	if err != nil {
 		return Route{}, err
 	}
-	t, _ := r.Tenants.Lookup(id)
+	t, _ := r.chains.Tenants.Lookup(id)
 	return Route{Providers: providers, From: t.From}, nil
 }
