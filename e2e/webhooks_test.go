@@ -3,6 +3,7 @@ package e2e
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -269,4 +270,72 @@ func TestADisabledEndpointIsToldToTheTenant(t *testing.T) {
 		}
 	}
 	require.NotZero(t, disabling)
+}
+
+// A webhook is sent again on demand — one by its id, or every one in a
+// time range — as it was: the same webhook-id and body, verified again.
+// Asking again under the same redelivery id sends nothing twice.
+func TestWebhooksAreRedeliveredOnDemandAsTheyWere(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t)
+	p := startPipeline(t)
+	since := time.Now().Add(-time.Minute)
+	endpoint := r.register(t, p)
+	key, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Send}})
+	p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
+	require.Eventually(t, func() bool { return len(r.of("notification.delivered")) == 2 }, 30*time.Second, 20*time.Millisecond)
+	p.settle(t)
+	first := r.of("notification.delivered")
+
+	redeliver := func(body string) notificationRedelivered {
+		t.Helper()
+		a := p.call(t, http.MethodPost, "/v1/webhooks/endpoints/"+endpoint+"/redeliver", key, []byte(body),
+			http.Header{"Content-Type": {"application/json"}})
+		require.Equal(t, http.StatusAccepted, a.status, "%s", a.body)
+		var out notificationRedelivered
+		require.NoError(t, json.Unmarshal(a.body, &out))
+		return out
+	}
+	webhookID := notification.ID("acme:" + notification.ID(olgaKey) + ":0:status_delivered:webhook:" + endpoint)
+	one := fmt.Sprintf(`{"id":"rd_one","message":%q}`, webhookID)
+	out := redeliver(one)
+	require.Len(t, out.Sent, 1)
+	require.Equal(t, webhookID, out.Sent[0].Of)
+	require.Eventually(t, func() bool { return len(r.of("notification.delivered")) == 3 }, 30*time.Second, 20*time.Millisecond)
+	again := r.of("notification.delivered")[2]
+	i := slices.IndexFunc(first, func(h hook) bool { return h.ID == webhookID })
+	require.GreaterOrEqual(t, i, 0, "the first webhook's webhook-id is its notification id")
+	require.Equal(t, first[i], again, "the same webhook-id and body")
+	e := p.ledgerEntry(t, "acme:redelivery:rd_one:"+webhookID)
+	require.Equal(t, ledger.Delivered, e.State)
+	require.Equal(t, webhookID, e.RedeliveryOf)
+
+	redeliver(one) // the same redelivery: nothing more
+	// A range holds both webhooks (and the redelivery, which is one of them).
+	out = redeliver(fmt.Sprintf(`{"id":"rd_range","since":%q}`, since.Format(time.RFC3339)))
+	require.Len(t, out.Sent, 2, "%+v", out)
+	require.Eventually(t, func() bool { return len(r.of("notification.delivered")) == 5 }, 30*time.Second, 20*time.Millisecond)
+	p.settle(t)
+	hooks := r.of("notification.delivered")
+	require.Len(t, hooks, 5, "the first two, one redelivered, then both")
+	require.ElementsMatch(t, first, hooks[3:])
+	_, bad := r.received()
+	require.Empty(t, bad, "every request verifies")
+
+	// Only failed ones: none failed.
+	out = redeliver(fmt.Sprintf(`{"since":%q,"failed_only":true,"dry_run":true}`, since.Format(time.RFC3339)))
+	require.Empty(t, out.Sent)
+	// A message that is not a webhook is refused, saying why.
+	a := p.call(t, http.MethodPost, "/v1/webhooks/endpoints/"+endpoint+"/redeliver", key,
+		[]byte(fmt.Sprintf(`{"message":%q}`, notification.ID(olgaKey))), http.Header{"Content-Type": {"application/json"}})
+	require.Equal(t, http.StatusUnprocessableEntity, a.status)
+	require.Contains(t, string(a.body), "email channel, not a webhook")
+}
+
+type notificationRedelivered struct {
+	ID   string `json:"id"`
+	Sent []struct {
+		Of             string `json:"of"`
+		NotificationID string `json:"notification_id"`
+	} `json:"sent"`
 }

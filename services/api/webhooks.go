@@ -39,17 +39,19 @@ type NewWebhookEndpoint struct {
 	Description string   `json:"description,omitempty" maxLength:"200"`
 }
 
-type webhookTenant struct {
+// WebhookTenant names whose endpoints a request manages. Exported: huma
+// fills the fields of exported embedded structs only.
+type WebhookTenant struct {
 	Tenant string `query:"tenant" doc:"The tenant, for an admin key; a tenant's key manages its own."`
 }
 
 type createWebhookInput struct {
-	webhookTenant
+	WebhookTenant
 	Body NewWebhookEndpoint
 }
 
 type webhookInput struct {
-	webhookTenant
+	WebhookTenant
 	ID string `path:"id"`
 }
 
@@ -81,10 +83,94 @@ func registerWebhooks(s *Service) {
 		Tags: []string{"Webhooks"}, DefaultStatus: http.StatusNoContent, Security: needs(ScopeSend),
 		Errors: append(errs, http.StatusNotFound),
 	}, s.deleteWebhook)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "enable-webhook-endpoint", Method: http.MethodPost, Path: "/v1/webhooks/endpoints/{id}/enable",
+		Summary:     "Enable a disabled webhook endpoint",
+		Description: "Herald disables an endpoint that answers 410 Gone or keeps failing for webhooks.disable_after; once it is fixed, enable it (its failures are forgotten), then redeliver what it missed.",
+		Tags:        []string{"Webhooks"}, Security: needs(ScopeSend), Errors: append(errs, http.StatusNotFound),
+	}, s.enableWebhook)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "redeliver-webhooks", Method: http.MethodPost, Path: "/v1/webhooks/endpoints/{id}/redeliver",
+		Summary: "Send an endpoint's webhooks again",
+		Description: "One webhook (message), or every one whose outcome was told between since and until (the STATUS stream keeps 7 days), " +
+			"at most 1000 at a time, optionally only those that failed. Each is sent again as it was: the same webhook-id and body, " +
+			"signed with the endpoint's current secrets, as a new notification naming the original (redelivery_of). " +
+			"The same id never sends a webhook twice.",
+		Tags: []string{"Webhooks"}, DefaultStatus: http.StatusAccepted, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),
+		Errors: append(errs, http.StatusNotFound),
+	}, s.redeliverWebhooks)
 }
 
-// webhookStore is the registry and whose endpoints the request manages.
-func (s *Service) webhookStore(ctx context.Context, named string) (*webhooks.Store, string, error) {
+// RedeliveryRequest selects the webhooks to send again.
+type RedeliveryRequest struct {
+	ID         string    `json:"id,omitempty" pattern:"^rd_[A-Za-z0-9_-]{1,64}$" doc:"Names this redelivery: asked again under the same id, it sends nothing twice. Generated when absent."`
+	Message    string    `json:"message,omitempty" doc:"One webhook's notification id (ntf_…). Or since:"`
+	Since      time.Time `json:"since,omitzero" doc:"The range's start: when the webhooks' outcomes were told."`
+	Until      time.Time `json:"until,omitzero" doc:"The range's end; defaults to now."`
+	FailedOnly bool      `json:"failed_only,omitempty" doc:"Only the range's webhooks that failed."`
+	DryRun     bool      `json:"dry_run,omitempty" doc:"List what would be sent; send nothing."`
+}
+
+type redeliverInput struct {
+	WebhookTenant
+	ID   string `path:"id"`
+	Body RedeliveryRequest
+}
+
+type redeliverOutput struct{ Body webhooks.Redelivered }
+
+// redeliverTimeout bounds a redelivery: reading up to 7 days of a
+// tenant's outcomes, then a thousand ledger entries.
+const redeliverTimeout = time.Minute
+
+func (s *Service) redeliverWebhooks(ctx context.Context, in *redeliverInput) (*redeliverOutput, error) {
+	st, tenant, err := s.webhookStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, redeliverTimeout)
+	defer cancel()
+	b := in.Body
+	out, err := st.webhooks.Redeliver(cctx, s.js, st.ledger, webhooks.Redelivery{Tenant: tenant, ID: b.ID, Message: b.Message,
+		Since: b.Since, Until: b.Until, Endpoint: in.ID, FailedOnly: b.FailedOnly, DryRun: b.DryRun}, nil)
+	var bad webhooks.BadRedelivery
+	switch {
+	case errors.Is(err, webhooks.ErrNotFound):
+		return nil, huma.Error404NotFound("no endpoint " + in.ID)
+	case errors.As(err, &bad):
+		return nil, huma.Error422UnprocessableEntity(bad.Reason)
+	case err != nil:
+		s.cfg.Logger.WarnContext(ctx, "webhooks not redelivered", "tenant", tenant, "error", err)
+		return nil, unavailable("the webhooks could not be redelivered right now")
+	}
+	return &redeliverOutput{Body: out}, nil
+}
+
+type webhookOutput struct{ Body WebhookEndpoint }
+
+func (s *Service) enableWebhook(ctx context.Context, in *webhookInput) (*webhookOutput, error) {
+	st, tenant, err := s.webhookStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
+	defer cancel()
+	err = st.webhooks.Enable(cctx, tenant, in.ID)
+	var e webhooks.Endpoint
+	if err == nil {
+		e, err = st.webhooks.Get(cctx, tenant, in.ID)
+	}
+	switch {
+	case errors.Is(err, webhooks.ErrNotFound):
+		return nil, huma.Error404NotFound("no endpoint " + in.ID)
+	case err != nil:
+		return nil, huma.Error503ServiceUnavailable("the endpoint registry did not answer")
+	}
+	return &webhookOutput{Body: endpointOf(e)}, nil
+}
+
+// webhookStore is the stores and whose endpoints the request manages.
+func (s *Service) webhookStore(ctx context.Context, named string) (*stores, string, error) {
 	st, err := s.ready()
 	if err != nil {
 		return nil, "", err
@@ -96,20 +182,20 @@ func (s *Service) webhookStore(ctx context.Context, named string) (*webhooks.Sto
 	if !principal(ctx).Reaches(tenant) {
 		return nil, "", huma.Error403Forbidden("this key manages tenant " + principal(ctx).Tenant + "'s endpoints only")
 	}
-	return st.webhooks, tenant, nil
+	return st, tenant, nil
 }
 
 func (s *Service) createWebhook(ctx context.Context, in *createWebhookInput) (*createWebhookOutput, error) {
 	if s.cfg.Keyring == nil {
 		return nil, huma.Error503ServiceUnavailable("no master key configured (vault.master_key_env or vault.master_key_file): signing secrets cannot be stored")
 	}
-	store, tenant, err := s.webhookStore(ctx, in.Tenant)
+	st, tenant, err := s.webhookStore(ctx, in.Tenant)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	e, secret, err := store.Create(cctx, tenant, webhooks.New{URL: in.Body.URL, Events: in.Body.Events, Description: in.Body.Description})
+	e, secret, err := st.webhooks.Create(cctx, tenant, webhooks.New{URL: in.Body.URL, Events: in.Body.Events, Description: in.Body.Description})
 	switch {
 	case errors.Is(err, webhooks.ErrConflict):
 		return nil, huma.Error409Conflict(err.Error())
@@ -121,14 +207,14 @@ func (s *Service) createWebhook(ctx context.Context, in *createWebhookInput) (*c
 	return &createWebhookOutput{Body: CreatedWebhookEndpoint{WebhookEndpoint: endpointOf(e), Secret: secret}}, nil
 }
 
-func (s *Service) listWebhooks(ctx context.Context, in *webhookTenant) (*listWebhooksOutput, error) {
-	store, tenant, err := s.webhookStore(ctx, in.Tenant)
+func (s *Service) listWebhooks(ctx context.Context, in *WebhookTenant) (*listWebhooksOutput, error) {
+	st, tenant, err := s.webhookStore(ctx, in.Tenant)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	list, err := store.List(cctx, tenant)
+	list, err := st.webhooks.List(cctx, tenant)
 	if err != nil {
 		return nil, huma.Error503ServiceUnavailable("the endpoint registry did not answer")
 	}
@@ -141,13 +227,13 @@ func (s *Service) listWebhooks(ctx context.Context, in *webhookTenant) (*listWeb
 }
 
 func (s *Service) deleteWebhook(ctx context.Context, in *webhookInput) (*struct{}, error) {
-	store, tenant, err := s.webhookStore(ctx, in.Tenant)
+	st, tenant, err := s.webhookStore(ctx, in.Tenant)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	switch err := store.Delete(cctx, tenant, in.ID); {
+	switch err := st.webhooks.Delete(cctx, tenant, in.ID); {
 	case errors.Is(err, webhooks.ErrNotFound):
 		return nil, huma.Error404NotFound("no endpoint " + in.ID)
 	case err != nil:

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
@@ -129,6 +131,17 @@ func describe(e *ledger.Entry, d notification.Delivery) {
 	if d.FallbackOf != nil {
 		e.FallbackOf = d.FallbackOf.NotificationID
 	}
+	e.RedeliveryOf = d.RedeliveryOf
+}
+
+// keep is the delivery message an entry keeps once settled: a retryable
+// failure's, for the resend sweep; a webhook's, for a redelivery on demand;
+// none else.
+func keep(j *job, retryable bool) json.RawMessage {
+	if retryable || j.d.Channel == event.ChannelWebhook {
+		return j.msg.Data()
+	}
+	return nil
 }
 
 // claim records in the ledger that this worker is sending now. The write is
@@ -206,12 +219,14 @@ func (w worker) try(ctx context.Context, j *job) consumer.Outcome {
 func (w worker) delivered(ctx context.Context, j *job, r provider.Receipt) consumer.Outcome {
 	d, e := j.d, &j.entry
 	e.State, e.Provider, e.ProviderMessageID, e.Reason, e.Retryable = ledger.Delivered, r.Provider, r.MessageID, "", false
-	e.Delivery = nil
+	e.Delivery = keep(j, false)
 	w.metrics.outcome(ctx, d, r.Provider, "delivered")
-	if !d.CreatedAt.IsZero() {
+	// A redelivery keeps the original's times, which its body carries; its
+	// latency is not the pipeline's.
+	if !d.CreatedAt.IsZero() && d.RedeliveryOf == "" {
 		w.metrics.latency.Record(ctx, time.Since(d.CreatedAt).Seconds(), w.metrics.attrs(d))
 	}
-	if !d.Event.StoredAt.IsZero() {
+	if !d.Event.StoredAt.IsZero() && d.RedeliveryOf == "" {
 		w.metrics.endToEnd.Record(ctx, time.Since(d.Event.StoredAt).Seconds(), w.metrics.attrs(d))
 	}
 	w.record(ctx, j)
@@ -228,10 +243,9 @@ func (w worker) failed(ctx context.Context, j *job, cause error, retryable bool)
 		return w.fallBack(ctx, j, next, cause)
 	}
 	e := &j.entry
-	e.State, e.Reason, e.Retryable = ledger.Failed, cause.Error(), retryable
+	e.State, e.Reason, e.Retryable, e.Delivery = ledger.Failed, cause.Error(), retryable, keep(j, retryable)
 	outcome := "failed"
 	if retryable {
-		e.Delivery = j.msg.Data()
 		outcome = "exhausted"
 	}
 	w.record(ctx, j)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/vault"
 	"github.com/heraldhq/herald/shared/webhooks"
 )
@@ -25,7 +26,8 @@ notifications of routes on the webhook channel) as POSTs signed per the
 Standard Webhooks spec. A signing secret is generated when an endpoint is
 added or rotated, shown that once, and stored sealed under the master key.`,
 	}
-	cmd.AddCommand(webhooksAddCommand(), webhooksListCommand(), webhooksRotateCommand(), webhooksRemoveCommand())
+	cmd.AddCommand(webhooksAddCommand(), webhooksListCommand(), webhooksRotateCommand(), webhooksEnableCommand(),
+		webhooksRedeliverCommand(), webhooksRemoveCommand())
 	return cmd
 }
 
@@ -168,6 +170,122 @@ func webhooksRemoveCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("tenant")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
+}
+
+func webhooksEnableCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "enable --tenant ID --id we_…",
+		Short: "Send to a disabled endpoint again, its failures forgotten",
+		Long: `Herald disables an endpoint that answers 410 Gone or keeps failing for
+webhooks.disable_after. Once it is fixed, enable it, then redeliver what it
+missed: herald webhooks redeliver --tenant ID --endpoint we_… --since T --failed`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tenant, _ := cmd.Flags().GetString("tenant")
+			id, _ := cmd.Flags().GetString("id")
+			return withWebhooks(cmd, nil, func(ctx context.Context, s *webhooks.Store) error {
+				if err := s.Enable(ctx, tenant, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "enabled endpoint %s of tenant %s\n", id, tenant)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("tenant", "", "the tenant (required)")
+	cmd.Flags().String("id", "", "the endpoint (required)")
+	_ = cmd.MarkFlagRequired("tenant")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func webhooksRedeliverCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "redeliver --tenant ID (--message ntf_… | --since T [--until T] [--failed]) [--endpoint we_…] [--id rd_…] [--dry-run] [--json]",
+		Short: "Send webhooks again: one, or every one told in a time range",
+		Long: `Each webhook is sent again as it was — the same webhook-id and body, signed
+with the endpoint's current secrets — as a new notification whose ledger
+entry names the original (redelivery_of). A range is read from the STATUS
+stream (kept 7 days) by when each webhook's outcome was told; at most 1000
+webhooks at a time. Running the same --id again sends nothing twice.`,
+		Example: `  herald webhooks redeliver --tenant acme --message ntf_3f…
+  herald webhooks redeliver --tenant acme --endpoint we_… --since 2026-12-01T08:00:00Z --until 2026-12-01T12:00:00Z --failed`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			var r webhooks.Redelivery
+			r.Tenant, _ = f.GetString("tenant")
+			r.ID, _ = f.GetString("id")
+			r.Message, _ = f.GetString("message")
+			r.Endpoint, _ = f.GetString("endpoint")
+			r.FailedOnly, _ = f.GetBool("failed")
+			r.DryRun, _ = f.GetBool("dry-run")
+			asJSON, _ := f.GetBool("json")
+			for name, t := range map[string]*time.Time{"since": &r.Since, "until": &r.Until} {
+				if v, _ := f.GetString(name); v != "" {
+					var err error
+					if *t, err = time.Parse(time.RFC3339, v); err != nil {
+						return fmt.Errorf("--%s: want a time such as 2026-12-01T08:00:00Z: %w", name, err)
+					}
+				}
+			}
+			return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
+				s, err := webhooks.Open(ctx, js, nil)
+				if err != nil {
+					return err
+				}
+				l, err := ledger.Open(ctx, js)
+				if err != nil {
+					return err
+				}
+				b := progressBar(cmd, "reading outcomes")
+				out, err := s.Redeliver(ctx, js, l, r, func(read int) { b.progress(read, read) })
+				b.finish()
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+				}
+				printRedelivered(cmd, out)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.String("tenant", "", "the tenant (required)")
+	f.String("message", "", "one webhook's notification id")
+	f.String("since", "", "the range's start, RFC 3339")
+	f.String("until", "", "the range's end, RFC 3339 (default now)")
+	f.String("endpoint", "", "only the webhooks to this endpoint")
+	f.Bool("failed", false, "only the webhooks that failed")
+	f.String("id", "", "this redelivery's id, rd_…: the same id never sends a webhook twice (default a new one)")
+	f.Bool("dry-run", false, "list what would be sent; send nothing")
+	f.Bool("json", false, "print JSON")
+	_ = cmd.MarkFlagRequired("tenant")
+	cmd.MarkFlagsMutuallyExclusive("message", "since")
+	cmd.MarkFlagsOneRequired("message", "since")
+	return cmd
+}
+
+func printRedelivered(cmd *cobra.Command, out webhooks.Redelivered) {
+	w := cmd.OutOrStdout()
+	verb := "redelivering"
+	if out.DryRun {
+		verb = "would redeliver"
+	}
+	fmt.Fprintf(w, "%s %d webhook(s) of tenant %s as %s\n", verb, len(out.Sent), out.Tenant, out.ID)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(out.Sent) > 0 {
+		fmt.Fprintln(tw, "ORIGINAL\tWAS\tENDPOINT\tREDELIVERY")
+		for _, r := range out.Sent {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Of, r.State, r.Endpoint, r.NotificationID)
+		}
+	}
+	for _, s := range out.Skipped {
+		fmt.Fprintf(tw, "skipped %s\t%s\n", s.NotificationID, s.Reason)
+	}
+	_ = tw.Flush()
 }
 
 func withWebhooks(cmd *cobra.Command, keys *vault.Keyring, fn func(context.Context, *webhooks.Store) error) error {

@@ -81,10 +81,12 @@ type Entry struct {
 	Retryable         bool   `json:"retryable,omitempty"`
 	// FallbackTo is the notification that took over on the fallback's next
 	// channel when this one failed; FallbackOf, the one this replaced.
-	FallbackTo string    `json:"fallback_to,omitempty"`
-	FallbackOf string    `json:"fallback_of,omitempty"`
-	Tries      int       `json:"tries"`
-	Attempts   []Attempt `json:"attempts,omitempty"`
+	FallbackTo string `json:"fallback_to,omitempty"`
+	FallbackOf string `json:"fallback_of,omitempty"`
+	// RedeliveryOf is the webhook this one sent again on demand.
+	RedeliveryOf string    `json:"redelivery_of,omitempty"`
+	Tries        int       `json:"tries"`
+	Attempts     []Attempt `json:"attempts,omitempty"`
 	// Order, Document and Recipient say what the notification is, as its
 	// notification.Accepted record does: the order's id (none for a job),
 	// the document type ("job" for a job without one) and the address.
@@ -94,7 +96,8 @@ type Entry struct {
 	Document  string `json:"document,omitempty"`
 	Recipient string `json:"recipient,omitempty"`
 	// Delivery is the delivery message itself, kept while a notification
-	// is failed-but-retryable, so the resend sweep can send it again.
+	// is failed-but-retryable, so the resend sweep can send it again — and
+	// always for a webhook, which its tenant may have sent again on demand.
 	Delivery json.RawMessage `json:"delivery,omitempty"`
 	// Resends counts the sweep's resends of this notification.
 	Resends   int       `json:"resends,omitempty"`

@@ -56,11 +56,15 @@ type Delivery struct {
 	Fallback []FallbackStep `json:"fallback,omitempty"`
 	// FallbackOf is the notification this one replaces, on the channel
 	// before it in the fallback, and why that one failed.
-	FallbackOf *FallbackOf   `json:"fallback_of,omitempty"`
-	Event      EventRef      `json:"event"`
-	Order      *OrderSummary `json:"order,omitempty"`
-	Stock      *event.Stock  `json:"stock,omitempty"`
-	CreatedAt  time.Time     `json:"created_at"`
+	FallbackOf *FallbackOf `json:"fallback_of,omitempty"`
+	// RedeliveryOf is the webhook this one sends again, on demand (herald
+	// webhooks redeliver): the same webhook-id and body, so the receiver
+	// can tell it is not new.
+	RedeliveryOf string        `json:"redelivery_of,omitempty"`
+	Event        EventRef      `json:"event"`
+	Order        *OrderSummary `json:"order,omitempty"`
+	Stock        *event.Stock  `json:"stock,omitempty"`
+	CreatedAt    time.Time     `json:"created_at"`
 }
 
 // FallbackStep is one channel of a fallback: the recipient's address on it

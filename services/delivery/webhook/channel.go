@@ -98,6 +98,10 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 	if err != nil {
 		return delivery.Try{}, provider.Permanent(err)
 	}
+	// A redelivery is the original again: its webhook-id, and its body.
+	if d.RedeliveryOf != "" {
+		d.ID = d.RedeliveryOf
+	}
 	msg := Message{ID: d.ID, URL: e.URL, Secrets: secrets}
 	if msg.Type, msg.Body, err = payload(d); err != nil {
 		return delivery.Try{}, provider.Permanent(err)

@@ -119,7 +119,9 @@ var servicePermissions = map[string][]string{
 		"$JS.API.CONSUMER.DELETE.KV_credentials.>", "$JS.FC.KV_credentials.>",
 		"$JS.API.DIRECT.GET.DLQ", "$JS.API.CONSUMER.CREATE.DLQ.>", "$JS.API.CONSUMER.DELETE.DLQ.>", "$JS.API.CONSUMER.MSG.NEXT.DLQ.*", "$JS.FC.DLQ.>",
 		"$JS.API.CONSUMER.CREATE.OBJ_dlq_payloads.>", "$JS.API.CONSUMER.DELETE.OBJ_dlq_payloads.>", "$JS.FC.OBJ_dlq_payloads.>",
-		"$KV.dlq_redrives.>", "$JS.API.DIRECT.GET.KV_dlq_redrives.>"}),
+		"$KV.dlq_redrives.>", "$JS.API.DIRECT.GET.KV_dlq_redrives.>",
+		// A webhook redelivery's range, read from the tenant's outcomes.
+		"$JS.API.CONSUMER.CREATE.STATUS.>", "$JS.API.CONSUMER.DELETE.STATUS.>", "$JS.API.CONSUMER.MSG.NEXT.STATUS.*", "$JS.FC.STATUS.>"}),
 }
 
 func join(lists ...[]string) []string {
@@ -353,6 +355,15 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		status, _ := call(adminKey, c.method, c.path, c.body)
 		require.Equal(t, c.want, status, "%s %s", c.method, c.path)
 	}
+	// A webhook redelivery reads the tenant's outcomes from STATUS.
+	status, answer := call(adminKey, http.MethodPost, "/v1/webhooks/endpoints?tenant=acme",
+		`{"url":"https://erp.acme.example/herald","events":["webhook.*"]}`)
+	require.Equal(t, http.StatusCreated, status, "%s", answer)
+	var endpoint struct{ ID string }
+	require.NoError(t, json.Unmarshal(answer, &endpoint))
+	status, answer = call(adminKey, http.MethodPost, "/v1/webhooks/endpoints/"+endpoint.ID+"/redeliver?tenant=acme",
+		fmt.Sprintf(`{"since":%q,"dry_run":true}`, time.Now().Add(-time.Hour).Format(time.RFC3339)))
+	require.Equal(t, http.StatusAccepted, status, "%s", answer)
 
 	require.NoError(t, publisher.Publish("notify.email.normal.acme", []byte(`{}`)))
 	require.NoError(t, publisher.Flush())
