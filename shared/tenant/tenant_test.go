@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/tenant"
 )
 
@@ -105,4 +107,42 @@ func TestPlansValidateNamesTheField(t *testing.T) {
 	err := plans.Validate()
 	require.EqualError(t, err, `plans.gold plan: "gold plan" is not a plan name (1 to 64 letters, digits, '-' or '_')`+"\n"+
 		`plans.silver.eu: "silver.eu" is not a plan name (1 to 64 letters, digits, '-' or '_')`)
+}
+
+// A config file changes one setting of a built-in plan and keeps the rest;
+// each limit reads as the plan says, and a setting out of range is named
+// as the config file names it.
+func TestPlanLimits(t *testing.T) {
+	t.Parallel()
+	two := 2
+	plans := tenant.Plans{"free": {Burst: &two}, "partner": {}}.WithDefaults()
+	perMinute, burst, limited := plans["free"].Rate()
+	require.True(t, limited)
+	require.Equal(t, []int{5, 2}, []int{perMinute, burst}, "the built-in rate, the configured burst")
+	q, limited := plans["free"].Quota(event.ChannelEmail)
+	require.True(t, limited)
+	require.EqualValues(t, 100, q)
+	_, limited = plans["free"].Quota(event.ChannelSMS)
+	require.False(t, limited, "a channel left out has no quota")
+	require.Equal(t, notification.PriorityLow, plans["free"].Cap(notification.PriorityCritical), "free traffic is low")
+	require.Equal(t, notification.PriorityLow, plans["free"].Cap(notification.PriorityLow))
+
+	perMinute, burst, _ = plans["startup"].Rate()
+	require.Equal(t, []int{200, 200}, []int{perMinute, burst}, "a minute's worth of burst")
+	_, _, limited = plans["enterprise"].Rate()
+	require.False(t, limited)
+	require.Equal(t, notification.PriorityCritical, plans["partner"].Cap(notification.PriorityCritical), "an added plan limits nothing")
+
+	negative, zero := -1, 0
+	bad := tenant.Plans{
+		"x": {RatePerMinute: &negative, MonthlyQuota: map[event.Channel]int64{"fax": 3, event.ChannelSMS: 0}, MaxPriority: "urgent"},
+		"y": {RatePerMinute: &zero, Burst: &two},
+	}
+	require.EqualError(t, bad.Validate(), strings.Join([]string{
+		`plans.x.rate_per_minute: -1 is negative (0 is no limit)`,
+		`plans.x.monthly_quota.fax: not a channel (email, sms, whatsapp, webhook)`,
+		`plans.x.monthly_quota.sms: 0; a quota is at least 1 (leave the channel out for none)`,
+		`plans.x.max_priority: "urgent" is not a priority (critical, normal, low)`,
+		`plans.y.burst: a burst needs a rate_per_minute`,
+	}, "\n"))
 }
