@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -168,26 +169,35 @@ func (p *pipeline) settle(t *testing.T) {
 			consumers = append(consumers, [2]string{delivery.Stream, d})
 		}
 	}
-	idle := func() bool {
+	// backlog is what the consumers have yet to finish.
+	backlog := func() (n uint64) {
 		for _, c := range consumers {
 			info, err := p.js.Consumer(heraldtest.Context(t), c[0], c[1])
 			require.NoError(t, err)
 			ci := info.CachedInfo()
-			if ci.NumPending > 0 || ci.NumAckPending > 0 {
-				return false
-			}
+			n += ci.NumPending + uint64(ci.NumAckPending)
 		}
-		return true
+		return n
 	}
-	quiet := 0
-	require.Eventually(t, func() bool {
-		if idle() {
-			quiet++
-		} else {
-			quiet = 0
+	// A pipeline that keeps making progress is waited for (a loaded CI
+	// machine is slow, not stuck); one that makes none for a minute failed.
+	const stalled = time.Minute
+	quiet, least, progressed := 0, uint64(math.MaxUint64), time.Now()
+	for start := time.Now(); time.Since(start) < 5*time.Minute; time.Sleep(50 * time.Millisecond) {
+		n := backlog()
+		if n < least {
+			least, progressed = n, time.Now()
 		}
-		return quiet >= 2
-	}, 60*time.Second, 50*time.Millisecond, "the pipeline did not settle")
+		if n > 0 {
+			quiet = 0
+		} else if quiet++; quiet >= 2 {
+			return
+		}
+		if time.Since(progressed) > stalled {
+			t.Fatalf("the pipeline did not settle: %d messages pending, no progress for %s", n, stalled)
+		}
+	}
+	t.Fatalf("the pipeline did not settle in 5 minutes")
 }
 
 // mail reads every .eml in the sink, as a mail client would.

@@ -78,7 +78,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, js: js, mux: http.NewServeMux(), metrics: m}
 	s.api = humago.New(s.mux, humaConfig())
-	s.api.UseMiddleware(s.trace, s.measure, s.capBody, s.authenticate)
+	s.api.UseMiddleware(s.trace, s.measure, s.capBody, s.authenticate, s.limitRate)
 	for _, register := range routes {
 		register(s)
 	}
@@ -115,6 +115,11 @@ func documentErrorHeaders(doc *huma.OpenAPI) {
 	headers := map[string]map[string]*huma.Param{
 		"401": {"WWW-Authenticate": {Description: "Bearer: send an API key.", Schema: &huma.Schema{Type: "string"}}},
 		"503": {"Retry-After": {Description: "Seconds to wait before trying again.", Schema: &huma.Schema{Type: "integer"}}},
+		"429": {
+			"Retry-After":      {Description: "Seconds until the plan's rate allows one more request.", Schema: &huma.Schema{Type: "integer"}},
+			"RateLimit-Policy": {Description: `The plan's rate, per the IETF RateLimit fields: "<plan>";q=<burst>;w=<seconds>.`, Schema: &huma.Schema{Type: "string"}},
+			"RateLimit":        {Description: `Where the tenant stands: "<plan>";r=<remaining>;t=<seconds until the burst is back>.`, Schema: &huma.Schema{Type: "string"}},
+		},
 	}
 	for _, path := range doc.Paths {
 		for _, op := range []*huma.Operation{path.Get, path.Post, path.Put, path.Patch, path.Delete} {

@@ -41,6 +41,10 @@ type Config struct {
 	// Plans are the plans a tenant may be on (the config file's plans:,
 	// over the built-in ones). Defaults to tenant.BuiltinPlans.
 	Plans tenant.Plans `yaml:"-"`
+	// Registry says which plan a tenant is on (tenant.Cache), and Limiter
+	// holds its intake to the plan's rate. Either nil: no intake limit.
+	Registry PlanOf  `yaml:"-"`
+	Limiter  Limiter `yaml:"-"`
 	// Keyring seals and opens provider credentials. Nil: the provider
 	// routes answer 503, no master key configured. Defaults to nil.
 	Keyring *vault.Keyring `yaml:"-"`

@@ -81,7 +81,7 @@ func registerEvents(s *Service) {
 		Security:      needs(ScopeSend),
 		MaxBodyBytes:  s.bodyLimit(),
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
-			http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
+			http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
 	huma.Register(s.api, op, s.publishEvent)
 	documentBody(s.api, op.Path, reflect.TypeFor[CloudEvent](), "application/cloudevents+json", "application/json")

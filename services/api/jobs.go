@@ -74,7 +74,7 @@ func registerJobs(s *Service) {
 		Security:      needs(ScopeSend),
 		MaxBodyBytes:  s.bodyLimit(),
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
-			http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
+			http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}, s.sendJob)
 }
 

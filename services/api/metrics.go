@@ -17,6 +17,7 @@ type metrics struct {
 	requests  metric.Int64Counter
 	authFails metric.Int64Counter
 	replays   metric.Int64Counter
+	unchecked metric.Int64Counter
 }
 
 func newMetrics(mp metric.MeterProvider, tenants *telemetry.Labels) (metrics, error) {
@@ -27,7 +28,10 @@ func newMetrics(mp metric.MeterProvider, tenants *telemetry.Labels) (metrics, er
 		metric.WithDescription("Requests refused by authentication, by reason: missing (no key), invalid (unknown or revoked key), scope (the key lacks the route's scope)."))
 	replays, err3 := m.Int64Counter("herald.api.idempotent.replays",
 		metric.WithDescription("Requests answered from the idempotency record of an earlier one with the same Idempotency-Key, by route and tenant."))
-	return metrics{tenants: tenants, requests: requests, authFails: authFails, replays: replays}, errors.Join(err1, err2, err3)
+	unchecked, err4 := m.Int64Counter("herald.api.rate_limit.unchecked",
+		metric.WithDescription("Intake requests accepted without checking the tenant's rate limit because Redis did not answer, by tenant."))
+	return metrics{tenants: tenants, requests: requests, authFails: authFails, replays: replays, unchecked: unchecked},
+		errors.Join(err1, err2, err3, err4)
 }
 
 // requestTenant carries the tenant a request turns out to act for, from

@@ -27,7 +27,7 @@ func registerRetry(s *Service) {
 		DefaultStatus: http.StatusAccepted,
 		Security:      needs(ScopeSend),
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict,
-			http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
+			http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}, s.retryNotification)
 }
 

@@ -98,6 +98,22 @@ func (c *Cache) Lookup(id string) (Tenant, bool) {
 	return t, ok
 }
 
+// Plan is the plan tenant id is on, by name, as plans define it. A tenant
+// the registry does not know — admitted only without
+// tenants.require_registered — or whose plan plans lacks is on no plan,
+// named "", and nothing limits it.
+func (c *Cache) Plan(id string, plans Plans) (string, Plan) {
+	t, ok := c.Lookup(id)
+	if !ok {
+		return "", Plan{}
+	}
+	plan, ok := plans[t.Plan]
+	if !ok {
+		return "", Plan{}
+	}
+	return t.Plan, plan
+}
+
 // Stop ends the watch and waits for the cache to stop updating. Lookups
 // keep answering with the last values seen.
 func (c *Cache) Stop() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/ratelimit"
 )
 
 // configureAPI reads api:, plans:, vault: and history:.
@@ -37,6 +38,14 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 			return nil, err
 		}
 		a.apiC.History = store
+	}
+	registry, err := a.tenantCache(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.apiC.Registry = registry
+	if a.rdb != nil {
+		a.apiC.Limiter = ratelimit.New(a.rdb, a.cfg.Redis.Prefix)
 	}
 	auth := &apiKeys{app: a}
 	a.apiC.Authenticator = auth

@@ -1,0 +1,74 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/heraldhq/herald/shared/ratelimit"
+	"github.com/heraldhq/herald/shared/tenant"
+)
+
+// Limiter is the shared rate limiter (ratelimit.Limiter).
+type Limiter interface {
+	Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Decision, error)
+}
+
+// PlanOf says which plan a tenant is on (tenant.Cache): its name and what
+// it allows.
+type PlanOf interface {
+	Plan(id string, plans tenant.Plans) (string, tenant.Plan)
+}
+
+// intake are the operations that hand Herald work: a tenant's requests to
+// them count against its plan's rate_per_minute.
+var intake = map[string]bool{"publish-event": true, "send-notification": true, "retry-notification": true}
+
+// limiterTimeout bounds asking Redis: a request waits no longer than this
+// for a limit it then goes without.
+const limiterTimeout = 250 * time.Millisecond
+
+// limitRate is the middleware that holds a tenant key's intake requests to
+// its plan's rate, shared by every replica through Redis: within it, the
+// answer carries the IETF RateLimit-Policy and RateLimit fields; beyond
+// it, 429 with Retry-After. Admin keys are operators, not held. Redis
+// unavailable fails open — the request is work accepted, not sent, and the
+// delivery workers, which hold the rate on what providers see, fail closed
+// — and is counted (herald.api.rate_limit.unchecked).
+func (s *Service) limitRate(ctx huma.Context, next func(huma.Context)) {
+	p := principal(ctx.Context())
+	if !intake[ctx.Operation().OperationID] || p.Tenant == "" || s.cfg.Limiter == nil || s.cfg.Registry == nil {
+		next(ctx)
+		return
+	}
+	name, plan := s.cfg.Registry.Plan(p.Tenant, s.cfg.Plans)
+	perMinute, burst, limited := plan.Rate()
+	if !limited {
+		next(ctx)
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx.Context(), limiterTimeout)
+	d, err := s.cfg.Limiter.Allow(lctx, "intake:"+p.Tenant, ratelimit.Limit{PerMinute: perMinute, Burst: burst})
+	cancel()
+	if err != nil {
+		s.metrics.unchecked.Add(ctx.Context(), 1, metric.WithAttributes(attribute.String("tenant", s.metrics.tenants.Value(p.Tenant))))
+		s.cfg.Logger.WarnContext(ctx.Context(), "rate limit not checked: redis unavailable; accepting", "tenant", p.Tenant, "error", err)
+		next(ctx)
+		return
+	}
+	for k, v := range d.Headers(name) {
+		ctx.SetHeader(k, v)
+	}
+	if !d.Allowed {
+		_ = huma.WriteErr(s.api, ctx, http.StatusTooManyRequests, fmt.Sprintf(
+			"rate limit exceeded: plan %s allows %d requests a minute (burst %d); retry after %s seconds",
+			name, perMinute, burst, d.Headers(name)["Retry-After"]))
+		return
+	}
+	next(ctx)
+}
