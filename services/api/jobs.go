@@ -175,6 +175,7 @@ func (s *Service) publishJob(ctx context.Context, st *stores, job Job, key strin
 		return nil, err
 	}
 	d := delivery(job, key, attachments)
+	d.Priority = s.plan(job.Tenant).Cap(d.Priority)
 	acks, err := notification.Publish(cctx, s.js, []notification.Delivery{d})
 	switch {
 	case errors.Is(err, nats.ErrMaxPayload):

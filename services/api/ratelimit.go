@@ -25,6 +25,15 @@ type PlanOf interface {
 	Plan(id string, plans tenant.Plans) (string, tenant.Plan)
 }
 
+// plan is the plan tenant id is on; without a registry, none (no limits).
+func (s *Service) plan(id string) tenant.Plan {
+	if s.cfg.Registry == nil {
+		return tenant.Plan{}
+	}
+	_, p := s.cfg.Registry.Plan(id, s.cfg.Plans)
+	return p
+}
+
 // intake are the operations that hand Herald work: a tenant's requests to
 // them count against its plan's rate_per_minute.
 var intake = map[string]bool{"publish-event": true, "send-notification": true, "retry-notification": true}

@@ -68,3 +68,15 @@ func TestRedisDownLetsIntakeThrough(t *testing.T) {
 		require.Empty(t, got.header.Get("RateLimit"))
 	}
 }
+
+// A free tenant's critical job is sent as low: its plan's max_priority.
+func TestAJobsPriorityIsCappedByThePlan(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{Registry: plans{"acme": "free"}})
+	storeDocument(t, b, "acme/terms/2026.pdf")
+	got := b.post(t, acmeSend, job, "Idempotency-Key", "terms-olga")
+	require.Equal(t, http.StatusAccepted, got.status, got.body)
+	_, msgs := published(t, b)
+	require.Len(t, msgs, 1)
+	require.Equal(t, "notify.email.low.acme", msgs[0].Subject)
+}

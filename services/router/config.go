@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/telemetry"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // Config configures the router.
@@ -44,6 +45,10 @@ type Config struct {
 	// know (`unknown tenant "x"`); it needs Registry. Set from
 	// tenants.require_registered. Defaults to false.
 	RequireRegistered bool `yaml:"-"`
+	// Plans are what tenants' plans allow (the config file's plans: over
+	// the built-in ones): a tenant's deliveries are capped at its plan's
+	// max_priority. Needs Registry.
+	Plans tenant.Plans `yaml:"-"`
 
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`

@@ -3,6 +3,8 @@ package router
 import (
 	"fmt"
 	"strings"
+
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // Tenants is the tenant registry as the router asks it (tenant.Cache): may
@@ -11,6 +13,8 @@ import (
 // is required, an unknown one.
 type Tenants interface {
 	Admit(tenant string, requireRegistered bool) error
+	// Plan is the tenant's plan, of plans, by name.
+	Plan(id string, plans tenant.Plans) (string, tenant.Plan)
 }
 
 // admit refuses, before anything is published, an event that arrived on a
@@ -28,7 +32,22 @@ func (s *Service) admit(subject string, d *Decision) error {
 		*d = Decision{Event: d.Event, Outcome: Refused}
 		return err
 	}
+	_, plan := s.cfg.Registry.Plan(d.Event.Tenant, s.cfg.Plans)
+	capPriorities(d, plan)
 	return nil
+}
+
+// capPriorities holds the event's deliveries to the plan's max_priority: a
+// route may say critical, but a free tenant's traffic is low.
+func capPriorities(d *Decision, plan tenant.Plan) {
+	for i := range d.Deliveries {
+		d.Deliveries[i].Priority = plan.Cap(d.Deliveries[i].Priority)
+	}
+	for _, r := range d.Renders {
+		for i := range r.Deliveries {
+			r.Deliveries[i].Priority = plan.Cap(r.Deliveries[i].Priority)
+		}
+	}
 }
 
 // boundTenant checks an event against the subject it was published on. A

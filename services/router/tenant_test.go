@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/tenant"
 )
 
@@ -159,4 +160,33 @@ func TestUnregisteredTenantsAreRoutedUnlessRegistrationIsRequired(t *testing.T) 
 	require.NoError(t, json.Unmarshal(requests[0].Data, &req))
 	require.Equal(t, "initech", req.Tenant)
 	require.Equal(t, map[string]string{"evt-acme-suspended": `tenant "acme" is suspended`}, dlqReasons(t, n))
+}
+
+// A tenant's deliveries are held to its plan's max_priority: a free
+// tenant's traffic is low, whatever the route says; a startup's keeps the
+// route's priority.
+func TestPrioritiesAreCappedByThePlan(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	reg, cache := registry(t, n)
+	_, err := reg.Create(heraldtest.Context(t), tenant.Tenant{ID: "tiny", Plan: "free"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := cache.Lookup("tiny"); return ok }, 5*time.Second, 10*time.Millisecond)
+	start(t, n, router.Config{Registry: cache, Plans: tenant.BuiltinPlans()}, nil)
+
+	publishEvent(t, n, orderFor(t, "evt-tiny", "tiny"))
+	publishEvent(t, n, orderFor(t, "evt-acme", "acme"))
+	settled(t, n, 2)
+	priorities := map[string][]notification.Priority{}
+	for _, m := range heraldtest.StreamMessages(t, n.JS, "DOCS") {
+		var req documents.Request
+		require.NoError(t, json.Unmarshal(m.Data, &req))
+		for _, d := range req.Deliveries {
+			priorities[req.Tenant] = append(priorities[req.Tenant], d.Priority)
+		}
+	}
+	require.Equal(t, map[string][]notification.Priority{
+		"tiny": {notification.PriorityLow, notification.PriorityLow},
+		"acme": {notification.PriorityNormal, notification.PriorityNormal},
+	}, priorities)
 }

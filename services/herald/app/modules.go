@@ -87,7 +87,7 @@ func (a *App) buildRouter(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.routerC.Registry, a.routerC.RequireRegistered = registry, *a.cfg.Tenants.RequireRegistered
+	a.routerC.Registry, a.routerC.RequireRegistered, a.routerC.Plans = registry, *a.cfg.Tenants.RequireRegistered, a.cfg.Plans
 	return router.New(a.js, a.routerC)
 }
 
