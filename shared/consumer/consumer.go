@@ -77,18 +77,10 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 	info := c.CachedInfo()
 	every := max(info.Config.AckWait/3, 100*time.Millisecond)
 	name := info.Name
-	s := settler{js: cfg.JetStream, maxDeliver: info.Config.MaxDeliver, logger: logger.With("consumer", name)}
-	handle := func(ctx context.Context, msg jetstream.Msg) Outcome { return s.settle(ctx, msg, h(ctx, msg)) }
-	if cfg.MeterProvider != nil {
-		counted, err := Counted(cfg.MeterProvider, info.Stream, name)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		handle = counted(handle)
-	}
-	if cfg.TracerProvider != nil {
-		handle = Traced(cfg.TracerProvider, name)(handle)
+	handle, err := wrap(cfg, info.Stream, name, info.Config.MaxDeliver, h)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	for range n {
 		l.workers.Go(func() {
@@ -124,6 +116,25 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 		}
 	}
 	return l, nil
+}
+
+// wrap is h as a loop runs it: settled by its outcome, counted and traced
+// when cfg says so.
+func wrap(cfg Config, stream, name string, maxDeliver int, h Handler) (Handler, error) {
+	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	s := settler{js: cfg.JetStream, maxDeliver: maxDeliver, logger: logger.With("consumer", name)}
+	handle := func(ctx context.Context, msg jetstream.Msg) Outcome { return s.settle(ctx, msg, h(ctx, msg)) }
+	if cfg.MeterProvider != nil {
+		counted, err := Counted(cfg.MeterProvider, stream, name)
+		if err != nil {
+			return nil, err
+		}
+		handle = counted(handle)
+	}
+	if cfg.TracerProvider != nil {
+		handle = Traced(cfg.TracerProvider, name)(handle)
+	}
+	return handle, nil
 }
 
 // dispatch hands a message to a free worker. After a shutdown ran out of

@@ -1,0 +1,421 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Class is one queue of a Fair loop: the subjects <Prefix>.<key> (a
+// channel and priority's deliveries, one subject per tenant), served in
+// turn by key, and its share of the workers when every class has work.
+type Class struct {
+	// Name names the class in logs and metrics, and prefixes its keys'
+	// consumers: <Name>_<key>.
+	Name string
+	// Prefix is the subjects' common part, without the key's token:
+	// "notify.email.normal".
+	Prefix string
+	// Weight is the class's share of the workers while others have work
+	// too. At least 1.
+	Weight int
+	// Template is what each key's consumer is made from (ack wait, max
+	// deliver, max ack pending): the durable declared for the class.
+	Template jetstream.ConsumerConfig
+}
+
+// FairConfig configures a Fair loop.
+type FairConfig struct {
+	Config
+	// Stream holds the classes' subjects. A work-queue stream must have
+	// no other consumer overlapping them.
+	Stream  string
+	Classes []Class
+	// Ready, when set, is asked before a key is served: false holds the
+	// key back until the time it gives (a tenant over its rate).
+	Ready func(ctx context.Context, class, key string) (bool, time.Time)
+	// Discover is how often the stream is asked which keys have a
+	// backlog (new messages wake the loop at once). Defaults to 1 s.
+	Discover time.Duration
+	// Idle is how long a key's consumer outlives its last pull; the
+	// server removes it then. Defaults to 10 minutes.
+	Idle time.Duration
+}
+
+// Fair consumes several classes of keyed subjects so that no key's
+// backlog delays another key's messages: each key with messages gets its
+// own consumer (created when its first message is seen, removed by the
+// server once idle), and the workers take one message at a time from the
+// next key in turn — round robin within a class, the classes by weight
+// (smooth weighted round robin), so a low class keeps its share under a
+// flood in a higher one.
+//
+// Consumers are per key and cheap: R1, in memory. Losing one (a server
+// restart) loses only its delivery state; its unacknowledged messages
+// are delivered again, which handlers must bear anyway.
+type Fair struct {
+	cfg     FairConfig
+	stream  jetstream.Stream
+	handle  Handler
+	logger  *slog.Logger
+	subs    []*nats.Subscription
+	found   chan foundKey
+	wake    chan struct{}
+	quit    chan struct{}
+	cancel  context.CancelFunc
+	workers sync.WaitGroup
+
+	mu      sync.Mutex
+	classes []*classState
+}
+
+type foundKey struct {
+	class *classState
+	key   string
+}
+
+type classState struct {
+	Class
+	current int // smooth weighted round robin
+	ring    []*keyState
+	next    int
+	keys    map[string]*keyState
+}
+
+type keyState struct {
+	key      string
+	consumer jetstream.Consumer
+	// empty: the last pull found nothing; waits for a new message or the
+	// next discovery. readyAt: held back until then (Ready said no).
+	empty   bool
+	readyAt time.Time
+	busy    int
+}
+
+// StartFair begins consuming. Like Start, handlers run detached from
+// ctx's cancellation; Stop drains.
+func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
+	if cfg.JetStream == nil {
+		return nil, errors.New("consumer: Config.JetStream is required")
+	}
+	if len(cfg.Classes) == 0 {
+		return nil, errors.New("consumer: a fair loop needs a class")
+	}
+	cfg.Discover = cmp.Or(cfg.Discover, time.Second)
+	cfg.Idle = cmp.Or(cfg.Idle, 10*time.Minute)
+	stream, err := cfg.JetStream.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: stream %s: %w", cfg.Stream, err)
+	}
+	f := &Fair{cfg: cfg, stream: stream, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		found: make(chan foundKey, 1024), wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	maxDeliver := 0
+	for _, c := range cfg.Classes {
+		c.Weight = max(c.Weight, 1)
+		f.classes = append(f.classes, &classState{Class: c, keys: map[string]*keyState{}})
+		maxDeliver = max(maxDeliver, c.Template.MaxDeliver)
+	}
+	names := make([]string, len(cfg.Classes))
+	for i, c := range cfg.Classes {
+		names[i] = c.Name
+	}
+	if f.handle, err = wrap(cfg.Config, cfg.Stream, strings.Join(names, ","), maxDeliver, h); err != nil {
+		return nil, err
+	}
+	nc := cfg.JetStream.Conn()
+	for _, c := range f.classes {
+		sub, err := nc.Subscribe(c.Prefix+".*", func(m *nats.Msg) { f.seen(c, m.Subject) })
+		if err != nil {
+			f.unsubscribe()
+			return nil, fmt.Errorf("consumer: watching %s: %w", c.Prefix, err)
+		}
+		f.subs = append(f.subs, sub)
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	if err := f.discover(hctx); err != nil {
+		f.unsubscribe()
+		cancel()
+		return nil, err
+	}
+	f.workers.Go(func() { f.follow(hctx) })
+	for range max(cfg.Concurrency, 1) {
+		f.workers.Go(func() { f.work(hctx) })
+	}
+	return f, nil
+}
+
+// seen is a new message on a class's subject: its key has work.
+func (f *Fair) seen(c *classState, subject string) {
+	key := subject[strings.LastIndexByte(subject, '.')+1:]
+	f.mu.Lock()
+	k, known := c.keys[key]
+	if known {
+		k.empty = false
+	}
+	f.mu.Unlock()
+	if !known {
+		select {
+		case f.found <- foundKey{c, key}:
+		default: // the next discovery finds it
+		}
+	}
+	f.signal()
+}
+
+func (f *Fair) signal() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// follow adds the keys new messages name, and asks the stream which keys
+// have a backlog every Discover.
+func (f *Fair) follow(ctx context.Context) {
+	t := time.NewTicker(f.cfg.Discover)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.quit:
+			return
+		case fk := <-f.found:
+			if err := f.add(ctx, fk.class, fk.key); err != nil {
+				f.logger.WarnContext(ctx, "fair consumer not created", "class", fk.class.Name, "key", fk.key, "error", err)
+			}
+			f.signal()
+		case <-t.C:
+			if err := f.discover(ctx); err != nil {
+				f.logger.WarnContext(ctx, "fair loop: backlog not read", "stream", f.cfg.Stream, "error", err)
+			}
+		}
+	}
+}
+
+// discover reads which keys of each class have messages: each gets a
+// consumer and is marked as having work; a key with none, whose
+// consumer found nothing last, leaves the ring (the server removes its
+// consumer once idle).
+func (f *Fair) discover(ctx context.Context) error {
+	for _, c := range f.classes {
+		info, err := f.stream.Info(ctx, jetstream.WithSubjectFilter(c.Prefix+".*"))
+		if err != nil {
+			return err
+		}
+		backlog := map[string]bool{}
+		for subject, n := range info.State.Subjects {
+			if n > 0 {
+				backlog[subject[len(c.Prefix)+1:]] = true
+			}
+		}
+		for key := range backlog {
+			if err := f.add(ctx, c, key); err != nil {
+				return err
+			}
+		}
+		f.mu.Lock()
+		for key, k := range c.keys {
+			switch {
+			case backlog[key]:
+				k.empty = false
+			case k.empty && k.busy == 0:
+				delete(c.keys, key)
+				c.ring = slices.DeleteFunc(c.ring, func(x *keyState) bool { return x == k })
+			}
+		}
+		f.mu.Unlock()
+	}
+	f.signal()
+	return nil
+}
+
+// add makes sure key has a consumer and a place in its class's ring.
+func (f *Fair) add(ctx context.Context, c *classState, key string) error {
+	f.mu.Lock()
+	_, ok := c.keys[key]
+	f.mu.Unlock()
+	if ok {
+		return nil
+	}
+	cc := c.Template
+	cc.Name, cc.Durable = c.Name+"_"+key, ""
+	cc.Description = fmt.Sprintf("%s, key %s, served in turn with the class's other keys; removed once idle", c.Name, key)
+	cc.FilterSubject, cc.FilterSubjects = c.Prefix+"."+key, nil
+	cc.InactiveThreshold, cc.MemoryStorage, cc.Replicas = f.cfg.Idle, true, 1
+	cons, err := f.stream.CreateOrUpdateConsumer(ctx, cc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := c.keys[key]; !ok {
+		k := &keyState{key: key, consumer: cons}
+		c.keys[key] = k
+		c.ring = append(c.ring, k)
+	}
+	return nil
+}
+
+// work takes the next key's next message, until Stop.
+func (f *Fair) work(ctx context.Context) {
+	for {
+		select {
+		case <-f.quit:
+			return
+		default:
+		}
+		c, k, wait := f.pick()
+		if k == nil {
+			select {
+			case <-f.quit:
+				return
+			case <-f.wake:
+				f.signal() // wake the next idle worker too
+			case <-time.After(wait):
+			}
+			continue
+		}
+		f.serve(ctx, c, k)
+	}
+}
+
+// pick is the next key to serve: the class by smooth weighted round robin
+// among those with a key to serve, then that class's next key. With none,
+// wait is how long until a held-back key is ready.
+func (f *Fair) pick() (*classState, *keyState, time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	wait := f.cfg.Discover
+	candidate := func(k *keyState) bool {
+		if k.empty {
+			return false
+		}
+		if d := k.readyAt.Sub(now); d > 0 {
+			wait = min(wait, d)
+			return false
+		}
+		return true
+	}
+	var (
+		best  *classState
+		total int
+	)
+	for _, c := range f.classes {
+		if !slices.ContainsFunc(c.ring, candidate) {
+			continue
+		}
+		c.current += c.Weight
+		total += c.Weight
+		if best == nil || c.current > best.current {
+			best = c
+		}
+	}
+	if best == nil {
+		return nil, nil, wait
+	}
+	best.current -= total
+	for range best.ring {
+		k := best.ring[best.next%len(best.ring)]
+		best.next = (best.next + 1) % len(best.ring)
+		if candidate(k) {
+			k.busy++
+			return best, k, 0
+		}
+	}
+	return nil, nil, wait
+}
+
+// serve pulls one message of k, if Ready allows, and handles it.
+func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
+	defer func() {
+		f.mu.Lock()
+		k.busy--
+		f.mu.Unlock()
+	}()
+	if f.cfg.Ready != nil {
+		if ok, until := f.cfg.Ready(ctx, c.Name, k.key); !ok {
+			f.mu.Lock()
+			k.readyAt = until
+			f.mu.Unlock()
+			return
+		}
+	}
+	batch, err := k.consumer.FetchNoWait(1)
+	if err != nil {
+		f.logger.WarnContext(ctx, "fair pull", "class", c.Name, "key", k.key, "error", err)
+		f.hold(k, time.Second)
+		return
+	}
+	msg, ok := <-batch.Messages()
+	if !ok {
+		if err := batch.Error(); errors.Is(err, jetstream.ErrNoMessages) || err == nil {
+			f.mu.Lock()
+			k.empty = true
+			f.mu.Unlock()
+		} else {
+			// A consumer the server removed (idle too long): made again
+			// on the next sighting.
+			f.logger.WarnContext(ctx, "fair pull", "class", c.Name, "key", k.key, "error", err)
+			f.drop(c, k)
+		}
+		return
+	}
+	every := max(c.Template.AckWait/3, 100*time.Millisecond)
+	stop := keepAlive(msg, every)
+	f.handle(ctx, msg)
+	stop()
+}
+
+func (f *Fair) hold(k *keyState, d time.Duration) {
+	f.mu.Lock()
+	k.readyAt = time.Now().Add(d)
+	f.mu.Unlock()
+}
+
+func (f *Fair) drop(c *classState, k *keyState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.keys[k.key] == k {
+		delete(c.keys, k.key)
+		c.ring = slices.DeleteFunc(c.ring, func(x *keyState) bool { return x == k })
+	}
+}
+
+func (f *Fair) unsubscribe() {
+	for _, s := range f.subs {
+		_ = s.Unsubscribe()
+	}
+}
+
+// Stop stops taking messages and waits until every message in hand is
+// settled; if ctx ends first, handlers are cancelled and ctx's error is
+// returned once they returned.
+func (f *Fair) Stop(ctx context.Context) error {
+	f.unsubscribe()
+	close(f.quit)
+	done := make(chan struct{})
+	go func() {
+		f.workers.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		f.cancel()
+		<-done
+	}
+	f.cancel()
+	return err
+}

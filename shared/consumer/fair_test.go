@@ -1,0 +1,145 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/heraldtest"
+)
+
+// fairQueue is a work-queue stream of keyed subjects q.<class>.<key>,
+// with n messages published on each subject counts names.
+func fairQueue(t *testing.T, counts map[string]int) *heraldtest.NATS {
+	t.Helper()
+	n := heraldtest.StartNATS(t)
+	ctx := heraldtest.Context(t)
+	_, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "Q", Subjects: []string{"q.*.*"}, Retention: jetstream.WorkQueuePolicy})
+	require.NoError(t, err)
+	for _, subject := range slices.Sorted(maps.Keys(counts)) {
+		for i := range counts[subject] {
+			_, err := n.JS.PublishAsync(subject, []byte(fmt.Sprint(i)))
+			require.NoError(t, err)
+		}
+	}
+	select {
+	case <-n.JS.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("publishing")
+	}
+	return n
+}
+
+// handled records the subjects a fair loop handled, in order.
+type handled struct {
+	mu       sync.Mutex
+	subjects []string
+}
+
+func (h *handled) handle(_ context.Context, msg jetstream.Msg) consumer.Outcome {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.subjects = append(h.subjects, msg.Subject())
+	return consumer.Done()
+}
+
+func (h *handled) list() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.subjects)
+}
+
+func (h *handled) wait(t *testing.T, n int) []string {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(h.list()) >= n }, 30*time.Second, 5*time.Millisecond)
+	return h.list()
+}
+
+func class(name string, weight int) consumer.Class {
+	return consumer.Class{Name: name, Prefix: "q." + name, Weight: weight,
+		Template: jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 100}}
+}
+
+func startFair(t *testing.T, n *heraldtest.NATS, h consumer.Handler, cfg consumer.FairConfig) {
+	t.Helper()
+	cfg.JetStream, cfg.Stream = n.JS, "Q"
+	f, err := consumer.StartFair(heraldtest.Context(t), h, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, f.Stop(ctx))
+	})
+}
+
+// A backlog of 500 of key a's does not delay key b's five: served in turn,
+// b's are done among the first ten, and a's all follow.
+func TestAKeysBacklogDoesNotDelayAnothersMessages(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 500, "q.low.b": 5})
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}})
+	got := h.wait(t, 505)
+	require.Len(t, got, 505)
+	last := -1
+	for i, s := range got {
+		if s == "q.low.b" {
+			last = i
+		}
+	}
+	require.Less(t, last, 10, "b's messages were served in turn with a's: %v", got[:12])
+}
+
+// Under a flood in both, a class of weight 3 gets three messages for each
+// one of a class of weight 1: the low class keeps its share.
+func TestClassesShareTheWorkersByWeight(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.critical.a": 200, "q.low.a": 200})
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("critical", 3), class("low", 1)}})
+	got := h.wait(t, 400)[:40]
+	low := 0
+	for _, s := range got {
+		if strings.HasPrefix(s, "q.low.") {
+			low++
+		}
+	}
+	require.Equal(t, 10, low, "a quarter of the first 40: %v", got)
+}
+
+// A key held back by Ready is not served while another is; a message on a
+// key never seen before is served at once, without waiting for the next
+// discovery.
+func TestReadyHoldsAKeyBackAndNewKeysAreServedAtOnce(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 3})
+	h := &handled{}
+	var (
+		mu   sync.Mutex
+		open bool
+	)
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Discover: time.Hour,
+		Ready: func(_ context.Context, _, key string) (bool, time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			return key != "a" || open, time.Now().Add(20 * time.Millisecond)
+		}})
+	_, err := n.JS.Publish(heraldtest.Context(t), "q.low.b", []byte("b"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"q.low.b"}, h.wait(t, 1), "b is served; a is held back")
+	time.Sleep(100 * time.Millisecond)
+	require.Len(t, h.list(), 1)
+	mu.Lock()
+	open = true
+	mu.Unlock()
+	require.Equal(t, []string{"q.low.b", "q.low.a", "q.low.a", "q.low.a"}, h.wait(t, 4))
+}
