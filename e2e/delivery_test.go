@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/mail"
 	"slices"
@@ -248,4 +249,61 @@ func TestLoadWithDuplicatesAndFaultsSendsEachEmailOnce(t *testing.T) {
 		}
 	}
 	t.Logf("provider calls: ses %d, sendgrid %d", f.ses.Calls(), f.sg.Calls())
+}
+
+// With scheduling.fair, one tenant's backlog does not delay another's: a
+// bulk tenant's 300 deliveries are queued, then acme's 5, and acme's are
+// among the first delivered — where first come, first served would
+// deliver them last.
+func TestATenantsBacklogDoesNotDelayAnothers(t *testing.T) {
+	t.Parallel()
+	for _, fair := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
+			t.Parallel()
+			p := startPipeline(t, func(c *app.Config) {
+				c.Scheduling.Fair = fair
+				c.Services = []string{"delivery"}
+			})
+			job := func(tenant string, i int) {
+				key := fmt.Sprintf("%s:job:%04d", tenant, i)
+				d := notification.Delivery{ID: notification.ID(key), DedupeKey: key, Tenant: tenant, Channel: event.ChannelEmail,
+					Priority: notification.PriorityNormal, Recipient: notification.Recipient{Address: fmt.Sprintf("r%d@%s.example", i, tenant)},
+					Locale: "en", Message: &notification.Message{Subject: "Hello", Text: "Hello.\n"},
+					Event: notification.EventRef{ID: key, Type: "job"}, CreatedAt: time.Now()}
+				b, err := json.Marshal(d)
+				require.NoError(t, err)
+				p.publishAsync(t, notification.Subject(d.Channel, d.Priority, tenant), key, b)
+			}
+			for i := range 300 {
+				job("bulk", i)
+			}
+			p.waitPublished(t)
+			for i := range 5 {
+				job("acme", i)
+			}
+			p.waitPublished(t)
+			p.settle(t)
+
+			var order []string // tenants, in the order their deliveries were told
+			for _, m := range heraldtest.StreamMessages(t, p.js, "STATUS") {
+				var st notification.Status
+				require.NoError(t, json.Unmarshal(m.Data, &st))
+				if st.State == "delivered" {
+					order = append(order, st.Tenant)
+				}
+			}
+			require.Len(t, order, 305)
+			lastAcme := 0
+			for i, tenant := range order {
+				if tenant == "acme" {
+					lastAcme = i
+				}
+			}
+			if fair {
+				require.Less(t, lastAcme, 60, "acme's five were served in turn with bulk's backlog")
+			} else {
+				require.Greater(t, lastAcme, 250, "first come, first served: acme's five wait for bulk's backlog")
+			}
+		})
+	}
 }

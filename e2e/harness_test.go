@@ -22,7 +22,6 @@ import (
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
-	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
@@ -164,11 +163,6 @@ func (p *pipeline) settle(t *testing.T) {
 		consumers = append(consumers, [2]string{s, router.Durable})
 	}
 	consumers = append(consumers, [2]string{pdf.Stream, pdf.Durable})
-	for _, ch := range event.Channels {
-		for _, d := range delivery.Durables(ch) {
-			consumers = append(consumers, [2]string{delivery.Stream, d})
-		}
-	}
 	// backlog is what the consumers have yet to finish.
 	backlog := func() (n uint64) {
 		for _, c := range consumers {
@@ -177,7 +171,11 @@ func (p *pipeline) settle(t *testing.T) {
 			ci := info.CachedInfo()
 			n += ci.NumPending + uint64(ci.NumAckPending)
 		}
-		return n
+		// NOTIFY is a work queue: a delivery leaves it when acknowledged,
+		// whichever consumer — per priority, or per tenant — took it.
+		notify, err := p.js.Stream(heraldtest.Context(t), delivery.Stream)
+		require.NoError(t, err)
+		return n + notify.CachedInfo().State.Msgs
 	}
 	// A pipeline that keeps making progress is waited for (a loaded CI
 	// machine is slow, not stuck); one that makes none for a minute failed.

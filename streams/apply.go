@@ -83,6 +83,10 @@ type Options struct {
 	// entry outlives its last write (0 keeps it forever). Streams not named
 	// keep their declared value; naming an undeclared stream is an error.
 	MaxAge map[string]time.Duration
+	// Templates are the streams whose declared consumers are not created:
+	// they are the templates of consumers made per tenant
+	// (scheduling.fair: NOTIFY).
+	Templates []string
 }
 
 // adjust applies the options to the declarations.
@@ -123,8 +127,8 @@ func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, e
 			return report, err
 		}
 		report = append(report, res)
-		if errors.Is(res.Err, errNotCreated) { // its consumers cannot exist either
-			continue
+		if errors.Is(res.Err, errNotCreated) || slices.Contains(opts.Templates, s.Config.Name) {
+			continue // its consumers cannot exist, or are made per tenant
 		}
 		for _, c := range s.Consumers {
 			res, err := applyConsumer(ctx, js, c)

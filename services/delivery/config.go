@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
@@ -98,6 +99,21 @@ type Config struct {
 	// TracerProvider, when set, traces every message handled; nil traces
 	// nothing.
 	TracerProvider trace.TracerProvider
+
+	// Fair serves tenants in turn (scheduling.fair): a consumer per tenant
+	// with a backlog, instead of one per priority taking deliveries first
+	// come, first served. Weights are the priorities' shares of the
+	// workers while all have work; Concurrency is then per priority too
+	// (the pool is Concurrency × 3).
+	Fair    bool
+	Weights map[notification.Priority]int
+}
+
+// DefaultWeights share the workers 6:3:1 between critical, normal and low
+// deliveries while all three have a backlog: critical first, and low never
+// starved (a tenth of the workers at least).
+var DefaultWeights = map[notification.Priority]int{
+	notification.PriorityCritical: 6, notification.PriorityNormal: 3, notification.PriorityLow: 1,
 }
 
 // WithDefaults returns the config with every unset field filled in
@@ -111,6 +127,9 @@ func (c Config) WithDefaults() Config {
 	c.RetryDelay = cmp.Or(c.RetryDelay, 2*time.Second)
 	c.MaxRetryDelay = cmp.Or(c.MaxRetryDelay, 5*time.Minute)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.Weights == nil {
+		c.Weights = DefaultWeights
+	}
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
 	}

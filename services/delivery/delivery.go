@@ -36,6 +36,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,6 +48,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/streams"
 )
 
 // Stream is the stream deliveries are consumed from.
@@ -67,6 +69,7 @@ type Service struct {
 	js      jetstream.JetStream
 	chain   chain
 	loops   consumer.Group
+	fair    *consumer.Fair
 	metrics metrics
 }
 
@@ -103,6 +106,9 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
+	if s.cfg.Fair {
+		return s.startFair(ctx)
+	}
 	for _, durable := range Durables(name) {
 		c, err := consumer.Lookup(ctx, s.js, Stream, durable)
 		if err != nil {
@@ -116,8 +122,53 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
+// startFair serves the channel's tenants in turn (consumer.Fair): one
+// class per priority, its consumers made per tenant from the durable
+// declared for the priority. That durable, if a FIFO deployment created
+// it, would overlap the tenants' consumers on the work queue, so it is
+// removed; its unacknowledged deliveries go to the tenants' consumers.
+func (s *Service) startFair(ctx context.Context) error {
+	declared, err := streams.Find(Stream)
+	if err != nil {
+		return fmt.Errorf("delivery: %w", err)
+	}
+	stream, err := s.js.Stream(ctx, Stream)
+	if err != nil {
+		return fmt.Errorf("delivery: %w", err)
+	}
+	name := s.cfg.Channel.Name()
+	var classes []consumer.Class
+	for i, p := range notification.Priorities {
+		durable := Durables(name)[i]
+		c, err := declared.Consumer(durable)
+		if err != nil {
+			return fmt.Errorf("delivery: %w", err)
+		}
+		if err := stream.DeleteConsumer(ctx, durable); err == nil {
+			s.cfg.Logger.InfoContext(ctx, "removed the FIFO consumer: tenants are served in turn", "consumer", durable)
+		} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("delivery: removing the FIFO consumer %s: %w", durable, err)
+		}
+		classes = append(classes, consumer.Class{Name: durable, Prefix: fmt.Sprintf("notify.%s.%s", name, p),
+			Weight: s.cfg.Weights[p], Template: c.Config})
+	}
+	w := worker{Service: s, lockTTL: s.cfg.lockTTL(classes[0].Template.AckWait)}
+	cfg := s.loops.Config
+	cfg.Concurrency *= len(classes)
+	s.fair, err = consumer.StartFair(ctx, w.handle, consumer.FairConfig{Config: cfg, Stream: Stream, Classes: classes})
+	if err != nil {
+		return fmt.Errorf("delivery: %w", err)
+	}
+	return nil
+}
+
 // Stop drains: sends under way finish and are acknowledged.
-func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
+func (s *Service) Stop(ctx context.Context) error {
+	if s.fair != nil {
+		return errors.Join(s.fair.Stop(ctx), s.loops.Stop(ctx))
+	}
+	return s.loops.Stop(ctx)
+}
 
 // ownTenant refuses a delivery that reaches outside its tenant or channel:
 // published on another tenant's subject (notify.<channel>.<priority>.<tenant>)

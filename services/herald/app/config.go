@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -121,6 +123,20 @@ type Config struct {
 		// with 503, and reads notifications from the ledger alone.
 		URL string `yaml:"url"`
 	} `yaml:"history"`
+
+	// Scheduling is how deliveries are taken from NOTIFY.
+	Scheduling struct {
+		// Fair serves tenants in turn: each tenant with a backlog gets a
+		// consumer of its own, and the workers take one delivery at a
+		// time from the next tenant, so one tenant's burst does not delay
+		// another's single order. Off, one consumer per channel and
+		// priority takes deliveries first come, first served. Defaults to
+		// false.
+		Fair bool `yaml:"fair"`
+		// Weights share the workers between priorities while all have a
+		// backlog. Defaults to critical 6, normal 3, low 1.
+		Weights map[notification.Priority]int `yaml:"weights"`
+	} `yaml:"scheduling"`
 
 	Tenants struct {
 		// RequireRegistered dead-letters the events of a tenant the
@@ -396,6 +412,17 @@ func (c Config) Validate() error {
 		problems = append(problems, fmt.Sprintf("streams.replicas: %d must be between 1 and 5", c.Streams.Replicas))
 	}
 	problems = append(problems, c.validateRetention()...)
+	for _, p := range slices.Sorted(maps.Keys(c.Scheduling.Weights)) {
+		switch w := c.Scheduling.Weights[p]; {
+		case !slices.Contains(notification.Priorities, p):
+			problems = append(problems, fmt.Sprintf("scheduling.weights.%s: not a priority (critical, normal, low)", p))
+		case w < 1:
+			problems = append(problems, fmt.Sprintf("scheduling.weights.%s: %d; a weight is at least 1", p, w))
+		}
+	}
+	if w := c.Scheduling.Weights; w != nil && len(w) != len(notification.Priorities) {
+		problems = append(problems, "scheduling.weights: give all three priorities a weight (critical, normal, low)")
+	}
 	for _, err := range []error{c.Plans.Validate(), c.Vault.Validate()} {
 		if err != nil {
 			problems = append(problems, err.Error())
@@ -447,7 +474,11 @@ func (c Config) runs(service string) bool { return slices.Contains(c.Services, s
 
 // StreamOptions adjusts the stream declarations to this configuration.
 func (c Config) StreamOptions() streams.Options {
-	return streams.Options{Replicas: c.Streams.Replicas, MaxAge: map[string]time.Duration{
+	var perTenant []string
+	if c.Scheduling.Fair {
+		perTenant = []string{"NOTIFY"}
+	}
+	return streams.Options{Replicas: c.Streams.Replicas, Templates: perTenant, MaxAge: map[string]time.Duration{
 		"KV_deliveries":       c.Ledger.Retention,
 		"KV_delivery_retries": c.Ledger.Retention,
 		"OBJ_documents":       c.Documents.Retention,

@@ -151,7 +151,7 @@ func (a *App) deliveryConfig(ch delivery.Channel, section string, d DeliveryConf
 		MaxTries: d.MaxTries, Platform: platform,
 		BreakerFailures: a.cfg.Breakers.Failures, BreakerCooldown: a.cfg.Breakers.Cooldown,
 		Logger: a.logger.With("service", "delivery", "channel", string(ch.Name())), MeterProvider: a.tel.MeterProvider(),
-		Tenants: a.tenants, TracerProvider: a.tracer,
+		Tenants: a.tenants, TracerProvider: a.tracer, Fair: a.cfg.Scheduling.Fair, Weights: a.cfg.Scheduling.Weights,
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
