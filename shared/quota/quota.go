@@ -98,9 +98,15 @@ type counted struct {
 
 // Add adds delta to the counter on subject and returns its new total.
 // With msgID set, adding twice under it within QUOTAS' duplicate window
-// adds once; the second answer is the total the first one made (or, when
-// that message was already replaced, the current total).
+// adds once; the second answer is the total the first one made, or — when
+// that message was already replaced — the current total.
 func (c *Counter) Add(ctx context.Context, subject string, delta int64, msgID string) (int64, error) {
+	total, _, err := c.add(ctx, subject, delta, msgID)
+	return total, err
+}
+
+// add is Add, saying whether msgID had already counted.
+func (c *Counter) add(ctx context.Context, subject string, delta int64, msgID string) (total int64, duplicate bool, err error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	msg := nats.NewMsg(subject)
@@ -110,25 +116,27 @@ func (c *Counter) Add(ctx context.Context, subject string, delta int64, msgID st
 	}
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return 0, ErrNoStream
+		return 0, false, ErrNoStream
 	}
 	if err != nil {
-		return 0, fmt.Errorf("quota: counting on %s: %w", subject, err)
+		return 0, false, fmt.Errorf("quota: counting on %s: %w", subject, err)
 	}
 	var ack counted
 	if err := json.Unmarshal(reply.Data, &ack); err != nil {
-		return 0, fmt.Errorf("quota: counting on %s: not an acknowledgement: %q", subject, reply.Data)
+		return 0, false, fmt.Errorf("quota: counting on %s: not an acknowledgement: %q", subject, reply.Data)
 	}
 	if ack.Error != nil {
-		return 0, fmt.Errorf("quota: counting on %s: %s (%d)", subject, ack.Error.Description, ack.Error.ErrCode)
+		return 0, false, fmt.Errorf("quota: counting on %s: %s (%d)", subject, ack.Error.Description, ack.Error.ErrCode)
 	}
 	if ack.Duplicate {
 		if total, found, err := c.at(ctx, ack.Sequence); err == nil && found {
-			return total, nil
+			return total, true, nil
 		}
-		return c.Get(ctx, subject)
+		total, err := c.Get(ctx, subject)
+		return total, true, err
 	}
-	return parseVal(subject, ack.Val)
+	total, err = parseVal(subject, ack.Val)
+	return total, false, err
 }
 
 // Get reads the counter's total on subject: the last message for it, by

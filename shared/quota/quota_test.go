@@ -163,3 +163,24 @@ func TestKeysStayOneToken(t *testing.T) {
 	_, err := b.counter.Count(heraldtest.Context(t), quota.Key{Tenant: "acme.>", Channel: "email", Month: "2026-12"}, quota.Limit{}, "")
 	require.ErrorContains(t, err, `tenant "acme.>" cannot be a subject token`)
 }
+
+// A copy that counts again under its id after a crash is refused at the
+// quota, and the count stays honest whether or not its first counting was
+// refused and undone before the crash.
+func TestCountingAgainAtTheQuotaRefuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	limit := quota.Limit{PerMonth: 2, Limited: true}
+	for _, id := range []string{"a", "b", "c"} {
+		_, err := b.counter.Count(ctx, december, limit, id)
+		require.NoError(t, err)
+	}
+	u, err := b.counter.Count(ctx, december, limit, "c")
+	require.NoError(t, err)
+	require.True(t, u.Refused, "c was refused the first time")
+	usage, err := b.counter.Usage(ctx, december, limit)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, usage.Used)
+	require.EqualValues(t, 1, usage.Refused, "refused once")
+}

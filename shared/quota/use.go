@@ -44,13 +44,13 @@ func (u Use) Err() error {
 // gives the same answer.
 //
 // Over quota, the notification is taken off the count again and counted
-// as refused, so the count says what was sent, and a notification redriven
+// as refused (each under an id derived from msgID, so once), so the count says what was sent, and a notification redriven
 // after an upgrade is counted then.
 func (c *Counter) Count(ctx context.Context, key Key, limit Limit, msgID string) (Use, error) {
 	if err := key.validate(); err != nil {
 		return Use{}, err
 	}
-	used, err := c.Add(ctx, key.Subject(), 1, msgID)
+	used, again, err := c.add(ctx, key.Subject(), 1, msgID)
 	if err != nil {
 		return Use{}, err
 	}
@@ -58,7 +58,11 @@ func (c *Counter) Count(ctx context.Context, key Key, limit Limit, msgID string)
 	if !limit.Limited {
 		return u, nil
 	}
-	if used > limit.PerMonth {
+	// Counted already under msgID (a copy redelivered after a crash): what
+	// was decided then is unknown, and the total may already be back from
+	// an undo. At the quota, refuse: the undo is deduped if it was done,
+	// and done now if not, so the count stays honest either way.
+	if used > limit.PerMonth || again && used >= limit.PerMonth {
 		u.Refused = true
 		if u.Used, err = c.Add(ctx, key.Subject(), -1, undoID(msgID, "undo")); err != nil {
 			return Use{}, fmt.Errorf("quota: taking a refused notification off the count: %w", err)
