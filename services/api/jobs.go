@@ -74,7 +74,7 @@ func registerJobs(s *Service) {
 		Security:      needs(ScopeSend),
 		MaxBodyBytes:  s.bodyLimit(),
 		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
-			http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
+			http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}, s.sendJob)
 }
 
@@ -106,6 +106,11 @@ func (s *Service) sendJob(ctx context.Context, in *jobInput) (*jobOutput, error)
 	case prev != nil:
 		out := &jobOutput{Status: prev.Status, Replayed: "true"}
 		return out, s.replayed(ctx, jobsRoute, job.Tenant, prev, &out.Body)
+	}
+	// After the replay: a request answered before keeps its answer.
+	if err := s.withinQuota(ctx, st, job.Tenant, event.Channel(job.Channel)); err != nil {
+		s.release(ctx, c)
+		return nil, err
 	}
 	out, err := s.publishJob(ctx, st, job, key)
 	if err != nil {
