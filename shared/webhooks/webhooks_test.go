@@ -36,7 +36,7 @@ func TestEndpointsAreEachTenantsOwn(t *testing.T) {
 	require.True(t, e.Wants("notification.delivered"))
 	require.True(t, e.Wants("webhook.endpoint_disabled"))
 	require.Equal(t, "https://erp.acme.example/…", e.ShownURL(), "shown without its path")
-	require.False(t, e.Wants("tenant.quota.warning"))
+	require.True(t, e.Wants("tenant.quota.warning"))
 
 	_, err = s.Find(ctx, "globex", e.ID)
 	require.ErrorIs(t, err, webhooks.ErrNotFound, "another tenant's endpoint is not found")
