@@ -119,6 +119,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_api_keys":          {jetstream.LimitsPolicy, []string{"$KV.api_keys.>"}, nil},
 		"KV_idempotency":       {jetstream.LimitsPolicy, []string{"$KV.idempotency.>"}, nil},
 		"KV_webhook_endpoints": {jetstream.LimitsPolicy, []string{"$KV.webhook_endpoints.>"}, nil},
+		"QUOTAS":               {jetstream.LimitsPolicy, []string{"quota.*.*.*", "quota.*.*.*.refused"}, nil},
 		"OBJ_documents":        {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
@@ -146,7 +147,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 // What is kept, and for how long: the ledger and its retry index forget
 // after 90 days (ledger.retention), documents are kept until someone
 // decides otherwise (documents.retention), tenants until they are deleted,
-// an Idempotency-Key is answered for 24 hours (api.idempotency_ttl).
+// an Idempotency-Key is answered for 24 hours (api.idempotency_ttl),
+// usage counts for 400 days.
 func TestDeclaredRetention(t *testing.T) {
 	t.Parallel()
 	want := map[string]time.Duration{
@@ -155,6 +157,9 @@ func TestDeclaredRetention(t *testing.T) {
 		"KV_idempotency":      24 * time.Hour,
 		"OBJ_documents":       0,
 		"KV_tenants":          0,
+		// A month's counts outlive the month by a year and a bit, for
+		// last year's same month.
+		"QUOTAS": 400 * 24 * time.Hour,
 	}
 	for name, age := range want {
 		s, err := streams.Find(name)
@@ -171,7 +176,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 37)
+	require.Len(t, report, 38)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

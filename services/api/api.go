@@ -61,7 +61,7 @@ type stores struct {
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
-	registerTenants, registerKeys, registerProviders, registerWebhooks}
+	registerTenants, registerKeys, registerProviders, registerWebhooks, registerUsage}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {

@@ -107,6 +107,11 @@ func (s *Service) sendJob(ctx context.Context, in *jobInput) (*jobOutput, error)
 		out := &jobOutput{Status: prev.Status, Replayed: "true"}
 		return out, s.replayed(ctx, jobsRoute, job.Tenant, prev, &out.Body)
 	}
+	// After the replay: a request answered before keeps its answer.
+	if err := s.withinQuota(ctx, st, job.Tenant, event.Channel(job.Channel)); err != nil {
+		s.release(ctx, c)
+		return nil, err
+	}
 	out, err := s.publishJob(ctx, st, job, key)
 	if err != nil {
 		s.release(ctx, c)

@@ -13,9 +13,11 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
@@ -34,6 +36,11 @@ type Ledger interface {
 // error, when set, is why a tenant's notifications are not sent now.
 type Tenants interface {
 	Admit(tenant string, requireRegistered bool) error
+}
+
+// Quotas says a tenant's monthly quota on a channel (quota.Plans).
+type Quotas interface {
+	Limit(tenant string, c event.Channel) quota.Limit
 }
 
 // Config configures the delivery of one channel.
@@ -55,6 +62,13 @@ type Config struct {
 	// be registered is the router's check, not repeated here. Defaults to
 	// none: every tenant is served.
 	Registry Tenants
+	// Quotas, when set, count every notification against its tenant's
+	// monthly quota on the channel (the QUOTAS counters) when it is first
+	// claimed, before any provider is called: one over quota is not sent
+	// but dead-lettered, "quota exceeded: email 100/100 (2026-12)", to be
+	// redriven (and counted again) after an upgrade. Defaults to none:
+	// nothing is counted.
+	Quotas Quotas
 	// Concurrency is how many messages are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int

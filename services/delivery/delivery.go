@@ -27,7 +27,10 @@
 // with its reason, then terminated; so is the last allowed try
 // (Config.MaxTries), recorded as failed-but-retryable for the resend sweep.
 // A notification of a suspended tenant (Config.Registry) is dead-lettered
-// with the reason before step 1, and nothing of it is recorded.
+// with the reason before step 1, and nothing of it is recorded. Between
+// steps 2 and 3 a notification claimed for the first time is counted
+// against its tenant's monthly quota (Config.Quotas); one over it is
+// dead-lettered, not sent.
 // The consumer's MaxDeliver is only a safety net for crash loops.
 //
 // Handlers return what should happen to their message; shared/consumer
@@ -48,6 +51,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -71,6 +75,7 @@ type Service struct {
 	loops   consumer.Group
 	fair    *consumer.Fair
 	metrics metrics
+	counter *quota.Counter
 }
 
 // New validates cfg (after filling its defaults) and returns a worker.
@@ -80,7 +85,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	channel := string(cfg.Channel.Name())
-	s := &Service{cfg: cfg, js: js, chain: chain{timeout: cfg.ProviderTimeout}}
+	s := &Service{cfg: cfg, js: js, chain: chain{timeout: cfg.ProviderTimeout}, counter: quota.New(js)}
 	var err error
 	if s.metrics, err = newMetrics(cfg.MeterProvider, channel, cfg.Tenants, cfg.Platform); err != nil {
 		return nil, err

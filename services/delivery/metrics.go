@@ -19,6 +19,7 @@ type metrics struct {
 	ambiguous metric.Int64Counter
 	lockBusy  metric.Int64Counter
 	unguarded metric.Int64Counter
+	quota     metric.Int64Counter
 	latency   metric.Float64Histogram
 	endToEnd  metric.Float64Histogram
 	tenants   *telemetry.Labels
@@ -37,9 +38,9 @@ func newMetrics(mp metric.MeterProvider, channel string, tenants *telemetry.Labe
 	for _, p := range platform {
 		x.platform[p] = true
 	}
-	var errs [6]error
+	var errs [7]error
 	x.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
-		metric.WithDescription("Delivery outcomes by channel, provider (a platform provider, or tenant for a tenant's own account) and outcome: delivered, retry, failed, exhausted, fallback (failed, handed to the fallback's next channel), duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired), refused (the tenant is suspended)."))
+		metric.WithDescription("Delivery outcomes by channel, provider (a platform provider, or tenant for a tenant's own account) and outcome: delivered, retry, failed, exhausted, fallback (failed, handed to the fallback's next channel), duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired), refused (the tenant is suspended), over_quota (refused past the tenant's monthly quota)."))
 	x.ambiguous, errs[1] = m.Int64Counter("herald.delivery.ambiguous",
 		metric.WithDescription("Tries where a provider may have accepted before failing (timeouts): the residual at-least-once window."))
 	x.lockBusy, errs[2] = m.Int64Counter("herald.delivery.lock_contention",
@@ -52,6 +53,8 @@ func newMetrics(mp metric.MeterProvider, channel string, tenants *telemetry.Labe
 	x.endToEnd, errs[5] = m.Float64Histogram("herald.notification.latency", metric.WithUnit("s"),
 		metric.WithDescription("End to end: from the event being stored in its stream (ORDERS, INVENTORY) to a provider accepting its notification, routing and rendering included; a redriven or resent notification counts from its original event."),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
+	x.quota, errs[6] = m.Int64Counter("herald.quota.events",
+		metric.WithDescription("Monthly quota events by channel, tenant and event: warning (80 % used), exceeded (100 % used), refused (a notification over quota, dead-lettered unsent)."))
 	return x, errors.Join(errs[:]...)
 }
 

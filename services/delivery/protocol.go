@@ -105,6 +105,9 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome 
 			return o
 		}
 	}
+	if o, ok := w.count(ctx, j); !ok {
+		return o
+	}
 	return w.try(ctx, j)
 }
 

@@ -48,7 +48,7 @@ func TestStreamsPrint(t *testing.T) {
 
 	out, err = herald(t, "streams", "print")
 	require.NoError(t, err)
-	require.Equal(t, 37, strings.Count(out, "# streams/"))
+	require.Equal(t, 38, strings.Count(out, "# streams/"))
 }
 
 func TestStreamsApplyAndPublish(t *testing.T) {
@@ -58,10 +58,10 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 
 	out, err := herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 37, strings.Count(out, "created "), out)
+	require.Equal(t, 38, strings.Count(out, "created "), out)
 	out, err = herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 37, strings.Count(out, "unchanged "), out)
+	require.Equal(t, 38, strings.Count(out, "unchanged "), out)
 
 	out, err = herald(t, "publish", "../../examples/events/order.created.json")
 	require.NoError(t, err)

@@ -28,7 +28,7 @@ indie, startup and enterprise, or one the config file's plans: section adds),
 a status (a suspended tenant's traffic is dead-lettered, not dropped), a
 default sending identity and an ordered provider chain.`,
 	}
-	cmd.AddCommand(tenantsCreateCommand(), tenantsListCommand(), tenantsShowCommand(), tenantsSetCommand())
+	cmd.AddCommand(tenantsCreateCommand(), tenantsListCommand(), tenantsShowCommand(), tenantsSetCommand(), tenantsUsageCommand())
 	return cmd
 }
 

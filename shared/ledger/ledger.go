@@ -99,6 +99,11 @@ type Entry struct {
 	// is failed-but-retryable, so the resend sweep can send it again — and
 	// always for a webhook, which its tenant may have sent again on demand.
 	Delivery json.RawMessage `json:"delivery,omitempty"`
+	// Counted is the month (yyyy-mm, UTC) the notification was counted in
+	// against its tenant's monthly quota (package quota): it is counted
+	// once, by the first worker that claims it. Empty until then, and for
+	// one refused over quota, so a redrive counts it again.
+	Counted string `json:"counted,omitempty"`
 	// Resends counts the sweep's resends of this notification.
 	Resends   int       `json:"resends,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`

@@ -33,9 +33,10 @@ import (
 const Bucket = "webhook_endpoints"
 
 // DefaultEvents are what an endpoint registered without patterns gets:
-// every notification's outcome, and news of the tenant's endpoints
-// themselves (webhook.endpoint_disabled).
-var DefaultEvents = []string{"notification.*", "webhook.*"}
+// every notification's outcome, news of the tenant's endpoints themselves
+// (webhook.endpoint_disabled), and of the tenant's account
+// (tenant.quota.warning, tenant.quota.exceeded).
+var DefaultEvents = []string{"notification.*", "webhook.*", "tenant.*"}
 
 // MaxEndpoints bounds one tenant's endpoints.
 const MaxEndpoints = 20

@@ -32,11 +32,11 @@ func TestEndpointsAreEachTenantsOwn(t *testing.T) {
 	s, ctx := open(t), heraldtest.Context(t)
 	e, secret, err := s.Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"notification.*", "webhook.*"}, e.Events, "every notification's outcome, and news of the endpoints, by default")
+	require.Equal(t, []string{"notification.*", "webhook.*", "tenant.*"}, e.Events, "every notification's outcome, news of the endpoints and of the tenant's quotas, by default")
 	require.True(t, e.Wants("notification.delivered"))
 	require.True(t, e.Wants("webhook.endpoint_disabled"))
 	require.Equal(t, "https://erp.acme.example/…", e.ShownURL(), "shown without its path")
-	require.False(t, e.Wants("tenant.quota.warning"))
+	require.True(t, e.Wants("tenant.quota.warning"))
 
 	_, err = s.Find(ctx, "globex", e.ID)
 	require.ErrorIs(t, err, webhooks.ErrNotFound, "another tenant's endpoint is not found")

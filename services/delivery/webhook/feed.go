@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/shared/webhooks"
 )
 
@@ -46,7 +47,9 @@ type FeedConfig struct {
 // endpoint that wants its type ("notification.delivered",
 // "notification.failed"), carrying the status event as its data; and for
 // every endpoint Herald disabled ("webhook.endpoint_disabled"), one per
-// other endpoint that wants it. The
+// other endpoint that wants it; and for every threshold of a monthly quota
+// a tenant reaches ("tenant.quota.warning" at 80 %, "tenant.quota.exceeded"
+// at 100 %), one per endpoint that wants it. The
 // webhook delivery workers then send them as any notification — leased,
 // ledgered, retried, dead-lettered — each once: its dedupe key is the
 // outcome's notification and state, and the endpoint.
@@ -93,7 +96,17 @@ func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 		build  func([]webhooks.Endpoint) ([]notification.Delivery, error)
 		now    = time.Now().UTC()
 	)
-	if kind.Type == notification.EndpointDisabledType {
+	switch kind.Type {
+	case quota.WarningType, quota.ExceededType:
+		var ev quota.Event
+		if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.Tenant == "" || ev.Channel == "" || ev.Month == "" {
+			return consumer.GiveUp(fmt.Errorf("not a quota event: %v", err))
+		}
+		tenant = ev.Tenant
+		build = func(endpoints []webhooks.Endpoint) ([]notification.Delivery, error) {
+			return feedQuota(ev, endpoints, now)
+		}
+	case notification.EndpointDisabledType:
 		var ev notification.EndpointDisabled
 		if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.Tenant == "" || ev.EndpointID == "" {
 			return consumer.GiveUp(fmt.Errorf("not an endpoint_disabled event: %v", err))
@@ -102,7 +115,7 @@ func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 		build = func(endpoints []webhooks.Endpoint) ([]notification.Delivery, error) {
 			return feedDisabled(ev, endpoints, now)
 		}
-	} else {
+	default:
 		// An outcome; before Status had a type, outcomes came without one.
 		var st notification.Status
 		if err := json.Unmarshal(msg.Data(), &st); err != nil || st.Tenant == "" || st.NotificationID == "" || st.State == "" {
@@ -153,6 +166,17 @@ func feedDisabled(ev notification.EndpointDisabled, endpoints []webhooks.Endpoin
 		func(endpoint string) notification.Key {
 			return notification.Key{Subject: ev.EndpointID, Document: "disabled_" + strconv.FormatInt(ev.Time.UnixNano(), 10), Recipient: endpoint}
 		}, notification.EventRef{ID: ev.MsgID(), Type: typ})
+}
+
+// feedQuota is the webhooks that tell a tenant its month reached a
+// threshold of a channel's quota: one per endpoint that wants it, each once
+// per tenant, channel, month, quota and threshold.
+func feedQuota(ev quota.Event, endpoints []webhooks.Endpoint, now time.Time) ([]notification.Delivery, error) {
+	return fanOut(ev.Tenant, ev.Type, Body{Type: ev.Type, Timestamp: ev.Time, Data: ev}, endpoints, now,
+		func(endpoint string) notification.Key {
+			return notification.Key{Subject: "quota_" + string(ev.Channel) + "_" + ev.Month,
+				Document: fmt.Sprintf("quota_%d_%d", ev.Quota, ev.Threshold), Recipient: endpoint}
+		}, notification.EventRef{ID: ev.MsgID(), Type: ev.Type})
 }
 
 // fanOut makes one webhook of body per endpoint that wants typ, each keyed

@@ -16,6 +16,8 @@ import (
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/quota"
+	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -159,6 +161,12 @@ func (a *App) deliveryConfig(ch delivery.Channel, section string, d DeliveryConf
 	return c.WithDefaults()
 }
 
+// quotas count every tenant's notifications against its plan's monthly
+// quota, as the registry names the plan.
+func (a *App) quotas(registry *tenant.Cache) delivery.Quotas {
+	return quota.Plans{Tenants: registry, Plans: a.cfg.Plans}
+}
+
 // names are the providers' names, in order.
 func names[P any](providers []delivery.Named[P]) []string {
 	out := make([]string, len(providers))
@@ -225,7 +233,7 @@ func buildText(channel event.Channel) func(*App, context.Context) (service, erro
 			return nil, err
 		}
 		c := a.textC[channel]
-		c.Registry, c.Channel = registry, ch
+		c.Registry, c.Channel, c.Quotas = registry, ch, a.quotas(registry)
 		return delivery.New(a.js, c)
 	}
 }
@@ -236,7 +244,7 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.emailC.Registry = registry
+	a.emailC.Registry, a.emailC.Quotas = registry, a.quotas(registry)
 	accounts, err := a.accounts(ctx)
 	if err != nil {
 		return nil, err

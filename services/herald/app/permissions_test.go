@@ -67,6 +67,11 @@ var (
 		"$KV.delivery_retries.>", "$JS.API.DIRECT.GET.KV_delivery_retries.>"}
 	webhookEndpoints = []string{"$KV.webhook_endpoints.>", "$JS.API.DIRECT.GET.KV_webhook_endpoints.>"}
 	dlqPayloads      = []string{"$O.dlq_payloads.>", "$JS.API.DIRECT.GET.OBJ_dlq_payloads.>", "$JS.API.STREAM.PURGE.OBJ_dlq_payloads"}
+	// The monthly usage counters: counted by the delivery workers (a
+	// counter's total is read back by direct get after a duplicate), read
+	// by the api.
+	countQuotas = []string{"quota.>", "$JS.API.DIRECT.GET.QUOTAS", "$JS.API.DIRECT.GET.QUOTAS.>"}
+	readQuotas  = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
 )
 
 // servicePermissions are the least each Herald service needs, as README.md
@@ -78,17 +83,17 @@ var servicePermissions = map[string][]string{
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
-		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants,
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"sms": join(jsCommon, consume("NOTIFY", "sms-critical"), consume("NOTIFY", "sms-normal"),
-		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
-		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
 	// (read, and written to record an endpoint's health), outcomes in,
 	// webhooks out.
 	"webhook": join(jsCommon, consume("NOTIFY", "webhook-critical"), consume("NOTIFY", "webhook-normal"),
-		consume("NOTIFY", "webhook-low"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants, webhookEndpoints,
+		consume("NOTIFY", "webhook-low"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants, webhookEndpoints, countQuotas,
 		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.STATUS.webhooks"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
@@ -109,7 +114,7 @@ var servicePermissions = map[string][]string{
 	// resends a failed one), follows the API keys, recording when each was
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
-	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, []string{"orders.*", "inventory.*",
+	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, []string{"orders.*", "inventory.*",
 		"orders.*.*", "inventory.*.*", "docs.render.*", "notify.*.*.*", "notify.accepted.*",
 		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
 		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",

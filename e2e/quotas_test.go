@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/quota"
+	"github.com/heraldhq/herald/shared/tenant"
+)
+
+// The sample tenant's plan allows 10 emails a month, and 15 orders come,
+// each with one email: 10 are sent, 5 are dead-lettered unsent with the
+// quota as their reason; the tenant's endpoint is told once at 8 (80 %) and
+// once at 10; GET /v1/usage says so, and POST /v1/notifications is then
+// answered 429. The month's counts are in NATS: wiping this deployment's
+// Redis keys changes none of it.
+func TestAMonthlyQuotaSendsUpToItAndDeadLettersTheRest(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t)
+	p := startPipeline(t, func(c *app.Config) {
+		c.Plans = tenant.Plans{"startup": {MonthlyQuota: map[event.Channel]int64{event.ChannelEmail: 10}}}
+	})
+	r.registerFor(t, p) // the default events: tenant.* among them
+	for i := range 15 {
+		p.publish(t, "orders.created", fmt.Sprintf("evt-quota-%02d", i), sample(t, "order.created.json", func(m map[string]any) {
+			m["id"] = fmt.Sprintf("evt-quota-%02d", i)
+			data := m["data"].(map[string]any)
+			data["order"].(map[string]any)["id"] = fmt.Sprintf("PO-Q-%02d", i)
+			data["recipients"] = data["recipients"].([]any)[1:] // the buyer's copy only
+		}))
+	}
+	require.Eventually(t, func() bool { return len(p.mail(t)) == 10 && len(p.streamMessages(t, "DLQ")) == 5 },
+		60*time.Second, 50*time.Millisecond)
+	p.settle(t)
+	require.Eventually(t, func() bool { return len(r.of(quota.ExceededType)) > 0 }, 30*time.Second, 20*time.Millisecond)
+	p.settle(t)
+
+	require.Len(t, p.mail(t), 10)
+	month := quota.Month(time.Now())
+	reason := fmt.Sprintf("quota exceeded: email 10/10 (%s)", month)
+	for _, e := range p.streamMessages(t, "DLQ") {
+		require.Equal(t, reason, e.Header.Get(deadletter.HeaderReason))
+		require.Equal(t, "notify.email.normal.acme", e.Header.Get(deadletter.HeaderSubject))
+	}
+
+	told := func(typ string) []quota.Event {
+		var out []quota.Event
+		for _, h := range r.of(typ) {
+			var ev quota.Event
+			require.NoError(t, json.Unmarshal(h.Data, &ev))
+			out = append(out, ev)
+		}
+		return out
+	}
+	warnings, exceeded := told(quota.WarningType), told(quota.ExceededType)
+	require.Len(t, warnings, 1, "one warning, at 80 %%")
+	require.EqualValues(t, 8, warnings[0].Used)
+	require.Equal(t, 80, warnings[0].Threshold)
+	require.Len(t, exceeded, 1, "one exceeded, at 100 %%")
+	require.EqualValues(t, 10, exceeded[0].Used)
+	require.Equal(t, "acme", exceeded[0].Tenant)
+	require.Equal(t, month, exceeded[0].Month)
+	_, bad := r.received()
+	require.Empty(t, bad)
+
+	key, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Send, apikey.Read}})
+	usage := func() string {
+		a := p.call(t, http.MethodGet, "/v1/usage", key, nil, nil)
+		require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+		return string(a.body)
+	}
+	want := fmt.Sprintf(`{"tenant":"acme","plan":"startup","month":%q,"channels":[
+		{"channel":"email","used":10,"quota":10,"refused":5},
+		{"channel":"sms","used":0,"quota":null,"refused":0},
+		{"channel":"whatsapp","used":0,"quota":null,"refused":0},
+		{"channel":"webhook","used":0,"quota":null,"refused":0}]}`, month)
+	require.JSONEq(t, want, usage(), "the status webhooks are Herald's own: not counted")
+
+	send := func() answer {
+		job := []byte(`{"channel":"email","recipient":{"address":"olga@zarya.example"},"subject":"One more","text":"Over quota"}`)
+		return p.call(t, http.MethodPost, "/v1/notifications", key, job, http.Header{"Content-Type": {"application/json"}})
+	}
+	refused := func() {
+		a := send()
+		pr := requireProblem(t, a, http.StatusTooManyRequests, key)
+		require.Equal(t, reason, pr.Detail)
+		var typed struct {
+			Type string `json:"type"`
+		}
+		require.NoError(t, json.Unmarshal(a.body, &typed))
+		require.Equal(t, "https://herald.dev/problems/quota-exceeded", typed.Type)
+	}
+	refused()
+
+	// Redis forgets everything of this deployment: the month stays.
+	opts, err := redis.ParseURL(p.redis)
+	require.NoError(t, err)
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := heraldtest.Context(t)
+	keys, err := rdb.Keys(ctx, p.cfg.Redis.Prefix+"*").Result()
+	require.NoError(t, err)
+	if len(keys) > 0 {
+		require.NoError(t, rdb.Del(ctx, keys...).Err())
+	}
+	require.JSONEq(t, want, usage())
+	refused()
+}

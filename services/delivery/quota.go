@@ -1,0 +1,96 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/quota"
+)
+
+// count counts the notification against its tenant's monthly quota, once:
+// when a worker first claims it (the entry is not yet Counted), before any
+// provider is called. The month it counted in is written to the ledger at
+// once, so redelivered copies, copies racing past a lost lease (the claim
+// decides those) and resends do not count it again; a crash between the
+// count and that write is covered by the counter's own dedupe (the
+// notification and its copy's stream sequence, as Nats-Msg-Id). A
+// redriven copy is a new message: if the notification was refused, its
+// entry is not Counted and it is counted — and may be sent — now.
+//
+// The webhooks of the status feed are Herald telling the tenant about its
+// own notifications (its quota warnings among them): they are not counted.
+func (w worker) count(ctx context.Context, j *job) (consumer.Outcome, bool) {
+	if w.cfg.Quotas == nil || j.entry.Counted != "" || j.d.Template == notification.FeedTemplate {
+		return consumer.Outcome{}, true
+	}
+	key := quota.Key{Tenant: j.d.Tenant, Channel: j.d.Channel, Month: quota.Month(time.Now())}
+	var seq uint64
+	if md, err := j.msg.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	u, err := w.counter.Count(ctx, key, w.cfg.Quotas.Limit(j.d.Tenant, j.d.Channel), fmt.Sprintf("%s:%d", j.d.ID, seq))
+	if err != nil {
+		j.log.WarnContext(ctx, "quota counter unavailable; will retry", "error", err)
+		return consumer.Retry(fmt.Errorf("quota counter unavailable: %w", err), w.cfg.RetryDelay, time.Minute), false
+	}
+	w.tell(ctx, j, u)
+	if u.Refused {
+		return w.overQuota(ctx, j, u.Err()), false
+	}
+	j.entry.Counted = key.Month
+	if err := w.put(ctx, j, ledger.Sending); err != nil {
+		j.log.WarnContext(ctx, "could not record the notification as counted; will retry", "error", err)
+		return consumer.Retry(fmt.Errorf("could not record the notification as counted: %w", err), w.cfg.RetryDelay, w.lockTTL), false
+	}
+	return consumer.Outcome{}, true
+}
+
+// overQuota gives a notification up unsent: failed for good in the ledger
+// (not retryable: the resend sweep would meet the same quota), its status
+// told, and dead-lettered with the reason, ready for a redrive once the
+// tenant has room again. A fallback's next channel, with its own quota,
+// takes over if there is one.
+func (w worker) overQuota(ctx context.Context, j *job, cause error) consumer.Outcome {
+	w.metrics.quota.Add(ctx, 1, w.quotaAttrs(j, "refused"))
+	if next, ok := j.d.Next(cause.Error()); ok {
+		return w.fallBack(ctx, j, next, cause)
+	}
+	e := &j.entry
+	e.State, e.Reason, e.Retryable, e.Delivery = ledger.Failed, cause.Error(), false, keep(j, false)
+	w.record(ctx, j)
+	w.publishStatus(ctx, j)
+	w.metrics.outcome(ctx, j.d, "", "over_quota")
+	j.log.WarnContext(ctx, "over the tenant's monthly quota; dead-lettering unsent", "error", cause)
+	return consumer.GiveUp(cause)
+}
+
+// tell publishes the thresholds u crossed on the tenant's status subject,
+// where the webhook status feed sends them to its endpoints, and warns the
+// operators in the log and the metric herald_quota_events_total. Each is
+// crossed by one notification of the month, and its Nats-Msg-Id names the
+// threshold, so each is told once.
+func (w worker) tell(ctx context.Context, j *job, u quota.Use) {
+	for _, ev := range u.Events(time.Now()) {
+		w.metrics.quota.Add(ctx, 1, w.quotaAttrs(j, map[string]string{quota.WarningType: "warning", quota.ExceededType: "exceeded"}[ev.Type]))
+		j.log.WarnContext(ctx, "monthly quota threshold reached: "+ev.String(), "channel", ev.Channel, "month", ev.Month,
+			"used", ev.Used, "quota", ev.Quota, "threshold", ev.Threshold)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusTimeout)
+		err := quota.Publish(pctx, w.js, ev)
+		cancel()
+		if err != nil {
+			j.log.WarnContext(ctx, "quota event not published", "type", ev.Type, "error", err)
+		}
+	}
+}
+
+func (w worker) quotaAttrs(j *job, ev string) metric.MeasurementOption {
+	return metric.WithAttributes(w.metrics.channel, attribute.String("tenant", w.metrics.tenants.Value(j.d.Tenant)),
+		attribute.String("event", ev))
+}

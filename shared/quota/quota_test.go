@@ -1,0 +1,186 @@
+package quota_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/quota"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
+
+type testBundle struct {
+	n       *heraldtest.NATS
+	counter *quota.Counter
+}
+
+func setup(t *testing.T) testBundle {
+	t.Helper()
+	n := heraldtest.StartNATSWithStreams(t)
+	return testBundle{n: n, counter: quota.New(n.JS)}
+}
+
+var december = quota.Key{Tenant: "acme", Channel: event.ChannelEmail, Month: "2026-12"}
+
+// The wire format this package relies on, as the server speaks it: an
+// empty body with Nats-Incr is acknowledged with the new total as a string
+// in val, and the last message for the subject is {"val":"N"}.
+func TestCountersSpeakTheServersWireFormat(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+
+	msg := nats.NewMsg("quota.acme.email.2026-12")
+	msg.Header.Set("Nats-Incr", "+1")
+	reply, err := b.n.Conn.RequestMsgWithContext(ctx, msg)
+	require.NoError(t, err)
+	var ack map[string]any
+	require.NoError(t, json.Unmarshal(reply.Data, &ack), "%s", reply.Data)
+	require.Equal(t, "QUOTAS", ack["stream"])
+	require.Equal(t, "1", ack["val"], "the new total, as a string: %s", reply.Data)
+
+	msg.Header.Set("Nats-Incr", "+41")
+	_, err = b.n.Conn.RequestMsgWithContext(ctx, msg)
+	require.NoError(t, err)
+	last, err := b.n.Conn.RequestWithContext(ctx, "$JS.API.DIRECT.GET.QUOTAS.quota.acme.email.2026-12", nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"val":"42"}`, string(last.Data))
+
+	total, err := b.counter.Get(ctx, "quota.acme.email.2026-12")
+	require.NoError(t, err)
+	require.EqualValues(t, 42, total)
+	none, err := b.counter.Get(ctx, "quota.acme.sms.2026-12")
+	require.NoError(t, err)
+	require.Zero(t, none, "a counter never counted reads 0")
+}
+
+// Counting under the same id twice — a copy redelivered after a crash —
+// counts once and answers the same total.
+func TestCountingTwiceUnderOneIDCountsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+
+	first, err := b.counter.Add(ctx, december.Subject(), 1, "ntf_1:7")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, first)
+	again, err := b.counter.Add(ctx, december.Subject(), 1, "ntf_1:7")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, again)
+	_, err = b.counter.Add(ctx, december.Subject(), 1, "ntf_2:8")
+	require.NoError(t, err)
+	again, err = b.counter.Add(ctx, december.Subject(), 1, "ntf_1:7")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, again)
+	total, err := b.counter.Get(ctx, december.Subject())
+	require.NoError(t, err)
+	require.EqualValues(t, 2, total)
+}
+
+// A quota of 10 taken by 15 notifications at once: 10 counted, 5 refused,
+// each threshold crossed by exactly one, and the count honest.
+func TestCountRefusesPastTheQuota(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	limit := quota.Limit{PerMonth: 10, Limited: true}
+
+	var (
+		mu      sync.Mutex
+		uses    []quota.Use
+		wg      sync.WaitGroup
+		crossed = map[quota.Threshold]int64{}
+	)
+	for i := range 15 {
+		wg.Go(func() {
+			u, err := b.counter.Count(ctx, december, limit, fmt.Sprintf("ntf_%d:1", i))
+			require.NoError(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			uses = append(uses, u)
+			for _, th := range u.Crossed {
+				crossed[th] = u.Used
+			}
+		})
+	}
+	wg.Wait()
+	refused := 0
+	for _, u := range uses {
+		if u.Refused {
+			refused++
+			require.EqualError(t, u.Err(), "quota exceeded: email 10/10 (2026-12)")
+		} else {
+			require.NoError(t, u.Err())
+		}
+	}
+	require.Equal(t, 5, refused)
+	require.Equal(t, map[quota.Threshold]int64{quota.Warning: 8, quota.Exhausted: 10}, crossed)
+
+	usage, err := b.counter.Usage(ctx, december, limit)
+	require.NoError(t, err)
+	require.EqualValues(t, 10, usage.Used)
+	require.EqualValues(t, 5, usage.Refused)
+	require.EqualError(t, usage.Exceeded(), "quota exceeded: email 10/10 (2026-12)")
+
+	// A month is its own count.
+	january := december
+	january.Month = quota.Month(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	u, err := b.counter.Count(ctx, january, limit, "ntf_0:2")
+	require.NoError(t, err)
+	require.False(t, u.Refused)
+	require.EqualValues(t, 1, u.Used)
+}
+
+// Without a quota everything is counted, nothing refused or warned about.
+func TestCountWithoutAQuotaOnlyCounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	for i := range 3 {
+		u, err := b.counter.Count(ctx, december, quota.Limit{}, fmt.Sprint(i))
+		require.NoError(t, err)
+		require.False(t, u.Refused)
+		require.Empty(t, u.Crossed)
+	}
+	usage, err := b.counter.Usage(ctx, december, quota.Limit{})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, usage.Used)
+	require.NoError(t, usage.Exceeded())
+}
+
+func TestKeysStayOneToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.counter.Count(heraldtest.Context(t), quota.Key{Tenant: "acme.>", Channel: "email", Month: "2026-12"}, quota.Limit{}, "")
+	require.ErrorContains(t, err, `tenant "acme.>" cannot be a subject token`)
+}
+
+// A copy that counts again under its id after a crash is refused at the
+// quota, and the count stays honest whether or not its first counting was
+// refused and undone before the crash.
+func TestCountingAgainAtTheQuotaRefuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	limit := quota.Limit{PerMonth: 2, Limited: true}
+	for _, id := range []string{"a", "b", "c"} {
+		_, err := b.counter.Count(ctx, december, limit, id)
+		require.NoError(t, err)
+	}
+	u, err := b.counter.Count(ctx, december, limit, "c")
+	require.NoError(t, err)
+	require.True(t, u.Refused, "c was refused the first time")
+	usage, err := b.counter.Usage(ctx, december, limit)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, usage.Used)
+	require.EqualValues(t, 1, usage.Refused, "refused once")
+}
