@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -143,7 +144,11 @@ const publisherInbox = "_INBOX_orders"
 // administrator that applies the streams, and a publisher that may only
 // publish events (and read the stream's acknowledgements on an inbox of
 // its own, so it cannot read other clients' replies).
-func natsUsers(opts *server.Options) {
+func natsUsers(fair bool) func(*server.Options) {
+	return func(opts *server.Options) { addUsers(opts, fair) }
+}
+
+func addUsers(opts *server.Options, fair bool) {
 	opts.Users = []*server.User{
 		{Username: "admin", Password: "admin"},
 		{Username: "publisher", Password: "publisher", Permissions: &server.Permissions{
@@ -152,9 +157,14 @@ func natsUsers(opts *server.Options) {
 		}},
 	}
 	for name, allow := range servicePermissions {
+		subscribe := []string{"_INBOX.>"}
+		if channel, ok := fairChannels[name]; ok && fair {
+			publish, sub := fairPermissions(channel)
+			allow, subscribe = append(slices.Clone(allow), publish...), append(subscribe, sub...)
+		}
 		opts.Users = append(opts.Users, &server.User{Username: name, Password: name, Permissions: &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: allow},
-			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+			Subscribe: &server.SubjectPermission{Allow: subscribe},
 		}})
 	}
 }
@@ -188,10 +198,38 @@ func (v *violations) list() []string {
 // written through the API, each recorded as accepted on the way, and an
 // invalid order goes to the DLQ, and no service was denied anything. A publisher with its
 // permissions can publish events and nothing else.
+//
+// With scheduling.fair, the delivery services make a consumer per tenant,
+// and remove the shared durables streams apply made before: the extra
+// permissions README.md gives for that mode are enough too.
 func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	t.Parallel()
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
+			t.Parallel()
+			runWithPermissions(t, fair)
+		})
+	}
+}
+
+// fairChannels are the delivery services' channels, by NATS user.
+var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook"}
+
+// fairPermissions are what a delivery service needs beyond its durables'
+// under scheduling.fair: to make (and, once, remove the FIFO durables of)
+// its channel's consumers per tenant, pull from them, and hear of new
+// deliveries on its channel's subjects.
+func fairPermissions(channel string) (publish, subscribe []string) {
+	publish = []string{"$JS.API.CONSUMER.CREATE.NOTIFY.*.notify." + channel + ".>", "$JS.API.CONSUMER.MSG.NEXT.NOTIFY.*", "$JS.ACK.NOTIFY.>"}
+	for _, p := range []string{"critical", "normal", "low"} {
+		publish = append(publish, "$JS.API.CONSUMER.DELETE.NOTIFY."+channel+"-"+p)
+	}
+	return publish, []string{"notify." + channel + ".*.*"}
+}
+
+func runWithPermissions(t *testing.T, fair bool) {
 	denied := &violations{}
-	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Options: natsUsers, Logger: slog.New(denied)})
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Options: natsUsers(fair), Logger: slog.New(denied)})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	as := func(user string) string {
@@ -228,6 +266,7 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = as(name), redisURL, prefix
 		cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
 		cfg.Streams.SkipApply = true
+		cfg.Scheduling.Fair = fair
 		cfg.Services = []string{name}
 		cfg.Email.From = "Herald <herald@example.com>"
 		cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: mailDir}}
