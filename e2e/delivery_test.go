@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // providers are fake SES and SendGrid APIs; Herald's real SDK clients talk
@@ -264,16 +265,7 @@ func TestATenantsBacklogDoesNotDelayAnothers(t *testing.T) {
 				c.Scheduling.Fair = fair
 				c.Services = []string{"delivery"}
 			})
-			job := func(tenant string, i int) {
-				key := fmt.Sprintf("%s:job:%04d", tenant, i)
-				d := notification.Delivery{ID: notification.ID(key), DedupeKey: key, Tenant: tenant, Channel: event.ChannelEmail,
-					Priority: notification.PriorityNormal, Recipient: notification.Recipient{Address: fmt.Sprintf("r%d@%s.example", i, tenant)},
-					Locale: "en", Message: &notification.Message{Subject: "Hello", Text: "Hello.\n"},
-					Event: notification.EventRef{ID: key, Type: "job"}, CreatedAt: time.Now()}
-				b, err := json.Marshal(d)
-				require.NoError(t, err)
-				p.publishAsync(t, notification.Subject(d.Channel, d.Priority, tenant), key, b)
-			}
+			job := func(tenant string, i int) { publishJob(t, p, tenant, i) }
 			for i := range 300 {
 				job("bulk", i)
 			}
@@ -285,12 +277,8 @@ func TestATenantsBacklogDoesNotDelayAnothers(t *testing.T) {
 			p.settle(t)
 
 			var order []string // tenants, in the order their deliveries were told
-			for _, m := range heraldtest.StreamMessages(t, p.js, "STATUS") {
-				var st notification.Status
-				require.NoError(t, json.Unmarshal(m.Data, &st))
-				if st.State == "delivered" {
-					order = append(order, st.Tenant)
-				}
+			for _, d := range delivered(t, p) {
+				order = append(order, d.tenant)
 			}
 			require.Len(t, order, 305)
 			lastAcme := 0
@@ -306,4 +294,78 @@ func TestATenantsBacklogDoesNotDelayAnothers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// publishJob puts an email job of tenant's on NOTIFY, as the API would.
+func publishJob(t *testing.T, p *pipeline, tenant string, i int) {
+	t.Helper()
+	key := fmt.Sprintf("%s:job:%04d", tenant, i)
+	d := notification.Delivery{ID: notification.ID(key), DedupeKey: key, Tenant: tenant, Channel: event.ChannelEmail,
+		Priority: notification.PriorityNormal, Recipient: notification.Recipient{Address: fmt.Sprintf("r%d@%s.example", i, tenant)},
+		Locale: "en", Message: &notification.Message{Subject: "Hello", Text: "Hello.\n"},
+		Event: notification.EventRef{ID: key, Type: "job"}, CreatedAt: time.Now()}
+	b, err := json.Marshal(d)
+	require.NoError(t, err)
+	p.publishAsync(t, notification.Subject(d.Channel, d.Priority, tenant), key, b)
+}
+
+type told struct {
+	tenant string
+	at     time.Time
+}
+
+// delivered are the deliveries told on STATUS, in order.
+func delivered(t *testing.T, p *pipeline) []told {
+	t.Helper()
+	var out []told
+	for _, m := range heraldtest.StreamMessages(t, p.js, "STATUS") {
+		var st notification.Status
+		require.NoError(t, json.Unmarshal(m.Data, &st))
+		if st.State == "delivered" {
+			out = append(out, told{st.Tenant, m.Time})
+		}
+	}
+	return out
+}
+
+// With fair scheduling, a tenant's sends keep to its plan's rate — its
+// burst at once, then one a second at 60 a minute, the rest waiting
+// unpulled, none lost — while another tenant's go at once.
+func TestATenantsSendsKeepToItsPlansRate(t *testing.T) {
+	t.Parallel()
+	sixty, two := 60, 2
+	plans := tenant.Plans{"metered": {RatePerMinute: &sixty, Burst: &two}}
+	p := startPipeline(t, func(c *app.Config) {
+		c.Scheduling.Fair = true
+		c.Services = []string{"delivery"}
+		c.Plans = plans
+	})
+	reg, err := tenant.Open(heraldtest.Context(t), p.js, plans.WithDefaults())
+	require.NoError(t, err)
+	_, err = reg.Create(heraldtest.Context(t), tenant.Tenant{ID: "metered", Plan: "metered"})
+	require.NoError(t, err)
+	time.Sleep(500 * time.Millisecond) // the workers' registry watch sees it
+	start := time.Now()
+	for i := range 4 {
+		publishJob(t, p, "metered", i)
+	}
+	for i := range 10 {
+		publishJob(t, p, "acme", i)
+	}
+	p.waitPublished(t)
+	p.settle(t)
+
+	var metered []time.Time
+	for _, d := range delivered(t, p) {
+		if d.tenant == "metered" {
+			metered = append(metered, d.at)
+		}
+	}
+	require.Len(t, metered, 4, "every one delivered, none lost")
+	require.Len(t, delivered(t, p), 14)
+	// Two at once, then one a second: the fourth no sooner than 2 s after
+	// the first could go.
+	require.GreaterOrEqual(t, metered[3].Sub(start), 1900*time.Millisecond, "%v", metered)
+	_, metrics := p.get(t, "/metrics")
+	require.Regexp(t, `herald_delivery_rate_held_total\{channel="email",reason="over_rate",tenant="metered"\} [1-9]`, metrics)
 }

@@ -121,6 +121,9 @@ type Config struct {
 	// (the pool is Concurrency × 3).
 	Fair    bool
 	Weights map[notification.Priority]int
+	// Rates, with Fair, hold each tenant's sends to its plan's rate. Nil:
+	// no rate.
+	Rates *Rates
 }
 
 // DefaultWeights share the workers 6:3:1 between critical, normal and low

@@ -160,7 +160,11 @@ func (s *Service) startFair(ctx context.Context) error {
 	w := worker{Service: s, lockTTL: s.cfg.lockTTL(classes[0].Template.AckWait)}
 	cfg := s.loops.Config
 	cfg.Concurrency *= len(classes)
-	s.fair, err = consumer.StartFair(ctx, w.handle, consumer.FairConfig{Config: cfg, Stream: Stream, Classes: classes})
+	fc := consumer.FairConfig{Config: cfg, Stream: Stream, Classes: classes}
+	if s.cfg.Rates != nil {
+		fc.Ready = s.ready
+	}
+	s.fair, err = consumer.StartFair(ctx, w.handle, fc)
 	if err != nil {
 		return fmt.Errorf("delivery: %w", err)
 	}

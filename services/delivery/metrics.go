@@ -20,6 +20,7 @@ type metrics struct {
 	lockBusy  metric.Int64Counter
 	unguarded metric.Int64Counter
 	quota     metric.Int64Counter
+	held      metric.Int64Counter
 	latency   metric.Float64Histogram
 	endToEnd  metric.Float64Histogram
 	tenants   *telemetry.Labels
@@ -38,7 +39,7 @@ func newMetrics(mp metric.MeterProvider, channel string, tenants *telemetry.Labe
 	for _, p := range platform {
 		x.platform[p] = true
 	}
-	var errs [7]error
+	var errs [8]error
 	x.outcomes, errs[0] = m.Int64Counter("herald.deliveries",
 		metric.WithDescription("Delivery outcomes by channel, provider (a platform provider, or tenant for a tenant's own account) and outcome: delivered, retry, failed, exhausted, fallback (failed, handed to the fallback's next channel), duplicate (already delivered, acknowledged unsent), duplicate_sent (sent twice: a lease expired), refused (the tenant is suspended), over_quota (refused past the tenant's monthly quota)."))
 	x.ambiguous, errs[1] = m.Int64Counter("herald.delivery.ambiguous",
@@ -55,7 +56,14 @@ func newMetrics(mp metric.MeterProvider, channel string, tenants *telemetry.Labe
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
 	x.quota, errs[6] = m.Int64Counter("herald.quota.events",
 		metric.WithDescription("Monthly quota events by channel, tenant and event: warning (80 % used), exceeded (100 % used), refused (a notification over quota, dead-lettered unsent)."))
+	x.held, errs[7] = m.Int64Counter("herald.delivery.rate_held",
+		metric.WithDescription("Times a tenant's deliveries were held back, left waiting unpulled, by channel, tenant and reason: over_rate (its plan's rate_per_minute), unchecked (Redis did not answer; sending fails closed)."))
 	return x, errors.Join(errs[:]...)
+}
+
+func (m metrics) rateHeld(ctx context.Context, tenant, reason string) {
+	m.held.Add(ctx, 1, metric.WithAttributes(m.channel, attribute.String("tenant", m.tenants.Value(tenant)),
+		attribute.String("reason", reason)))
 }
 
 func (m metrics) attrs(d notification.Delivery) metric.MeasurementOption {

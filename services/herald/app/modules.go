@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/quota"
+	"github.com/heraldhq/herald/shared/ratelimit"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 )
@@ -167,6 +168,19 @@ func (a *App) quotas(registry *tenant.Cache) delivery.Quotas {
 	return quota.Plans{Tenants: registry, Plans: a.cfg.Plans}
 }
 
+// rates hold every tenant's sends to its plan's rate, with fair
+// scheduling and Redis; nil otherwise.
+func (a *App) rates(registry *tenant.Cache) *delivery.Rates {
+	if !a.cfg.Scheduling.Fair || a.rdb == nil {
+		return nil
+	}
+	return &delivery.Rates{Limiter: ratelimit.New(a.rdb, a.cfg.Redis.Prefix), Rate: func(id string) (ratelimit.Limit, bool) {
+		_, plan := registry.Plan(id, a.cfg.Plans)
+		perMinute, burst, limited := plan.Rate()
+		return ratelimit.Limit{PerMinute: perMinute, Burst: burst}, limited
+	}}
+}
+
 // names are the providers' names, in order.
 func names[P any](providers []delivery.Named[P]) []string {
 	out := make([]string, len(providers))
@@ -233,7 +247,7 @@ func buildText(channel event.Channel) func(*App, context.Context) (service, erro
 			return nil, err
 		}
 		c := a.textC[channel]
-		c.Registry, c.Channel, c.Quotas = registry, ch, a.quotas(registry)
+		c.Registry, c.Channel, c.Quotas, c.Rates = registry, ch, a.quotas(registry), a.rates(registry)
 		return delivery.New(a.js, c)
 	}
 }
@@ -244,7 +258,7 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.emailC.Registry, a.emailC.Quotas = registry, a.quotas(registry)
+	a.emailC.Registry, a.emailC.Quotas, a.emailC.Rates = registry, a.quotas(registry), a.rates(registry)
 	accounts, err := a.accounts(ctx)
 	if err != nil {
 		return nil, err

@@ -81,7 +81,7 @@ func (a *App) buildWebhook(ctx context.Context) (service, error) {
 		return nil, err
 	}
 	c := a.webhookC
-	c.Channel, c.Registry, c.Quotas = ch, registry, a.quotas(registry)
+	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
 	d, err := delivery.New(a.js, c)
 	if err != nil {
 		return nil, err
