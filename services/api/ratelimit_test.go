@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/api"
@@ -20,11 +19,7 @@ func (p plans) Plan(id string, all tenant.Plans) (string, tenant.Plan) { return 
 
 func redisLimiter(t *testing.T, url string) *ratelimit.Limiter {
 	t.Helper()
-	opts, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
-	return ratelimit.New(rdb, heraldtest.Prefix())
+	return ratelimit.New(heraldtest.RedisClient(t, url), heraldtest.Prefix())
 }
 
 // A free tenant's sixth request in a minute is refused with 429, saying

@@ -149,45 +149,39 @@ func webhooksRotateCommand() *cobra.Command {
 }
 
 func webhooksRemoveCommand() *cobra.Command {
+	return endpointCommand("rm", "Remove an endpoint: nothing more is sent to it", "",
+		func(ctx context.Context, s *webhooks.Store, tenant, id string) (string, error) {
+			return "removed", s.Delete(ctx, tenant, id)
+		})
+}
+
+func webhooksEnableCommand() *cobra.Command {
+	return endpointCommand("enable", "Send to a disabled endpoint again, its failures forgotten",
+		`Herald disables an endpoint that answers 410 Gone or keeps failing for
+webhooks.disable_after. Once it is fixed, enable it, then redeliver what it
+missed: herald webhooks redeliver --tenant ID --endpoint we_… --since T --failed`,
+		func(ctx context.Context, s *webhooks.Store, tenant, id string) (string, error) {
+			return "enabled", s.Enable(ctx, tenant, id)
+		})
+}
+
+// endpointCommand is a command that does one thing to one endpoint
+// (--tenant, --id) and says what it did.
+func endpointCommand(name, short, long string, do func(ctx context.Context, s *webhooks.Store, tenant, id string) (string, error)) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "rm --tenant ID --id we_…",
-		Short: "Remove an endpoint: nothing more is sent to it",
+		Use:   name + " --tenant ID --id we_…",
+		Short: short,
+		Long:  long,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tenant, _ := cmd.Flags().GetString("tenant")
 			id, _ := cmd.Flags().GetString("id")
 			return withWebhooks(cmd, nil, func(ctx context.Context, s *webhooks.Store) error {
-				if err := s.Delete(ctx, tenant, id); err != nil {
+				done, err := do(ctx, s, tenant, id)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed endpoint %s of tenant %s\n", id, tenant)
-				return nil
-			})
-		},
-	}
-	cmd.Flags().String("tenant", "", "the tenant (required)")
-	cmd.Flags().String("id", "", "the endpoint (required)")
-	_ = cmd.MarkFlagRequired("tenant")
-	_ = cmd.MarkFlagRequired("id")
-	return cmd
-}
-
-func webhooksEnableCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "enable --tenant ID --id we_…",
-		Short: "Send to a disabled endpoint again, its failures forgotten",
-		Long: `Herald disables an endpoint that answers 410 Gone or keeps failing for
-webhooks.disable_after. Once it is fixed, enable it, then redeliver what it
-missed: herald webhooks redeliver --tenant ID --endpoint we_… --since T --failed`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, _ := cmd.Flags().GetString("tenant")
-			id, _ := cmd.Flags().GetString("id")
-			return withWebhooks(cmd, nil, func(ctx context.Context, s *webhooks.Store) error {
-				if err := s.Enable(ctx, tenant, id); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "enabled endpoint %s of tenant %s\n", id, tenant)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s endpoint %s of tenant %s\n", done, id, tenant)
 				return nil
 			})
 		},

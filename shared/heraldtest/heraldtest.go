@@ -75,11 +75,18 @@ func RedisURL(t testing.TB) string {
 // embedded one, under a key prefix no other test uses.
 func Locker(t testing.TB) *lock.Redis {
 	t.Helper()
-	opts, err := redis.ParseURL(RedisURL(t))
+	return lock.NewRedis(RedisClient(t, RedisURL(t)), Prefix()+"lock:")
+}
+
+// RedisClient is a client of the Redis server at url, closed when the test
+// ends.
+func RedisClient(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
 	require.NoError(t, err)
 	client := redis.NewClient(opts)
 	t.Cleanup(func() { _ = client.Close() })
-	return lock.NewRedis(client, Prefix()+"lock:")
+	return client
 }
 
 // Prefix is a Redis key prefix unique to its caller.

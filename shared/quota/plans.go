@@ -5,9 +5,9 @@ import (
 	"github.com/heraldhq/herald/shared/tenant"
 )
 
-// Tenants finds a tenant's registration (tenant.Cache).
+// Tenants says which plan a tenant is on (tenant.Cache).
 type Tenants interface {
-	Lookup(id string) (tenant.Tenant, bool)
+	Plan(id string, plans tenant.Plans) (string, tenant.Plan)
 }
 
 // Plans answers each tenant's limit from its plan, as the registry names
@@ -21,14 +21,7 @@ type Plans struct {
 
 // Limit is tenant id's quota on channel c.
 func (p Plans) Limit(id string, c event.Channel) Limit {
-	t, ok := p.Tenants.Lookup(id)
-	if !ok {
-		return Limit{}
-	}
-	plan, ok := p.Plans[t.Plan]
-	if !ok {
-		return Limit{}
-	}
+	_, plan := p.Tenants.Plan(id, p.Plans)
 	perMonth, limited := plan.Quota(c)
 	return Limit{PerMonth: perMonth, Limited: limited}
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -17,11 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...
 
 func limiter(t *testing.T, url string) *ratelimit.Limiter {
 	t.Helper()
-	opts, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
-	return ratelimit.New(rdb, heraldtest.Prefix())
+	return ratelimit.New(heraldtest.RedisClient(t, url), heraldtest.Prefix())
 }
 
 // Five a minute: five at once, then the sixth waits about twelve seconds,
