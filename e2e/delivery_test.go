@@ -176,7 +176,7 @@ func TestProviderRefusalsAreFinal(t *testing.T) {
 	}
 }
 
-// 1,000 orders × 5 recipients; 10% of events published twice — half right
+// 500 orders × 5 recipients; 10% of events published twice — half right
 // away, half after the duplicate windows have passed — and 20% of provider
 // calls failing transiently. Every (order, recipient) gets exactly one email.
 func TestLoadWithDuplicatesAndFaultsSendsEachEmailOnce(t *testing.T) {
@@ -184,7 +184,7 @@ func TestLoadWithDuplicatesAndFaultsSendsEachEmailOnce(t *testing.T) {
 		t.Skip("load test")
 	}
 	t.Parallel()
-	const orders, recipients = 1000, 5
+	const orders, recipients = 500, 5
 	f := fakeProviders(t)
 	f.ses.Faults(emailtest.FailEvery(5, sestest.ServerError))
 	f.sg.Faults(emailtest.FailEvery(5, sendgridtest.ServerError))
