@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Class is one queue of a Fair loop: the subjects <Prefix>.<key> (a
@@ -74,6 +76,8 @@ type Fair struct {
 	cancel  context.CancelFunc
 	workers sync.WaitGroup
 
+	gauges metric.Registration
+
 	mu      sync.Mutex
 	classes []*classState
 }
@@ -89,6 +93,9 @@ type classState struct {
 	ring    []*keyState
 	next    int
 	keys    map[string]*keyState
+	// backlog and waiting are what the last discovery found: the class's
+	// messages in the stream, and how many keys hold them.
+	backlog, waiting int64
 }
 
 type keyState struct {
@@ -146,6 +153,11 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		f.unsubscribe()
 		cancel()
 		return nil, err
+	}
+	if cfg.MeterProvider != nil {
+		if f.gauges, err = f.observe(cfg.MeterProvider); err != nil {
+			f.logger.WarnContext(ctx, "fair loop gauges not registered", "error", err)
+		}
 	}
 	f.workers.Go(func() { f.follow(hctx) })
 	for range max(cfg.Concurrency, 1) {
@@ -212,9 +224,11 @@ func (f *Fair) discover(ctx context.Context) error {
 			return err
 		}
 		backlog := map[string]bool{}
+		var total int64
 		for subject, n := range info.State.Subjects {
 			if n > 0 {
 				backlog[subject[len(c.Prefix)+1:]] = true
+				total += int64(n)
 			}
 		}
 		for key := range backlog {
@@ -223,6 +237,7 @@ func (f *Fair) discover(ctx context.Context) error {
 			}
 		}
 		f.mu.Lock()
+		c.backlog, c.waiting = total, int64(len(backlog))
 		for key, k := range c.keys {
 			switch {
 			case backlog[key]:
@@ -401,6 +416,9 @@ func (f *Fair) unsubscribe() {
 // settled; if ctx ends first, handlers are cancelled and ctx's error is
 // returned once they returned.
 func (f *Fair) Stop(ctx context.Context) error {
+	if f.gauges != nil {
+		_ = f.gauges.Unregister()
+	}
 	f.unsubscribe()
 	close(f.quit)
 	done := make(chan struct{})
@@ -418,4 +436,31 @@ func (f *Fair) Stop(ctx context.Context) error {
 	}
 	f.cancel()
 	return err
+}
+
+// observe registers each class's gauges, as the last discovery found them
+// (the consumer label is the class: one series per priority, not per
+// tenant):
+//
+//	herald_consumer_pending{stream,consumer}       the class's messages still in the stream
+//	herald_consumer_fair_waiting{stream,consumer}  keys (tenants) holding them
+func (f *Fair) observe(mp metric.MeterProvider) (metric.Registration, error) {
+	m := mp.Meter("github.com/heraldhq/herald/shared/consumer")
+	pending, err1 := m.Int64ObservableGauge("herald.consumer.pending",
+		metric.WithDescription("Messages of the consumer's stream not yet delivered to it: its lag."))
+	waiting, err2 := m.Int64ObservableGauge("herald.consumer.fair.waiting",
+		metric.WithDescription("Keys (tenants) with messages waiting in a fair loop's class, each served in turn."))
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, err
+	}
+	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, c := range f.classes {
+			attrs := metric.WithAttributes(attribute.String("stream", f.cfg.Stream), attribute.String("consumer", c.Name))
+			o.ObserveInt64(pending, c.backlog, attrs)
+			o.ObserveInt64(waiting, c.waiting, attrs)
+		}
+		return nil
+	}, pending, waiting)
 }

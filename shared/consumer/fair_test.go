@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/heraldtest"
@@ -142,4 +144,34 @@ func TestReadyHoldsAKeyBackAndNewKeysAreServedAtOnce(t *testing.T) {
 	open = true
 	mu.Unlock()
 	require.Equal(t, []string{"q.low.b", "q.low.a", "q.low.a", "q.low.a"}, h.wait(t, 4))
+}
+
+// The loop's gauges say, per class, how many messages wait and for how
+// many keys.
+func TestFairGaugesShowTheBacklogByClass(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 3, "q.low.b": 2})
+	reader := sdkmetric.NewManualReader()
+	// Messages handled but left unacknowledged stay in the work queue.
+	h := func(context.Context, jetstream.Msg) consumer.Outcome { return consumer.Leave() }
+	startFair(t, n, h, consumer.FairConfig{Config: consumer.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))},
+		Classes: []consumer.Class{class("low", 1)}})
+	gauge := func(name string) int64 {
+		var rm metricdata.ResourceMetrics
+		require.NoError(t, reader.Collect(context.Background(), &rm))
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if g, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == name {
+					for _, dp := range g.DataPoints {
+						if v, _ := dp.Attributes.Value("consumer"); v.AsString() == "low" {
+							return dp.Value
+						}
+					}
+				}
+			}
+		}
+		return -1
+	}
+	require.Equal(t, int64(5), gauge("herald.consumer.pending"), "a's three and b's two")
+	require.Equal(t, int64(2), gauge("herald.consumer.fair.waiting"), "a and b")
 }
