@@ -105,7 +105,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 	}{
 		"ORDERS":    {jetstream.LimitsPolicy, []string{"orders.*", "orders.*.*"}, []string{"router"}},
 		"INVENTORY": {jetstream.LimitsPolicy, []string{"inventory.*", "inventory.*.*"}, []string{"router"}},
-		"DOCS":      {jetstream.WorkQueuePolicy, []string{"docs.render.*"}, []string{"pdf"}},
+		"DOCS":      {jetstream.WorkQueuePolicy, []string{"docs.render.*.*", "docs.render.*"}, []string{"pdf"}},
 		"NOTIFY": {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal", "sms-critical", "sms-low", "sms-normal",
 			"webhook-critical", "webhook-low", "webhook-normal", "whatsapp-critical", "whatsapp-low", "whatsapp-normal"}},
 		"STATUS":               {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, []string{"history", "webhooks"}},

@@ -48,7 +48,7 @@ func TestDocumentMetricsBoundTenants(t *testing.T) {
 		req.Object = documents.ObjectName(req.Tenant, req.Order.ID, notification.PurchaseOrder, 1)
 		body, err := json.Marshal(req)
 		require.NoError(t, err)
-		msg := nats.NewMsg(documents.Subject(req.Type))
+		msg := nats.NewMsg(documents.Subject(req.Type, req.Tenant))
 		msg.Data = body
 		msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(req))
 		_, err = n.JS.PublishMsg(ctx, msg)

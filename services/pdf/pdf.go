@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,6 +39,7 @@ import (
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
+	"github.com/heraldhq/herald/streams"
 )
 
 // Stream and Durable name the consumer the renderer reads.
@@ -84,6 +86,11 @@ type Config struct {
 	// TracerProvider, when set, traces every message handled; nil traces
 	// nothing.
 	TracerProvider trace.TracerProvider
+	// Fair serves tenants in turn (scheduling.fair): a consumer per tenant
+	// with render requests waiting, so one tenant's thousand renders do
+	// not hold up another's single order. Off, the durable "pdf" takes
+	// requests first come, first served.
+	Fair bool
 }
 
 // WithDefaults returns the config with every unset field filled in.
@@ -117,6 +124,7 @@ type Service struct {
 	js    jetstream.JetStream
 	store Store
 	loops consumer.Group
+	fair  *consumer.Fair
 	// maxDeliver is the consumer's MaxDeliver: the last try.
 	maxDeliver int
 	rendered   metric.Int64Counter
@@ -149,26 +157,72 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 		s.store = store
 	}
+	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
+		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
+	if s.cfg.Fair {
+		return s.startFair(ctx)
+	}
 	c, err := consumer.Lookup(ctx, s.js, Stream, Durable)
 	if err != nil {
 		return fmt.Errorf("pdf: %w", err)
 	}
 	s.maxDeliver = c.CachedInfo().Config.MaxDeliver
-	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
-		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 	if err := s.loops.Start(ctx, c, s.handle); err != nil {
 		return fmt.Errorf("pdf: %w", err)
 	}
 	return nil
 }
 
+// startFair serves tenants' render requests in turn (consumer.Fair),
+// keyed by the tenant token of docs.render.<doc_type>.<tenant>; requests
+// stored before that token (docs.render.<doc_type>) are served too, keyed
+// by type. The durable "pdf" reads the whole stream and would overlap
+// them on the work queue: it is removed, its unacknowledged requests going
+// to the per-tenant consumers.
+func (s *Service) startFair(ctx context.Context) error {
+	declared, err := streams.Find(Stream)
+	if err != nil {
+		return fmt.Errorf("pdf: %w", err)
+	}
+	c, err := declared.Consumer(Durable)
+	if err != nil {
+		return fmt.Errorf("pdf: %w", err)
+	}
+	stream, err := s.js.Stream(ctx, Stream)
+	if err != nil {
+		return fmt.Errorf("pdf: %w", err)
+	}
+	if err := stream.DeleteConsumer(ctx, Durable); err == nil {
+		s.cfg.Logger.InfoContext(ctx, "removed the FIFO consumer: tenants are served in turn", "consumer", Durable)
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("pdf: removing the FIFO consumer %s: %w", Durable, err)
+	}
+	s.maxDeliver = c.Config.MaxDeliver
+	s.fair, err = consumer.StartFair(ctx, s.handle, consumer.FairConfig{Config: s.loops.Config, Stream: Stream, Classes: []consumer.Class{
+		{Name: Durable, Prefix: "docs.render.*", Template: c.Config},
+		{Name: Durable + "-untokened", Prefix: "docs.render", Template: c.Config},
+	}})
+	if err != nil {
+		return fmt.Errorf("pdf: %w", err)
+	}
+	return nil
+}
+
 // Stop drains: renders under way finish and are settled.
-func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
+func (s *Service) Stop(ctx context.Context) error {
+	if s.fair != nil {
+		return errors.Join(s.fair.Stop(ctx), s.loops.Stop(ctx))
+	}
+	return s.loops.Stop(ctx)
+}
 
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	var req documents.Request
 	if err := json.Unmarshal(msg.Data(), &req); err != nil || req.Object == "" || req.Type == "" {
 		return s.giveUp(ctx, req, fmt.Errorf("malformed render request: %v", cmp.Or(err, errors.New("missing object or type"))))
+	}
+	if tokens := strings.Split(msg.Subject(), "."); len(tokens) == 4 && tokens[3] != req.Tenant {
+		return s.giveUp(ctx, req, fmt.Errorf("forged render request: tenant %q published on %s", req.Tenant, msg.Subject()))
 	}
 	if !documents.BelongsTo(req.Object, req.Tenant) {
 		// Rendering over, or releasing, another tenant's document.

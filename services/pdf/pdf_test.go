@@ -116,7 +116,7 @@ func (b *bundle) submit(t *testing.T, req documents.Request) {
 	t.Helper()
 	body, err := json.Marshal(req)
 	require.NoError(t, err)
-	msg := nats.NewMsg(documents.Subject(req.Type))
+	msg := nats.NewMsg(documents.Subject(req.Type, req.Tenant))
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(req))
 	_, err = b.nats.JS.PublishMsg(heraldtest.Context(t), msg)
@@ -164,7 +164,7 @@ func TestRerenderingARevisionIsIdempotent(t *testing.T) {
 	// The same request again, past the duplicate window (another id).
 	body, err := json.Marshal(req)
 	require.NoError(t, err)
-	msg := nats.NewMsg(documents.Subject(req.Type))
+	msg := nats.NewMsg(documents.Subject(req.Type, req.Tenant))
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, "another-id")
 	_, err = b.nats.JS.PublishMsg(heraldtest.Context(t), msg)

@@ -40,7 +40,7 @@ func TestRenderRequestOutsideItsTenantIsRefused(t *testing.T) {
 		Object: documents.ObjectName("acme", "PO-1", notification.PurchaseOrder, 1)}
 	body, err := json.Marshal(req)
 	require.NoError(t, err)
-	msg := nats.NewMsg(documents.Subject(req.Type))
+	msg := nats.NewMsg(documents.Subject(req.Type, req.Tenant))
 	msg.Data = body
 	_, err = n.JS.PublishMsg(ctx, msg)
 	require.NoError(t, err)

@@ -148,7 +148,7 @@ func (s *Service) publish(ctx context.Context, d Decision) error {
 		if err != nil {
 			return err
 		}
-		msg := nats.NewMsg(documents.Subject(r.Type))
+		msg := nats.NewMsg(documents.Subject(r.Type, r.Tenant))
 		msg.Data = body
 		msg.Header.Set(jetstream.MsgIDHeader, documents.MsgID(r))
 		ack, err := telemetry.PublishMsg(ctx, s.js, msg)

@@ -71,7 +71,7 @@ func TestEventWaitsUntilItsRenderRequestIsStored(t *testing.T) {
 
 	docs, err := n.JS.Stream(ctx, "DOCS")
 	require.NoError(t, err)
-	m, err := docs.GetLastMsgForSubject(ctx, "docs.render.purchase_order")
+	m, err := docs.GetLastMsgForSubject(ctx, "docs.render.purchase_order.acme")
 	require.NoError(t, err)
 	var req documents.Request
 	require.NoError(t, json.Unmarshal(m.Data, &req))

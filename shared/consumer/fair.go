@@ -25,7 +25,9 @@ type Class struct {
 	// consumers: <Name>_<key>.
 	Name string
 	// Prefix is the subjects' common part, without the key's token:
-	// "notify.email.normal".
+	// "notify.email.normal". It may hold wildcard tokens
+	// ("docs.render.*": any document type, keyed by tenant); the key is
+	// always the last token.
 	Prefix string
 	// Weight is the class's share of the workers while others have work
 	// too. At least 1.
@@ -168,7 +170,7 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 
 // seen is a new message on a class's subject: its key has work.
 func (f *Fair) seen(c *classState, subject string) {
-	key := subject[strings.LastIndexByte(subject, '.')+1:]
+	key := lastToken(subject)
 	f.mu.Lock()
 	k, known := c.keys[key]
 	if known {
@@ -183,6 +185,8 @@ func (f *Fair) seen(c *classState, subject string) {
 	}
 	f.signal()
 }
+
+func lastToken(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
 
 func (f *Fair) signal() {
 	select {
@@ -227,7 +231,7 @@ func (f *Fair) discover(ctx context.Context) error {
 		var total int64
 		for subject, n := range info.State.Subjects {
 			if n > 0 {
-				backlog[subject[len(c.Prefix)+1:]] = true
+				backlog[lastToken(subject)] = true
 				total += int64(n)
 			}
 		}

@@ -45,8 +45,12 @@ type Request struct {
 	Deliveries []notification.Delivery `json:"deliveries"`
 }
 
-// Subject is where render requests for a document type are published.
-func Subject(docType string) string { return "docs.render." + docType }
+// Subject is where a tenant's render requests for a document type are
+// published: docs.render.<doc_type>.<tenant>, so that the renderer can
+// serve tenants in turn (scheduling.fair) and refuse a request published
+// under another tenant's name. Requests stored before the tenant token
+// (docs.render.<doc_type>) are still rendered.
+func Subject(docType, tenant string) string { return "docs.render." + docType + "." + tenant }
 
 // MsgID deduplicates render requests by document and by the deliveries they
 // carry (their dedupe keys, in any order): a redelivered or republished

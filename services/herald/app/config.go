@@ -476,7 +476,7 @@ func (c Config) runs(service string) bool { return slices.Contains(c.Services, s
 func (c Config) StreamOptions() streams.Options {
 	var perTenant []string
 	if c.Scheduling.Fair {
-		perTenant = []string{"NOTIFY"}
+		perTenant = []string{"NOTIFY", "DOCS"}
 	}
 	return streams.Options{Replicas: c.Streams.Replicas, Templates: perTenant, MaxAge: map[string]time.Duration{
 		"KV_deliveries":       c.Ledger.Retention,

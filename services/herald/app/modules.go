@@ -120,7 +120,7 @@ func checkTemplates(c router.Config) error {
 
 // configurePDF reads pdf:.
 func (a *App) configurePDF() error {
-	a.pdfC = pdf.Config{Concurrency: a.cfg.PDF.Concurrency, Logger: a.logger.With("service", "pdf"),
+	a.pdfC = pdf.Config{Concurrency: a.cfg.PDF.Concurrency, Fair: a.cfg.Scheduling.Fair, Logger: a.logger.With("service", "pdf"),
 		MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants, TracerProvider: a.tracer}.WithDefaults()
 	return a.pdfC.Validate()
 }

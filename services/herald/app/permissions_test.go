@@ -80,7 +80,7 @@ var (
 // receives its replies, fetched messages and acknowledgements on _INBOX.>.
 var servicePermissions = map[string][]string{
 	"router": join(jsCommon, consume("ORDERS", "router"), consume("INVENTORY", "router"), dlqPayloads, readTenants,
-		[]string{"docs.render.*", "notify.*.*.*", "notify.accepted.*", "dlq.ORDERS.router", "dlq.INVENTORY.router"}),
+		[]string{"docs.render.*.*", "notify.*.*.*", "notify.accepted.*", "dlq.ORDERS.router", "dlq.INVENTORY.router"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
@@ -116,7 +116,7 @@ var servicePermissions = map[string][]string{
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
 	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, []string{"orders.*", "inventory.*",
-		"orders.*.*", "inventory.*.*", "docs.render.*", "notify.*.*.*", "notify.accepted.*",
+		"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
 		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
 		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",
 		"$JS.API.CONSUMER.DELETE.KV_api_keys.>", "$JS.FC.KV_api_keys.>",
@@ -161,6 +161,9 @@ func addUsers(opts *server.Options, fair bool) {
 		if channel, ok := fairChannels[name]; ok && fair {
 			publish, sub := fairPermissions(channel)
 			allow, subscribe = append(slices.Clone(allow), publish...), append(subscribe, sub...)
+		}
+		if name == "pdf" && fair {
+			allow, subscribe = append(slices.Clone(allow), fairRenders[0]...), append(subscribe, fairRenders[1]...)
 		}
 		opts.Users = append(opts.Users, &server.User{Username: name, Password: name, Permissions: &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: allow},
@@ -214,6 +217,15 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 
 // fairChannels are the delivery services' channels, by NATS user.
 var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook"}
+
+// fairRenders is what the renderer needs beyond its durable's under
+// scheduling.fair: its consumers per tenant (and per document type, for
+// requests from before the tenant token), the durable removed once, and
+// new requests heard.
+var fairRenders = [2][]string{
+	{"$JS.API.CONSUMER.CREATE.DOCS.>", "$JS.API.CONSUMER.MSG.NEXT.DOCS.*", "$JS.ACK.DOCS.>", "$JS.API.CONSUMER.DELETE.DOCS.pdf"},
+	{"docs.render.*.*", "docs.render.*"},
+}
 
 // fairPermissions are what a delivery service needs beyond its durables'
 // under scheduling.fair: to make (and, once, remove the FIFO durables of)
