@@ -180,6 +180,7 @@ type env struct {
 	js    jetstream.JetStream
 	rdb   *redis.Client
 	dir   string
+	url   string // NATS's
 }
 
 func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, error) {
@@ -203,6 +204,7 @@ func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, err
 		}
 		redisURL = e.redis.URL()
 	}
+	e.url = natsURL
 	if e.nc, err = nats.Connect(natsURL); err != nil {
 		e.close()
 		return nil, fmt.Errorf("bench: NATS: %w", err)

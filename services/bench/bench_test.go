@@ -110,6 +110,9 @@ func TestRunTenantsServesTheSmallTenantDuringTheBurstOnlyWhenFair(t *testing.T) 
 		require.Positive(t, m.SmallP99Ratio, name)
 		require.Positive(t, m.BulkThroughputRatio, name)
 	}
+	for _, ratio := range []float64{r.FairVsFIFO.SmallP99Ratio, r.FairVsFIFO.BulkThroughputRatio} {
+		require.Positive(t, ratio)
+	}
 	require.Greater(t, r.Fair.Together.BulkLeft, 0, "fair: the small tenant's last delivery was accepted while the burst drained")
 	require.LessOrEqual(t, r.FIFO.Together.BulkLeft, concurrency, "first come, first served: only sends already under way finished after it")
 }

@@ -97,8 +97,11 @@ type TenantsReport struct {
 	Concurrency       int     `json:"concurrency"`
 	// FIFO is first come, first served (one consumer per priority); Fair
 	// is scheduling.fair (a consumer per tenant, served in turn).
-	FIFO          Mode   `json:"fifo"`
-	Fair          Mode   `json:"fair"`
+	FIFO Mode `json:"fifo"`
+	Fair Mode `json:"fair"`
+	// FairVsFIFO compares fair's run together with first come, first
+	// served's runs alone: the cost of fairness itself shows here.
+	FairVsFIFO    Ratios `json:"fair_vs_fifo"`
 	EmbeddedNATS  bool   `json:"embedded_nats"`
 	EmbeddedRedis bool   `json:"embedded_redis"`
 	Cores         int    `json:"cores"`
@@ -111,6 +114,11 @@ type Mode struct {
 	SmallAlone Phase `json:"small_alone"`
 	BulkAlone  Phase `json:"bulk_alone"`
 	Together   Phase `json:"together"`
+	Ratios
+}
+
+// Ratios compare a run together with runs alone.
+type Ratios struct {
 	// SmallP99Ratio is B's p99 beside A's burst over B's p99 alone
 	// (issue 14's target: at most 2).
 	SmallP99Ratio float64 `json:"small_p99_ratio"`
@@ -177,8 +185,11 @@ func RunTenants(ctx context.Context, cfg TenantsConfig, progress func(TenantsPro
 	if r.FIFO, err = runMode(ctx, cfg, false, progress); err != nil {
 		return r, err
 	}
-	r.Fair, err = runMode(ctx, cfg, true, progress)
-	return r, err
+	if r.Fair, err = runMode(ctx, cfg, true, progress); err != nil {
+		return r, err
+	}
+	r.FairVsFIFO = compare(r.Fair.Together, r.FIFO.SmallAlone, r.FIFO.BulkAlone)
+	return r, nil
 }
 
 func runMode(ctx context.Context, cfg TenantsConfig, fair bool, progress func(TenantsProgress)) (Mode, error) {
@@ -207,13 +218,21 @@ func runMode(ctx context.Context, cfg TenantsConfig, fair bool, progress func(Te
 			return m, fmt.Errorf("bench: %s: %w", r.run, err)
 		}
 	}
-	if p99 := m.SmallAlone.Small.Latency.P99; p99 > 0 {
-		m.SmallP99Ratio = m.Together.Small.Latency.P99 / p99
-	}
-	if alone := m.BulkAlone.Bulk.PerSecond; alone > 0 {
-		m.BulkThroughputRatio = m.Together.Bulk.PerSecond / alone
-	}
+	m.Ratios = compare(m.Together, m.SmallAlone, m.BulkAlone)
 	return m, nil
+}
+
+// compare is together's small p99 and bulk throughput against theirs
+// alone.
+func compare(together, smallAlone, bulkAlone Phase) Ratios {
+	var r Ratios
+	if p99 := smallAlone.Small.Latency.P99; p99 > 0 {
+		r.SmallP99Ratio = together.Small.Latency.P99 / p99
+	}
+	if alone := bulkAlone.Bulk.PerSecond; alone > 0 {
+		r.BulkThroughputRatio = together.Bulk.PerSecond / alone
+	}
+	return r
 }
 
 // runPhase is one run on fresh streams: A's burst of bulk (if any), then
@@ -251,8 +270,20 @@ func runPhase(ctx context.Context, cfg TenantsConfig, fair bool, bulk, small int
 	}
 	defer stop()
 
+	// The tenants publish on a connection of their own, as they would
+	// from their own processes: the workers' connection also carries a
+	// copy of every delivery, to the fair loop's watch.
+	pc, err := nats.Connect(env.url)
+	if err != nil {
+		return Phase{}, fmt.Errorf("bench: NATS: %w", err)
+	}
+	defer pc.Close()
+	pjs, err := jetstream.New(pc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(notification.AckTimeout))
+	if err != nil {
+		return Phase{}, err
+	}
 	done := make(chan error, 1)
-	go func() { done <- load.publish(ctx, env.js, cfg.SmallRate) }()
+	go func() { done <- load.publish(ctx, pjs, cfg.SmallRate) }()
 	err = load.wait(ctx, got, cfg.Timeout, progress)
 	if perr := <-done; err == nil {
 		err = perr

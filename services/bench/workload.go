@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
 )
 
 // tenant is the tenant every event of a run is for.
@@ -129,7 +130,8 @@ func (w *workload) publish(ctx context.Context, js jetstream.JetStream, rate flo
 }
 
 // publisher publishes asynchronously, up to 4,096 messages awaiting their
-// acknowledgement, and remembers the first that failed.
+// acknowledgement (a send waits for room as long as an acknowledgement
+// may take), and remembers the first that failed.
 type publisher struct {
 	js      jetstream.JetStream
 	pending chan jetstream.PubAckFuture
@@ -155,7 +157,7 @@ func newPublisher(js jetstream.JetStream) *publisher {
 }
 
 func (p *publisher) send(msg *nats.Msg) error {
-	f, err := p.js.PublishMsgAsync(msg)
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(notification.AckTimeout))
 	if err != nil {
 		return err
 	}
