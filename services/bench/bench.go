@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	if !slices.Contains(Channels, cfg.Channel) {
 		return Report{}, fmt.Errorf("bench: channel %q is not one of %v", cfg.Channel, Channels)
 	}
-	env, err := startEnv(ctx, cfg)
+	env, err := startEnv(ctx, cfg, streams.Options{})
 	if err != nil {
 		return Report{}, err
 	}
@@ -180,9 +180,10 @@ type env struct {
 	js    jetstream.JetStream
 	rdb   *redis.Client
 	dir   string
+	url   string // NATS's
 }
 
-func startEnv(ctx context.Context, cfg Config) (*env, error) {
+func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, error) {
 	e := &env{}
 	var err error
 	natsURL, redisURL := cfg.NATSURL, cfg.RedisURL
@@ -203,6 +204,7 @@ func startEnv(ctx context.Context, cfg Config) (*env, error) {
 		}
 		redisURL = e.redis.URL()
 	}
+	e.url = natsURL
 	if e.nc, err = nats.Connect(natsURL); err != nil {
 		e.close()
 		return nil, fmt.Errorf("bench: NATS: %w", err)
@@ -217,7 +219,7 @@ func startEnv(ctx context.Context, cfg Config) (*env, error) {
 		return nil, err
 	}
 	e.rdb = redis.NewClient(opts)
-	report, err := streams.Apply(ctx, e.js, streams.Options{})
+	report, err := streams.Apply(ctx, e.js, apply)
 	if err == nil {
 		err = report.Err()
 	}
@@ -272,15 +274,26 @@ func (e *env) startServices(ctx context.Context, cfg Config, far *farSide) (func
 		}
 		services = append(services, p)
 	}
-	d, err := delivery.New(e.js, delivery.Config{
-		Channel: far.channel, Platform: far.platform,
-		Locker: lock.NewRedis(e.rdb, fmt.Sprintf("bench:%d:lock:", rand.Int64())), Concurrency: cfg.Concurrency,
-		RetryDelay: 50 * time.Millisecond, Logger: cfg.Logger,
-	})
+	d, err := e.delivery(cfg, far, false)
 	if err != nil {
 		return nil, err
 	}
-	services = append(services, d)
+	return startAll(ctx, append(services, d))
+}
+
+// delivery is the channel's delivery workers, serving tenants in turn
+// when fair (scheduling.fair), first come, first served when not.
+func (e *env) delivery(cfg Config, far *farSide, fair bool) (*delivery.Service, error) {
+	return delivery.New(e.js, delivery.Config{
+		Channel: far.channel, Platform: far.platform,
+		Locker: lock.NewRedis(e.rdb, fmt.Sprintf("bench:%d:lock:", rand.Int64())), Concurrency: cfg.Concurrency,
+		RetryDelay: 50 * time.Millisecond, Logger: cfg.Logger, Fair: fair,
+	})
+}
+
+// startAll starts services in order; the returned func stops them in
+// reverse, draining each.
+func startAll(ctx context.Context, services []service) (func(), error) {
 	var started []service
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -68,4 +69,50 @@ func TestRunRefusesAChannelItCannotMeasure(t *testing.T) {
 	t.Parallel()
 	_, err := bench.Run(context.Background(), bench.Config{Channel: "pigeon", Orders: 1}, nil)
 	require.ErrorContains(t, err, `channel "pigeon"`)
+}
+
+// A tiny fairness run: a bulk tenant's burst, then a small tenant's
+// trickle, on both schedulings and alone. The far side takes 20 ms and
+// each scheduling has few workers, so the bulk backlog takes far longer to
+// drain than the small tenant takes to publish: served in turn, the small
+// tenant is done while most of the burst still waits; first come, first
+// served, it waits behind the burst (at most the sends under way finish
+// after it). Every delivery is accepted exactly once in each run.
+func TestRunTenantsServesTheSmallTenantDuringTheBurstOnlyWhenFair(t *testing.T) {
+	t.Parallel()
+	const concurrency = 4
+	var runs []string
+	r, err := bench.RunTenants(context.Background(), bench.TenantsConfig{
+		Bulk: 300, Small: 10, SmallRate: 50, ProviderLatency: 20 * time.Millisecond, Concurrency: concurrency,
+	}, func(p bench.TenantsProgress) {
+		if len(runs) == 0 || runs[len(runs)-1] != p.Run {
+			runs = append(runs, p.Run)
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"fifo: small alone", "fifo: bulk alone", "fifo: together",
+		"fair: small alone", "fair: bulk alone", "fair: together"}, runs)
+	for name, m := range map[string]bench.Mode{"fifo": r.FIFO, "fair": r.Fair} {
+		require.Nil(t, m.SmallAlone.Bulk, name)
+		require.Nil(t, m.BulkAlone.Small, name)
+		for _, p := range []bench.Phase{m.SmallAlone, m.BulkAlone, m.Together} {
+			require.Zero(t, p.Duplicates(), name)
+			require.Zero(t, p.Lost(), name)
+		}
+		for _, s := range []*bench.TenantResult{m.SmallAlone.Small, m.Together.Small} {
+			require.Equal(t, 10, s.Delivered, name)
+			require.EqualValues(t, 10, s.Histogram.TotalCount(), name)
+		}
+		for _, b := range []*bench.TenantResult{m.BulkAlone.Bulk, m.Together.Bulk} {
+			require.Equal(t, 300, b.Delivered, name)
+			require.Positive(t, b.PerSecond, name)
+		}
+		require.Positive(t, m.SmallP99Ratio, name)
+		require.Positive(t, m.BulkThroughputRatio, name)
+	}
+	for _, ratio := range []float64{r.FairVsFIFO.SmallP99Ratio, r.FairVsFIFO.BulkThroughputRatio} {
+		require.Positive(t, ratio)
+	}
+	require.Greater(t, r.Fair.Together.BulkLeft, 0, "fair: the small tenant's last delivery was accepted while the burst drained")
+	require.LessOrEqual(t, r.FIFO.Together.BulkLeft, concurrency, "first come, first served: only sends already under way finished after it")
 }

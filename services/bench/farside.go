@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,32 +55,60 @@ func (f *faults) call(ctx context.Context) (fail bool, err error) {
 
 // receipts counts what the far side accepted, by notification id, and
 // records each notification's end-to-end latency when it is first
-// accepted.
+// accepted: in all, and per tenant.
 type receipts struct {
-	w        *workload
+	sched    schedule
 	mu       sync.Mutex
 	accepted map[string]int // notification id → acceptances
 	hist     *hdrhistogram.Histogram
+	tenants  map[string]*tally
+	order    []string // tenants, in the order of first acceptances
 	last     time.Time
 	seq      atomic.Int64
 }
 
-func newReceipts(w *workload) *receipts {
-	return &receipts{w: w, accepted: map[string]int{}, hist: hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)}
+// schedule says when the order a notification belongs to was published.
+type schedule interface {
+	publishedAt(orderID string) (time.Time, bool)
 }
 
-// accept counts notification id, which belongs to order orderID, as
-// accepted now, and returns a message id for its receipt.
-func (r *receipts) accept(id, orderID string) string {
+// tally is one tenant's acceptances.
+type tally struct {
+	delivered, duplicates int
+	hist                  *hdrhistogram.Histogram
+	first, last           time.Time
+}
+
+func newHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)
+}
+
+func newReceipts(s schedule) *receipts {
+	return &receipts{sched: s, accepted: map[string]int{}, hist: newHistogram(), tenants: map[string]*tally{}}
+}
+
+// accept counts notification id, which belongs to order orderID of
+// tenant, as accepted now, and returns a message id for its receipt.
+func (r *receipts) accept(id, tenant, orderID string) string {
 	now := time.Now()
 	r.mu.Lock()
+	t := r.tenants[tenant]
+	if t == nil {
+		t = &tally{hist: newHistogram(), first: now}
+		r.tenants[tenant] = t
+	}
 	r.accepted[id]++
 	if r.accepted[id] == 1 {
-		if published, ok := r.w.publishedAt(orderID); ok {
+		t.delivered++
+		r.order = append(r.order, tenant)
+		if published, ok := r.sched.publishedAt(orderID); ok {
 			_ = r.hist.RecordValue(now.Sub(published).Microseconds())
+			_ = t.hist.RecordValue(now.Sub(published).Microseconds())
 		}
+	} else {
+		t.duplicates++
 	}
-	r.last = now
+	r.last, t.last = now, now
 	r.mu.Unlock()
 	return "bench-" + strconv.FormatInt(r.seq.Add(1), 10)
 }
@@ -94,19 +123,50 @@ func (r *receipts) counts() (delivered, duplicates int) {
 	return delivered, duplicates
 }
 
+// tenant is a copy of tenant's tally (zero before its first acceptance).
+func (r *receipts) tenant(tenant string) tally {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.tenants[tenant]
+	if t == nil {
+		return tally{hist: newHistogram()}
+	}
+	c := *t
+	c.hist = hdrhistogram.Import(t.hist.Export())
+	return c
+}
+
+// leftAfter is how many of tenant's acceptances came after other's last
+// one; 0 if other has none.
+func (r *receipts) leftAfter(tenant, other string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for i := len(r.order) - 1; i >= 0 && r.order[i] != other; i-- {
+		if r.order[i] == tenant {
+			n++
+		}
+	}
+	if !slices.Contains(r.order, other) {
+		return 0
+	}
+	return n
+}
+
 func (r *receipts) lastAccept() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last
 }
 
-// orderOf is the order id in a dedupe key (tenant:order:revision:…).
-func orderOf(dedupeKey string) string {
+// orderOf is the tenant and order id in a dedupe key
+// (tenant:order:revision:…).
+func orderOf(dedupeKey string) (tenant, order string) {
 	parts := strings.SplitN(dedupeKey, ":", 3)
 	if len(parts) < 2 {
-		return ""
+		return "", ""
 	}
-	return parts[1]
+	return parts[0], parts[1]
 }
 
 // fakeProvider is the in-process provider of the email and sms channels:
@@ -125,7 +185,8 @@ func (p fakeProvider) send(ctx context.Context, id, dedupeKey string) (provider.
 	if fail {
 		return provider.Receipt{}, &provider.TransientError{Err: errors.New("bench: injected fault")}
 	}
-	return provider.Receipt{MessageID: p.receipts.accept(id, orderOf(dedupeKey))}, nil
+	tenant, order := orderOf(dedupeKey)
+	return provider.Receipt{MessageID: p.receipts.accept(id, tenant, order)}, nil
 }
 
 // emailProvider is the fake as an email.Provider.

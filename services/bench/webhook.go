@@ -76,7 +76,7 @@ func (e *env) startWebhooks(ctx context.Context, cfg Config, f *faults, r *recei
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			return
 		}
-		r.accept(req.Header.Get(webhook.HeaderID), b.Data.Order.ID)
+		r.accept(req.Header.Get(webhook.HeaderID), tenant, b.Data.Order.ID)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	var created []string

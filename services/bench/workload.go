@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
 )
 
 // tenant is the tenant every event of a run is for.
@@ -91,31 +92,12 @@ func (w *workload) publishedAt(orderID string) (time.Time, bool) {
 // a publisher falling behind shows as latency instead of hiding it.
 func (w *workload) publish(ctx context.Context, js jetstream.JetStream, rate float64) error {
 	start := time.Now()
-	pending := make(chan jetstream.PubAckFuture, 4096)
-	errs := make(chan error, 1)
-	go func() {
-		var first error
-		for f := range pending {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				if first == nil {
-					first = err
-				}
-			}
-		}
-		errs <- first
-	}()
+	pub := newPublisher(js)
 	send := func(i int, id string) error {
 		msg := nats.NewMsg("orders.created")
 		msg.Data = w.event(i, id)
 		msg.Header.Set(jetstream.MsgIDHeader, id)
-		f, err := js.PublishMsgAsync(msg)
-		if err != nil {
-			return err
-		}
-		pending <- f
-		return nil
+		return pub.send(msg)
 	}
 	var err error
 	dups := int(float64(w.orders) * w.dupRatio)
@@ -138,14 +120,56 @@ func (w *workload) publish(ctx context.Context, js jetstream.JetStream, rate flo
 	for i := dups / 2; i < dups && err == nil && ctx.Err() == nil; i++ {
 		err = send(i, fmt.Sprintf("evt-%s-%d-again", w.run, i)) // a new event id: only the ledger stops it
 	}
-	close(pending)
-	if perr := <-errs; err == nil {
+	if perr := pub.wait(); err == nil {
 		err = perr
 	}
 	if err != nil {
 		return fmt.Errorf("bench: publishing: %w", err)
 	}
 	return ctx.Err()
+}
+
+// publisher publishes asynchronously, up to 4,096 messages awaiting their
+// acknowledgement (a send waits for room as long as an acknowledgement
+// may take), and remembers the first that failed.
+type publisher struct {
+	js      jetstream.JetStream
+	pending chan jetstream.PubAckFuture
+	errs    chan error
+}
+
+func newPublisher(js jetstream.JetStream) *publisher {
+	p := &publisher{js: js, pending: make(chan jetstream.PubAckFuture, 4096), errs: make(chan error, 1)}
+	go func() {
+		var first error
+		for f := range p.pending {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				if first == nil {
+					first = err
+				}
+			}
+		}
+		p.errs <- first
+	}()
+	return p
+}
+
+func (p *publisher) send(msg *nats.Msg) error {
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(notification.AckTimeout))
+	if err != nil {
+		return err
+	}
+	p.pending <- f
+	return nil
+}
+
+// wait returns once every message sent is acknowledged, with the first
+// error; the publisher is spent.
+func (p *publisher) wait() error {
+	close(p.pending)
+	return <-p.errs
 }
 
 // wait watches the far side until every notification arrived, or nothing

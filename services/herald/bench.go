@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	chart "github.com/wcharczuk/go-chart/v2"
@@ -41,7 +42,18 @@ publish to acceptance (HDR histogram), duplicates sent and notifications lost
   herald bench --orders 1000 --recipients 5 --rate 200      # 1,000 deliveries/s, open loop
   herald bench --channel sms --orders 2000 --recipients 5   # 10,000 text messages
   herald bench --channel webhook --orders 2000 --recipients 5
-  herald bench --documents --fault-rate 0.2 --dup-ratio 0.1 --plot latency.svg`,
+  herald bench --documents --fault-rate 0.2 --dup-ratio 0.1 --plot latency.svg
+
+With --tenants, measure fairness across tenants instead (scheduling.fair):
+tenant "bulk" publishes a burst of --bulk email deliveries straight onto
+NOTIFY, then tenant "small" sends --small at --small-rate per second while the
+burst drains. Made first come, first served and then fair, each beside both
+tenants alone, on fresh streams each time; reported: small's latency from
+publish to acceptance alone and beside the burst, bulk's throughput alone and
+beside small, and their ratios (issue 14's targets: at most 2×, at least 90 %).
+
+  herald bench --tenants                                    # 50,000 beside 100 at 10/s
+  herald bench --tenants --bulk 5000 --small 50 --plot fairness.svg`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}
@@ -58,6 +70,10 @@ publish to acceptance (HDR histogram), duplicates sent and notifications lost
 	f.Bool("json", false, "print the report as JSON")
 	f.String("plot", "", "write the latency percentile plot to this .svg or .png file")
 	f.String("cpuprofile", "", "write a pprof CPU profile of the run to this file")
+	f.Bool("tenants", false, "measure fairness across tenants: a bulk tenant's burst beside a small tenant's trickle, fair scheduling off and on")
+	f.Int("bulk", 50_000, "with --tenants: the bulk tenant's burst")
+	f.Int("small", 100, "with --tenants: the small tenant's deliveries")
+	f.Float64("small-rate", 10, "with --tenants: the small tenant's deliveries per second")
 	return cmd
 }
 
@@ -67,6 +83,9 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	f := cmd.Flags()
+	if tenants, _ := f.GetBool("tenants"); tenants {
+		return runTenantsBench(cmd, cfg.NATS.URL, cfg.Redis.URL)
+	}
 	var bc bench.Config
 	channel, _ := f.GetString("channel")
 	bc.Channel = event.Channel(channel)
@@ -108,7 +127,8 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		return redact.Error(err, bc.NATSURL, bc.RedisURL)
 	}
 	if plot != "" {
-		if err := writePlot(plot, report); err != nil {
+		title := fmt.Sprintf("Herald %s: event published to notification accepted, %d deliveries", report.Channel, report.Delivered)
+		if err := writePlot(plot, title, []plotLine{{"", report.Histogram}}); err != nil {
 			return err
 		}
 	}
@@ -163,24 +183,40 @@ func printReport(w io.Writer, bc bench.Config, r bench.Report) {
 	_ = tw.Flush()
 }
 
+// plotLine is one latency distribution of a plot.
+type plotLine struct {
+	name string
+	hist *hdrhistogram.Histogram
+}
+
 // writePlot draws latency against percentile on the usual HDR axis, where
 // each step right is one more nine (90 %, 99 %, 99.9 %…), so the tail that
-// matters is as wide as the body.
-func writePlot(path string, r bench.Report) error {
+// matters is as wide as the body; one line per distribution.
+func writePlot(path, title string, lines []plotLine) error {
 	nines := func(q float64) float64 { return -math.Log10(1 - q/100) }
-	var xs, ys []float64
-	for _, q := range []float64{0, 25, 50, 75, 90, 95, 97.5, 99, 99.5, 99.9, 99.95, 99.99} {
-		xs = append(xs, nines(q))
-		ys = append(ys, float64(r.Histogram.ValueAtQuantile(q))/1000)
+	var series []chart.Series
+	for i, l := range lines {
+		var xs, ys []float64
+		for _, q := range []float64{0, 25, 50, 75, 90, 95, 97.5, 99, 99.5, 99.9, 99.95, 99.99} {
+			xs = append(xs, nines(q))
+			ys = append(ys, float64(l.hist.ValueAtQuantile(q))/1000)
+		}
+		xs, ys = append(xs, 4.5), append(ys, float64(l.hist.Max())/1000)
+		series = append(series, chart.ContinuousSeries{Name: l.name, XValues: xs, YValues: ys,
+			Style: chart.Style{StrokeColor: chart.GetDefaultColor(i), StrokeWidth: 2}})
 	}
-	xs, ys = append(xs, 4.5), append(ys, float64(r.Histogram.Max())/1000)
 	ticks := []chart.Tick{{Value: 0, Label: "0%"}, {Value: 1, Label: "90%"}, {Value: 2, Label: "99%"},
 		{Value: 3, Label: "99.9%"}, {Value: 4, Label: "99.99%"}, {Value: 4.5, Label: "max"}}
 	graph := chart.Chart{
-		Title:  fmt.Sprintf("Herald %s: event published to notification accepted, %d deliveries", r.Channel, r.Delivered),
+		Title:  title,
 		XAxis:  chart.XAxis{Name: "percentile", Ticks: ticks},
 		YAxis:  chart.YAxis{Name: "latency (ms)"},
-		Series: []chart.Series{chart.ContinuousSeries{XValues: xs, YValues: ys}},
+		Series: series,
+	}
+	if len(lines) > 1 { // lines a thousand times apart: a log scale shows each
+		graph.YAxis = chart.YAxis{Name: "latency (ms, log scale)", Range: &chart.LogarithmicRange{}}
+		graph.Background = chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}}
+		graph.Elements = []chart.Renderable{chart.LegendLeft(&graph)}
 	}
 	out, err := os.Create(path)
 	if err != nil {
@@ -195,4 +231,138 @@ func writePlot(path string, r bench.Report) error {
 		return fmt.Errorf("plot: %w", err)
 	}
 	return out.Close()
+}
+
+// runTenantsBench is herald bench --tenants.
+func runTenantsBench(cmd *cobra.Command, natsURL, redisURL string) error {
+	f := cmd.Flags()
+	var tc bench.TenantsConfig
+	if os.Getenv("NATS_URL") != "" {
+		tc.NATSURL = natsURL
+	}
+	tc.RedisURL = redisURL
+	tc.Bulk, _ = f.GetInt("bulk")
+	tc.Small, _ = f.GetInt("small")
+	tc.SmallRate, _ = f.GetFloat64("small-rate")
+	tc.ProviderLatency, _ = f.GetDuration("latency")
+	tc.Concurrency, _ = f.GetInt("concurrency")
+	asJSON, _ := f.GetBool("json")
+	plot, _ := f.GetString("plot")
+
+	var (
+		bar *progressbar.ProgressBar
+		run string
+	)
+	report, err := bench.RunTenants(cmd.Context(), tc, func(p bench.TenantsProgress) {
+		if p.Run != run {
+			if bar != nil {
+				_ = bar.Finish()
+			}
+			run = p.Run
+			bar = progressbar.NewOptions(p.Expected, progressbar.OptionSetDescription(run),
+				progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+				progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+		_ = bar.Set(p.Delivered)
+	})
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		return redact.Error(err, tc.NATSURL, tc.RedisURL)
+	}
+	if plot != "" {
+		if err := writeTenantsPlot(plot, report); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else {
+		printTenantsReport(cmd.OutOrStdout(), report)
+	}
+	dups, lost := 0, 0
+	for _, m := range []bench.Mode{report.FIFO, report.Fair} {
+		for _, p := range []bench.Phase{m.SmallAlone, m.BulkAlone, m.Together} {
+			dups, lost = dups+p.Duplicates(), lost+p.Lost()
+		}
+	}
+	if dups > 0 || lost > 0 {
+		return fmt.Errorf("%d duplicates sent, %d deliveries lost", dups, lost)
+	}
+	return nil
+}
+
+func printTenantsReport(w io.Writer, r bench.TenantsReport) {
+	where := func(embedded bool, env string) string {
+		if embedded {
+			return "embedded, fresh for each run"
+		}
+		return env
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(k, v string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(v, args...)) }
+	line("workload", "%s: %d email deliveries at once, then %s: %d at %g/s, straight onto NOTIFY", bench.BulkTenant, r.Bulk, bench.SmallTenant, r.Small, r.SmallRate)
+	line("provider", "in-process email provider, latency %g ms; %d sends at once per priority", r.ProviderLatencyMS, r.Concurrency)
+	line("servers", "NATS %s; Redis %s", where(r.EmbeddedNATS, "NATS_URL"), where(r.EmbeddedRedis, "REDIS_URL"))
+	line("go", "%s on %d cores", r.GoVersion, r.Cores)
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, f func(m bench.Mode) string) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k, f(r.FIFO), f(r.Fair))
+	}
+	latency := func(t *bench.TenantResult) string {
+		return fmt.Sprintf("%.1f · %.1f · %.1f ms", t.Latency.P50, t.Latency.P99, t.Latency.Max)
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "missed"
+	}
+	fmt.Fprintf(tw, "\tfirst come, first served\tfair (scheduling.fair)\n")
+	row(bench.SmallTenant+" alone: p50 · p99 · max", func(m bench.Mode) string { return latency(m.SmallAlone.Small) })
+	row(bench.SmallTenant+" beside the burst", func(m bench.Mode) string { return latency(m.Together.Small) })
+	row("  p99 ratio (target ≤ 2×)", func(m bench.Mode) string {
+		return fmt.Sprintf("%.2f× (%s)", m.SmallP99Ratio, verdict(m.SmallP99Ratio > 0 && m.SmallP99Ratio <= 2))
+	})
+	row(bench.BulkTenant+" alone", func(m bench.Mode) string { return fmt.Sprintf("%.0f deliveries/s", m.BulkAlone.Bulk.PerSecond) })
+	row(bench.BulkTenant+" beside "+bench.SmallTenant, func(m bench.Mode) string { return fmt.Sprintf("%.0f deliveries/s", m.Together.Bulk.PerSecond) })
+	row("  throughput ratio (target ≥ 90 %)", func(m bench.Mode) string {
+		return fmt.Sprintf("%.1f %% (%s)", 100*m.BulkThroughputRatio, verdict(m.BulkThroughputRatio >= 0.9))
+	})
+	row(bench.BulkTenant+" still waiting at "+bench.SmallTenant+"'s last", func(m bench.Mode) string {
+		return fmt.Sprintf("%d of %d", m.Together.BulkLeft, r.Bulk)
+	})
+	row("duplicates sent, lost", func(m bench.Mode) string {
+		d, l := 0, 0
+		for _, p := range []bench.Phase{m.SmallAlone, m.BulkAlone, m.Together} {
+			d, l = d+p.Duplicates(), l+p.Lost()
+		}
+		return fmt.Sprintf("%d, %d", d, l)
+	})
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nfair beside the burst, against first come, first served alone (today's idle system and single-tenant run):\n")
+	fmt.Fprintf(w, "  %s's p99 %.2f× (%s), %s's throughput %.1f %% (%s)\n", bench.SmallTenant, r.FairVsFIFO.SmallP99Ratio,
+		verdict(r.FairVsFIFO.SmallP99Ratio > 0 && r.FairVsFIFO.SmallP99Ratio <= 2), bench.BulkTenant,
+		100*r.FairVsFIFO.BulkThroughputRatio, verdict(r.FairVsFIFO.BulkThroughputRatio >= 0.9))
+}
+
+// writeTenantsPlot draws the small tenant's latency in the four runs it
+// is in.
+func writeTenantsPlot(path string, r bench.TenantsReport) error {
+	title := fmt.Sprintf("Herald: %s's %d deliveries at %g/s, publish to acceptance, beside %s's burst of %d",
+		bench.SmallTenant, r.Small, r.SmallRate, bench.BulkTenant, r.Bulk)
+	return writePlot(path, title, []plotLine{
+		{"first come, first served: alone", r.FIFO.SmallAlone.Small.Histogram},
+		{"first come, first served: beside the burst", r.FIFO.Together.Small.Histogram},
+		{"fair: alone", r.Fair.SmallAlone.Small.Histogram},
+		{"fair: beside the burst", r.Fair.Together.Small.Histogram},
+	})
 }
