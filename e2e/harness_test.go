@@ -162,7 +162,6 @@ func (p *pipeline) settle(t *testing.T) {
 	for _, s := range router.Streams {
 		consumers = append(consumers, [2]string{s, router.Durable})
 	}
-	consumers = append(consumers, [2]string{pdf.Stream, pdf.Durable})
 	// backlog is what the consumers have yet to finish.
 	backlog := func() (n uint64) {
 		for _, c := range consumers {
@@ -171,11 +170,14 @@ func (p *pipeline) settle(t *testing.T) {
 			ci := info.CachedInfo()
 			n += ci.NumPending + uint64(ci.NumAckPending)
 		}
-		// NOTIFY is a work queue: a delivery leaves it when acknowledged,
-		// whichever consumer — per priority, or per tenant — took it.
-		notify, err := p.js.Stream(heraldtest.Context(t), delivery.Stream)
-		require.NoError(t, err)
-		return n + notify.CachedInfo().State.Msgs
+		// DOCS and NOTIFY are work queues: a message leaves when
+		// acknowledged, whichever consumer — shared, or per tenant — took it.
+		for _, name := range []string{pdf.Stream, delivery.Stream} {
+			queue, err := p.js.Stream(heraldtest.Context(t), name)
+			require.NoError(t, err)
+			n += queue.CachedInfo().State.Msgs
+		}
+		return n
 	}
 	// A pipeline whose backlog keeps moving is waited for (a loaded CI
 	// machine is slow, not stuck); one whose backlog stands still for a

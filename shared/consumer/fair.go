@@ -108,7 +108,18 @@ type keyState struct {
 	empty   bool
 	readyAt time.Time
 	busy    int
+	// fetching: a worker is pulling from the key; the others pass it by,
+	// rather than each pull an empty answer.
+	fetching bool
+	// seenAt is when a message was last seen published on the key. The
+	// core subscription hears of it as the stream does: a pull right after
+	// may find it not yet stored.
+	seenAt time.Time
 }
+
+// storeLag bounds how long after a message is heard of on the core
+// subscription it may take the stream to store it.
+const storeLag = 100 * time.Millisecond
 
 // StartFair begins consuming. Like Start, handlers run detached from
 // ctx's cancellation; Stop drains.
@@ -174,7 +185,7 @@ func (f *Fair) seen(c *classState, subject string) {
 	f.mu.Lock()
 	k, known := c.keys[key]
 	if known {
-		k.empty = false
+		k.empty, k.seenAt = false, time.Now()
 	}
 	f.mu.Unlock()
 	if !known {
@@ -208,6 +219,11 @@ func (f *Fair) follow(ctx context.Context) {
 			if err := f.add(ctx, fk.class, fk.key); err != nil {
 				f.logger.WarnContext(ctx, "fair consumer not created", "class", fk.class.Name, "key", fk.key, "error", err)
 			}
+			f.mu.Lock()
+			if k := fk.class.keys[fk.key]; k != nil {
+				k.seenAt = time.Now()
+			}
+			f.mu.Unlock()
 			f.signal()
 		case <-t.C:
 			if err := f.discover(ctx); err != nil {
@@ -298,11 +314,13 @@ func (f *Fair) work(ctx context.Context) {
 			case <-f.quit:
 				return
 			case <-f.wake:
-				f.signal() // wake the next idle worker too
 			case <-time.After(wait):
 			}
 			continue
 		}
+		// There may be more: the next idle worker looks (and, finding
+		// some, wakes the next), rather than every worker at once.
+		f.signal()
 		f.serve(ctx, c, k)
 	}
 }
@@ -316,7 +334,7 @@ func (f *Fair) pick() (*classState, *keyState, time.Duration) {
 	now := time.Now()
 	wait := f.cfg.Discover
 	candidate := func(k *keyState) bool {
-		if k.empty {
+		if k.empty || k.fetching {
 			return false
 		}
 		if d := k.readyAt.Sub(now); d > 0 {
@@ -348,6 +366,7 @@ func (f *Fair) pick() (*classState, *keyState, time.Duration) {
 		best.next = (best.next + 1) % len(best.ring)
 		if candidate(k) {
 			k.busy++
+			k.fetching = true
 			return best, k, 0
 		}
 	}
@@ -359,6 +378,7 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 	defer func() {
 		f.mu.Lock()
 		k.busy--
+		k.fetching = false // if the pull did not return
 		f.mu.Unlock()
 	}()
 	if f.cfg.Ready != nil {
@@ -376,10 +396,21 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 		return
 	}
 	msg, ok := <-batch.Messages()
+	f.mu.Lock()
+	k.fetching = false
+	f.mu.Unlock()
+	if ok {
+		f.signal() // the key may hold more, for the next worker
+	}
 	if !ok {
 		if err := batch.Error(); errors.Is(err, jetstream.ErrNoMessages) || err == nil {
 			f.mu.Lock()
-			k.empty = true
+			if time.Since(k.seenAt) < storeLag {
+				// Heard of, not yet stored: look again in a moment.
+				k.readyAt = time.Now().Add(storeLag / 20)
+			} else {
+				k.empty = true
+			}
 			f.mu.Unlock()
 		} else {
 			// A consumer the server removed (idle too long): made again
