@@ -402,27 +402,5 @@ func (l *tenantLoad) publish(ctx context.Context, js jetstream.JetStream, rate f
 // wait watches the far side until every delivery arrived, or nothing
 // more arrives for timeout.
 func (l *tenantLoad) wait(ctx context.Context, got *receipts, timeout time.Duration, progress func(Progress)) error {
-	expected := l.bulk + l.small
-	last, lastChange := -1, time.Now()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		delivered, _ := got.counts()
-		if progress != nil {
-			progress(Progress{Published: int(l.sent.Load()), Delivered: delivered, Expected: expected})
-		}
-		if delivered != last {
-			last, lastChange = delivered, time.Now()
-		}
-		if delivered >= expected || time.Since(lastChange) > timeout {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-	time.Sleep(500 * time.Millisecond) // anything still arriving would be a duplicate
-	return nil
+	return awaitReceipts(ctx, got, l.bulk+l.small, &l.sent, timeout, progress)
 }

@@ -177,27 +177,9 @@ func (p *publisher) wait() error {
 func (w *workload) wait(ctx context.Context, p *receipts, timeout time.Duration, progress func(Progress)) (Report, error) {
 	expected := w.orders * w.recipients
 	r := Report{Orders: w.orders, Recipients: w.recipients, Expected: expected}
-	last, lastChange := -1, time.Now()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		delivered, _ := p.counts()
-		if progress != nil {
-			progress(Progress{Published: int(w.sent.Load()), Delivered: delivered, Expected: expected})
-		}
-		if delivered != last {
-			last, lastChange = delivered, time.Now()
-		}
-		if delivered >= expected || time.Since(lastChange) > timeout {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-tick.C:
-		}
+	if err := awaitReceipts(ctx, p, expected, &w.sent, timeout, progress); err != nil {
+		return r, err
 	}
-	time.Sleep(500 * time.Millisecond) // anything still arriving would be a duplicate
 	r.Delivered, r.Duplicates = p.counts()
 	r.Lost = expected - r.Delivered
 	p.mu.Lock()
@@ -211,3 +193,31 @@ func (w *workload) wait(ctx context.Context, p *receipts, timeout time.Duration,
 }
 
 func ms(us int64) float64 { return float64(us) / 1000 }
+
+// awaitReceipts watches the far side until expected deliveries arrived, or
+// nothing more arrives for timeout, then a moment more: anything still
+// arriving would be a duplicate.
+func awaitReceipts(ctx context.Context, got *receipts, expected int, sent *atomic.Int64, timeout time.Duration, progress func(Progress)) error {
+	last, lastChange := -1, time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		delivered, _ := got.counts()
+		if progress != nil {
+			progress(Progress{Published: int(sent.Load()), Delivered: delivered, Expected: expected})
+		}
+		if delivered != last {
+			last, lastChange = delivered, time.Now()
+		}
+		if delivered >= expected || time.Since(lastChange) > timeout {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	return nil
+}

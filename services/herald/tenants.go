@@ -41,6 +41,13 @@ func configuredPlans(cfg app.Config) (tenant.Plans, error) {
 
 // withRegistry connects and opens the registry for a command.
 func withRegistry(cmd *cobra.Command, fn func(ctx context.Context, reg *tenant.Registry) error) error {
+	return withPlans(cmd, func(ctx context.Context, reg *tenant.Registry, _ jetstream.JetStream, _ tenant.Plans) error {
+		return fn(ctx, reg)
+	})
+}
+
+// withPlans is withRegistry, with the connection and the configured plans.
+func withPlans(cmd *cobra.Command, fn func(ctx context.Context, reg *tenant.Registry, js jetstream.JetStream, plans tenant.Plans) error) error {
 	return withNATS(cmd, func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error {
 		plans, err := configuredPlans(cfg)
 		if err != nil {
@@ -52,7 +59,7 @@ func withRegistry(cmd *cobra.Command, fn func(ctx context.Context, reg *tenant.R
 		if err != nil {
 			return err
 		}
-		return fn(ctx, reg)
+		return fn(ctx, reg, js, plans)
 	})
 }
 

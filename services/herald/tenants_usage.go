@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -41,17 +40,7 @@ are those dead-lettered for being over the quota.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			month, _ := cmd.Flags().GetString("month")
-			return withNATS(cmd, func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error {
-				plans, err := configuredPlans(cfg)
-				if err != nil {
-					return err
-				}
-				ctx, cancel := context.WithTimeout(ctx, time.Minute)
-				defer cancel()
-				reg, err := tenant.Open(ctx, js, plans)
-				if err != nil {
-					return err
-				}
+			return withPlans(cmd, func(ctx context.Context, reg *tenant.Registry, js jetstream.JetStream, plans tenant.Plans) error {
 				t, err := reg.Get(ctx, args[0])
 				if err != nil {
 					return err
