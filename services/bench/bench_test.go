@@ -49,19 +49,20 @@ func TestRunCountsEveryDeliveryOnceOnEachChannel(t *testing.T) {
 		t.Run(string(ch), func(t *testing.T) {
 			t.Parallel()
 			r, err := bench.Run(context.Background(), bench.Config{
-				// Faults are drawn at random: 90 calls at 15% all succeed once
-				// in two million runs (36 did once in 350).
-				Channel: ch, Orders: 30, Recipients: 3, DuplicateRatio: 0.5, FaultRate: 0.15, Concurrency: 4,
+				Channel: ch, Orders: 12, Recipients: 3, DuplicateRatio: 0.5, FaultRate: 0.15, Concurrency: 4,
 			}, nil)
 			require.NoError(t, err)
 			require.Equal(t, string(ch), r.Channel)
-			require.Equal(t, 90, r.Expected)
-			require.Equal(t, 90, r.Delivered, "every notification accepted")
+			require.Equal(t, 36, r.Expected)
+			require.Equal(t, 36, r.Delivered, "every notification accepted")
 			require.Zero(t, r.Duplicates)
 			require.Zero(t, r.Lost)
 			require.Zero(t, r.BadSignatures, "every webhook verifies")
-			require.Positive(t, r.Retries, "15% of calls failed and were retried")
-			require.EqualValues(t, 90, r.Histogram.TotalCount(), "a latency for each, measured from its order's publish")
+			// Faults are drawn at random, and 36 calls at 15 % all succeed
+			// once in 350 runs: that faults are retried is the email run's
+			// to show (180 calls). More calls here would trip the one
+			// provider's circuit now and then, and wait out its cool-down.
+			require.EqualValues(t, 36, r.Histogram.TotalCount(), "a latency for each, measured from its order's publish")
 			require.Positive(t, r.Latency.P50)
 		})
 	}
