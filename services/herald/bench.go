@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -104,7 +103,6 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		bc.NATSURL = cfg.NATS.URL
 	}
 	bc.RedisURL = cfg.Redis.URL
-	asJSON, _ := f.GetBool("json")
 	plot, _ := f.GetString("plot")
 
 	if path, _ := f.GetString("cpuprofile"); path != "" {
@@ -132,14 +130,8 @@ func runBench(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	}
-	if asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			return err
-		}
-	} else {
-		printReport(cmd.OutOrStdout(), bc, report)
+	if err := printJSONOr(cmd, report, func(w io.Writer) { printReport(w, bc, report) }); err != nil {
+		return err
 	}
 	if report.BadSignatures > 0 {
 		return fmt.Errorf("%d webhooks did not verify; %d duplicates sent, %d notifications lost", report.BadSignatures, report.Duplicates, report.Lost)
@@ -246,7 +238,6 @@ func runTenantsBench(cmd *cobra.Command, natsURL, redisURL string) error {
 	tc.SmallRate, _ = f.GetFloat64("small-rate")
 	tc.ProviderLatency, _ = f.GetDuration("latency")
 	tc.Concurrency, _ = f.GetInt("concurrency")
-	asJSON, _ := f.GetBool("json")
 	plot, _ := f.GetString("plot")
 
 	var (
@@ -276,14 +267,8 @@ func runTenantsBench(cmd *cobra.Command, natsURL, redisURL string) error {
 			return err
 		}
 	}
-	if asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			return err
-		}
-	} else {
-		printTenantsReport(cmd.OutOrStdout(), report)
+	if err := printJSONOr(cmd, report, func(w io.Writer) { printTenantsReport(w, report) }); err != nil {
+		return err
 	}
 	dups, lost := 0, 0
 	for _, m := range []bench.Mode{report.FIFO, report.Fair} {
