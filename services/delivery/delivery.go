@@ -149,10 +149,8 @@ func (s *Service) startFair(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
-		if err := stream.DeleteConsumer(ctx, durable); err == nil {
-			s.cfg.Logger.InfoContext(ctx, "removed the FIFO consumer: tenants are served in turn", "consumer", durable)
-		} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return fmt.Errorf("delivery: removing the FIFO consumer %s: %w", durable, err)
+		if err := consumer.RemoveShared(ctx, stream, durable, s.cfg.Logger); err != nil {
+			return fmt.Errorf("delivery: %w", err)
 		}
 		classes = append(classes, consumer.Class{Name: durable, Prefix: fmt.Sprintf("notify.%s.%s", name, p),
 			Weight: s.cfg.Weights[p], Template: c.Config})

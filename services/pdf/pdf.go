@@ -192,10 +192,8 @@ func (s *Service) startFair(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pdf: %w", err)
 	}
-	if err := stream.DeleteConsumer(ctx, Durable); err == nil {
-		s.cfg.Logger.InfoContext(ctx, "removed the FIFO consumer: tenants are served in turn", "consumer", Durable)
-	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("pdf: removing the FIFO consumer %s: %w", Durable, err)
+	if err := consumer.RemoveShared(ctx, stream, Durable, s.cfg.Logger); err != nil {
+		return fmt.Errorf("pdf: %w", err)
 	}
 	s.maxDeliver = c.Config.MaxDeliver
 	s.fair, err = consumer.StartFair(ctx, s.handle, consumer.FairConfig{Config: s.loops.Config, Stream: Stream, Classes: []consumer.Class{

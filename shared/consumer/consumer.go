@@ -166,20 +166,30 @@ func (l *Loop) Stop(ctx context.Context) error {
 		<-l.cc.Closed()
 	}
 	close(l.work)
+	if werr := awaitWorkers(ctx, &l.workers, l.cancel); werr != nil {
+		err = werr
+	}
+	return err
+}
+
+// awaitWorkers waits until workers are done; if ctx ends first, cancel
+// stops their handlers, and ctx's error is returned once they returned.
+// cancel is called either way, releasing the handlers' context.
+func awaitWorkers(ctx context.Context, workers *sync.WaitGroup, cancel context.CancelFunc) error {
+	defer cancel()
 	done := make(chan struct{})
 	go func() {
-		l.workers.Wait()
+		workers.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
+		return nil
 	case <-ctx.Done():
-		err = ctx.Err()
-		l.cancel()
+		cancel()
 		<-done
+		return ctx.Err()
 	}
-	l.cancel()
-	return err
 }
 
 // keepAlive sends InProgress for msg every interval until stopped.

@@ -121,6 +121,21 @@ type keyState struct {
 // subscription it may take the stream to store it.
 const storeLag = 100 * time.Millisecond
 
+// RemoveShared removes the durable that a fair loop's classes replace: a
+// deployment serving first come, first served made it, and on a work
+// queue it would overlap the keys' consumers. Its unacknowledged messages
+// go to them. A durable already gone is no error.
+func RemoveShared(ctx context.Context, stream jetstream.Stream, durable string, logger *slog.Logger) error {
+	err := stream.DeleteConsumer(ctx, durable)
+	switch {
+	case err == nil:
+		logger.InfoContext(ctx, "removed the FIFO consumer: keys are served in turn", "consumer", durable)
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return fmt.Errorf("removing the FIFO consumer %s: %w", durable, err)
+	}
+	return nil
+}
+
 // StartFair begins consuming. Like Start, handlers run detached from
 // ctx's cancellation; Stop drains.
 func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
@@ -456,21 +471,7 @@ func (f *Fair) Stop(ctx context.Context) error {
 	}
 	f.unsubscribe()
 	close(f.quit)
-	done := make(chan struct{})
-	go func() {
-		f.workers.Wait()
-		close(done)
-	}()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-		f.cancel()
-		<-done
-	}
-	f.cancel()
-	return err
+	return awaitWorkers(ctx, &f.workers, f.cancel)
 }
 
 // observe registers each class's gauges, as the last discovery found them
