@@ -52,8 +52,7 @@ type FairConfig struct {
 	Discover time.Duration
 	// Idle is how long a key's consumer outlives its last pull; the
 	// server removes it then. Defaults to 10 minutes.
-	Idle time.Duration
-}
+	Idle time.Duration}
 
 // Fair consumes several classes of keyed subjects so that no key's
 // backlog delays another key's messages: each key with messages gets its
@@ -404,7 +403,7 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 			return
 		}
 	}
-	batch, err := k.consumer.FetchNoWait(1)
+	batch, err := f.pull(k)
 	if err != nil {
 		f.logger.WarnContext(ctx, "fair pull", "class", c.Name, "key", k.key, "error", err)
 		f.hold(k, time.Second)
@@ -418,14 +417,11 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 		f.signal() // the key may hold more, for the next worker
 	}
 	if !ok {
-		if err := batch.Error(); errors.Is(err, jetstream.ErrNoMessages) || err == nil {
+		if err := batch.Error(); errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) || err == nil {
 			f.mu.Lock()
-			if time.Since(k.seenAt) < storeLag {
-				// Heard of, not yet stored: look again in a moment.
-				k.readyAt = time.Now().Add(storeLag / 20)
-			} else {
+			if time.Since(k.seenAt) >= storeLag {
 				k.empty = true
-			}
+			} // else heard of again during the pull: look once more
 			f.mu.Unlock()
 		} else {
 			// A consumer the server removed (idle too long): made again
@@ -439,6 +435,20 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 	stop := keepAlive(msg, every)
 	f.handle(ctx, msg)
 	stop()
+}
+
+// pull asks k's consumer for one message. A key heard of a moment ago
+// may not be stored yet: its pull waits for the message, up to storeLag,
+// and the server hands it over as soon as it is stored; otherwise the pull
+// answers at once, with a message or none.
+func (f *Fair) pull(k *keyState) (jetstream.MessageBatch, error) {
+	f.mu.Lock()
+	wait := storeLag - time.Since(k.seenAt)
+	f.mu.Unlock()
+	if wait > time.Millisecond {
+		return k.consumer.Fetch(1, jetstream.FetchMaxWait(wait))
+	}
+	return k.consumer.FetchNoWait(1)
 }
 
 func (f *Fair) hold(k *keyState, d time.Duration) {
