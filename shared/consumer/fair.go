@@ -52,7 +52,8 @@ type FairConfig struct {
 	Discover time.Duration
 	// Idle is how long a key's consumer outlives its last pull; the
 	// server removes it then. Defaults to 10 minutes.
-	Idle time.Duration}
+	Idle time.Duration
+}
 
 // Fair consumes several classes of keyed subjects so that no key's
 // backlog delays another key's messages: each key with messages gets its
@@ -68,7 +69,6 @@ type FairConfig struct {
 type Fair struct {
 	cfg     FairConfig
 	stream  jetstream.Stream
-	handle  Handler
 	logger  *slog.Logger
 	subs    []*nats.Subscription
 	found   chan foundKey
@@ -90,6 +90,9 @@ type foundKey struct {
 
 type classState struct {
 	Class
+	// handle settles the class's messages, counted and traced under the
+	// class's name: its keys' consumers are one consumer to operators.
+	handle  Handler
 	current int // smooth weighted round robin
 	ring    []*keyState
 	next    int
@@ -152,18 +155,13 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	}
 	f := &Fair{cfg: cfg, stream: stream, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		found: make(chan foundKey, 1024), wake: make(chan struct{}, 1), quit: make(chan struct{})}
-	maxDeliver := 0
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
-		f.classes = append(f.classes, &classState{Class: c, keys: map[string]*keyState{}})
-		maxDeliver = max(maxDeliver, c.Template.MaxDeliver)
-	}
-	names := make([]string, len(cfg.Classes))
-	for i, c := range cfg.Classes {
-		names[i] = c.Name
-	}
-	if f.handle, err = wrap(cfg.Config, cfg.Stream, strings.Join(names, ","), maxDeliver, h); err != nil {
-		return nil, err
+		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, h)
+		if err != nil {
+			return nil, err
+		}
+		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{}})
 	}
 	nc := cfg.JetStream.Conn()
 	for _, c := range f.classes {
@@ -225,14 +223,21 @@ func (f *Fair) signal() {
 func (f *Fair) follow(ctx context.Context) {
 	t := time.NewTicker(f.cfg.Discover)
 	defer t.Stop()
+	failed := map[foundKey]time.Time{} // each new message of a key names it again
 	for {
 		select {
 		case <-f.quit:
 			return
 		case fk := <-f.found:
-			if err := f.add(ctx, fk.class, fk.key); err != nil {
-				f.logger.WarnContext(ctx, "fair consumer not created", "class", fk.class.Name, "key", fk.key, "error", err)
+			if time.Since(failed[fk]) < f.cfg.Discover {
+				continue // the next discovery tries again
 			}
+			if err := f.add(ctx, fk.class, fk.key); err != nil {
+				failed[fk] = time.Now()
+				f.logger.WarnContext(ctx, "fair consumer not created", "class", fk.class.Name, "key", fk.key, "error", err)
+				continue
+			}
+			delete(failed, fk)
 			f.mu.Lock()
 			if k := fk.class.keys[fk.key]; k != nil {
 				k.seenAt = time.Now()
@@ -296,10 +301,12 @@ func (f *Fair) add(ctx context.Context, c *classState, key string) error {
 		return nil
 	}
 	cc := c.Template
-	cc.Name, cc.Durable = c.Name+"_"+key, ""
+	cc.Name, cc.Durable = c.Name+"_"+key, "" // deadletter.Filed reads it back
 	cc.Description = fmt.Sprintf("%s, key %s, served in turn with the class's other keys; removed once idle", c.Name, key)
 	cc.FilterSubject, cc.FilterSubjects = c.Prefix+"."+key, nil
-	cc.InactiveThreshold, cc.MemoryStorage, cc.Replicas = f.cfg.Idle, true, 1
+	// In memory, with the stream's replicas: a work queue's consumers
+	// must have them.
+	cc.InactiveThreshold, cc.MemoryStorage, cc.Replicas = f.cfg.Idle, true, 0
 	cons, err := f.stream.CreateOrUpdateConsumer(ctx, cc)
 	if err != nil {
 		return err
@@ -433,7 +440,7 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 	}
 	every := max(c.Template.AckWait/3, 100*time.Millisecond)
 	stop := keepAlive(msg, every)
-	f.handle(ctx, msg)
+	c.handle(ctx, msg)
 	stop()
 }
 

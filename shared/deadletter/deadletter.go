@@ -68,6 +68,16 @@ func Subject(stream, consumer string) string {
 	return "dlq." + stream + "." + consumer
 }
 
+// Filed is the consumer a dead letter is filed under. A fair loop's
+// consumers are made per tenant from a declared durable and named
+// <durable>_<tenant> (consumer.Fair); their dead letters are the
+// durable's, on dlq.<stream>.<durable>, whichever tenant they belong to
+// (the entry's header names it). Declared durables have no "_".
+func Filed(consumer string) string {
+	durable, _, _ := strings.Cut(consumer, "_")
+	return durable
+}
+
 // Terminate writes msg to the DLQ with reason, waits for the DLQ stream to
 // store it, and only then terminates msg. If the copy fails, msg is left
 // unsettled for redelivery and the error is returned.
@@ -123,6 +133,7 @@ type Entry struct {
 }
 
 func write(ctx context.Context, js jetstream.JetStream, e Entry) error {
+	e.Consumer = Filed(e.Consumer)
 	entry := e.message()
 	if Size(entry)+publishHeadroom > js.Conn().MaxPayload() {
 		if err := keepPayload(ctx, js, e, entry); err != nil {
