@@ -166,6 +166,18 @@ func (w worker) claim(ctx context.Context, j *job) (consumer.Outcome, bool) {
 	return consumer.Outcome{}, true
 }
 
+// unclaim gives the claim back when the worker stops before calling any
+// provider — cancelled by a hurried shutdown, or a store that did not
+// answer: the entry says retrying, and the next copy claims it at once
+// instead of waiting out the lease TTL, as it must for a claim whose
+// worker may be sending.
+func (w worker) unclaim(ctx context.Context, j *job, cause error) {
+	j.entry.Reason = cause.Error()
+	if err := w.put(ctx, j, ledger.Retrying); err != nil {
+		j.log.WarnContext(ctx, "could not give the claim back; the next copy waits for the lease TTL", "error", err)
+	}
+}
+
 func (w worker) duplicate(ctx context.Context, j *job, e ledger.Entry) consumer.Outcome {
 	w.metrics.outcome(ctx, j.d, e.Provider, "duplicate")
 	j.log.InfoContext(ctx, "already delivered; acknowledging this copy unsent", "provider", e.Provider)

@@ -37,8 +37,10 @@ func (w worker) count(ctx context.Context, j *job) (consumer.Outcome, bool) {
 	}
 	u, err := w.counter.Count(ctx, key, w.cfg.Quotas.Limit(j.d.Tenant, j.d.Channel), fmt.Sprintf("%s:%d", j.d.ID, seq))
 	if err != nil {
+		err = fmt.Errorf("quota counter unavailable: %w", err)
 		j.log.WarnContext(ctx, "quota counter unavailable; will retry", "error", err)
-		return consumer.Retry(fmt.Errorf("quota counter unavailable: %w", err), w.cfg.RetryDelay, time.Minute), false
+		w.unclaim(ctx, j, err)
+		return consumer.Retry(err, w.cfg.RetryDelay, time.Minute), false
 	}
 	w.tell(ctx, j, u)
 	if u.Refused {
