@@ -19,6 +19,9 @@ const (
 	Updated   Action = "updated"
 	Unchanged Action = "unchanged"
 	Refused   Action = "refused"
+	// Template: a consumer not created because consumers are made from it
+	// per tenant (Options.Templates).
+	Template Action = "template"
 )
 
 // Result is the outcome of applying one stream or consumer.
@@ -43,6 +46,9 @@ func (r Result) String() string {
 	}
 	if r.Err != nil {
 		s += "\n            " + r.Err.Error()
+	}
+	if r.Action == Template {
+		s += " (made per tenant from this declaration: scheduling.fair)"
 	}
 	return s
 }
@@ -127,10 +133,14 @@ func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, e
 			return report, err
 		}
 		report = append(report, res)
-		if errors.Is(res.Err, errNotCreated) || slices.Contains(opts.Templates, s.Config.Name) {
-			continue // its consumers cannot exist, or are made per tenant
+		if errors.Is(res.Err, errNotCreated) {
+			continue // its consumers cannot exist
 		}
 		for _, c := range s.Consumers {
+			if slices.Contains(opts.Templates, s.Config.Name) {
+				report = append(report, Result{Kind: "consumer", Stream: c.Stream, Name: c.Config.Durable, File: c.File, Action: Template})
+				continue
+			}
 			res, err := applyConsumer(ctx, js, c)
 			if err != nil {
 				return report, err

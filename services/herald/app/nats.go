@@ -70,7 +70,7 @@ func (a *App) applyStreams(ctx context.Context) error {
 		switch {
 		case r.Action == streams.Created:
 			a.logger.InfoContext(ctx, "created from declaration", "kind", r.Kind, "stream", r.Stream, "name", r.Name)
-		case r.Action != streams.Unchanged:
+		case r.Action != streams.Unchanged && r.Action != streams.Template:
 			a.logger.WarnContext(ctx, "server differed from declaration", "kind", r.Kind, "stream", r.Stream, "name", r.Name,
 				"action", r.Action, "changes", r.Changes)
 		}
