@@ -853,7 +853,7 @@ func TestAlertRules(t *testing.T) {
 
 	// The metrics Herald exports (and kube-state-metrics' and Prometheus's own).
 	known := []string{"herald_dlq_depth", "herald_deliveries_total", "herald_consumer_pending",
-		"herald_consumer_ack_pending", "herald_store_failing", "kube_pod_status_ready", "up"}
+		"herald_consumer_ack_pending", "herald_quota_events_total", "herald_store_failing", "kube_pod_status_ready", "up"}
 	p := parser.NewParser(parser.Options{})
 	var alerts []string
 	for _, g := range rule.Spec.Groups {
@@ -892,7 +892,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"HeraldDeadLettersGrowing", "HeraldDeadLettersPiledUp", "HeraldDeliveryTriesFailing",
-		"HeraldDuplicateSent", "HeraldConsumerLagging", "HeraldStoreFailing", "HeraldPodNotReady", "HeraldServiceDown"}, alerts)
+		"HeraldDuplicateSent", "HeraldConsumerLagging", "HeraldTenantQuotaWarning", "HeraldTenantQuotaExceeded", "HeraldStoreFailing", "HeraldPodNotReady", "HeraldServiceDown"}, alerts)
 }
 
 func TestSchemaRefusesBadValues(t *testing.T) {
