@@ -213,7 +213,7 @@ func TestClusterLosesItsLeaderWithoutLosingOrDuplicating(t *testing.T) {
 	}
 	if !assertEventually(t, func() bool { return len(count()) == n }, 3*time.Minute) {
 		var state []string
-		for _, c := range [][2]string{{"ORDERS", "router"}, {"NOTIFY", "email-normal"}} {
+		for _, c := range [][2]string{{"ORDERS", "router"}, {"NOTIFY", "email-normal_acme"}} {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			info, err := js.Consumer(ctx, c[0], c[1])
 			cancel()
@@ -229,7 +229,9 @@ func TestClusterLosesItsLeaderWithoutLosingOrDuplicating(t *testing.T) {
 	}
 	// Anything still to come would be a duplicate, and it could only come
 	// from a message not yet settled: wait until none is.
-	require.Eventually(t, func() bool { return settled(t, js, "ORDERS", "router") && settled(t, js, "NOTIFY", "email-normal") },
+	require.Eventually(t, func() bool {
+		return settled(t, js, "ORDERS", "router") && settled(t, js, "NOTIFY", "email-normal_acme")
+	},
 		time.Minute, 50*time.Millisecond, "messages are still pending or unacknowledged")
 	for id, k := range count() {
 		require.Equal(t, 1, k, "notification %s sent %d times", id, k)

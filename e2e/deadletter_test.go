@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -27,18 +28,19 @@ func TestNothingIsTerminatedWhileTheDLQIsUnavailable(t *testing.T) {
 		subject  string
 		event    func(t *testing.T) []byte
 		stream   string // where the message waits
-		consumer string
+		consumer string // the durable its dead letter is filed under
+		serving  string // the consumer serving it: the tenant's own, for a fair delivery worker
 		reason   string
 	}{
 		"the router, an invalid event": {
 			edits:   []func(*app.Config){func(c *app.Config) { c.Services = []string{"router"} }},
 			subject: "orders.created", event: func(*testing.T) []byte { return []byte(`{"specversion":"1.0","id":"bad-1"}`) },
-			stream: "ORDERS", consumer: "router", reason: "invalid",
+			stream: "ORDERS", consumer: "router", serving: "router", reason: "invalid",
 		},
 		"a delivery worker, a permanent refusal": {
 			edits:   []func(*app.Config){withoutDocuments, func(c *app.Config) { c.Services = []string{"router", "delivery"} }},
 			subject: "orders.created", event: func(t *testing.T) []byte { return oneRecipient(t) },
-			stream: "NOTIFY", consumer: "email-normal", reason: "Illegal address",
+			stream: "NOTIFY", consumer: "email-normal", serving: "email-normal_acme", reason: "Illegal address",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -50,16 +52,19 @@ func TestNothingIsTerminatedWhileTheDLQIsUnavailable(t *testing.T) {
 			require.NoError(t, p.js.DeleteStream(ctx, dlq.Stream))
 
 			p.publish(t, tc.subject, "evt-dead-1", tc.event(t))
-			cons, err := p.js.Consumer(ctx, tc.stream, tc.consumer)
-			require.NoError(t, err)
 			require.Eventually(t, func() bool {
+				cons, err := p.js.Consumer(ctx, tc.stream, tc.serving) // made on demand, in fair mode
+				if errors.Is(err, jetstream.ErrConsumerNotFound) {
+					return false
+				}
+				require.NoError(t, err)
 				info, err := cons.Info(ctx)
 				require.NoError(t, err)
 				return info.Delivered.Consumer >= 3
 			}, 60*time.Second, 50*time.Millisecond, "given up on and not copied, the message keeps coming back")
 			require.Empty(t, terminatedIn(t, p, tc.stream), "nothing terminated without its copy")
 
-			report, err := streams.Apply(ctx, p.js, streams.Options{})
+			report, err := streams.Apply(ctx, p.js, p.cfg.StreamOptions()) // as Herald applies them
 			require.NoError(t, err)
 			require.NoError(t, report.Err())
 			require.Eventually(t, func() bool { return len(terminatedIn(t, p, tc.stream)) == 1 }, 60*time.Second, 50*time.Millisecond,

@@ -262,7 +262,7 @@ func TestATenantsBacklogDoesNotDelayAnothers(t *testing.T) {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
 			t.Parallel()
 			p := startPipeline(t, func(c *app.Config) {
-				c.Scheduling.Fair = fair
+				c.Scheduling.Fair = &fair
 				c.Services = []string{"delivery"}
 			})
 			job := func(tenant string, i int) { publishJob(t, p, tenant, i) }
@@ -328,7 +328,7 @@ func delivered(t *testing.T, p *pipeline) []told {
 	return out
 }
 
-// With fair scheduling, a tenant's sends keep to its plan's rate — its
+// A tenant's sends keep to its plan's rate (fair scheduling, the default) — its
 // burst at once, then one a second at 60 a minute, the rest waiting
 // unpulled, none lost — while another tenant's go at once.
 func TestATenantsSendsKeepToItsPlansRate(t *testing.T) {
@@ -336,7 +336,6 @@ func TestATenantsSendsKeepToItsPlansRate(t *testing.T) {
 	sixty, two := 60, 2
 	plans := tenant.Plans{"metered": {RatePerMinute: &sixty, Burst: &two}}
 	p := startPipeline(t, func(c *app.Config) {
-		c.Scheduling.Fair = true
 		c.Services = []string{"delivery"}
 		c.Plans = plans
 	})

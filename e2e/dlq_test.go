@@ -26,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/streams"
 )
 
 // slack is a fake Slack incoming webhook: it keeps every text posted. It
@@ -172,11 +173,16 @@ func TestAdvisoriesWaitWhileTheDLQServiceIsDown(t *testing.T) {
 	t.Parallel()
 	p := startPipeline(t, withoutDocuments, func(c *app.Config) { c.Services = []string{"router"} })
 	ctx := heraldtest.Context(t)
-	cons, err := p.js.Consumer(ctx, "NOTIFY", "email-normal")
+	// The tenant's consumer, as a fair delivery worker makes it from the
+	// declared durable.
+	declared, err := streams.Find("NOTIFY")
 	require.NoError(t, err)
-	cfg := cons.CachedInfo().Config
+	template, err := declared.Consumer("email-normal")
+	require.NoError(t, err)
+	cfg := template.Config
+	cfg.Durable, cfg.Name, cfg.FilterSubject, cfg.FilterSubjects = "", "email-normal_acme", "notify.email.normal.acme", nil
 	cfg.MaxDeliver, cfg.AckWait = 2, 300*time.Millisecond
-	cons, err = p.js.UpdateConsumer(ctx, "NOTIFY", cfg)
+	cons, err := p.js.CreateConsumer(ctx, "NOTIFY", cfg)
 	require.NoError(t, err)
 
 	const n = 100
@@ -206,7 +212,8 @@ func TestAdvisoriesWaitWhileTheDLQServiceIsDown(t *testing.T) {
 		require.False(t, seen[seq], "no duplicates")
 		seen[seq] = true
 		require.Equal(t, "2", e.Header.Get(deadletter.HeaderDeliveries))
-		require.Contains(t, e.Header.Get(deadletter.HeaderReason), "exhausted 2 deliveries to NOTIFY > email-normal without being settled")
+		require.Contains(t, e.Header.Get(deadletter.HeaderReason), "exhausted 2 deliveries to NOTIFY > email-normal_acme without being settled")
+		require.Equal(t, "dlq.NOTIFY.email-normal", e.Subject, "filed under the durable the tenant's consumer was made from")
 	}
 }
 

@@ -29,7 +29,7 @@ func TestAMonthlyQuotaSendsUpToItAndDeadLettersTheRest(t *testing.T) {
 	t.Parallel()
 	r := newReceiver(t)
 	p := startPipeline(t, func(c *app.Config) {
-		c.Plans = tenant.Plans{"startup": {MonthlyQuota: map[event.Channel]int64{event.ChannelEmail: 10}}}
+		c.Plans = tenant.Plans{"enterprise": {MonthlyQuota: map[event.Channel]int64{event.ChannelEmail: 10}}}
 	})
 	r.registerFor(t, p) // the default events: tenant.* among them
 	for i := range 15 {
@@ -80,7 +80,7 @@ func TestAMonthlyQuotaSendsUpToItAndDeadLettersTheRest(t *testing.T) {
 		require.Equal(t, http.StatusOK, a.status, "%s", a.body)
 		return string(a.body)
 	}
-	want := fmt.Sprintf(`{"tenant":"acme","plan":"startup","month":%q,"channels":[
+	want := fmt.Sprintf(`{"tenant":"acme","plan":"enterprise","month":%q,"channels":[
 		{"channel":"email","used":10,"quota":10,"refused":5},
 		{"channel":"sms","used":0,"quota":null,"refused":0},
 		{"channel":"whatsapp","used":0,"quota":null,"refused":0},

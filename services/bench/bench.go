@@ -18,6 +18,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,6 +67,10 @@ type Config struct {
 	FaultRate float64
 	// Concurrency is sends at once per priority. Defaults to 64.
 	Concurrency int
+	// FIFO takes deliveries first come, first served, as
+	// scheduling: {fair: false} does; by default tenants are served in
+	// turn, as Herald does by default (scheduling.fair).
+	FIFO bool
 	// Timeout ends the run when nothing more is delivered for this long.
 	// Defaults to 45s: longer than a provider circuit's cool-down (30s),
 	// during which nothing may be delivered, so that notifications waiting
@@ -86,6 +91,7 @@ type Progress struct {
 // Report is what a run measured.
 type Report struct {
 	Channel    string `json:"channel"`
+	Scheduling string `json:"scheduling"` // fair, or fifo
 	Orders     int    `json:"orders"`
 	Recipients int    `json:"recipients"`
 	Expected   int    `json:"expected"`
@@ -131,11 +137,14 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	if !slices.Contains(Channels, cfg.Channel) {
 		return Report{}, fmt.Errorf("bench: channel %q is not one of %v", cfg.Channel, Channels)
 	}
-	env, err := startEnv(ctx, cfg, streams.Options{})
+	env, err := startEnv(ctx, cfg, scheduling(!cfg.FIFO))
 	if err != nil {
 		return Report{}, err
 	}
 	defer env.close()
+	if !cfg.FIFO {
+		defer env.removeKeyConsumers(ctx) // after the workers stop
+	}
 	w := newWorkload(cfg)
 	got := newReceipts(w)
 	f := &faults{latency: cfg.ProviderLatency, rate: cfg.FaultRate}
@@ -158,7 +167,10 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	if perr := <-done; err == nil {
 		err = perr
 	}
-	report.Channel = string(cfg.Channel)
+	report.Channel, report.Scheduling = string(cfg.Channel), "fair"
+	if cfg.FIFO {
+		report.Scheduling = "fifo"
+	}
 	report.BadSignatures = far.badSignatures()
 	report.Seconds = got.lastAccept().Sub(start).Seconds()
 	if report.Seconds > 0 {
@@ -170,6 +182,38 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	report.Cores, report.GoVersion = runtime.GOMAXPROCS(0), runtime.Version()
 	report.Retries = f.n.Load()
 	return report, err
+}
+
+// scheduling is how streams are applied for a run: with fair scheduling,
+// NOTIFY's and DOCS's declared consumers are templates, made per tenant.
+func scheduling(fair bool) streams.Options {
+	if !fair {
+		return streams.Options{}
+	}
+	return streams.Options{Templates: []string{delivery.Stream, pdf.Stream}}
+}
+
+// removeKeyConsumers removes the consumers a fair run made per tenant on
+// a NATSURL's NOTIFY and DOCS (named <durable>_<tenant>), which would
+// otherwise overlap the durables of a later first-come-first-served run
+// for up to ten idle minutes. Embedded servers go with the run.
+func (e *env) removeKeyConsumers(ctx context.Context) {
+	if e.nats != nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, name := range []string{delivery.Stream, pdf.Stream} {
+		stream, err := e.js.Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		names := stream.ConsumerNames(ctx)
+		for c := range names.Name() {
+			if strings.Contains(c, "_") {
+				_ = stream.DeleteConsumer(ctx, c)
+			}
+		}
+	}
 }
 
 // env is the servers a run talks to.
@@ -268,13 +312,13 @@ func (e *env) startServices(ctx context.Context, cfg Config, far *farSide) (func
 	}
 	services = append(services, r)
 	if cfg.Documents {
-		p, err := pdf.New(e.js, pdf.Config{Concurrency: runtime.GOMAXPROCS(0), Logger: cfg.Logger})
+		p, err := pdf.New(e.js, pdf.Config{Concurrency: runtime.GOMAXPROCS(0), Fair: !cfg.FIFO, Logger: cfg.Logger})
 		if err != nil {
 			return nil, err
 		}
 		services = append(services, p)
 	}
-	d, err := e.delivery(cfg, far, false)
+	d, err := e.delivery(cfg, far, !cfg.FIFO)
 	if err != nil {
 		return nil, err
 	}

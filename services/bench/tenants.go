@@ -18,10 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
-	"github.com/heraldhq/herald/streams"
 )
 
 // The tenants of a fairness run: A floods, B sends a trickle.
@@ -45,6 +43,10 @@ type TenantsConfig struct {
 	RedisURL string
 	// Bulk is A's burst. Defaults to 50,000.
 	Bulk int
+	// BulkTenants spreads A's burst over this many tenants (bulk0,
+	// bulk1, …), each with a backlog at once, reported together as A.
+	// Defaults to 1: tenant bulk alone.
+	BulkTenants int
 	// Small is how many deliveries B sends. Defaults to 100.
 	Small int
 	// SmallRate is B's rate, deliveries per second. Defaults to 10.
@@ -63,6 +65,7 @@ type TenantsConfig struct {
 // WithDefaults fills the zero fields.
 func (c TenantsConfig) WithDefaults() TenantsConfig {
 	c.Bulk = cmp.Or(c.Bulk, 50_000)
+	c.BulkTenants = cmp.Or(c.BulkTenants, 1)
 	c.Small = cmp.Or(c.Small, 100)
 	c.SmallRate = cmp.Or(c.SmallRate, 10)
 	c.Concurrency = cmp.Or(c.Concurrency, 64)
@@ -74,6 +77,9 @@ func (c TenantsConfig) WithDefaults() TenantsConfig {
 func (c TenantsConfig) validate() error {
 	if c.Bulk < 1 || c.Small < 1 {
 		return errors.New("bench: --bulk and --small must be 1 or more")
+	}
+	if c.BulkTenants < 1 || c.BulkTenants > c.Bulk {
+		return fmt.Errorf("bench: --bulk-tenants must be between 1 and --bulk (got %d)", c.BulkTenants)
 	}
 	if c.SmallRate <= 0 {
 		return errors.New("bench: --small-rate must be above 0")
@@ -91,6 +97,7 @@ type TenantsProgress struct {
 // TenantsReport is what a fairness run measured.
 type TenantsReport struct {
 	Bulk              int     `json:"bulk"`
+	BulkTenants       int     `json:"bulk_tenants"`
 	Small             int     `json:"small"`
 	SmallRate         float64 `json:"small_rate"`
 	ProviderLatencyMS float64 `json:"provider_latency_ms"`
@@ -177,7 +184,7 @@ func RunTenants(ctx context.Context, cfg TenantsConfig, progress func(TenantsPro
 	if err := cfg.validate(); err != nil {
 		return TenantsReport{}, err
 	}
-	r := TenantsReport{Bulk: cfg.Bulk, Small: cfg.Small, SmallRate: cfg.SmallRate, Concurrency: cfg.Concurrency,
+	r := TenantsReport{Bulk: cfg.Bulk, BulkTenants: cfg.BulkTenants, Small: cfg.Small, SmallRate: cfg.SmallRate, Concurrency: cfg.Concurrency,
 		ProviderLatencyMS: float64(cfg.ProviderLatency) / float64(time.Millisecond),
 		EmbeddedNATS:      cfg.NATSURL == "", EmbeddedRedis: cfg.RedisURL == "",
 		Cores: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}
@@ -241,24 +248,20 @@ func compare(together, smallAlone, bulkAlone Phase) Ratios {
 func runPhase(ctx context.Context, cfg TenantsConfig, fair bool, bulk, small int, progress func(Progress)) (Phase, error) {
 	bc := Config{NATSURL: cfg.NATSURL, RedisURL: cfg.RedisURL, Channel: event.ChannelEmail,
 		ProviderLatency: cfg.ProviderLatency, Concurrency: cfg.Concurrency, Logger: cfg.Logger}
-	var apply streams.Options
-	if fair {
-		apply.Templates = []string{delivery.Stream}
-	}
-	env, err := startEnv(ctx, bc, apply)
+	env, err := startEnv(ctx, bc, scheduling(fair))
 	if err != nil {
 		return Phase{}, err
 	}
 	defer env.close()
-	load := newTenantLoad(bulk, small)
+	load := newTenantLoad(bulk, cfg.BulkTenants, small)
 	got := newReceipts(load)
 	far, err := env.startFarSide(ctx, bc, &faults{latency: cfg.ProviderLatency}, got)
 	if err != nil {
 		return Phase{}, err
 	}
 	defer far.close()
-	if fair && env.nats == nil {
-		defer env.removeTenantConsumers(ctx) // after the workers stop
+	if fair {
+		defer env.removeKeyConsumers(ctx) // after the workers stop
 	}
 	d, err := env.delivery(bc, far, fair)
 	if err != nil {
@@ -310,34 +313,20 @@ func result(t tally, expected int) *TenantResult {
 	return r
 }
 
-// removeTenantConsumers removes the consumers a fair run made on a
-// NATSURL's NOTIFY, which would otherwise overlap the durables of a
-// later first-come-first-served run for up to ten idle minutes.
-func (e *env) removeTenantConsumers(ctx context.Context) {
-	stream, err := e.js.Stream(context.WithoutCancel(ctx), delivery.Stream)
-	if err != nil {
-		return
-	}
-	for _, durable := range delivery.Durables(event.ChannelEmail) {
-		for _, t := range []string{BulkTenant, SmallTenant} {
-			_ = stream.DeleteConsumer(context.WithoutCancel(ctx), durable+"_"+t)
-		}
-	}
-}
-
 // tenantLoad is the deliveries of one run, per tenant, and when each was
 // published. A delivery's dedupe key is tenant:tenant-i:run, so the far
 // side finds its tenant and index.
 type tenantLoad struct {
 	run       string
 	bulk      int
+	tenants   int // A's tenants
 	small     int
 	published map[string][]atomic.Int64 // tenant → unix nanos, per delivery; the map is not written once made
 	sent      atomic.Int64
 }
 
-func newTenantLoad(bulk, small int) *tenantLoad {
-	return &tenantLoad{run: strconv.FormatUint(rand.Uint64()%1e6, 36), bulk: bulk, small: small,
+func newTenantLoad(bulk, tenants, small int) *tenantLoad {
+	return &tenantLoad{run: strconv.FormatUint(rand.Uint64()%1e6, 36), bulk: bulk, tenants: max(tenants, 1), small: small,
 		published: map[string][]atomic.Int64{BulkTenant: make([]atomic.Int64, bulk), SmallTenant: make([]atomic.Int64, small)}}
 }
 
@@ -353,9 +342,13 @@ func (l *tenantLoad) publishedAt(orderID string) (time.Time, bool) {
 }
 
 // message is tenant's delivery i, a written email, as it is published on
-// NOTIFY.
+// NOTIFY. A's deliveries go to its tenants in turn; the dedupe key keeps
+// the name A and B are reported under.
 func (l *tenantLoad) message(tenant string, i int) *nats.Msg {
 	key := fmt.Sprintf("%s:%s-%d:%s", tenant, tenant, i, l.run)
+	if tenant == BulkTenant && l.tenants > 1 {
+		tenant = fmt.Sprintf("%s%d", BulkTenant, i%l.tenants)
+	}
 	d := notification.Delivery{ID: notification.ID(key), DedupeKey: key, Tenant: tenant, Channel: event.ChannelEmail,
 		Priority: notification.PriorityNormal, Recipient: notification.Recipient{Address: fmt.Sprintf("r%d@%s.example", i%97, tenant)},
 		Locale: "en", Message: &notification.Message{Subject: "Your order has shipped", Text: "Your order has shipped.\n"},

@@ -52,7 +52,8 @@ publish to acceptance alone and beside the burst, bulk's throughput alone and
 beside small, and their ratios (issue 14's targets: at most 2×, at least 90 %).
 
   herald bench --tenants                                    # 50,000 beside 100 at 10/s
-  herald bench --tenants --bulk 5000 --small 50 --plot fairness.svg`,
+  herald bench --tenants --bulk 5000 --small 50 --plot fairness.svg
+  herald bench --tenants --bulk-tenants 1000                # the burst from 1,000 tenants at once`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}
@@ -66,11 +67,13 @@ beside small, and their ratios (issue 14's targets: at most 2×, at least 90 %).
 	f.Duration("latency", 0, "how long the fake provider, or the webhook endpoint, takes to answer")
 	f.Float64("fault-rate", 0, "share of calls that fail transiently (a webhook endpoint answers 503)")
 	f.Int("concurrency", 64, "sends at once per priority")
+	f.Bool("fifo", false, "take deliveries first come, first served (scheduling: {fair: false}) instead of serving tenants in turn")
 	f.Bool("json", false, "print the report as JSON")
 	f.String("plot", "", "write the latency percentile plot to this .svg or .png file")
 	f.String("cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	f.Bool("tenants", false, "measure fairness across tenants: a bulk tenant's burst beside a small tenant's trickle, fair scheduling off and on")
 	f.Int("bulk", 50_000, "with --tenants: the bulk tenant's burst")
+	f.Int("bulk-tenants", 1, "with --tenants: spread the burst over this many tenants, each with a backlog at once (bulk0, bulk1, …)")
 	f.Int("small", 100, "with --tenants: the small tenant's deliveries")
 	f.Float64("small-rate", 10, "with --tenants: the small tenant's deliveries per second")
 	return cmd
@@ -99,6 +102,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	bc.ProviderLatency, _ = f.GetDuration("latency")
 	bc.FaultRate, _ = f.GetFloat64("fault-rate")
 	bc.Concurrency, _ = f.GetInt("concurrency")
+	bc.FIFO, _ = f.GetBool("fifo")
 	if os.Getenv("NATS_URL") != "" {
 		bc.NATSURL = cfg.NATS.URL
 	}
@@ -163,6 +167,7 @@ func printReport(w io.Writer, bc bench.Config, r bench.Report) {
 		row("provider", "in-process %s provider, latency %s, fault rate %.2f", r.Channel, bc.ProviderLatency, bc.FaultRate)
 	}
 	row("servers", "%s", servers)
+	row("scheduling", "%s", map[string]string{"fair": "fair: tenants served in turn (scheduling.fair)", "fifo": "first come, first served"}[r.Scheduling])
 	row("deliveries", "%d of %d", r.Delivered, r.Expected)
 	row("throughput", "%.0f deliveries/s over %.2f s", r.PerSecond, r.Seconds)
 	row("latency", "p50 %.1f ms · p90 %.1f ms · p99 %.1f ms · max %.1f ms", r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max)
@@ -234,6 +239,7 @@ func runTenantsBench(cmd *cobra.Command, natsURL, redisURL string) error {
 	}
 	tc.RedisURL = redisURL
 	tc.Bulk, _ = f.GetInt("bulk")
+	tc.BulkTenants, _ = f.GetInt("bulk-tenants")
 	tc.Small, _ = f.GetInt("small")
 	tc.SmallRate, _ = f.GetFloat64("small-rate")
 	tc.ProviderLatency, _ = f.GetDuration("latency")
@@ -291,7 +297,11 @@ func printTenantsReport(w io.Writer, r bench.TenantsReport) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(k, v string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(v, args...)) }
-	line("workload", "%s: %d email deliveries at once, then %s: %d at %g/s, straight onto NOTIFY", bench.BulkTenant, r.Bulk, bench.SmallTenant, r.Small, r.SmallRate)
+	bulk := bench.BulkTenant
+	if r.BulkTenants > 1 {
+		bulk = fmt.Sprintf("%s (%d tenants)", bulk, r.BulkTenants)
+	}
+	line("workload", "%s: %d email deliveries at once, then %s: %d at %g/s, straight onto NOTIFY", bulk, r.Bulk, bench.SmallTenant, r.Small, r.SmallRate)
 	line("provider", "in-process email provider, latency %g ms; %d sends at once per priority", r.ProviderLatencyMS, r.Concurrency)
 	line("servers", "NATS %s; Redis %s", where(r.EmbeddedNATS, "NATS_URL"), where(r.EmbeddedRedis, "REDIS_URL"))
 	line("go", "%s on %d cores", r.GoVersion, r.Cores)

@@ -129,10 +129,11 @@ type Config struct {
 		// Fair serves tenants in turn: each tenant with a backlog gets a
 		// consumer of its own, and the workers take one delivery at a
 		// time from the next tenant, so one tenant's burst does not delay
-		// another's single order. Off, one consumer per channel and
-		// priority takes deliveries first come, first served. Defaults to
-		// false.
-		Fair bool `yaml:"fair"`
+		// another's single order; with Redis, it also holds each tenant's
+		// sends to its plan's rate. False: one consumer per channel and
+		// priority takes deliveries first come, first served, and only
+		// the HTTP intake is rate limited. Defaults to true.
+		Fair *bool `yaml:"fair"`
 		// Weights share the workers between priorities while all have a
 		// backlog. Defaults to critical 6, normal 3, low 1.
 		Weights map[notification.Priority]int `yaml:"weights"`
@@ -373,6 +374,10 @@ func (c Config) WithDefaults() Config {
 		required := true
 		c.Tenants.RequireRegistered = &required
 	}
+	if c.Scheduling.Fair == nil {
+		fair := true
+		c.Scheduling.Fair = &fair
+	}
 	c.Plans = c.Plans.WithDefaults()
 	c.Vault = c.Vault.WithDefaults()
 	if len(c.Services) == 0 {
@@ -472,10 +477,14 @@ func (p ProviderConfig) problem(channel, field string) string {
 
 func (c Config) runs(service string) bool { return slices.Contains(c.Services, service) }
 
+// FairScheduling says whether tenants are served in turn (scheduling.fair,
+// on unless set false).
+func (c Config) FairScheduling() bool { return c.Scheduling.Fair == nil || *c.Scheduling.Fair }
+
 // StreamOptions adjusts the stream declarations to this configuration.
 func (c Config) StreamOptions() streams.Options {
 	var perTenant []string
-	if c.Scheduling.Fair {
+	if c.FairScheduling() {
 		perTenant = []string{"NOTIFY", "DOCS"}
 	}
 	return streams.Options{Replicas: c.Streams.Replicas, Templates: perTenant, MaxAge: map[string]time.Duration{

@@ -124,13 +124,15 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 const SampleTenant = "acme"
 
 // registerSample registers the sample tenant, unless it is already (a dev
-// store reused from an earlier run).
+// store reused from an earlier run), on the enterprise plan: no rate or
+// quota holds a developer's load back (herald tenants set acme --plan free
+// shows them).
 func (a *App) registerSample(ctx context.Context) error {
 	reg, err := tenant.Open(ctx, a.js, a.cfg.Plans)
 	if err != nil {
 		return err
 	}
-	_, err = reg.Create(ctx, tenant.Tenant{ID: SampleTenant, Name: "Acme (sample tenant)", Plan: "startup"})
+	_, err = reg.Create(ctx, tenant.Tenant{ID: SampleTenant, Name: "Acme (sample tenant)", Plan: "enterprise"})
 	if errors.Is(err, tenant.ErrExists) {
 		return nil
 	}

@@ -120,7 +120,7 @@ func checkTemplates(c router.Config) error {
 
 // configurePDF reads pdf:.
 func (a *App) configurePDF() error {
-	a.pdfC = pdf.Config{Concurrency: a.cfg.PDF.Concurrency, Fair: a.cfg.Scheduling.Fair, Logger: a.logger.With("service", "pdf"),
+	a.pdfC = pdf.Config{Concurrency: a.cfg.PDF.Concurrency, Fair: a.cfg.FairScheduling(), Logger: a.logger.With("service", "pdf"),
 		MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants, TracerProvider: a.tracer}.WithDefaults()
 	return a.pdfC.Validate()
 }
@@ -154,7 +154,7 @@ func (a *App) deliveryConfig(ch delivery.Channel, section string, d DeliveryConf
 		MaxTries: d.MaxTries, Platform: platform,
 		BreakerFailures: a.cfg.Breakers.Failures, BreakerCooldown: a.cfg.Breakers.Cooldown,
 		Logger: a.logger.With("service", "delivery", "channel", string(ch.Name())), MeterProvider: a.tel.MeterProvider(),
-		Tenants: a.tenants, TracerProvider: a.tracer, Fair: a.cfg.Scheduling.Fair, Weights: a.cfg.Scheduling.Weights,
+		Tenants: a.tenants, TracerProvider: a.tracer, Fair: a.cfg.FairScheduling(), Weights: a.cfg.Scheduling.Weights,
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
@@ -171,7 +171,7 @@ func (a *App) quotas(registry *tenant.Cache) delivery.Quotas {
 // rates hold every tenant's sends to its plan's rate, with fair
 // scheduling and Redis; nil otherwise.
 func (a *App) rates(registry *tenant.Cache) *delivery.Rates {
-	if !a.cfg.Scheduling.Fair || a.rdb == nil {
+	if !a.cfg.FairScheduling() || a.rdb == nil {
 		return nil
 	}
 	return &delivery.Rates{Limiter: ratelimit.New(a.rdb, a.cfg.Redis.Prefix), Rate: func(id string) (ratelimit.Limit, bool) {

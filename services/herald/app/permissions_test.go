@@ -281,7 +281,7 @@ func runWithPermissions(t *testing.T, fair bool) {
 		cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = as(name), redisURL, prefix
 		cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
 		cfg.Streams.SkipApply = true
-		cfg.Scheduling.Fair = fair
+		cfg.Scheduling.Fair = &fair
 		cfg.Services = []string{name}
 		cfg.Email.From = "Herald <herald@example.com>"
 		cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: mailDir}}
