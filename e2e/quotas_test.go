@@ -117,3 +117,55 @@ func TestAMonthlyQuotaSendsUpToItAndDeadLettersTheRest(t *testing.T) {
 	require.JSONEq(t, want, usage())
 	refused()
 }
+
+// A free tenant's sixth event in a minute over HTTP is refused with 429,
+// Retry-After and the IETF RateLimit fields; the five accepted are
+// delivered, at low priority (the free plan's cap). Upgraded, the tenant's
+// next request is taken within seconds: every API process follows the
+// registry.
+func TestAFreeTenantIsHeldToItsPlanOverHTTP(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t)
+	ctx := heraldtest.Context(t)
+	reg, err := tenant.Open(ctx, p.js, tenant.BuiltinPlans())
+	require.NoError(t, err)
+	_, err = reg.Create(ctx, tenant.Tenant{ID: "indigo", Plan: "free"})
+	require.NoError(t, err)
+	key, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "indigo", Scopes: []apikey.Scope{apikey.Send, apikey.Read}})
+	deliveries, err := p.nc.SubscribeSync("notify.email.*.indigo")
+	require.NoError(t, err)
+
+	order := func(i int) []byte {
+		return sample(t, "order.created.json", func(m map[string]any) {
+			m["id"], m["tenant"] = fmt.Sprintf("evt-indigo-%d", i), "indigo"
+			data := m["data"].(map[string]any)
+			data["order"].(map[string]any)["id"] = fmt.Sprintf("PO-INDIGO-%d", i)
+			data["recipients"] = data["recipients"].([]any)[1:] // the buyer's copy only
+		})
+	}
+	for i := range 5 {
+		a := p.postEvent(t, key, fmt.Sprintf("indigo-%d", i), order(i))
+		require.Equal(t, http.StatusAccepted, a.status, "request %d: %s", i+1, a.body)
+		require.Equal(t, `"free";q=5;w=60`, a.header.Get("RateLimit-Policy"))
+	}
+	refused := p.postEvent(t, key, "indigo-5", order(5))
+	pr := requireProblem(t, refused, http.StatusTooManyRequests, key)
+	require.Contains(t, pr.Detail, "plan free allows 5 requests a minute")
+	require.NotEmpty(t, refused.header.Get("Retry-After"))
+	require.Regexp(t, `^"free";r=0;t=\d+$`, refused.header.Get("RateLimit"))
+
+	require.Eventually(t, func() bool { return len(p.mail(t)) == 5 }, 30*time.Second, 50*time.Millisecond)
+	p.settle(t)
+	require.Len(t, p.mail(t), 5, "the refused request sent nothing")
+	for range 5 {
+		m, err := deliveries.NextMsg(time.Second)
+		require.NoError(t, err)
+		require.Equal(t, "notify.email.low.indigo", m.Subject, "a free tenant's traffic is low")
+	}
+
+	_, err = reg.Update(ctx, "indigo", func(x *tenant.Tenant) error { x.Plan = "startup"; return nil })
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return p.postEvent(t, key, "indigo-5", order(5)).status == http.StatusAccepted
+	}, 10*time.Second, 100*time.Millisecond, "the upgrade is not seen")
+}

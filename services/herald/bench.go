@@ -35,7 +35,9 @@ Webhooks signature and answer 503 on a fault (private networks are allowed for
 the run only). Publish orders × recipients notifications as a burst or at an
 open-loop rate; and report deliveries per second, the latency from event
 publish to acceptance (HDR histogram), duplicates sent and notifications lost
-(both must be 0), retries, CPU seconds and peak RSS.
+(both must be 0), retries, CPU seconds and peak RSS. Deliveries are
+scheduled as Herald schedules them by default, tenants served in turn
+(scheduling.fair); --fifo takes them first come, first served.
 
   herald bench --orders 4000 --recipients 5                 # burst of 20,000 emails
   herald bench --orders 1000 --recipients 5 --rate 200      # 1,000 deliveries/s, open loop
