@@ -142,6 +142,15 @@ func TestDeclaresDesignLayout(t *testing.T) {
 	orders, err := streams.Find("ORDERS")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, orders.Config.Duplicates, 10*time.Minute, "docs/ARCHITECTURE.md: ORDERS duplicate window ≥ 10 min")
+	// Fair scheduling makes a consumer per tenant with a backlog (per
+	// channel and priority) on NOTIFY and DOCS; nats-server allows a stream
+	// 1,000 consumers unless the stream declares its own limit (-1 does
+	// not count).
+	for _, name := range []string{"NOTIFY", "DOCS"} {
+		s, err := streams.Find(name)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, s.Config.MaxConsumers, 100_000, name)
+	}
 }
 
 // What is kept, and for how long: the ledger and its retry index forget

@@ -87,6 +87,17 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	f := cmd.Flags()
+	if path, _ := f.GetString("cpuprofile"); path != "" {
+		out, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if tenants, _ := f.GetBool("tenants"); tenants {
 		return runTenantsBench(cmd, cfg.NATS.URL, cfg.Redis.URL)
 	}
@@ -111,17 +122,6 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	bc.RedisURL = cfg.Redis.URL
 	plot, _ := f.GetString("plot")
 
-	if path, _ := f.GetString("cpuprofile"); path != "" {
-		out, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer out.Close()
-		if err := pprof.StartCPUProfile(out); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	bar := progressbar.NewOptions(bc.Orders*max(bc.Recipients, 1), progressbar.OptionSetDescription("delivering"),
 		progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
 		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())

@@ -81,6 +81,9 @@ type Fair struct {
 
 	mu      sync.Mutex
 	classes []*classState
+	// failed is when making a key's consumer last failed: a key is tried
+	// again at the next discovery, not at each of its messages.
+	failed map[foundKey]time.Time
 }
 
 type foundKey struct {
@@ -97,6 +100,9 @@ type classState struct {
 	ring    []*keyState
 	next    int
 	keys    map[string]*keyState
+	// adding are the keys heard of whose consumers are being made: a
+	// burst's messages name each once.
+	adding map[string]bool
 	// backlog and waiting are what the last discovery found: the class's
 	// messages in the stream, and how many keys hold them.
 	backlog, waiting int64
@@ -154,14 +160,15 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		return nil, fmt.Errorf("consumer: stream %s: %w", cfg.Stream, err)
 	}
 	f := &Fair{cfg: cfg, stream: stream, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		found: make(chan foundKey, 1024), wake: make(chan struct{}, 1), quit: make(chan struct{})}
+		found: make(chan foundKey, 1024), wake: make(chan struct{}, 1), quit: make(chan struct{}),
+		failed: map[foundKey]time.Time{}}
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
 		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, h)
 		if err != nil {
 			return nil, err
 		}
-		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{}})
+		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{}, adding: map[string]bool{}})
 	}
 	nc := cfg.JetStream.Conn()
 	for _, c := range f.classes {
@@ -195,18 +202,20 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 func (f *Fair) seen(c *classState, subject string) {
 	key := lastToken(subject)
 	f.mu.Lock()
-	k, known := c.keys[key]
-	if known {
+	defer f.signal()
+	defer f.mu.Unlock()
+	if k, known := c.keys[key]; known {
 		k.empty, k.seenAt = false, time.Now()
+		return
 	}
-	f.mu.Unlock()
-	if !known {
-		select {
-		case f.found <- foundKey{c, key}:
-		default: // the next discovery finds it
-		}
+	if c.adding[key] {
+		return
 	}
-	f.signal()
+	select {
+	case f.found <- foundKey{c, key}:
+		c.adding[key] = true
+	default: // the next discovery finds it
+	}
 }
 
 func lastToken(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
@@ -218,38 +227,65 @@ func (f *Fair) signal() {
 	}
 }
 
+// adding bounds the consumers a fair loop makes at once: a burst from a
+// thousand new keys comes online in a fraction of a second, not one
+// round trip after another, with the server's API still answering others.
+const adding = 16
+
 // follow adds the keys new messages name, and asks the stream which keys
 // have a backlog every Discover.
 func (f *Fair) follow(ctx context.Context) {
 	t := time.NewTicker(f.cfg.Discover)
 	defer t.Stop()
-	failed := map[foundKey]time.Time{} // each new message of a key names it again
+	slots := make(chan struct{}, adding)
 	for {
 		select {
 		case <-f.quit:
 			return
 		case fk := <-f.found:
-			if time.Since(failed[fk]) < f.cfg.Discover {
-				continue // the next discovery tries again
+			select {
+			case slots <- struct{}{}:
+			case <-f.quit:
+				return
 			}
-			if err := f.add(ctx, fk.class, fk.key); err != nil {
-				failed[fk] = time.Now()
-				f.logger.WarnContext(ctx, "fair consumer not created", "class", fk.class.Name, "key", fk.key, "error", err)
-				continue
-			}
-			delete(failed, fk)
-			f.mu.Lock()
-			if k := fk.class.keys[fk.key]; k != nil {
-				k.seenAt = time.Now()
-			}
-			f.mu.Unlock()
-			f.signal()
+			f.workers.Go(func() {
+				defer func() { <-slots }()
+				f.heard(ctx, fk)
+			})
 		case <-t.C:
 			if err := f.discover(ctx); err != nil {
 				f.logger.WarnContext(ctx, "fair loop: backlog not read", "stream", f.cfg.Stream, "error", err)
 			}
 		}
 	}
+}
+
+// heard makes the consumer of a key a new message named.
+func (f *Fair) heard(ctx context.Context, fk foundKey) {
+	f.mu.Lock()
+	recent := time.Since(f.failed[fk]) < f.cfg.Discover
+	f.mu.Unlock()
+	var err error
+	if !recent { // else the next discovery tries again
+		err = f.add(ctx, fk.class, fk.key)
+	}
+	f.mu.Lock()
+	delete(fk.class.adding, fk.key)
+	switch {
+	case recent:
+	case err != nil:
+		f.failed[fk] = time.Now()
+	default:
+		delete(f.failed, fk)
+		if k := fk.class.keys[fk.key]; k != nil {
+			k.seenAt = time.Now()
+		}
+	}
+	f.mu.Unlock()
+	if err != nil {
+		f.logger.WarnContext(ctx, "fair consumer not created", "class", fk.class.Name, "key", fk.key, "error", err)
+	}
+	f.signal()
 }
 
 // discover reads which keys of each class have messages: each gets a
@@ -270,10 +306,10 @@ func (f *Fair) discover(ctx context.Context) error {
 				total += int64(n)
 			}
 		}
-		for key := range backlog {
-			if err := f.add(ctx, c, key); err != nil {
-				return err
-			}
+		if failed := f.addAll(ctx, c, backlog); len(failed) > 0 {
+			// The others are served meanwhile; these are tried again at
+			// the next discovery.
+			f.logger.WarnContext(ctx, "fair consumers not created", "class", c.Name, "keys", len(failed), "first", failed[0])
 		}
 		f.mu.Lock()
 		c.backlog, c.waiting = total, int64(len(backlog))
@@ -290,6 +326,38 @@ func (f *Fair) discover(ctx context.Context) error {
 	}
 	f.signal()
 	return nil
+}
+
+// addAll adds the keys not yet known, up to adding at once, and returns
+// why any failed.
+func (f *Fair) addAll(ctx context.Context, c *classState, keys map[string]bool) []error {
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed []error
+		added  []string
+	)
+	f.mu.Lock()
+	for key := range keys {
+		if c.keys[key] == nil {
+			added = append(added, key)
+		}
+	}
+	f.mu.Unlock()
+	slots := make(chan struct{}, adding)
+	for _, key := range added {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if err := f.add(ctx, c, key); err != nil {
+				mu.Lock()
+				failed = append(failed, fmt.Errorf("key %s: %w", key, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return failed
 }
 
 // add makes sure key has a consumer and a place in its class's ring.

@@ -175,3 +175,34 @@ func TestFairGaugesShowTheBacklogByClass(t *testing.T) {
 	require.Equal(t, int64(5), gauge("herald.consumer.pending"), "a's three and b's two")
 	require.Equal(t, int64(2), gauge("herald.consumer.fair.waiting"), "a and b")
 }
+
+// A burst from 1,200 keys at once — more than a server's default of 1,000
+// consumers a stream, which the stream's max_consumers raises — is served
+// whole: each key heard of is made a consumer once, however many of its
+// messages are heard, several at a time.
+func TestAThousandKeysHeardAtOnceAreAllServed(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATS(t)
+	ctx := heraldtest.Context(t)
+	_, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "Q", Subjects: []string{"q.*.*"},
+		Retention: jetstream.WorkQueuePolicy, MaxConsumers: 2000})
+	require.NoError(t, err)
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}})
+	const keys, each = 1200, 2
+	for i := range each * keys {
+		_, err := n.JS.PublishAsync(fmt.Sprintf("q.low.k%d", i%keys), []byte(fmt.Sprint(i)))
+		require.NoError(t, err)
+	}
+	<-n.JS.PublishAsyncComplete()
+	got := h.wait(t, each*keys)
+	require.Len(t, got, each*keys)
+	per := map[string]int{}
+	for _, s := range got {
+		per[s]++
+	}
+	require.Len(t, per, keys)
+	for s, c := range per {
+		require.Equal(t, each, c, s)
+	}
+}
