@@ -84,6 +84,11 @@ type Fair struct {
 	// failed is when making a key's consumer last failed: a key is tried
 	// again at the next discovery, not at each of its messages.
 	failed map[foundKey]time.Time
+
+	// notes are the keys new messages named, and when, since the last
+	// pick (seen).
+	notesMu sync.Mutex
+	notes   map[foundKey]time.Time
 }
 
 type foundKey struct {
@@ -161,7 +166,7 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	}
 	f := &Fair{cfg: cfg, stream: stream, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		found: make(chan foundKey, 1024), wake: make(chan struct{}, 1), quit: make(chan struct{}),
-		failed: map[foundKey]time.Time{}}
+		failed: map[foundKey]time.Time{}, notes: map[foundKey]time.Time{}}
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
 		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, h)
@@ -198,23 +203,42 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	return f, nil
 }
 
-// seen is a new message on a class's subject: its key has work.
+// seen is a new message on a class's subject: its key has work. It only
+// notes the key (a burst's thousands of sightings cost a map write each,
+// never a wait for the workers' lock); the next pick takes the notes in.
 func (f *Fair) seen(c *classState, subject string) {
-	key := lastToken(subject)
-	f.mu.Lock()
-	defer f.signal()
-	defer f.mu.Unlock()
-	if k, known := c.keys[key]; known {
-		k.empty, k.seenAt = false, time.Now()
+	f.notesMu.Lock()
+	f.notes[foundKey{c, lastToken(subject)}] = time.Now()
+	f.notesMu.Unlock()
+	f.signal()
+}
+
+// absorb takes in the keys seen since the last pick: a known key has work
+// again; an unknown one is handed to follow, once, to be made a consumer.
+// f.mu is held.
+func (f *Fair) absorb() {
+	f.notesMu.Lock()
+	notes := f.notes
+	if len(notes) == 0 {
+		f.notesMu.Unlock()
 		return
 	}
-	if c.adding[key] {
-		return
-	}
-	select {
-	case f.found <- foundKey{c, key}:
-		c.adding[key] = true
-	default: // the next discovery finds it
+	f.notes = map[foundKey]time.Time{}
+	f.notesMu.Unlock()
+	for fk, at := range notes {
+		c, key := fk.class, fk.key
+		if k, known := c.keys[key]; known {
+			k.empty, k.seenAt = false, at
+			continue
+		}
+		if c.adding[key] {
+			continue
+		}
+		select {
+		case f.found <- fk:
+			c.adding[key] = true
+		default: // the next discovery finds it
+		}
 	}
 }
 
@@ -420,6 +444,7 @@ func (f *Fair) work(ctx context.Context) {
 func (f *Fair) pick() (*classState, *keyState, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.absorb()
 	now := time.Now()
 	wait := f.cfg.Discover
 	candidate := func(k *keyState) bool {
