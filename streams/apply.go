@@ -22,6 +22,10 @@ const (
 	// Template: a consumer not created because consumers are made from it
 	// per tenant (Options.Templates).
 	Template Action = "template"
+	// Removed: a consumer made per tenant from a declared durable
+	// (<durable>_<tenant>) on a work queue that is no longer a template: it
+	// would overlap the durable, which the server then refuses to create.
+	Removed Action = "removed"
 )
 
 // Result is the outcome of applying one stream or consumer.
@@ -47,8 +51,11 @@ func (r Result) String() string {
 	if r.Err != nil {
 		s += "\n            " + r.Err.Error()
 	}
-	if r.Action == Template {
+	switch r.Action {
+	case Template:
 		s += " (made per tenant from this declaration: scheduling.fair)"
+	case Removed:
+		s += " (made per tenant while scheduling.fair was on; its messages stay for the durable)"
 	}
 	return s
 }
@@ -136,6 +143,13 @@ func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, e
 		if errors.Is(res.Err, errNotCreated) {
 			continue // its consumers cannot exist
 		}
+		if !slices.Contains(opts.Templates, s.Config.Name) && s.Config.Retention == jetstream.WorkQueuePolicy {
+			removed, err := removePerTenant(ctx, js, s)
+			report = append(report, removed...)
+			if err != nil {
+				return report, err
+			}
+		}
 		for _, c := range s.Consumers {
 			if slices.Contains(opts.Templates, s.Config.Name) {
 				report = append(report, Result{Kind: "consumer", Stream: c.Stream, Name: c.Config.Durable, File: c.File, Action: Template})
@@ -152,6 +166,32 @@ func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, e
 }
 
 var errNotCreated = errors.New("not created")
+
+// removePerTenant removes the consumers a fair loop made from s's
+// durables (<durable>_<tenant>), so that the durables can be made again.
+func removePerTenant(ctx context.Context, js jetstream.JetStream, s Stream) ([]Result, error) {
+	stream, err := js.Stream(ctx, s.Config.Name)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", s.Config.Name, err)
+	}
+	var out []Result
+	names := stream.ConsumerNames(ctx)
+	for name := range names.Name() {
+		durable, _, perTenant := strings.Cut(name, "_")
+		i := slices.IndexFunc(s.Consumers, func(c Consumer) bool { return c.Config.Durable == durable })
+		if !perTenant || i < 0 {
+			continue
+		}
+		if err := stream.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return out, fmt.Errorf("consumer %s > %s: %w", s.Config.Name, name, err)
+		}
+		out = append(out, Result{Kind: "consumer", Stream: s.Config.Name, Name: name, File: s.Consumers[i].File, Action: Removed})
+	}
+	if err := names.Err(); err != nil {
+		return out, fmt.Errorf("listing consumers of %s: %w", s.Config.Name, err)
+	}
+	return out, nil
+}
 
 func applyStream(ctx context.Context, js jetstream.JetStream, s Stream) (Result, error) {
 	res := Result{Kind: "stream", Stream: s.Config.Name, Name: s.Config.Name, File: s.File}

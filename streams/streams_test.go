@@ -333,3 +333,33 @@ func TestBucketsWorkAsBuckets(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, status.TTL(), dlq.Config.MaxAge, "a kept payload outlives the entry that names it")
 }
+
+// Back from fair scheduling: the consumers it made per tenant on NOTIFY
+// would overlap the durables on the work queue, which the server would
+// refuse; apply removes them, and makes the durables.
+func TestApplyFirstComeRemovesPerTenantConsumers(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATS(t)
+	ctx := heraldtest.Context(t)
+	report, err := streams.Apply(ctx, n.JS, streams.Options{Templates: []string{"NOTIFY", "DOCS"}})
+	require.NoError(t, err)
+	require.NoError(t, report.Err())
+	_, err = n.JS.CreateConsumer(ctx, "NOTIFY", jetstream.ConsumerConfig{Name: "email-normal_acme",
+		FilterSubject: "notify.email.normal.acme", AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+
+	report, err = streams.Apply(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	require.NoError(t, report.Err())
+	var removed, created []string
+	for _, r := range report {
+		switch r.Action {
+		case streams.Removed:
+			removed = append(removed, r.Stream+" > "+r.Name)
+		case streams.Created:
+			created = append(created, r.Stream+" > "+r.Name)
+		}
+	}
+	require.Equal(t, []string{"NOTIFY > email-normal_acme"}, removed)
+	require.Contains(t, created, "NOTIFY > email-normal")
+}
