@@ -18,7 +18,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -142,9 +141,6 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 		return Report{}, err
 	}
 	defer env.close()
-	if !cfg.FIFO {
-		defer env.removeKeyConsumers(ctx) // after the workers stop
-	}
 	w := newWorkload(cfg)
 	got := newReceipts(w)
 	f := &faults{latency: cfg.ProviderLatency, rate: cfg.FaultRate}
@@ -185,35 +181,13 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 }
 
 // scheduling is how streams are applied for a run: with fair scheduling,
-// NOTIFY's and DOCS's declared consumers are templates, made per tenant.
+// NOTIFY's and DOCS's declared consumers are templates, made per tenant;
+// without, applying removes what an earlier fair run on a NATSURL made.
 func scheduling(fair bool) streams.Options {
 	if !fair {
 		return streams.Options{}
 	}
 	return streams.Options{Templates: []string{delivery.Stream, pdf.Stream}}
-}
-
-// removeKeyConsumers removes the consumers a fair run made per tenant on
-// a NATSURL's NOTIFY and DOCS (named <durable>_<tenant>), which would
-// otherwise overlap the durables of a later first-come-first-served run
-// for up to ten idle minutes. Embedded servers go with the run.
-func (e *env) removeKeyConsumers(ctx context.Context) {
-	if e.nats != nil {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	for _, name := range []string{delivery.Stream, pdf.Stream} {
-		stream, err := e.js.Stream(ctx, name)
-		if err != nil {
-			continue
-		}
-		names := stream.ConsumerNames(ctx)
-		for c := range names.Name() {
-			if strings.Contains(c, "_") {
-				_ = stream.DeleteConsumer(ctx, c)
-			}
-		}
-	}
 }
 
 // env is the servers a run talks to.

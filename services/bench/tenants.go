@@ -260,9 +260,6 @@ func runPhase(ctx context.Context, cfg TenantsConfig, fair bool, bulk, small int
 		return Phase{}, err
 	}
 	defer far.close()
-	if fair {
-		defer env.removeKeyConsumers(ctx) // after the workers stop
-	}
 	d, err := env.delivery(bc, far, fair)
 	if err != nil {
 		return Phase{}, err
