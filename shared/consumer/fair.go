@@ -88,7 +88,14 @@ type Fair struct {
 	// notes are the keys new messages named, and when, since the last
 	// pick (seen).
 	notesMu sync.Mutex
-	notes   map[foundKey]time.Time
+	notes   map[foundKey]note
+}
+
+// note is what the core subscription heard of a key since the last pick:
+// how many messages, the last when.
+type note struct {
+	at time.Time
+	n  int
 }
 
 type foundKey struct {
@@ -126,8 +133,12 @@ type keyState struct {
 	fetching bool
 	// seenAt is when a message was last seen published on the key. The
 	// core subscription hears of it as the stream does: a pull right after
-	// may find it not yet stored.
-	seenAt time.Time
+	// may find it not yet stored. unpulled counts the messages heard of
+	// and not yet pulled: while there are any, a pull waits for them (up
+	// to storeLag after the last sighting); once all are, the key's next
+	// empty answer is final, and no worker waits on a key that has none.
+	seenAt   time.Time
+	unpulled int
 }
 
 // storeLag bounds how long after a message is heard of on the core
@@ -166,7 +177,7 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	}
 	f := &Fair{cfg: cfg, stream: stream, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		found: make(chan foundKey, 1024), wake: make(chan struct{}, 1), quit: make(chan struct{}),
-		failed: map[foundKey]time.Time{}, notes: map[foundKey]time.Time{}}
+		failed: map[foundKey]time.Time{}, notes: map[foundKey]note{}}
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
 		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, h)
@@ -207,8 +218,9 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 // notes the key (a burst's thousands of sightings cost a map write each,
 // never a wait for the workers' lock); the next pick takes the notes in.
 func (f *Fair) seen(c *classState, subject string) {
+	fk := foundKey{c, lastToken(subject)}
 	f.notesMu.Lock()
-	f.notes[foundKey{c, lastToken(subject)}] = time.Now()
+	f.notes[fk] = note{at: time.Now(), n: f.notes[fk].n + 1}
 	f.notesMu.Unlock()
 	f.signal()
 }
@@ -223,12 +235,12 @@ func (f *Fair) absorb() {
 		f.notesMu.Unlock()
 		return
 	}
-	f.notes = map[foundKey]time.Time{}
+	f.notes = map[foundKey]note{}
 	f.notesMu.Unlock()
-	for fk, at := range notes {
+	for fk, n := range notes {
 		c, key := fk.class, fk.key
 		if k, known := c.keys[key]; known {
-			k.empty, k.seenAt = false, at
+			k.empty, k.seenAt, k.unpulled = false, n.at, k.unpulled+n.n
 			continue
 		}
 		if c.adding[key] {
@@ -302,7 +314,7 @@ func (f *Fair) heard(ctx context.Context, fk foundKey) {
 	default:
 		delete(f.failed, fk)
 		if k := fk.class.keys[fk.key]; k != nil {
-			k.seenAt = time.Now()
+			k.seenAt, k.unpulled = time.Now(), max(k.unpulled, 1)
 		}
 	}
 	f.mu.Unlock()
@@ -512,6 +524,9 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 	msg, ok := <-batch.Messages()
 	f.mu.Lock()
 	k.fetching = false
+	if ok {
+		k.unpulled = max(k.unpulled-1, 0)
+	}
 	f.mu.Unlock()
 	if ok {
 		f.signal() // the key may hold more, for the next worker
@@ -519,8 +534,8 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 	if !ok {
 		if err := batch.Error(); errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) || err == nil {
 			f.mu.Lock()
-			if time.Since(k.seenAt) >= storeLag {
-				k.empty = true
+			if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
+				k.empty, k.unpulled = true, 0
 			} // else heard of again during the pull: look once more
 			f.mu.Unlock()
 		} else {
@@ -537,15 +552,16 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 	stop()
 }
 
-// pull asks k's consumer for one message. A key heard of a moment ago
-// may not be stored yet: its pull waits for the message, up to storeLag,
-// and the server hands it over as soon as it is stored; otherwise the pull
-// answers at once, with a message or none.
+// pull asks k's consumer for one message. A message heard of a moment
+// ago and not yet pulled may not be stored yet: the pull waits for it, up
+// to storeLag, and the server hands it over as soon as it is stored;
+// otherwise the pull answers at once, with a message or none.
 func (f *Fair) pull(k *keyState) (jetstream.MessageBatch, error) {
 	f.mu.Lock()
 	wait := storeLag - time.Since(k.seenAt)
+	waiting := k.unpulled > 0
 	f.mu.Unlock()
-	if wait > time.Millisecond {
+	if waiting && wait > time.Millisecond {
 		return k.consumer.Fetch(1, jetstream.FetchMaxWait(wait))
 	}
 	return k.consumer.FetchNoWait(1)
