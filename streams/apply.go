@@ -177,7 +177,7 @@ func removePerTenant(ctx context.Context, js jetstream.JetStream, s Stream) ([]R
 	var out []Result
 	names := stream.ConsumerNames(ctx)
 	for name := range names.Name() {
-		durable, _, perTenant := strings.Cut(name, "_")
+		durable, perTenant := DurableOf(name)
 		i := slices.IndexFunc(s.Consumers, func(c Consumer) bool { return c.Config.Durable == durable })
 		if !perTenant || i < 0 {
 			continue

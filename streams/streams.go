@@ -81,6 +81,18 @@ func (s Stream) Consumer(name string) (Consumer, error) {
 	return Consumer{}, fmt.Errorf("stream %s declares no consumer %q", s.Config.Name, name)
 }
 
+// PerTenant names the consumer made from a declared durable for one tenant
+// under fair scheduling (consumer.Fair): <durable>_<tenant>. Declared
+// durables have no "_".
+func PerTenant(durable, tenant string) string { return durable + "_" + tenant }
+
+// DurableOf is the declared durable a consumer belongs to: the durable a
+// per-tenant consumer was made from (perTenant true), or the name itself.
+func DurableOf(name string) (durable string, perTenant bool) {
+	durable, _, perTenant = strings.Cut(name, "_")
+	return durable, perTenant
+}
+
 func loadStream(dir string) (Stream, error) {
 	s := Stream{File: path.Join(dir, "stream.json")}
 	if err := decodeFile(s.File, &s.Raw, &s.Config); err != nil {

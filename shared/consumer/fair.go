@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
@@ -243,8 +244,8 @@ func (f *Fair) absorb() {
 			k.empty, k.seenAt, k.unpulled = false, n.at, k.unpulled+n.n
 			continue
 		}
-		if c.adding[key] {
-			continue
+		if c.adding[key] || time.Since(f.failed[fk]) < f.cfg.Discover {
+			continue // being made, or tried again at the next discovery
 		}
 		select {
 		case f.found <- fk:
@@ -298,24 +299,14 @@ func (f *Fair) follow(ctx context.Context) {
 
 // heard makes the consumer of a key a new message named.
 func (f *Fair) heard(ctx context.Context, fk foundKey) {
-	f.mu.Lock()
-	recent := time.Since(f.failed[fk]) < f.cfg.Discover
-	f.mu.Unlock()
-	var err error
-	if !recent { // else the next discovery tries again
-		err = f.add(ctx, fk.class, fk.key)
-	}
+	err := f.add(ctx, fk.class, fk.key)
 	f.mu.Lock()
 	delete(fk.class.adding, fk.key)
-	switch {
-	case recent:
-	case err != nil:
+	if err != nil {
 		f.failed[fk] = time.Now()
-	default:
+	} else if k := fk.class.keys[fk.key]; k != nil {
 		delete(f.failed, fk)
-		if k := fk.class.keys[fk.key]; k != nil {
-			k.seenAt, k.unpulled = time.Now(), max(k.unpulled, 1)
-		}
+		k.seenAt, k.unpulled = time.Now(), max(k.unpulled, 1)
 	}
 	f.mu.Unlock()
 	if err != nil {
@@ -405,7 +396,7 @@ func (f *Fair) add(ctx context.Context, c *classState, key string) error {
 		return nil
 	}
 	cc := c.Template
-	cc.Name, cc.Durable = c.Name+"_"+key, "" // deadletter.Filed reads it back
+	cc.Name, cc.Durable = streams.PerTenant(c.Name, key), ""
 	cc.Description = fmt.Sprintf("%s, key %s, served in turn with the class's other keys; removed once idle", c.Name, key)
 	cc.FilterSubject, cc.FilterSubjects = c.Prefix+"."+key, nil
 	// In memory, with the stream's replicas: a work queue's consumers

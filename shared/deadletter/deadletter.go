@@ -33,6 +33,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/telemetry"
+	"github.com/heraldhq/herald/streams"
 )
 
 // Headers set on every entry.
@@ -66,16 +67,6 @@ const (
 // Subject is where entries from one stream's consumer are written.
 func Subject(stream, consumer string) string {
 	return "dlq." + stream + "." + consumer
-}
-
-// Filed is the consumer a dead letter is filed under. A fair loop's
-// consumers are made per tenant from a declared durable and named
-// <durable>_<tenant> (consumer.Fair); their dead letters are the
-// durable's, on dlq.<stream>.<durable>, whichever tenant they belong to
-// (the entry's header names it). Declared durables have no "_".
-func Filed(consumer string) string {
-	durable, _, _ := strings.Cut(consumer, "_")
-	return durable
 }
 
 // Terminate writes msg to the DLQ with reason, waits for the DLQ stream to
@@ -133,7 +124,9 @@ type Entry struct {
 }
 
 func write(ctx context.Context, js jetstream.JetStream, e Entry) error {
-	e.Consumer = Filed(e.Consumer)
+	// A fair loop's per-tenant consumer files under the durable it was
+	// made from: dlq.<stream>.<durable>, the tenant in the header.
+	e.Consumer, _ = streams.DurableOf(e.Consumer)
 	entry := e.message()
 	if Size(entry)+publishHeadroom > js.Conn().MaxPayload() {
 		if err := keepPayload(ctx, js, e, entry); err != nil {
