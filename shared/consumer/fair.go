@@ -228,17 +228,12 @@ func (f *Fair) seen(c *classState, subject string) {
 
 // absorb takes in the keys seen since the last pick: a known key has work
 // again; an unknown one is handed to follow, once, to be made a consumer.
-// f.mu is held.
+// f.mu is held; seen takes only notesMu, so the order cannot deadlock.
 func (f *Fair) absorb() {
 	f.notesMu.Lock()
-	notes := f.notes
-	if len(notes) == 0 {
-		f.notesMu.Unlock()
-		return
-	}
-	f.notes = map[foundKey]note{}
-	f.notesMu.Unlock()
-	for fk, n := range notes {
+	defer f.notesMu.Unlock()
+	defer clear(f.notes) // a few keys at a time: kept, not made anew each pick
+	for fk, n := range f.notes {
 		c, key := fk.class, fk.key
 		if k, known := c.keys[key]; known {
 			k.empty, k.seenAt, k.unpulled = false, n.at, k.unpulled+n.n
