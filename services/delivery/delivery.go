@@ -158,7 +158,7 @@ func (s *Service) startFair(ctx context.Context) error {
 	w := worker{Service: s, lockTTL: s.cfg.lockTTL(classes[0].Template.AckWait)}
 	cfg := s.loops.Config
 	cfg.Concurrency *= len(classes)
-	fc := consumer.FairConfig{Config: cfg, Stream: Stream, Classes: classes}
+	fc := consumer.FairConfig{Config: cfg, Stream: Stream, Classes: classes, Batch: pullBatch}
 	if s.cfg.Rates != nil {
 		fc.Ready = s.ready
 	}
@@ -168,6 +168,11 @@ func (s *Service) startFair(ctx context.Context) error {
 	}
 	return nil
 }
+
+// pullBatch is how many of a tenant's deliveries one pull may take, handed
+// out one a turn: a send takes milliseconds, its ack wait tens of seconds,
+// and a pull per delivery was a round trip per delivery.
+const pullBatch = 8
 
 // Stop drains: sends under way finish and are acknowledged.
 func (s *Service) Stop(ctx context.Context) error {

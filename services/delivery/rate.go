@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/heraldhq/herald/shared/ratelimit"
@@ -24,23 +25,24 @@ type Rates struct {
 // does not answer: sending fails closed, as the lease does.
 const rateUnchecked = time.Second
 
-// ready is the fair loop's Ready: may this tenant send one more now, and
-// if not, when to ask again.
-func (s *Service) ready(ctx context.Context, _, tenant string) (bool, time.Time) {
+// ready is the fair loop's Ready: how many of this tenant's deliveries
+// may go now — any number without a rate, one at a time with one — and if
+// none, when to ask again.
+func (s *Service) ready(ctx context.Context, _, tenant string) (int, time.Time) {
 	r := s.cfg.Rates
 	limit, limited := r.Rate(tenant)
 	if !limited {
-		return true, time.Time{}
+		return math.MaxInt, time.Time{}
 	}
 	d, err := r.Limiter.Allow(ctx, "send:"+tenant, limit)
 	switch {
 	case err != nil:
 		s.metrics.rateHeld(ctx, tenant, "unchecked")
 		s.cfg.Logger.WarnContext(ctx, "rate limit unchecked: redis unavailable; holding the tenant's sends", "tenant", tenant, "error", err)
-		return false, time.Now().Add(rateUnchecked)
+		return 0, time.Now().Add(rateUnchecked)
 	case !d.Allowed:
 		s.metrics.rateHeld(ctx, tenant, "over_rate")
-		return false, time.Now().Add(d.RetryAfter)
+		return 0, time.Now().Add(d.RetryAfter)
 	}
-	return true, time.Time{}
+	return 1, time.Time{}
 }

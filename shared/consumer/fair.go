@@ -45,9 +45,15 @@ type FairConfig struct {
 	// no other consumer overlapping them.
 	Stream  string
 	Classes []Class
-	// Ready, when set, is asked before a key is served: false holds the
-	// key back until the time it gives (a tenant over its rate).
-	Ready func(ctx context.Context, class, key string) (bool, time.Time)
+	// Ready, when set, is asked before a key's messages are pulled: it
+	// answers how many may be served now (n > 0), or holds the key back
+	// until the time it gives (n = 0: a tenant over its rate).
+	Ready func(ctx context.Context, class, key string) (n int, until time.Time)
+	// Batch is how many of a key's messages one pull may take: the first
+	// is handled at once, the others wait in memory — ack wait running —
+	// and are handed out one a turn, as if pulled. At most Concurrency
+	// wait at a time. Defaults to 1; keep it 1 where handling is slow.
+	Batch int
 	// Discover is how often the stream is asked which keys have a
 	// backlog (new messages wake the loop at once). Defaults to 1 s.
 	Discover time.Duration
@@ -82,6 +88,8 @@ type Fair struct {
 
 	mu      sync.Mutex
 	classes []*classState
+	// buffered counts the messages pulled and waiting in keys' bufs.
+	buffered int
 	// failed is when making a key's consumer last failed: a key is tried
 	// again at the next discovery, not at each of its messages.
 	failed map[foundKey]time.Time
@@ -110,9 +118,17 @@ type classState struct {
 	// class's name: its keys' consumers are one consumer to operators.
 	handle  Handler
 	current int // smooth weighted round robin
-	ring    []*keyState
-	next    int
 	keys    map[string]*keyState
+	// fresh and turns are the keys to serve, in line. fresh are keys that
+	// had nothing and now have work (or are new): a tenant's one order is
+	// served, for the messages of its first pull, ahead of the keys with a
+	// standing backlog, which take turns in turns (FQ-CoDel's new and old
+	// flows). A key with a backlog cannot stay fresh: it must run dry first.
+	fresh, turns line
+	// held are the keys Ready held back, until their readyAt; heldUntil is
+	// the earliest.
+	held      []*keyState
+	heldUntil time.Time
 	// adding are the keys heard of whose consumers are being made: a
 	// burst's messages name each once.
 	adding map[string]bool
@@ -124,13 +140,18 @@ type classState struct {
 type keyState struct {
 	key      string
 	consumer jetstream.Consumer
+	// buf holds messages pulled with one a worker took, handed out one a
+	// turn.
+	buf []jetstream.Msg
+	// queued: in fresh or turns. fresh: goes in fresh, not turns.
+	queued, fresh bool
 	// empty: the last pull found nothing; waits for a new message or the
 	// next discovery. readyAt: held back until then (Ready said no).
 	empty   bool
 	readyAt time.Time
 	busy    int
-	// fetching: a worker is pulling from the key; the others pass it by,
-	// rather than each pull an empty answer.
+	// fetching: a worker is pulling from the key; it is out of line
+	// meanwhile, rather than others pull an empty answer.
 	fetching bool
 	// seenAt is when a message was last seen published on the key. The
 	// core subscription hears of it as the stream does: a pull right after
@@ -170,6 +191,7 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	if len(cfg.Classes) == 0 {
 		return nil, errors.New("consumer: a fair loop needs a class")
 	}
+	cfg.Concurrency = max(cfg.Concurrency, 1)
 	cfg.Discover = cmp.Or(cfg.Discover, time.Second)
 	cfg.Idle = cmp.Or(cfg.Idle, 10*time.Minute)
 	stream, err := cfg.JetStream.Stream(ctx, cfg.Stream)
@@ -209,7 +231,7 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		}
 	}
 	f.workers.Go(func() { f.follow(hctx) })
-	for range max(cfg.Concurrency, 1) {
+	for range cfg.Concurrency {
 		f.workers.Go(func() { f.work(hctx) })
 	}
 	return f, nil
@@ -236,7 +258,8 @@ func (f *Fair) absorb() {
 	for fk, n := range f.notes {
 		c, key := fk.class, fk.key
 		if k, known := c.keys[key]; known {
-			k.empty, k.seenAt, k.unpulled = false, n.at, k.unpulled+n.n
+			k.seenAt, k.unpulled = n.at, k.unpulled+n.n
+			c.wakeUp(k)
 			continue
 		}
 		if c.adding[key] || time.Since(f.failed[fk]) < f.cfg.Discover {
@@ -294,14 +317,13 @@ func (f *Fair) follow(ctx context.Context) {
 
 // heard makes the consumer of a key a new message named.
 func (f *Fair) heard(ctx context.Context, fk foundKey) {
-	err := f.add(ctx, fk.class, fk.key)
+	err := f.add(ctx, fk.class, fk.key, true)
 	f.mu.Lock()
 	delete(fk.class.adding, fk.key)
 	if err != nil {
 		f.failed[fk] = time.Now()
-	} else if k := fk.class.keys[fk.key]; k != nil {
+	} else {
 		delete(f.failed, fk)
-		k.seenAt, k.unpulled = time.Now(), max(k.unpulled, 1)
 	}
 	f.mu.Unlock()
 	if err != nil {
@@ -312,7 +334,7 @@ func (f *Fair) heard(ctx context.Context, fk foundKey) {
 
 // discover reads which keys of each class have messages: each gets a
 // consumer and is marked as having work; a key with none, whose
-// consumer found nothing last, leaves the ring (the server removes its
+// consumer found nothing last, is forgotten (the server removes its
 // consumer once idle).
 func (f *Fair) discover(ctx context.Context) error {
 	for _, c := range f.classes {
@@ -337,11 +359,11 @@ func (f *Fair) discover(ctx context.Context) error {
 		c.backlog, c.waiting = total, int64(len(backlog))
 		for key, k := range c.keys {
 			switch {
-			case backlog[key]:
+			case backlog[key] && k.empty:
 				k.empty = false
-			case k.empty && k.busy == 0:
+				c.enqueue(k)
+			case !backlog[key] && k.empty && k.busy == 0:
 				delete(c.keys, key)
-				c.ring = slices.DeleteFunc(c.ring, func(x *keyState) bool { return x == k })
 			}
 		}
 		f.mu.Unlock()
@@ -371,7 +393,7 @@ func (f *Fair) addAll(ctx context.Context, c *classState, keys map[string]bool) 
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			if err := f.add(ctx, c, key); err != nil {
+			if err := f.add(ctx, c, key, false); err != nil {
 				mu.Lock()
 				failed = append(failed, fmt.Errorf("key %s: %w", key, err))
 				mu.Unlock()
@@ -382,8 +404,9 @@ func (f *Fair) addAll(ctx context.Context, c *classState, keys map[string]bool) 
 	return failed
 }
 
-// add makes sure key has a consumer and a place in its class's ring.
-func (f *Fair) add(ctx context.Context, c *classState, key string) error {
+// add makes sure key has a consumer, and puts a new key in line, fresh;
+// heard says a new message named it.
+func (f *Fair) add(ctx context.Context, c *classState, key string, heard bool) error {
 	f.mu.Lock()
 	_, ok := c.keys[key]
 	f.mu.Unlock()
@@ -404,11 +427,86 @@ func (f *Fair) add(ctx context.Context, c *classState, key string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := c.keys[key]; !ok {
-		k := &keyState{key: key, consumer: cons}
+		k := &keyState{key: key, consumer: cons, fresh: true}
+		if heard {
+			k.seenAt, k.unpulled = time.Now(), 1
+		}
 		c.keys[key] = k
-		c.ring = append(c.ring, k)
+		c.enqueue(k)
 	}
 	return nil
+}
+
+// line is a queue of keys.
+type line []*keyState
+
+func (l *line) push(k *keyState) { *l = append(*l, k) }
+
+func (l *line) pop() *keyState {
+	k := (*l)[0]
+	(*l)[0] = nil
+	*l = (*l)[1:]
+	return k
+}
+
+func (l *line) remove(k *keyState) {
+	*l = slices.DeleteFunc(*l, func(x *keyState) bool { return x == k })
+}
+
+// enqueue puts k in line if it has something to serve and is not in line
+// already, being pulled, or held back. f.mu is held.
+func (c *classState) enqueue(k *keyState) {
+	if k.queued || k.fetching || (k.empty && len(k.buf) == 0) || !k.readyAt.IsZero() || c.keys[k.key] != k {
+		return
+	}
+	k.queued = true
+	if k.fresh {
+		c.fresh.push(k)
+	} else {
+		c.turns.push(k)
+	}
+}
+
+// wakeUp is a new message on k: a key that had run dry is fresh. f.mu is
+// held.
+func (c *classState) wakeUp(k *keyState) {
+	if k.empty && !k.queued {
+		k.fresh = true
+	}
+	k.empty = false
+	c.enqueue(k)
+}
+
+// next takes the first key in line, fresh ones first. f.mu is held.
+func (c *classState) next() *keyState {
+	l := &c.turns
+	if len(c.fresh) > 0 {
+		l = &c.fresh
+	}
+	k := l.pop()
+	k.queued = false
+	return k
+}
+
+// release puts the keys held back whose time came in line again, and
+// returns the earliest of those still held. f.mu is held.
+func (c *classState) release(now time.Time) time.Time {
+	if c.heldUntil.IsZero() || now.Before(c.heldUntil) {
+		return c.heldUntil
+	}
+	c.heldUntil = time.Time{}
+	c.held = slices.DeleteFunc(c.held, func(k *keyState) bool {
+		if now.Before(k.readyAt) {
+			if c.heldUntil.IsZero() || k.readyAt.Before(c.heldUntil) {
+				c.heldUntil = k.readyAt
+			}
+			return false
+		}
+		k.readyAt = time.Time{}
+		c.enqueue(k)
+		return true
+	})
+	return c.heldUntil
 }
 
 // work takes the next key's next message, until Stop.
@@ -419,7 +517,7 @@ func (f *Fair) work(ctx context.Context) {
 			return
 		default:
 		}
-		c, k, wait := f.pick()
+		c, k, msg, wait := f.pick()
 		if k == nil {
 			select {
 			case <-f.quit:
@@ -432,35 +530,30 @@ func (f *Fair) work(ctx context.Context) {
 		// There may be more: the next idle worker looks (and, finding
 		// some, wakes the next), rather than every worker at once.
 		f.signal()
-		f.serve(ctx, c, k)
+		f.serve(ctx, c, k, msg)
 	}
 }
 
 // pick is the next key to serve: the class by smooth weighted round robin
-// among those with a key to serve, then that class's next key. With none,
-// wait is how long until a held-back key is ready.
-func (f *Fair) pick() (*classState, *keyState, time.Duration) {
+// among those with a key in line, then that class's first key in line,
+// with a message already pulled if it has one (the key then goes back in
+// line behind the others). With none, wait is how long until a held-back
+// key is ready.
+func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.absorb()
 	now := time.Now()
 	wait := f.cfg.Discover
-	candidate := func(k *keyState) bool {
-		if k.empty || k.fetching {
-			return false
-		}
-		if d := k.readyAt.Sub(now); d > 0 {
-			wait = min(wait, d)
-			return false
-		}
-		return true
-	}
 	var (
 		best  *classState
 		total int
 	)
 	for _, c := range f.classes {
-		if !slices.ContainsFunc(c.ring, candidate) {
+		if until := c.release(now); !until.IsZero() {
+			wait = min(wait, until.Sub(now))
+		}
+		if len(c.fresh)+len(c.turns) == 0 {
 			continue
 		}
 		c.current += c.Weight
@@ -470,67 +563,38 @@ func (f *Fair) pick() (*classState, *keyState, time.Duration) {
 		}
 	}
 	if best == nil {
-		return nil, nil, wait
+		return nil, nil, nil, wait
 	}
 	best.current -= total
-	for range best.ring {
-		k := best.ring[best.next%len(best.ring)]
-		best.next = (best.next + 1) % len(best.ring)
-		if candidate(k) {
-			k.busy++
-			k.fetching = true
-			return best, k, 0
-		}
+	k := best.next()
+	k.busy++
+	if len(k.buf) == 0 {
+		k.fetching = true
+		return best, k, nil, 0
 	}
-	return nil, nil, wait
+	msg := k.buf[0]
+	k.buf[0] = nil
+	k.buf = k.buf[1:]
+	f.buffered--
+	if len(k.buf) == 0 {
+		k.fresh = false
+	}
+	best.enqueue(k)
+	return best, k, msg, 0
 }
 
-// serve pulls one message of k, if Ready allows, and handles it.
-func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
+// serve handles msg, or, with none in hand, pulls k's next messages, if
+// Ready allows, and handles the first.
+func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) {
 	defer func() {
 		f.mu.Lock()
 		k.busy--
-		k.fetching = false // if the pull did not return
 		f.mu.Unlock()
 	}()
-	if f.cfg.Ready != nil {
-		if ok, until := f.cfg.Ready(ctx, c.Name, k.key); !ok {
-			f.mu.Lock()
-			k.readyAt = until
-			f.mu.Unlock()
+	if msg == nil {
+		if msg = f.fetch(ctx, c, k); msg == nil {
 			return
 		}
-	}
-	batch, err := f.pull(k)
-	if err != nil {
-		f.logger.WarnContext(ctx, "fair pull", "class", c.Name, "key", k.key, "error", err)
-		f.hold(k, time.Second)
-		return
-	}
-	msg, ok := <-batch.Messages()
-	f.mu.Lock()
-	k.fetching = false
-	if ok {
-		k.unpulled = max(k.unpulled-1, 0)
-	}
-	f.mu.Unlock()
-	if ok {
-		f.signal() // the key may hold more, for the next worker
-	}
-	if !ok {
-		if err := batch.Error(); errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) || err == nil {
-			f.mu.Lock()
-			if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
-				k.empty, k.unpulled = true, 0
-			} // else heard of again during the pull: look once more
-			f.mu.Unlock()
-		} else {
-			// A consumer the server removed (idle too long): made again
-			// on the next sighting.
-			f.logger.WarnContext(ctx, "fair pull", "class", c.Name, "key", k.key, "error", err)
-			f.drop(c, k)
-		}
-		return
 	}
 	every := max(c.Template.AckWait/3, 100*time.Millisecond)
 	stop := keepAlive(msg, every)
@@ -538,33 +602,136 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState) {
 	stop()
 }
 
-// pull asks k's consumer for one message. A message heard of a moment
-// ago and not yet pulled may not be stored yet: the pull waits for it, up
-// to storeLag, and the server hands it over as soon as it is stored;
-// otherwise the pull answers at once, with a message or none.
-func (f *Fair) pull(k *keyState) (jetstream.MessageBatch, error) {
+// fetch pulls k's next messages: the first to handle, the others to k's
+// buf. k is back in line after, unless it ran dry or was held back.
+func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.Msg {
+	n := max(f.cfg.Batch, 1)
+	if f.cfg.Ready != nil {
+		ready, until := f.cfg.Ready(ctx, c.Name, k.key)
+		if ready <= 0 {
+			f.hold(c, k, until)
+			return nil
+		}
+		n = min(n, ready)
+	}
+	// At most Concurrency wait in bufs: room for what this pull brings
+	// beyond the first is taken before it is made.
+	f.mu.Lock()
+	n = max(min(n, f.cfg.Concurrency-f.buffered+1), 1)
+	f.buffered += n - 1
+	f.mu.Unlock()
+	msgs, err := f.pull(k, n)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.buffered -= n - 1
+	k.fetching = false
+	if errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, nats.ErrTimeout) {
+		err = nil
+	}
+	switch {
+	case len(msgs) > 0:
+		k.unpulled = max(k.unpulled-len(msgs), 0)
+		k.buf = append(k.buf, msgs[1:]...)
+		f.buffered += len(msgs) - 1
+		if f.stopping() {
+			f.giveBack(k)
+		}
+		if len(k.buf) == 0 {
+			k.fresh = false
+		}
+		c.enqueue(k) // it may hold more, for the next worker
+		f.signal()
+		return msgs[0]
+	case err == nil:
+		if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
+			k.empty, k.unpulled, k.fresh = true, 0, false
+		} else { // heard of again during the pull: look once more
+			c.enqueue(k)
+			f.signal()
+		}
+	default:
+		// A consumer the server removed (idle too long), or one that does
+		// not answer: made again on the next sighting or discovery.
+		f.logger.WarnContext(ctx, "fair pull", "class", c.Name, "key", k.key, "error", err)
+		f.drop(c, k)
+	}
+	return nil
+}
+
+// pull asks k's consumer for up to n messages. A message heard of a
+// moment ago and not yet pulled may not be stored yet: the pull waits for
+// it, up to storeLag, and the server hands it over as soon as it is
+// stored; otherwise the pull answers at once, with what there is.
+func (f *Fair) pull(k *keyState, n int) ([]jetstream.Msg, error) {
 	f.mu.Lock()
 	wait := storeLag - time.Since(k.seenAt)
 	waiting := k.unpulled > 0
 	f.mu.Unlock()
+	var (
+		batch jetstream.MessageBatch
+		err   error
+	)
 	if waiting && wait > time.Millisecond {
-		return k.consumer.Fetch(1, jetstream.FetchMaxWait(wait))
+		batch, err = k.consumer.Fetch(1, jetstream.FetchMaxWait(wait))
+	} else {
+		batch, err = k.consumer.FetchNoWait(n)
 	}
-	return k.consumer.FetchNoWait(1)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	return msgs, batch.Error()
 }
 
-func (f *Fair) hold(k *keyState, d time.Duration) {
-	f.mu.Lock()
-	k.readyAt = time.Now().Add(d)
-	f.mu.Unlock()
-}
-
-func (f *Fair) drop(c *classState, k *keyState) {
+// hold keeps k out of line until until.
+func (f *Fair) hold(c *classState, k *keyState, until time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c.keys[k.key] == k {
-		delete(c.keys, k.key)
-		c.ring = slices.DeleteFunc(c.ring, func(x *keyState) bool { return x == k })
+	k.fetching = false
+	if c.keys[k.key] != k || !k.readyAt.IsZero() {
+		return
+	}
+	k.readyAt = until
+	c.held = append(c.held, k)
+	if c.heldUntil.IsZero() || until.Before(c.heldUntil) {
+		c.heldUntil = until
+	}
+	f.signal() // an idle worker's wait may now be shorter
+}
+
+// drop forgets k, whose consumer is gone. f.mu is held.
+func (f *Fair) drop(c *classState, k *keyState) {
+	if c.keys[k.key] != k {
+		return
+	}
+	delete(c.keys, k.key)
+	c.fresh.remove(k)
+	c.turns.remove(k)
+	c.held = slices.DeleteFunc(c.held, func(x *keyState) bool { return x == k })
+	k.queued = false
+	f.buffered -= len(k.buf)
+	k.buf = nil // a gone consumer's messages are delivered again by the next
+}
+
+// giveBack hands k's pulled messages back to the stream at once, for the
+// next worker of any replica: the loop is stopping. f.mu is held.
+func (f *Fair) giveBack(k *keyState) {
+	for _, m := range k.buf {
+		_ = m.Nak()
+	}
+	f.buffered -= len(k.buf)
+	k.buf = nil
+}
+
+func (f *Fair) stopping() bool {
+	select {
+	case <-f.quit:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -583,6 +750,13 @@ func (f *Fair) Stop(ctx context.Context) error {
 	}
 	f.unsubscribe()
 	close(f.quit)
+	f.mu.Lock()
+	for _, c := range f.classes {
+		for _, k := range c.keys {
+			f.giveBack(k)
+		}
+	}
+	f.mu.Unlock()
 	return awaitWorkers(ctx, &f.workers, f.cancel)
 }
 

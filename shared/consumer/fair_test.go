@@ -84,21 +84,79 @@ func startFair(t *testing.T, n *heraldtest.NATS, h consumer.Handler, cfg consume
 }
 
 // A backlog of 500 of key a's does not delay key b's five: served in turn,
-// b's are done among the first ten, and a's all follow.
+// b's are done among the first ten or so, and a's all follow — whether a pull
+// takes one message or several, which wait their turn.
 func TestAKeysBacklogDoesNotDelayAnothersMessages(t *testing.T) {
 	t.Parallel()
-	n := fairQueue(t, map[string]int{"q.low.a": 500, "q.low.b": 5})
+	for _, batch := range []int{1, 4} {
+		t.Run(fmt.Sprintf("batch %d", batch), func(t *testing.T) {
+			t.Parallel()
+			n := fairQueue(t, map[string]int{"q.low.a": 500, "q.low.b": 5})
+			h := &handled{}
+			startFair(t, n, h.handle, consumer.FairConfig{Batch: batch, Classes: []consumer.Class{class("low", 1)}})
+			got := h.wait(t, 505)
+			time.Sleep(50 * time.Millisecond)
+			require.Len(t, h.list(), 505, "each message once")
+			last := -1
+			for i, s := range got {
+				if s == "q.low.b" {
+					last = i
+				}
+			}
+			require.Less(t, last, 10+batch, "b's messages were served in turn with a's: %v", got[:16])
+		})
+	}
+}
+
+// A key that had nothing and now has a message is served ahead of the
+// keys with a standing backlog, not behind their turns: a tenant's one
+// order beside fifty tenants' bursts.
+func TestAKeyThatRanDryIsServedAheadOfStandingBacklogs(t *testing.T) {
+	t.Parallel()
+	counts := map[string]int{"q.low.b": 1} // b's first: served, and b runs dry
+	for i := range 50 {
+		counts[fmt.Sprintf("q.low.k%d", i)] = 20
+	}
+	n := fairQueue(t, counts)
 	h := &handled{}
 	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}})
-	got := h.wait(t, 505)
-	require.Len(t, got, 505)
-	last := -1
-	for i, s := range got {
-		if s == "q.low.b" {
-			last = i
-		}
-	}
-	require.Less(t, last, 10, "b's messages were served in turn with a's: %v", got[:12])
+	before := len(h.wait(t, 200))
+	_, err := n.JS.Publish(heraldtest.Context(t), "q.low.b", []byte("b"))
+	require.NoError(t, err)
+	got := h.wait(t, 1002)
+	at := slices.Index(got[before:], "q.low.b")
+	require.GreaterOrEqual(t, at, 0)
+	require.Less(t, at, 25, "b was served within a few messages of its publish, not after the 50 keys' turn")
+}
+
+// Stopping hands the messages pulled but not yet handled back at once: the
+// next loop serves them without waiting out their ack wait.
+func TestStopHandsBackPulledMessages(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 20})
+	ctx := heraldtest.Context(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	first, err := consumer.StartFair(ctx, func(context.Context, jetstream.Msg) consumer.Outcome {
+		once.Do(func() { close(started) })
+		<-release
+		return consumer.Done()
+	}, consumer.FairConfig{Stream: "Q", Batch: 8, Config: consumer.Config{JetStream: n.JS},
+		Classes: []consumer.Class{class("low", 1)}})
+	require.NoError(t, err)
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- first.Stop(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	require.NoError(t, <-stopped)
+
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}})
+	require.Eventually(t, func() bool {
+		info, err := n.JS.Stream(ctx, "Q")
+		return err == nil && info.CachedInfo().State.Msgs == 0
+	}, 5*time.Second, 10*time.Millisecond, "the rest were served at once (ack wait is 30 s)")
 }
 
 // Under a flood in both, a class of weight 3 gets three messages for each
@@ -130,10 +188,13 @@ func TestReadyHoldsAKeyBackAndNewKeysAreServedAtOnce(t *testing.T) {
 		open bool
 	)
 	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Discover: time.Hour,
-		Ready: func(_ context.Context, _, key string) (bool, time.Time) {
+		Ready: func(_ context.Context, _, key string) (int, time.Time) {
 			mu.Lock()
 			defer mu.Unlock()
-			return key != "a" || open, time.Now().Add(20 * time.Millisecond)
+			if key != "a" || open {
+				return 1, time.Time{}
+			}
+			return 0, time.Now().Add(20 * time.Millisecond)
 		}})
 	_, err := n.JS.Publish(heraldtest.Context(t), "q.low.b", []byte("b"))
 	require.NoError(t, err)
