@@ -57,8 +57,10 @@ type FairConfig struct {
 	// Discover is how often the stream is asked which keys have a
 	// backlog (new messages wake the loop at once). Defaults to 1 s.
 	Discover time.Duration
-	// Idle is how long a key's consumer outlives its last pull; the
-	// server removes it then. Defaults to 10 minutes.
+	// Idle is how long a key's consumer outlives its last message: the
+	// loop removes it at the first discovery after. Every consumer of a
+	// work queue is asked about each acknowledgement, so idle ones slow
+	// the busy. Defaults to 30 s.
 	Idle time.Duration
 }
 
@@ -145,9 +147,11 @@ type keyState struct {
 	buf []jetstream.Msg
 	// queued: in fresh or turns. fresh: goes in fresh, not turns.
 	queued, fresh bool
-	// empty: the last pull found nothing; waits for a new message or the
-	// next discovery. readyAt: held back until then (Ready said no).
+	// empty: the last pull found nothing, at dryAt; waits for a new
+	// message or the next discovery. readyAt: held back until then (Ready
+	// said no).
 	empty   bool
+	dryAt   time.Time
 	readyAt time.Time
 	busy    int
 	// fetching: a worker is pulling from the key; it is out of line
@@ -193,7 +197,7 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	}
 	cfg.Concurrency = max(cfg.Concurrency, 1)
 	cfg.Discover = cmp.Or(cfg.Discover, time.Second)
-	cfg.Idle = cmp.Or(cfg.Idle, 10*time.Minute)
+	cfg.Idle = cmp.Or(cfg.Idle, 30*time.Second)
 	stream, err := cfg.JetStream.Stream(ctx, cfg.Stream)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: stream %s: %w", cfg.Stream, err)
@@ -282,6 +286,11 @@ func (f *Fair) signal() {
 	}
 }
 
+// orphaned is how long the server keeps a key's consumer that nobody
+// pulls: the loop removes its own idle ones; this removes those of a loop
+// that is gone.
+const orphaned = 10 * time.Minute
+
 // adding bounds the consumers a fair loop makes at once: a burst from a
 // thousand new keys comes online in a fraction of a second, not one
 // round trip after another, with the server's API still answering others.
@@ -350,11 +359,20 @@ func (f *Fair) discover(ctx context.Context) error {
 				total += int64(n)
 			}
 		}
-		if failed := f.addAll(ctx, c, backlog); len(failed) > 0 {
+		var added []string
+		f.mu.Lock()
+		for key := range backlog {
+			if c.keys[key] == nil {
+				added = append(added, key)
+			}
+		}
+		f.mu.Unlock()
+		if failed := f.each(added, func(key string) error { return f.add(ctx, c, key, false) }); len(failed) > 0 {
 			// The others are served meanwhile; these are tried again at
 			// the next discovery.
 			f.logger.WarnContext(ctx, "fair consumers not created", "class", c.Name, "keys", len(failed), "first", failed[0])
 		}
+		var idle []string
 		f.mu.Lock()
 		c.backlog, c.waiting = total, int64(len(backlog))
 		for key, k := range c.keys {
@@ -362,38 +380,47 @@ func (f *Fair) discover(ctx context.Context) error {
 			case backlog[key] && k.empty:
 				k.empty = false
 				c.enqueue(k)
-			case !backlog[key] && k.empty && k.busy == 0:
+			case !backlog[key] && k.empty && k.busy == 0 && time.Since(k.dryAt) >= f.cfg.Idle:
+				// No message of the key is stored, so none is in flight or
+				// waiting to be redelivered: its consumer goes with nothing.
 				delete(c.keys, key)
+				c.adding[key] = true // a message heard meanwhile waits for the next discovery
+				idle = append(idle, key)
 			}
 		}
 		f.mu.Unlock()
+		failed := f.each(idle, func(key string) error {
+			err := f.stream.DeleteConsumer(ctx, streams.PerTenant(c.Name, key))
+			f.mu.Lock()
+			delete(c.adding, key)
+			f.mu.Unlock()
+			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return nil
+			}
+			return err
+		})
+		if len(failed) > 0 { // the server removes them once orphaned
+			f.logger.WarnContext(ctx, "idle fair consumers not removed", "class", c.Name, "keys", len(failed), "first", failed[0])
+		}
 	}
 	f.signal()
 	return nil
 }
 
-// addAll adds the keys not yet known, up to adding at once, and returns
-// why any failed.
-func (f *Fair) addAll(ctx context.Context, c *classState, keys map[string]bool) []error {
+// each calls fn for every key, up to adding at once, and returns why any
+// failed.
+func (f *Fair) each(keys []string, fn func(key string) error) []error {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
 		failed []error
-		added  []string
 	)
-	f.mu.Lock()
-	for key := range keys {
-		if c.keys[key] == nil {
-			added = append(added, key)
-		}
-	}
-	f.mu.Unlock()
 	slots := make(chan struct{}, adding)
-	for _, key := range added {
+	for _, key := range keys {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			if err := f.add(ctx, c, key, false); err != nil {
+			if err := fn(key); err != nil {
 				mu.Lock()
 				failed = append(failed, fmt.Errorf("key %s: %w", key, err))
 				mu.Unlock()
@@ -419,7 +446,7 @@ func (f *Fair) add(ctx context.Context, c *classState, key string, heard bool) e
 	cc.FilterSubject, cc.FilterSubjects = c.Prefix+"."+key, nil
 	// In memory, with the stream's replicas: a work queue's consumers
 	// must have them.
-	cc.InactiveThreshold, cc.MemoryStorage, cc.Replicas = f.cfg.Idle, true, 0
+	cc.InactiveThreshold, cc.MemoryStorage, cc.Replicas = orphaned, true, 0
 	cons, err := f.stream.CreateOrUpdateConsumer(ctx, cc)
 	if err != nil {
 		return err
@@ -644,7 +671,7 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		return msgs[0]
 	case err == nil:
 		if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
-			k.empty, k.unpulled, k.fresh = true, 0, false
+			k.empty, k.unpulled, k.fresh, k.dryAt = true, 0, false, time.Now()
 		} else { // heard of again during the pull: look once more
 			c.enqueue(k)
 			f.signal()

@@ -267,3 +267,25 @@ func TestAThousandKeysHeardAtOnceAreAllServed(t *testing.T) {
 		require.Equal(t, each, c, s)
 	}
 }
+
+// A key's consumer is removed once the key has had nothing for Idle —
+// every consumer of a work queue is asked about each acknowledgement —
+// and made again when the key has a message again.
+func TestAnIdleKeysConsumerIsRemovedAndMadeAgain(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 1})
+	ctx := heraldtest.Context(t)
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)},
+		Discover: 20 * time.Millisecond, Idle: 100 * time.Millisecond})
+	h.wait(t, 1)
+	consumers := func() int {
+		info, err := n.JS.Stream(ctx, "Q")
+		require.NoError(t, err)
+		return info.CachedInfo().State.Consumers
+	}
+	require.Eventually(t, func() bool { return consumers() == 0 }, 5*time.Second, 10*time.Millisecond)
+	_, err := n.JS.Publish(ctx, "q.low.a", []byte("again"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"q.low.a", "q.low.a"}, h.wait(t, 2))
+}
