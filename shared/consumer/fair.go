@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldhq/herald/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
@@ -58,10 +57,14 @@ type FairConfig struct {
 	// backlog (new messages wake the loop at once). Defaults to 1 s.
 	Discover time.Duration
 	// Idle is how long a key's consumer outlives its last message: the
-	// loop removes it at the first discovery after. Every consumer of a
-	// work queue is asked about each acknowledgement, so idle ones slow
-	// the busy. Defaults to 30 s.
+	// loop removes it at the first discovery after. Defaults to 30 s.
 	Idle time.Duration
+	// Window is how many keys of a class have a consumer at once; the
+	// others wait for a slot (fair_slots.go). Defaults to 32.
+	Window int
+	// Quantum is how many messages a key takes in its turn at a slot
+	// while others wait for one. Defaults to 256.
+	Quantum int
 }
 
 // Fair consumes several classes of keyed subjects so that no key's
@@ -76,12 +79,15 @@ type FairConfig struct {
 // restart) loses only its delivery state; its unacknowledged messages
 // are delivered again, which handlers must bear anyway.
 type Fair struct {
-	cfg     FairConfig
-	stream  jetstream.Stream
-	logger  *slog.Logger
-	subs    []*nats.Subscription
-	found   chan foundKey
-	wake    chan struct{}
+	cfg    FairConfig
+	stream jetstream.Stream
+	logger *slog.Logger
+	subs   []*nats.Subscription
+	wake   chan struct{}
+	// turn wakes follow to hand out slots; changes bounds the consumers
+	// made or removed at once.
+	turn    chan struct{}
+	changes chan struct{}
 	quit    chan struct{}
 	cancel  context.CancelFunc
 	workers sync.WaitGroup
@@ -92,9 +98,6 @@ type Fair struct {
 	classes []*classState
 	// buffered counts the messages pulled and waiting in keys' bufs.
 	buffered int
-	// failed is when making a key's consumer last failed: a key is tried
-	// again at the next discovery, not at each of its messages.
-	failed map[foundKey]time.Time
 
 	// notes are the keys new messages named, and when, since the last
 	// pick (seen).
@@ -131,12 +134,17 @@ type classState struct {
 	// the earliest.
 	held      []*keyState
 	heldUntil time.Time
-	// adding are the keys heard of whose consumers are being made: a
-	// burst's messages name each once.
-	adding map[string]bool
-	// backlog and waiting are what the last discovery found: the class's
-	// messages in the stream, and how many keys hold them.
-	backlog, waiting int64
+	// keys have a slot (a consumer); waiting are keys with messages and
+	// none, in line for one in waitFresh (new messages named them) or
+	// waitTurns (found by a discovery, or their turn ended). changing are
+	// keys whose consumers are being made or removed, and whether a
+	// message named them meanwhile.
+	waiting              map[string]*keyState
+	waitFresh, waitTurns line
+	changing             map[string]bool
+	// backlog and backlogKeys are what the last discovery found: the
+	// class's messages in the stream, and how many keys hold them.
+	backlog, backlogKeys int64
 }
 
 type keyState struct {
@@ -150,10 +158,18 @@ type keyState struct {
 	// empty: the last pull found nothing, at dryAt; waits for a new
 	// message or the next discovery. readyAt: held back until then (Ready
 	// said no).
-	empty   bool
-	dryAt   time.Time
-	readyAt time.Time
-	busy    int
+	empty bool
+	dryAt time.Time
+	// served counts the messages pulled since the key got its slot;
+	// leaving: asked to give the slot up, it is served only what it holds.
+	// keepUntil: a slot it could not give up is kept until then.
+	served  int
+	leaving bool
+	// run counts the messages pulled since the key last had none.
+	run       int
+	keepUntil time.Time
+	readyAt   time.Time
+	busy      int
 	// fetching: a worker is pulling from the key; it is out of line
 	// meanwhile, rather than others pull an empty answer.
 	fetching bool
@@ -198,20 +214,24 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	cfg.Concurrency = max(cfg.Concurrency, 1)
 	cfg.Discover = cmp.Or(cfg.Discover, time.Second)
 	cfg.Idle = cmp.Or(cfg.Idle, 30*time.Second)
+	cfg.Batch = max(cfg.Batch, 1)
+	cfg.Window = cmp.Or(cfg.Window, 32)
+	cfg.Quantum = cmp.Or(cfg.Quantum, 256)
 	stream, err := cfg.JetStream.Stream(ctx, cfg.Stream)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: stream %s: %w", cfg.Stream, err)
 	}
 	f := &Fair{cfg: cfg, stream: stream, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		found: make(chan foundKey, 1024), wake: make(chan struct{}, 1), quit: make(chan struct{}),
-		failed: map[foundKey]time.Time{}, notes: map[foundKey]note{}}
+		wake: make(chan struct{}, 1), turn: make(chan struct{}, 1), quit: make(chan struct{}),
+		changes: make(chan struct{}, changing), notes: map[foundKey]note{}}
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
 		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, h)
 		if err != nil {
 			return nil, err
 		}
-		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{}, adding: map[string]bool{}})
+		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{},
+			waiting: map[string]*keyState{}, changing: map[string]bool{}})
 	}
 	nc := cfg.JetStream.Conn()
 	for _, c := range f.classes {
@@ -234,6 +254,7 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 			f.logger.WarnContext(ctx, "fair loop gauges not registered", "error", err)
 		}
 	}
+	f.rotate(hctx).Wait() // the keys found have their consumers
 	f.workers.Go(func() { f.follow(hctx) })
 	for range cfg.Concurrency {
 		f.workers.Go(func() { f.work(hctx) })
@@ -253,7 +274,7 @@ func (f *Fair) seen(c *classState, subject string) {
 }
 
 // absorb takes in the keys seen since the last pick: a known key has work
-// again; an unknown one is handed to follow, once, to be made a consumer.
+// again; an unknown one waits for a slot, fresh.
 // f.mu is held; seen takes only notesMu, so the order cannot deadlock.
 func (f *Fair) absorb() {
 	f.notesMu.Lock()
@@ -266,14 +287,8 @@ func (f *Fair) absorb() {
 			c.wakeUp(k)
 			continue
 		}
-		if c.adding[key] || time.Since(f.failed[fk]) < f.cfg.Discover {
-			continue // being made, or tried again at the next discovery
-		}
-		select {
-		case f.found <- fk:
-			c.adding[key] = true
-		default: // the next discovery finds it
-		}
+		c.waitFor(key, true, n)
+		f.signalTurn()
 	}
 }
 
@@ -284,184 +299,6 @@ func (f *Fair) signal() {
 	case f.wake <- struct{}{}:
 	default:
 	}
-}
-
-// orphaned is how long the server keeps a key's consumer that nobody
-// pulls: the loop removes its own idle ones; this removes those of a loop
-// that is gone.
-const orphaned = 10 * time.Minute
-
-// adding bounds the consumers a fair loop makes at once: a burst from a
-// thousand new keys comes online in a fraction of a second, not one
-// round trip after another, with the server's API still answering others.
-const adding = 16
-
-// follow adds the keys new messages name, and asks the stream which keys
-// have a backlog every Discover.
-func (f *Fair) follow(ctx context.Context) {
-	t := time.NewTicker(f.cfg.Discover)
-	defer t.Stop()
-	slots := make(chan struct{}, adding)
-	for {
-		select {
-		case <-f.quit:
-			return
-		case fk := <-f.found:
-			select {
-			case slots <- struct{}{}:
-			case <-f.quit:
-				return
-			}
-			f.workers.Go(func() {
-				defer func() { <-slots }()
-				f.heard(ctx, fk)
-			})
-		case <-t.C:
-			if err := f.discover(ctx); err != nil {
-				f.logger.WarnContext(ctx, "fair loop: backlog not read", "stream", f.cfg.Stream, "error", err)
-			}
-		}
-	}
-}
-
-// heard makes the consumer of a key a new message named.
-func (f *Fair) heard(ctx context.Context, fk foundKey) {
-	err := f.add(ctx, fk.class, fk.key, true)
-	f.mu.Lock()
-	delete(fk.class.adding, fk.key)
-	if err != nil {
-		f.failed[fk] = time.Now()
-	} else {
-		delete(f.failed, fk)
-	}
-	f.mu.Unlock()
-	if err != nil {
-		f.logger.WarnContext(ctx, "fair consumer not created", "class", fk.class.Name, "key", fk.key, "error", err)
-	}
-	f.signal()
-}
-
-// discover reads which keys of each class have messages: each gets a
-// consumer and is marked as having work; a key with none, whose
-// consumer found nothing last, is forgotten (the server removes its
-// consumer once idle).
-func (f *Fair) discover(ctx context.Context) error {
-	for _, c := range f.classes {
-		info, err := f.stream.Info(ctx, jetstream.WithSubjectFilter(c.Prefix+".*"))
-		if err != nil {
-			return err
-		}
-		backlog := map[string]bool{}
-		var total int64
-		for subject, n := range info.State.Subjects {
-			if n > 0 {
-				backlog[lastToken(subject)] = true
-				total += int64(n)
-			}
-		}
-		var added []string
-		f.mu.Lock()
-		for key := range backlog {
-			if c.keys[key] == nil {
-				added = append(added, key)
-			}
-		}
-		f.mu.Unlock()
-		if failed := f.each(added, func(key string) error { return f.add(ctx, c, key, false) }); len(failed) > 0 {
-			// The others are served meanwhile; these are tried again at
-			// the next discovery.
-			f.logger.WarnContext(ctx, "fair consumers not created", "class", c.Name, "keys", len(failed), "first", failed[0])
-		}
-		var idle []string
-		f.mu.Lock()
-		c.backlog, c.waiting = total, int64(len(backlog))
-		for key, k := range c.keys {
-			switch {
-			case backlog[key] && k.empty:
-				k.empty = false
-				c.enqueue(k)
-			case !backlog[key] && k.empty && k.busy == 0 && time.Since(k.dryAt) >= f.cfg.Idle:
-				// No message of the key is stored, so none is in flight or
-				// waiting to be redelivered: its consumer goes with nothing.
-				delete(c.keys, key)
-				c.adding[key] = true // a message heard meanwhile waits for the next discovery
-				idle = append(idle, key)
-			}
-		}
-		f.mu.Unlock()
-		failed := f.each(idle, func(key string) error {
-			err := f.stream.DeleteConsumer(ctx, streams.PerTenant(c.Name, key))
-			f.mu.Lock()
-			delete(c.adding, key)
-			f.mu.Unlock()
-			if errors.Is(err, jetstream.ErrConsumerNotFound) {
-				return nil
-			}
-			return err
-		})
-		if len(failed) > 0 { // the server removes them once orphaned
-			f.logger.WarnContext(ctx, "idle fair consumers not removed", "class", c.Name, "keys", len(failed), "first", failed[0])
-		}
-	}
-	f.signal()
-	return nil
-}
-
-// each calls fn for every key, up to adding at once, and returns why any
-// failed.
-func (f *Fair) each(keys []string, fn func(key string) error) []error {
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed []error
-	)
-	slots := make(chan struct{}, adding)
-	for _, key := range keys {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			if err := fn(key); err != nil {
-				mu.Lock()
-				failed = append(failed, fmt.Errorf("key %s: %w", key, err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return failed
-}
-
-// add makes sure key has a consumer, and puts a new key in line, fresh;
-// heard says a new message named it.
-func (f *Fair) add(ctx context.Context, c *classState, key string, heard bool) error {
-	f.mu.Lock()
-	_, ok := c.keys[key]
-	f.mu.Unlock()
-	if ok {
-		return nil
-	}
-	cc := c.Template
-	cc.Name, cc.Durable = streams.PerTenant(c.Name, key), ""
-	cc.Description = fmt.Sprintf("%s, key %s, served in turn with the class's other keys; removed once idle", c.Name, key)
-	cc.FilterSubject, cc.FilterSubjects = c.Prefix+"."+key, nil
-	// In memory, with the stream's replicas: a work queue's consumers
-	// must have them.
-	cc.InactiveThreshold, cc.MemoryStorage, cc.Replicas = orphaned, true, 0
-	cons, err := f.stream.CreateOrUpdateConsumer(ctx, cc)
-	if err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := c.keys[key]; !ok {
-		k := &keyState{key: key, consumer: cons, fresh: true}
-		if heard {
-			k.seenAt, k.unpulled = time.Now(), 1
-		}
-		c.keys[key] = k
-		c.enqueue(k)
-	}
-	return nil
 }
 
 // line is a queue of keys.
@@ -483,7 +320,7 @@ func (l *line) remove(k *keyState) {
 // enqueue puts k in line if it has something to serve and is not in line
 // already, being pulled, or held back. f.mu is held.
 func (c *classState) enqueue(k *keyState) {
-	if k.queued || k.fetching || (k.empty && len(k.buf) == 0) || !k.readyAt.IsZero() || c.keys[k.key] != k {
+	if k.queued || k.fetching || (k.empty || k.leaving) && len(k.buf) == 0 || !k.readyAt.IsZero() || c.keys[k.key] != k {
 		return
 	}
 	k.queued = true
@@ -498,7 +335,7 @@ func (c *classState) enqueue(k *keyState) {
 // held.
 func (c *classState) wakeUp(k *keyState) {
 	if k.empty && !k.queued {
-		k.fresh = true
+		k.fresh, k.run = true, 0
 	}
 	k.empty = false
 	c.enqueue(k)
@@ -515,9 +352,9 @@ func (c *classState) next() *keyState {
 	return k
 }
 
-// release puts the keys held back whose time came in line again, and
+// unhold puts the keys held back whose time came in line again, and
 // returns the earliest of those still held. f.mu is held.
-func (c *classState) release(now time.Time) time.Time {
+func (c *classState) unhold(now time.Time) time.Time {
 	if c.heldUntil.IsZero() || now.Before(c.heldUntil) {
 		return c.heldUntil
 	}
@@ -577,7 +414,7 @@ func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
 		total int
 	)
 	for _, c := range f.classes {
-		if until := c.release(now); !until.IsZero() {
+		if until := c.unhold(now); !until.IsZero() {
 			wait = min(wait, until.Sub(now))
 		}
 		if len(c.fresh)+len(c.turns) == 0 {
@@ -616,6 +453,9 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 	defer func() {
 		f.mu.Lock()
 		k.busy--
+		if k.leaving && k.busy == 0 {
+			f.signalTurn() // its slot can be given up
+		}
 		f.mu.Unlock()
 	}()
 	if msg == nil {
@@ -632,7 +472,7 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 // fetch pulls k's next messages: the first to handle, the others to k's
 // buf. k is back in line after, unless it ran dry or was held back.
 func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.Msg {
-	n := max(f.cfg.Batch, 1)
+	n := f.cfg.Batch
 	if f.cfg.Ready != nil {
 		ready, until := f.cfg.Ready(ctx, c.Name, k.key)
 		if ready <= 0 {
@@ -658,6 +498,8 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 	switch {
 	case len(msgs) > 0:
 		k.unpulled = max(k.unpulled-len(msgs), 0)
+		k.served += len(msgs)
+		k.run += len(msgs)
 		k.buf = append(k.buf, msgs[1:]...)
 		f.buffered += len(msgs) - 1
 		if f.stopping() {
@@ -672,6 +514,9 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 	case err == nil:
 		if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
 			k.empty, k.unpulled, k.fresh, k.dryAt = true, 0, false, time.Now()
+			if len(c.waiting) > 0 {
+				f.signalTurn() // its slot can serve another
+			}
 		} else { // heard of again during the pull: look once more
 			c.enqueue(k)
 			f.signal()
@@ -722,11 +567,20 @@ func (f *Fair) hold(c *classState, k *keyState, until time.Time) {
 		return
 	}
 	k.readyAt = until
-	c.held = append(c.held, k)
-	if c.heldUntil.IsZero() || until.Before(c.heldUntil) {
-		c.heldUntil = until
-	}
+	c.hold(k)
 	f.signal() // an idle worker's wait may now be shorter
+	if len(c.waiting) > 0 {
+		f.signalTurn() // a held key's slot can serve another
+	}
+}
+
+// hold keeps k, whose readyAt is set, out of line until then. f.mu is
+// held.
+func (c *classState) hold(k *keyState) {
+	c.held = append(c.held, k)
+	if c.heldUntil.IsZero() || k.readyAt.Before(c.heldUntil) {
+		c.heldUntil = k.readyAt
+	}
 }
 
 // drop forgets k, whose consumer is gone. f.mu is held.
@@ -734,11 +588,8 @@ func (f *Fair) drop(c *classState, k *keyState) {
 	if c.keys[k.key] != k {
 		return
 	}
-	delete(c.keys, k.key)
-	c.fresh.remove(k)
-	c.turns.remove(k)
-	c.held = slices.DeleteFunc(c.held, func(x *keyState) bool { return x == k })
-	k.queued = false
+	c.vacate(k)
+	delete(c.changing, k.key)
 	f.buffered -= len(k.buf)
 	k.buf = nil // a gone consumer's messages are delivered again by the next
 }
@@ -808,7 +659,7 @@ func (f *Fair) observe(mp metric.MeterProvider) (metric.Registration, error) {
 		for _, c := range f.classes {
 			attrs := metric.WithAttributes(attribute.String("stream", f.cfg.Stream), attribute.String("consumer", c.Name))
 			o.ObserveInt64(pending, c.backlog, attrs)
-			o.ObserveInt64(waiting, c.waiting, attrs)
+			o.ObserveInt64(waiting, c.backlogKeys, attrs)
 		}
 		return nil
 	}, pending, waiting)

@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -119,8 +120,11 @@ func TestAKeyThatRanDryIsServedAheadOfStandingBacklogs(t *testing.T) {
 	}
 	n := fairQueue(t, counts)
 	h := &handled{}
-	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}})
-	before := len(h.wait(t, 200))
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Window: 100})
+	require.Eventually(t, func() bool { return slices.Contains(h.list(), "q.low.b") }, 30*time.Second, time.Millisecond)
+	// A turn of the fifty later, b was pulled again and found nothing.
+	before := len(h.wait(t, slices.Index(h.list(), "q.low.b")+60))
+	require.Less(t, before, 900, "the others still have a backlog")
 	_, err := n.JS.Publish(heraldtest.Context(t), "q.low.b", []byte("b"))
 	require.NoError(t, err)
 	got := h.wait(t, 1002)
@@ -288,4 +292,87 @@ func TestAnIdleKeysConsumerIsRemovedAndMadeAgain(t *testing.T) {
 	_, err := n.JS.Publish(ctx, "q.low.a", []byte("again"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"q.low.a", "q.low.a"}, h.wait(t, 2))
+}
+
+// With a window of two slots, three keys' backlogs take turns for them —
+// the stream never holds more than two of their consumers — and a key
+// that had nothing is served ahead of their turns.
+func TestKeysTakeTurnsForTheWindowsSlots(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 300, "q.low.b": 300, "q.low.c": 300})
+	ctx := heraldtest.Context(t)
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Window: 2, Quantum: 50})
+	most := 0
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if info, err := n.JS.Stream(ctx, "Q"); err == nil {
+				most = max(most, info.CachedInfo().State.Consumers)
+			}
+		}
+	}()
+	before := len(h.wait(t, 200))
+	_, err := n.JS.Publish(ctx, "q.low.d", []byte("d"))
+	require.NoError(t, err)
+	defer func() {
+		per := map[string]int{}
+		for _, s := range h.list() {
+			per[s]++
+		}
+		t.Log(per)
+	}()
+	got := h.wait(t, 901)
+	close(stop)
+	<-sampled
+	require.LessOrEqual(t, most, 2, "consumers at once")
+	per := map[string]int{}
+	for _, s := range got {
+		per[s]++
+	}
+	require.Equal(t, map[string]int{"q.low.a": 300, "q.low.b": 300, "q.low.c": 300, "q.low.d": 1}, per)
+	at := slices.Index(got[before:], "q.low.d")
+	require.Less(t, at, 60, "d waited for a slot, not for the others' backlogs")
+}
+
+// A key whose message waits out a retry's delay keeps its consumer, even
+// with others waiting for its slot: removing it would deliver the message
+// again at once, its delivery count lost.
+func TestAKeyWithARetryPendingKeepsItsSlot(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 1, "q.low.b": 20})
+	var (
+		mu         sync.Mutex
+		deliveries []uint64
+	)
+	h := func(_ context.Context, msg jetstream.Msg) consumer.Outcome {
+		if msg.Subject() != "q.low.a" {
+			return consumer.Done()
+		}
+		md, err := msg.Metadata()
+		require.NoError(t, err)
+		mu.Lock()
+		deliveries = append(deliveries, md.NumDelivered)
+		mu.Unlock()
+		if md.NumDelivered == 1 {
+			return consumer.Retry(errors.New("later"), 300*time.Millisecond, 300*time.Millisecond)
+		}
+		return consumer.Done()
+	}
+	startFair(t, n, h, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Window: 1, Discover: 20 * time.Millisecond})
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(deliveries) == 2
+	}, 10*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []uint64{1, 2}, deliveries, "redelivered by the same consumer, after the delay")
 }

@@ -1,0 +1,378 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/streams"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A class's keys hold at most Window consumers at once. nats-server asks
+// every consumer of a stream about each acknowledgement, under the
+// stream's lock, so a thousand tenants' consumers halve what the stream
+// serves; with the window, the thousand take turns for the slots instead.
+// A key with messages and no slot waits: fresh ones (a message named a key
+// that had none) ahead of those whose turn ended. A slot is given up by a
+// key held back by Ready or that ran dry (after a moment, if it took no
+// more than a pull's worth: a trickle), and — while others wait — by
+// one that has taken Quantum messages in its turn, or, when a fresh key
+// waits, by one with a standing backlog (no longer fresh itself) that has
+// taken a pull's worth, once its messages in hand are settled. A consumer is
+// only removed with nothing delivered and unsettled: a message waiting out
+// a retry's delay would otherwise be delivered again at once, its count
+// toward MaxDeliver lost.
+
+// orphaned is how long the server keeps a key's consumer that nobody
+// pulls: the loop removes its own; this removes those of a loop that is
+// gone.
+const orphaned = 10 * time.Minute
+
+// changing bounds the consumers a fair loop makes or removes at once: a
+// burst from many new keys comes online in a fraction of a second, with
+// the server's API still answering others.
+const changing = 16
+
+// waitFor puts key, which has messages and no consumer, in line for a
+// slot; heard is what new messages said of it. f.mu is held.
+func (c *classState) waitFor(key string, fresh bool, heard note) {
+	if c.keys[key] != nil {
+		return
+	}
+	if _, ok := c.changing[key]; ok {
+		c.changing[key] = c.changing[key] || heard.n > 0
+		return
+	}
+	k := c.waiting[key]
+	if k == nil {
+		k = &keyState{key: key}
+		c.wait(k, fresh)
+	}
+	if heard.n > 0 {
+		k.seenAt, k.unpulled = heard.at, k.unpulled+heard.n
+	}
+}
+
+// wait puts k in line for a slot. f.mu is held.
+func (c *classState) wait(k *keyState, fresh bool) {
+	k.fresh = fresh
+	c.waiting[k.key] = k
+	if fresh {
+		c.waitFresh.push(k)
+	} else {
+		c.waitTurns.push(k)
+	}
+}
+
+// nextWaiting takes the next key waiting for a slot whose time has come:
+// of the fresh ones, the first of those with the fewest messages heard of
+// (one tenant's order before a thousand tenants' bursts, all new); then
+// the others in turn. f.mu is held.
+func (c *classState) nextWaiting(now time.Time) *keyState {
+	take := func(l *line, i int) *keyState {
+		k := (*l)[i]
+		*l = slices.Delete(*l, i, i+1)
+		delete(c.waiting, k.key)
+		return k
+	}
+	best := -1
+	for i, k := range c.waitFresh {
+		if !now.Before(k.readyAt) && (best < 0 || k.unpulled < c.waitFresh[best].unpulled) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return take(&c.waitFresh, best)
+	}
+	if i := slices.IndexFunc(c.waitTurns, func(k *keyState) bool { return !now.Before(k.readyAt) }); i >= 0 {
+		return take(&c.waitTurns, i)
+	}
+	return nil
+}
+
+// waitingNow counts the keys waiting for a slot whose time has come, and
+// how many of them are fresh. f.mu is held.
+func (c *classState) waitingNow(now time.Time) (all, fresh int) {
+	ready := func(k *keyState) bool { return !now.Before(k.readyAt) }
+	for _, k := range c.waitFresh {
+		if ready(k) {
+			fresh++
+		}
+	}
+	all = fresh
+	for _, k := range c.waitTurns {
+		if ready(k) {
+			all++
+		}
+	}
+	return all, fresh
+}
+
+// follow gives keys their slots and takes them back, and asks the stream
+// which keys have a backlog every Discover.
+func (f *Fair) follow(ctx context.Context) {
+	t := time.NewTicker(f.cfg.Discover)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.quit:
+			return
+		case <-f.turn:
+		case <-t.C:
+			if err := f.discover(ctx); err != nil {
+				f.logger.WarnContext(ctx, "fair loop: backlog not read", "stream", f.cfg.Stream, "error", err)
+			}
+		}
+		f.rotate(ctx)
+	}
+}
+
+func (f *Fair) signalTurn() {
+	select {
+	case f.turn <- struct{}{}:
+	default:
+	}
+}
+
+// rotate gives free slots to the keys waiting, fresh ones first, and, for
+// those still waiting, asks keys to give theirs up.
+func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
+	type change struct {
+		c *classState
+		k *keyState
+	}
+	var grants, gives []change
+	f.mu.Lock()
+	now := time.Now()
+	for _, c := range f.classes {
+		for room := f.cfg.Window - len(c.keys) - len(c.changing); room > 0; room-- {
+			k := c.nextWaiting(now)
+			if k == nil {
+				break
+			}
+			c.changing[k.key] = false
+			grants = append(grants, change{c, k})
+		}
+		waiting, fresh := c.waitingNow(now)
+		for _, k := range c.keys {
+			quiet := k.busy == 0 && !k.fetching && len(k.buf) == 0
+			switch {
+			case k.leaving && waiting <= 0: // nobody waits anymore: serve on
+				k.leaving = false
+				c.enqueue(k)
+				continue
+			case waiting <= 0:
+				continue
+			case k.leaving:
+			case now.Before(k.keepUntil):
+				continue
+			case quiet && !k.readyAt.IsZero():
+			case quiet && k.empty && (k.run > f.cfg.Batch || now.Sub(k.dryAt) >= f.cfg.Discover):
+				// A key that ran dry after a pull's worth or less keeps its
+				// slot a moment: likely a trickle (one tenant's orders),
+				// which would otherwise wait for a slot at each message.
+			case k.served >= f.cfg.Quantum || fresh > 0 && !k.fresh && k.served >= f.cfg.Batch:
+				k.leaving = true
+				if k.queued && len(k.buf) == 0 {
+					c.fresh.remove(k)
+					c.turns.remove(k)
+					k.queued = false
+				}
+			default:
+				continue
+			}
+			waiting--
+			if quiet {
+				c.vacate(k)
+				gives = append(gives, change{c, k})
+			}
+		}
+	}
+	f.mu.Unlock()
+	var done sync.WaitGroup
+	run := func(fn func()) {
+		done.Add(1)
+		f.workers.Go(func() {
+			defer done.Done()
+			f.changes <- struct{}{}
+			defer func() { <-f.changes }()
+			fn()
+		})
+	}
+	for _, g := range grants {
+		run(func() { f.grant(ctx, g.c, g.k) })
+	}
+	for _, g := range gives {
+		run(func() { f.giveUp(ctx, g.c, g.k) })
+	}
+	return &done
+}
+
+// vacate takes k out of its slot while its consumer is removed. f.mu is
+// held.
+func (c *classState) vacate(k *keyState) {
+	delete(c.keys, k.key)
+	c.changing[k.key] = false
+	c.fresh.remove(k)
+	c.turns.remove(k)
+	c.held = slices.DeleteFunc(c.held, func(x *keyState) bool { return x == k })
+	k.queued = false
+}
+
+// grant makes k's consumer and puts k in line.
+func (f *Fair) grant(ctx context.Context, c *classState, k *keyState) {
+	cc := c.Template
+	cc.Name, cc.Durable = streams.PerTenant(c.Name, k.key), ""
+	cc.Description = fmt.Sprintf("%s, key %s, served in turn with the class's other keys; removed once idle", c.Name, k.key)
+	cc.FilterSubject, cc.FilterSubjects = c.Prefix+"."+k.key, nil
+	// In memory, with the stream's replicas: a work queue's consumers
+	// must have them.
+	cc.InactiveThreshold, cc.MemoryStorage, cc.Replicas = orphaned, true, 0
+	cons, err := f.stream.CreateOrUpdateConsumer(ctx, cc)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	heard := c.changing[k.key]
+	delete(c.changing, k.key)
+	if heard {
+		k.seenAt, k.unpulled = time.Now(), max(k.unpulled, 1)
+	}
+	if err != nil {
+		// Tried again after a discovery's time; the others are served
+		// meanwhile.
+		f.logger.WarnContext(ctx, "fair consumer not created", "class", c.Name, "key", k.key, "error", err)
+		k.readyAt = time.Now().Add(f.cfg.Discover)
+		c.wait(k, false)
+		return
+	}
+	k.consumer, k.readyAt, k.empty, k.served, k.leaving, k.buf = cons, time.Time{}, false, 0, false, nil
+	c.keys[k.key] = k
+	c.enqueue(k)
+	f.signal()
+}
+
+// giveUp removes k's consumer, unless a message it delivered is not
+// settled, and puts k back in line for a slot if it still has messages.
+func (f *Fair) giveUp(ctx context.Context, c *classState, k *keyState) {
+	info, err := k.consumer.Info(ctx)
+	if err == nil && info.NumAckPending == 0 {
+		err = f.stream.DeleteConsumer(ctx, k.consumer.CachedInfo().Name)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			err = nil
+		}
+	} else if err == nil {
+		err = errUnsettled
+	}
+	f.mu.Lock()
+	defer f.signalTurn()
+	defer f.mu.Unlock()
+	heard := c.changing[k.key]
+	delete(c.changing, k.key)
+	if err != nil {
+		// Kept for a while: serving again, its messages settle.
+		if !errors.Is(err, errUnsettled) {
+			f.logger.WarnContext(ctx, "fair consumer not removed", "class", c.Name, "key", k.key, "error", err)
+		}
+		k.leaving, k.served, k.keepUntil = false, 0, time.Now().Add(f.cfg.Discover)
+		if heard {
+			k.seenAt, k.unpulled, k.empty = time.Now(), max(k.unpulled, 1), false
+		}
+		c.keys[k.key] = k
+		if !k.readyAt.IsZero() {
+			c.hold(k)
+		}
+		c.enqueue(k)
+		f.signal()
+		return
+	}
+	if info.NumPending > 0 || heard || !k.readyAt.IsZero() {
+		k.consumer, k.leaving, k.served, k.empty = nil, false, 0, false
+		c.wait(k, heard && info.NumPending == 0)
+	}
+}
+
+var errUnsettled = errors.New("a delivered message is not settled")
+
+// discover reads which keys of each class have messages: those without a
+// consumer wait for a slot, those whose consumer found nothing last are
+// served again; a key with none for Idle has its consumer removed.
+func (f *Fair) discover(ctx context.Context) error {
+	for _, c := range f.classes {
+		info, err := f.stream.Info(ctx, jetstream.WithSubjectFilter(c.Prefix+".*"))
+		if err != nil {
+			return err
+		}
+		backlog := map[string]bool{}
+		var total int64
+		for subject, n := range info.State.Subjects {
+			if n > 0 {
+				backlog[lastToken(subject)] = true
+				total += int64(n)
+			}
+		}
+		var idle []string
+		f.mu.Lock()
+		c.backlog, c.backlogKeys = total, int64(len(backlog))
+		for key := range backlog {
+			c.waitFor(key, false, note{})
+		}
+		for key, k := range c.keys {
+			switch {
+			case backlog[key] && k.empty:
+				k.empty = false
+				c.enqueue(k)
+			case !backlog[key] && k.empty && k.busy == 0 && time.Since(k.dryAt) >= f.cfg.Idle:
+				// No message of the key is stored, so none is in flight or
+				// waiting to be redelivered: its consumer goes with nothing.
+				c.vacate(k)
+				idle = append(idle, key)
+			}
+		}
+		f.mu.Unlock()
+		failed := f.each(idle, func(key string) error {
+			err := f.stream.DeleteConsumer(ctx, streams.PerTenant(c.Name, key))
+			f.mu.Lock()
+			heard := c.changing[key]
+			delete(c.changing, key)
+			if heard {
+				c.waitFor(key, true, note{at: time.Now(), n: 1})
+			}
+			f.mu.Unlock()
+			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return nil
+			}
+			return err
+		})
+		if len(failed) > 0 { // the server removes them once orphaned
+			f.logger.WarnContext(ctx, "idle fair consumers not removed", "class", c.Name, "keys", len(failed), "first", failed[0])
+		}
+	}
+	f.signal()
+	return nil
+}
+
+// each calls fn for every key, up to changing at once, and returns why
+// any failed.
+func (f *Fair) each(keys []string, fn func(key string) error) []error {
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed []error
+	)
+	for _, key := range keys {
+		f.changes <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-f.changes }()
+			if err := fn(key); err != nil {
+				mu.Lock()
+				failed = append(failed, fmt.Errorf("key %s: %w", key, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return failed
+}
