@@ -268,9 +268,12 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 func (f *Fair) seen(c *classState, subject string) {
 	fk := foundKey{c, lastToken(subject)}
 	f.notesMu.Lock()
+	first := len(f.notes) == 0
 	f.notes[fk] = note{at: time.Now(), n: f.notes[fk].n + 1}
 	f.notesMu.Unlock()
-	f.signal()
+	if first { // one worker takes in every note at its pick
+		f.signal()
+	}
 }
 
 // absorb takes in the keys seen since the last pick: a known key has work
