@@ -185,7 +185,8 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 			default:
 				continue
 			}
-			waiting--
+			waiting-- // a slot will be free, for a fresh key first
+			fresh--
 			if quiet {
 				c.vacate(k)
 				gives = append(gives, change{c, k})
