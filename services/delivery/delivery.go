@@ -172,7 +172,7 @@ func (s *Service) startFair(ctx context.Context) error {
 // pullBatch is how many of a tenant's deliveries one pull may take, handed
 // out one a turn: a send takes milliseconds, its ack wait tens of seconds,
 // and a pull per delivery was a round trip per delivery.
-const pullBatch = 8
+const pullBatch = 16
 
 // Stop drains: sends under way finish and are acknowledged.
 func (s *Service) Stop(ctx context.Context) error {
