@@ -68,16 +68,18 @@ type FairConfig struct {
 }
 
 // Fair consumes several classes of keyed subjects so that no key's
-// backlog delays another key's messages: each key with messages gets its
-// own consumer (created when its first message is seen, removed by the
-// server once idle), and the workers take one message at a time from the
-// next key in turn — round robin within a class, the classes by weight
-// (smooth weighted round robin), so a low class keeps its share under a
-// flood in a higher one.
+// backlog delays another key's messages: a key with messages gets a
+// consumer of its own (at most Window per class at once, the others
+// taking turns for a slot: fair_slots.go), and the workers take one
+// message at a time from the next key in line — a key that had nothing
+// first, then round robin within a class, the classes by weight (smooth
+// weighted round robin), so a low class keeps its share under a flood in
+// a higher one.
 //
-// Consumers are per key and cheap: R1, in memory. Losing one (a server
-// restart) loses only its delivery state; its unacknowledged messages
-// are delivered again, which handlers must bear anyway.
+// Consumers are per key and cheap: in memory, with the stream's replicas.
+// Losing one (a server restart) loses only its delivery state; its
+// unacknowledged messages are delivered again, which handlers must bear
+// anyway.
 type Fair struct {
 	cfg    FairConfig
 	stream jetstream.Stream

@@ -17,7 +17,8 @@ import (
 // stream's lock, so a thousand tenants' consumers halve what the stream
 // serves; with the window, the thousand take turns for the slots instead.
 // A key with messages and no slot waits: fresh ones (a message named a key
-// that had none) ahead of those whose turn ended. A slot is given up by a
+// that had none), the one with the fewest messages first, ahead of those
+// found by a discovery or whose turn ended. A slot is given up by a
 // key held back by Ready or that ran dry (after a moment, if it took no
 // more than a pull's worth: a trickle), and — while others wait — by
 // one that has taken Quantum messages in its turn, or, when a fresh key
