@@ -1,0 +1,157 @@
+// Package suppression keeps the addresses each tenant must not be sent to —
+// after a hard bounce or a complaint, or by an operator's hand — in the
+// key-value bucket "suppressions" (streams/KV_suppressions). The delivery
+// workers ask it before any provider is called: a suppressed notification is
+// recorded as such, not tried and not dead-lettered, since it is not a
+// failure.
+//
+// An entry is keyed by tenant and a hash of the normalized address, so the
+// address itself, which KV keys could not hold, is only in the value.
+package suppression
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket is the key-value bucket declared in streams/KV_suppressions.
+const Bucket = "suppressions"
+
+// Reasons an address is suppressed.
+const (
+	HardBounce = "hard_bounce"
+	Complaint  = "complaint"
+	Manual     = "manual"
+)
+
+// Reasons lists the reasons an entry may give.
+var Reasons = []string{HardBounce, Complaint, Manual}
+
+// Entry is one suppressed address of a tenant.
+type Entry struct {
+	Tenant  string `json:"tenant"`
+	Address string `json:"address"`
+	// Reason is one of Reasons; Detail, what caused it in words (a
+	// provider's bounce message, an operator's note).
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+	// Source is the event that caused it: a provider's event id, or who
+	// added it by hand ("api", "cli").
+	Source    string    `json:"source,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ErrNotFound: the address is not suppressed.
+var ErrNotFound = errors.New("suppression: address not suppressed")
+
+// Store reads and writes suppressions.
+type Store struct {
+	kv  jetstream.KeyValue
+	now func() time.Time
+}
+
+// Open binds to the bucket, which streams.Apply creates.
+func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("suppression: bucket %s: %w", Bucket, err)
+	}
+	return &Store{kv: kv, now: time.Now}, nil
+}
+
+// Normalize is the form an address is compared in: trimmed, and an email
+// address lowercased (providers treat them so; a phone number has no case).
+func Normalize(address string) string {
+	return strings.ToLower(strings.TrimSpace(address))
+}
+
+func key(tenant, address string) string {
+	sum := sha256.Sum256([]byte(Normalize(address)))
+	return tenant + "." + hex.EncodeToString(sum[:16])
+}
+
+// Add suppresses e.Address for e.Tenant, replacing an entry it had.
+func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
+	e.Address = Normalize(e.Address)
+	switch {
+	case e.Tenant == "":
+		return Entry{}, errors.New("suppression: a tenant is required")
+	case e.Address == "":
+		return Entry{}, errors.New("address: required")
+	case !slices.Contains(Reasons, e.Reason):
+		return Entry{}, fmt.Errorf("reason: %q is not one of %s", e.Reason, strings.Join(Reasons, ", "))
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.now().UTC()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return Entry{}, err
+	}
+	if _, err := s.kv.Put(ctx, key(e.Tenant, e.Address), b); err != nil {
+		return Entry{}, fmt.Errorf("suppression: %w", err)
+	}
+	return e, nil
+}
+
+// Get returns the tenant's entry for address, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant, address string) (Entry, error) {
+	kve, err := s.kv.Get(ctx, key(tenant, address))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Entry{}, ErrNotFound
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("suppression: %w", err)
+	}
+	var e Entry
+	if err := json.Unmarshal(kve.Value(), &e); err != nil {
+		return Entry{}, fmt.Errorf("suppression: entry %s: %w", kve.Key(), err)
+	}
+	return e, nil
+}
+
+// Remove lifts the suppression of address for tenant; ErrNotFound if there
+// was none.
+func (s *Store) Remove(ctx context.Context, tenant, address string) error {
+	if _, err := s.Get(ctx, tenant, address); err != nil {
+		return err
+	}
+	if err := s.kv.Delete(ctx, key(tenant, address)); err != nil {
+		return fmt.Errorf("suppression: %w", err)
+	}
+	return nil
+}
+
+// List returns the tenant's suppressed addresses, newest first.
+func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
+	lister, err := s.kv.ListKeysFiltered(ctx, tenant+".*")
+	if err != nil {
+		return nil, fmt.Errorf("suppression: %w", err)
+	}
+	var out []Entry
+	for k := range lister.Keys() {
+		kve, err := s.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("suppression: %w", err)
+		}
+		var e Entry
+		if err := json.Unmarshal(kve.Value(), &e); err != nil {
+			return nil, fmt.Errorf("suppression: entry %s: %w", k, err)
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return out, nil
+}
