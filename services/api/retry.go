@@ -62,6 +62,8 @@ func retryable(e ledger.Entry) error {
 	switch {
 	case e.State == ledger.Delivered:
 		return huma.Error409Conflict("notification " + e.NotificationID + " was delivered; it is not sent again")
+	case e.State == ledger.Suppressed:
+		return huma.Error409Conflict("notification " + e.NotificationID + " was not sent: " + e.Reason + "; lift the suppression and send it anew")
 	case e.State != ledger.Failed:
 		return huma.Error409Conflict("notification " + e.NotificationID + " is " + string(e.State) + ", not failed; delivery is still trying it")
 	case !e.Retryable || len(e.Delivery) == 0:

@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/quota"
+	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
@@ -36,6 +37,12 @@ type Ledger interface {
 // error, when set, is why a tenant's notifications are not sent now.
 type Tenants interface {
 	Admit(tenant string, requireRegistered bool) error
+}
+
+// Suppressions says whether a tenant must not send to an address
+// (suppression.Store): suppression.ErrNotFound when it may.
+type Suppressions interface {
+	Get(ctx context.Context, tenant, address string) (suppression.Entry, error)
 }
 
 // Quotas says a tenant's monthly quota on a channel (quota.Plans).
@@ -69,6 +76,12 @@ type Config struct {
 	// redriven (and counted again) after an upgrade. Defaults to none:
 	// nothing is counted.
 	Quotas Quotas
+	// Suppressions are the addresses each tenant must not be sent to: a
+	// notification to one is recorded as suppressed, after its claim and
+	// before it is counted or any provider is called — a status event, no
+	// try spent, no dead letter. Defaults to the "suppressions" bucket. A
+	// webhook's endpoint is not an address and is not looked up.
+	Suppressions Suppressions
 	// Concurrency is how many messages are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int

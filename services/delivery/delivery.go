@@ -52,6 +52,7 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/quota"
+	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -105,6 +106,13 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("delivery: %w", err)
 		}
 		s.cfg.Ledger = l
+	}
+	if s.cfg.Suppressions == nil && name != event.ChannelWebhook {
+		st, err := suppression.Open(ctx, s.js)
+		if err != nil {
+			return fmt.Errorf("delivery: %w", err)
+		}
+		s.cfg.Suppressions = st
 	}
 	if err := s.cfg.Channel.Open(ctx, s.js); err != nil {
 		return fmt.Errorf("delivery: %w", err)

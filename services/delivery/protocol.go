@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/provider"
+	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
@@ -105,10 +107,46 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome 
 			return o
 		}
 	}
+	if o, stop := w.suppressed(ctx, j); stop {
+		return o
+	}
 	if o, ok := w.count(ctx, j); !ok {
 		return o
 	}
 	return w.try(ctx, j)
+}
+
+// suppressed settles a notification whose recipient's address the tenant
+// suppressed (a hard bounce, a complaint, by hand): recorded as suppressed,
+// its status event published, acknowledged — neither tried nor counted nor
+// dead-lettered, as it is not a failure. Suppressions that cannot be read
+// hold it (the claim handed back, retried): sending to a suppressed
+// address is what must not happen.
+func (w worker) suppressed(ctx context.Context, j *job) (consumer.Outcome, bool) {
+	if w.cfg.Suppressions == nil || j.d.Channel == event.ChannelWebhook {
+		return consumer.Outcome{}, false
+	}
+	s, err := w.cfg.Suppressions.Get(ctx, j.d.Tenant, j.d.Recipient.Address)
+	switch {
+	case errors.Is(err, suppression.ErrNotFound):
+		return consumer.Outcome{}, false
+	case err != nil:
+		err = fmt.Errorf("suppressions unavailable, not sending unchecked: %w", err)
+		j.log.WarnContext(ctx, "suppressions unavailable; will retry", "error", err)
+		w.unclaim(ctx, j, err)
+		return consumer.Retry(err, w.cfg.RetryDelay, time.Minute), true
+	}
+	e := &j.entry
+	e.State, e.Retryable = ledger.Suppressed, false
+	e.Reason = fmt.Sprintf("suppressed: %s since %s", strings.ReplaceAll(s.Reason, "_", " "), s.CreatedAt.UTC().Format(time.DateOnly))
+	if s.Detail != "" {
+		e.Reason += " (" + s.Detail + ")"
+	}
+	w.record(ctx, j)
+	w.publishStatus(ctx, j)
+	w.metrics.outcome(ctx, j.d, "", "suppressed")
+	j.log.InfoContext(ctx, "recipient suppressed; not sent", "reason", s.Reason, "source", s.Source)
+	return consumer.Done(), true
 }
 
 // put writes the job's entry in state, detached from ctx and bounded: a

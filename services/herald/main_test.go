@@ -48,7 +48,7 @@ func TestStreamsPrint(t *testing.T) {
 
 	out, err = herald(t, "streams", "print")
 	require.NoError(t, err)
-	require.Equal(t, 38, strings.Count(out, "# streams/"))
+	require.Equal(t, 39, strings.Count(out, "# streams/"))
 }
 
 func TestStreamsApplyAndPublish(t *testing.T) {
@@ -60,7 +60,7 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	// and DOCS (1) are templates, made per tenant by the services.
 	out, err := herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 25, strings.Count(out, "created "), out)
+	require.Equal(t, 26, strings.Count(out, "created "), out)
 	require.Equal(t, 13, strings.Count(out, "template "), out)
 	require.Contains(t, out, "template  consumer NOTIFY > email-normal (made per tenant from this declaration: scheduling.fair)")
 	out, err = herald(t, "streams", "apply")

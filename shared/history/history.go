@@ -19,17 +19,18 @@ import (
 )
 
 // States a row can be in: pending (created, not yet claimed by a worker),
-// then the ledger's own — sending, retrying, delivered, failed.
+// then the ledger's own — sending, retrying, delivered, failed, suppressed.
 const (
-	Pending   = "pending"
-	Sending   = "sending"
-	Retrying  = "retrying"
-	Delivered = "delivered"
-	Failed    = "failed"
+	Pending    = "pending"
+	Sending    = "sending"
+	Retrying   = "retrying"
+	Delivered  = "delivered"
+	Failed     = "failed"
+	Suppressed = "suppressed"
 )
 
 // States lists every state, in the order a notification meets them.
-var States = []string{Pending, Sending, Retrying, Delivered, Failed}
+var States = []string{Pending, Sending, Retrying, Delivered, Failed, Suppressed}
 
 // Row is one notification.
 type Row struct {

@@ -51,6 +51,10 @@ const (
 	// Failed: given up, with the reason; Retryable says whether a resend
 	// could succeed (tries exhausted) or not (a permanent refusal).
 	Failed State = "failed"
+	// Suppressed: not sent, its recipient's address being suppressed for
+	// the tenant (package suppression), the Reason saying why. Not a
+	// failure: no try was spent and nothing was dead-lettered.
+	Suppressed State = "suppressed"
 )
 
 // MaxAttempts is how many attempts an entry keeps, newest last.

@@ -72,7 +72,10 @@ var (
 	// counter's total is read back by direct get after a duplicate), read
 	// by the api.
 	countQuotas = []string{"quota.>", "$JS.API.DIRECT.GET.QUOTAS", "$JS.API.DIRECT.GET.QUOTAS.>"}
-	readQuotas  = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
+	// The addresses each tenant must not be sent to, looked up by the
+	// channels that send to addresses.
+	readSuppressions = []string{"$JS.API.DIRECT.GET.KV_suppressions.>"}
+	readQuotas       = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
 )
 
 // servicePermissions are the least each Herald service needs, as README.md
@@ -84,12 +87,12 @@ var servicePermissions = map[string][]string{
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
-		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas,
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"sms": join(jsCommon, consume("NOTIFY", "sms-critical"), consume("NOTIFY", "sms-normal"),
-		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
-		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
 	// (read, and written to record an endpoint's health), outcomes in,
 	// webhooks out.
