@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 	"github.com/heraldhq/herald/shared/webhooks"
@@ -49,19 +50,20 @@ type Service struct {
 
 // stores are the buckets the routes use, bound by Start.
 type stores struct {
-	idempotency *idempotency
-	ledger      *ledger.Ledger
-	tenants     *tenant.Registry
-	keys        *apikey.Keys
-	vault       *vault.Store
-	dlq         *dlq.Entries
-	documents   *documents.Store
-	webhooks    *webhooks.Store
+	idempotency  *idempotency
+	ledger       *ledger.Ledger
+	tenants      *tenant.Registry
+	keys         *apikey.Keys
+	vault        *vault.Store
+	dlq          *dlq.Entries
+	documents    *documents.Store
+	webhooks     *webhooks.Store
+	suppressions *suppression.Store
 }
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
-	registerTenants, registerKeys, registerProviders, registerWebhooks, registerUsage}
+	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerUsage}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -191,6 +193,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 		return nil, err
 	}
 	if st.webhooks, err = webhooks.Open(ctx, s.js, s.cfg.Keyring); err != nil {
+		return nil, err
+	}
+	if st.suppressions, err = suppression.Open(ctx, s.js); err != nil {
 		return nil, err
 	}
 	return st, nil

@@ -129,6 +129,10 @@ var servicePermissions = map[string][]string{
 		"$JS.API.DIRECT.GET.DLQ", "$JS.API.CONSUMER.CREATE.DLQ.>", "$JS.API.CONSUMER.DELETE.DLQ.>", "$JS.API.CONSUMER.MSG.NEXT.DLQ.*", "$JS.FC.DLQ.>",
 		"$JS.API.CONSUMER.CREATE.OBJ_dlq_payloads.>", "$JS.API.CONSUMER.DELETE.OBJ_dlq_payloads.>", "$JS.FC.OBJ_dlq_payloads.>",
 		"$KV.dlq_redrives.>", "$JS.API.DIRECT.GET.KV_dlq_redrives.>",
+		// The tenants' suppressed addresses, listed through an ordered
+		// consumer (ListKeysFiltered).
+		"$KV.suppressions.>", "$JS.API.DIRECT.GET.KV_suppressions.>", "$JS.API.CONSUMER.CREATE.KV_suppressions.>",
+		"$JS.API.CONSUMER.DELETE.KV_suppressions.>", "$JS.FC.KV_suppressions.>",
 		// A webhook redelivery's range, read from the tenant's outcomes.
 		"$JS.API.CONSUMER.CREATE.STATUS.>", "$JS.API.CONSUMER.DELETE.STATUS.>", "$JS.API.CONSUMER.MSG.NEXT.STATUS.*", "$JS.FC.STATUS.>"}),
 }
@@ -413,6 +417,9 @@ func runWithPermissions(t *testing.T, fair bool) {
 		{http.MethodGet, fmt.Sprintf("/v1/dlq/%d", entries[0].Sequence), "", http.StatusOK},
 		{http.MethodGet, fmt.Sprintf("/v1/dlq/%d", entries[1].Sequence), "", http.StatusOK},
 		{http.MethodPost, fmt.Sprintf("/v1/dlq/%d/redrive", entries[0].Sequence), "", http.StatusAccepted},
+		{http.MethodPost, "/v1/suppressions?tenant=globex", `{"address":"ops@globex.example"}`, http.StatusCreated},
+		{http.MethodGet, "/v1/suppressions?tenant=globex", "", http.StatusOK},
+		{http.MethodDelete, "/v1/suppressions/ops@globex.example?tenant=globex", "", http.StatusNoContent},
 	} {
 		status, _ := call(adminKey, c.method, c.path, c.body)
 		require.Equal(t, c.want, status, "%s %s", c.method, c.path)

@@ -1,0 +1,154 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/heraldhq/herald/shared/suppression"
+)
+
+// Suppression is an address the tenant's notifications are not sent to.
+type Suppression struct {
+	Tenant    string    `json:"tenant"`
+	Address   string    `json:"address" example:"jane@example.com" doc:"As compared: trimmed, lowercased."`
+	Reason    string    `json:"reason" enum:"hard_bounce,complaint,manual"`
+	Detail    string    `json:"detail,omitempty" doc:"What caused it: the provider's bounce message, an operator's note."`
+	Source    string    `json:"source,omitempty" doc:"The provider event that caused it, or who added it by hand (api, cli)."`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewSuppression is an address to suppress.
+type NewSuppression struct {
+	Address string `json:"address" maxLength:"320"`
+	// Not an enum: the store checks it, and its answer names the field.
+	Reason string `json:"reason,omitempty" doc:"hard_bounce, complaint or manual; defaults to manual."`
+	Detail string `json:"detail,omitempty" maxLength:"1000"`
+}
+
+type createSuppressionInput struct {
+	WebhookTenant
+	Body NewSuppression
+}
+
+type suppressionInput struct {
+	WebhookTenant
+	Address string `path:"address"`
+}
+
+type suppressionOutput struct{ Body Suppression }
+
+// listSuppressionsOutput is enveloped as every list the API answers: a
+// member named for what it lists.
+type listSuppressionsOutput struct {
+	Body struct {
+		Suppressions []Suppression `json:"suppressions"`
+	}
+}
+
+func registerSuppressions(s *Service) {
+	errs := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-suppressions", Method: http.MethodGet, Path: "/v1/suppressions",
+		Summary: "List suppressed addresses", Description: "The tenant's addresses Herald does not send to, newest first.",
+		Tags: []string{"Suppressions"}, Security: needs(ScopeRead), Errors: errs,
+	}, s.listSuppressions)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "create-suppression", Method: http.MethodPost, Path: "/v1/suppressions",
+		Summary:     "Suppress an address",
+		Description: "Herald sends the tenant's notifications to it no more: each is recorded as suppressed, not tried. Suppressing an address again replaces its entry.",
+		Tags:        []string{"Suppressions"}, DefaultStatus: http.StatusCreated, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),
+		Errors: errs,
+	}, s.createSuppression)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "delete-suppression", Method: http.MethodDelete, Path: "/v1/suppressions/{address}",
+		Summary: "Lift a suppression", Description: "The address is sent to again.",
+		Tags: []string{"Suppressions"}, DefaultStatus: http.StatusNoContent, Security: needs(ScopeSend),
+		Errors: append(errs, http.StatusNotFound),
+	}, s.deleteSuppression)
+}
+
+// suppressionStore is the store and whose addresses the request manages,
+// scoped as the webhook endpoints are.
+func (s *Service) suppressionStore(ctx context.Context, named string) (*suppression.Store, string, error) {
+	st, err := s.ready()
+	if err != nil {
+		return nil, "", err
+	}
+	tenant, err := s.tenantOf(ctx, named)
+	if err != nil {
+		return nil, "", err
+	}
+	if !principal(ctx).Reaches(tenant) {
+		return nil, "", huma.Error403Forbidden("this key manages tenant " + principal(ctx).Tenant + "'s suppressions only")
+	}
+	return st.suppressions, tenant, nil
+}
+
+func (s *Service) listSuppressions(ctx context.Context, in *WebhookTenant) (*listSuppressionsOutput, error) {
+	st, tenant, err := s.suppressionStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
+	defer cancel()
+	list, err := st.List(cctx, tenant)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "suppressions not listed", "tenant", tenant, "error", err)
+		return nil, unavailable("the suppressions could not be read right now")
+	}
+	out := &listSuppressionsOutput{}
+	out.Body.Suppressions = make([]Suppression, len(list))
+	for i, e := range list {
+		out.Body.Suppressions[i] = suppressionOf(e)
+	}
+	return out, nil
+}
+
+func (s *Service) createSuppression(ctx context.Context, in *createSuppressionInput) (*suppressionOutput, error) {
+	st, tenant, err := s.suppressionStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	reason := in.Body.Reason
+	if reason == "" {
+		reason = suppression.Manual
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
+	defer cancel()
+	e, err := st.Add(cctx, suppression.Entry{Tenant: tenant, Address: in.Body.Address, Reason: reason, Detail: in.Body.Detail, Source: "api"})
+	switch {
+	case err != nil && errors.Unwrap(err) == nil:
+		// The store's refusals of the entry name the field ("reason: …")
+		// and wrap nothing; its failures to write wrap NATS's error.
+		return nil, huma.Error422UnprocessableEntity(err.Error())
+	case err != nil:
+		s.cfg.Logger.WarnContext(ctx, "suppression not added", "tenant", tenant, "error", err)
+		return nil, unavailable("the suppression could not be stored right now")
+	}
+	return &suppressionOutput{Body: suppressionOf(e)}, nil
+}
+
+func (s *Service) deleteSuppression(ctx context.Context, in *suppressionInput) (*struct{}, error) {
+	st, tenant, err := s.suppressionStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
+	defer cancel()
+	switch err := st.Remove(cctx, tenant, in.Address); {
+	case errors.Is(err, suppression.ErrNotFound):
+		return nil, huma.Error404NotFound(in.Address + " is not suppressed")
+	case err != nil:
+		s.cfg.Logger.WarnContext(ctx, "suppression not lifted", "tenant", tenant, "error", err)
+		return nil, unavailable("the suppression could not be lifted right now")
+	}
+	return nil, nil
+}
+
+func suppressionOf(e suppression.Entry) Suppression {
+	return Suppression{Tenant: e.Tenant, Address: e.Address, Reason: e.Reason, Detail: e.Detail, Source: e.Source, CreatedAt: e.CreatedAt}
+}
