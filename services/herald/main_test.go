@@ -65,7 +65,7 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	require.Contains(t, out, "template  consumer NOTIFY > email-normal (made per tenant from this declaration: scheduling.fair)")
 	out, err = herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 25, strings.Count(out, "unchanged "), out)
+	require.Equal(t, 26, strings.Count(out, "unchanged "), out)
 
 	out, err = herald(t, "publish", "../../examples/events/order.created.json")
 	require.NoError(t, err)
