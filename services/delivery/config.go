@@ -79,8 +79,9 @@ type Config struct {
 	// Suppressions are the addresses each tenant must not be sent to: a
 	// notification to one is recorded as suppressed, after its claim and
 	// before it is counted or any provider is called — a status event, no
-	// try spent, no dead letter. Defaults to the "suppressions" bucket. A
-	// webhook's endpoint is not an address and is not looked up.
+	// try spent, no dead letter. Defaults to the "suppressions" bucket,
+	// followed in memory (suppression.Cache). A webhook's endpoint is not an
+	// address and is not looked up.
 	Suppressions Suppressions
 	// Concurrency is how many messages are sent at once per priority.
 	// Defaults to 8.

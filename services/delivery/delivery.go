@@ -77,6 +77,8 @@ type Service struct {
 	fair    *consumer.Fair
 	metrics metrics
 	counter *quota.Counter
+	// watched: the suppressions Start began following, stopped with it.
+	watched *suppression.Cache
 }
 
 // New validates cfg (after filling its defaults) and returns a worker.
@@ -98,7 +100,13 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 }
 
 // Start opens the channel's stores and consumes its consumers.
-func (s *Service) Start(ctx context.Context) error {
+func (s *Service) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil && s.watched != nil { // not started: nothing will Stop it
+			s.watched.Stop()
+			s.cfg.Suppressions, s.watched = nil, nil
+		}
+	}()
 	name := s.cfg.Channel.Name()
 	if s.cfg.Ledger == nil {
 		l, err := ledger.Open(ctx, s.js)
@@ -108,11 +116,11 @@ func (s *Service) Start(ctx context.Context) error {
 		s.cfg.Ledger = l
 	}
 	if s.cfg.Suppressions == nil && name != event.ChannelWebhook {
-		st, err := suppression.Open(ctx, s.js)
+		c, err := suppression.Watch(ctx, s.js)
 		if err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
-		s.cfg.Suppressions = st
+		s.cfg.Suppressions, s.watched = c, c
 	}
 	if err := s.cfg.Channel.Open(ctx, s.js); err != nil {
 		return fmt.Errorf("delivery: %w", err)
@@ -184,6 +192,9 @@ const pullBatch = 16
 
 // Stop drains: sends under way finish and are acknowledged.
 func (s *Service) Stop(ctx context.Context) error {
+	if s.watched != nil {
+		defer s.watched.Stop()
+	}
 	if s.fair != nil {
 		return errors.Join(s.fair.Stop(ctx), s.loops.Stop(ctx))
 	}

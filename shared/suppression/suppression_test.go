@@ -1,7 +1,9 @@
 package suppression_test
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -62,4 +64,33 @@ func TestAnInvalidEntryIsRefusedNamingTheField(t *testing.T) {
 	require.ErrorContains(t, err, "address")
 	_, err = s.Add(ctx, suppression.Entry{Tenant: "acme", Address: "a@example.com", Reason: "bounced"})
 	require.ErrorContains(t, err, `reason: "bounced" is not one of hard_bounce, complaint, manual`)
+}
+
+// The cache answers as the store does, from memory: what was suppressed
+// before it began, and what is added or lifted after, within moments.
+func TestTheCacheFollowsTheBucket(t *testing.T) {
+	t.Parallel()
+	n, ctx := heraldtest.StartNATSWithStreams(t), heraldtest.Context(t)
+	s, err := suppression.Open(ctx, n.JS)
+	require.NoError(t, err)
+	_, err = s.Add(ctx, suppression.Entry{Tenant: "acme", Address: "old@example.com", Reason: suppression.Complaint})
+	require.NoError(t, err)
+	c, err := suppression.Watch(ctx, n.JS)
+	require.NoError(t, err)
+	t.Cleanup(c.Stop)
+
+	e, err := c.Get(ctx, "acme", "OLD@example.com")
+	require.NoError(t, err)
+	require.Equal(t, suppression.Complaint, e.Reason)
+	_, err = c.Get(ctx, "globex", "old@example.com")
+	require.ErrorIs(t, err, suppression.ErrNotFound)
+
+	_, err = s.Add(ctx, suppression.Entry{Tenant: "acme", Address: "new@example.com", Reason: suppression.HardBounce})
+	require.NoError(t, err)
+	require.NoError(t, s.Remove(ctx, "acme", "old@example.com"))
+	require.Eventually(t, func() bool {
+		_, errNew := c.Get(ctx, "acme", "new@example.com")
+		_, errOld := c.Get(ctx, "acme", "old@example.com")
+		return errNew == nil && errors.Is(errOld, suppression.ErrNotFound)
+	}, 5*time.Second, 5*time.Millisecond)
 }

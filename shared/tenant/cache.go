@@ -16,6 +16,7 @@ import (
 // on a healthy connection.
 type Cache struct {
 	watcher jetstream.KeyWatcher
+	cancel  context.CancelFunc
 	done    chan struct{}
 	stop    sync.Once
 
@@ -31,14 +32,18 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tenant: bucket %s: %w", Bucket, err)
 	}
-	// The watch outlives ctx: it ends with Stop.
-	w, err := kv.WatchAll(context.WithoutCancel(ctx))
+	// The watch outlives ctx and ends with Stop, which cancels its context
+	// too: nats.go keeps a goroutine per watch until its context ends.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w, err := kv.WatchAll(wctx)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("tenant: watching %s: %w", Bucket, err)
 	}
-	c := &Cache{watcher: w, done: make(chan struct{}), tenants: map[string]Tenant{}}
+	c := &Cache{watcher: w, cancel: cancel, done: make(chan struct{}), tenants: map[string]Tenant{}}
 	if err := c.load(ctx); err != nil {
 		_ = w.Stop()
+		cancel()
 		return nil, err
 	}
 	go c.follow()
@@ -117,7 +122,10 @@ func (c *Cache) Plan(id string, plans Plans) (string, Plan) {
 // Stop ends the watch and waits for the cache to stop updating. Lookups
 // keep answering with the last values seen.
 func (c *Cache) Stop() {
-	c.stop.Do(func() { _ = c.watcher.Stop() })
+	c.stop.Do(func() {
+		_ = c.watcher.Stop()
+		c.cancel()
+	})
 	<-c.done
 }
 

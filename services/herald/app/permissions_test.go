@@ -72,10 +72,11 @@ var (
 	// counter's total is read back by direct get after a duplicate), read
 	// by the api.
 	countQuotas = []string{"quota.>", "$JS.API.DIRECT.GET.QUOTAS", "$JS.API.DIRECT.GET.QUOTAS.>"}
-	// The addresses each tenant must not be sent to, looked up by the
-	// channels that send to addresses.
-	readSuppressions = []string{"$JS.API.DIRECT.GET.KV_suppressions.>"}
-	readQuotas       = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
+	// The addresses each tenant must not be sent to, followed through a
+	// watch by the channels that send to addresses.
+	readSuppressions = []string{"$JS.API.CONSUMER.CREATE.KV_suppressions.>", "$JS.API.CONSUMER.DELETE.KV_suppressions.>",
+		"$JS.FC.KV_suppressions.>"}
+	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
 )
 
 // servicePermissions are the least each Herald service needs, as README.md
