@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/kvmirror"
 )
 
 // Cache is the whole registry in memory, kept current by a KV watch, for
@@ -15,93 +16,29 @@ import (
 // it as soon as the server delivers it to the watch — well within a second
 // on a healthy connection.
 type Cache struct {
-	watcher jetstream.KeyWatcher
-	cancel  context.CancelFunc
-	done    chan struct{}
-	stop    sync.Once
-
-	mu      sync.RWMutex
-	tenants map[string]Tenant
+	mirror *kvmirror.Mirror[Tenant]
 }
 
 // Watch binds to the bucket and starts following it; it returns once every
 // tenant registered when it began is loaded (ctx bounds that wait, not
 // the watch). Stop ends the watch.
+//
+// A value that is not a tenant (a hand edit gone wrong) counts as no
+// tenant: its traffic is dead-lettered as from an unknown tenant, where an
+// operator sees it, rather than admitted under rules nobody can read.
 func Watch(ctx context.Context, js jetstream.JetStream) (*Cache, error) {
-	kv, err := js.KeyValue(ctx, Bucket)
+	m, err := kvmirror.Watch(ctx, js, Bucket, func(e jetstream.KeyValueEntry) (Tenant, bool) {
+		var t Tenant
+		return t, json.Unmarshal(e.Value(), &t) == nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("tenant: bucket %s: %w", Bucket, err)
+		return nil, fmt.Errorf("tenant: %w", err)
 	}
-	// The watch outlives ctx and ends with Stop, which cancels its context
-	// too: nats.go keeps a goroutine per watch until its context ends.
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w, err := kv.WatchAll(wctx)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("tenant: watching %s: %w", Bucket, err)
-	}
-	c := &Cache{watcher: w, cancel: cancel, done: make(chan struct{}), tenants: map[string]Tenant{}}
-	if err := c.load(ctx); err != nil {
-		_ = w.Stop()
-		cancel()
-		return nil, err
-	}
-	go c.follow()
-	return c, nil
-}
-
-// load applies the watch's updates up to its mark that every key present
-// when it began was delivered.
-func (c *Cache) load(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("tenant: loading %s: %w", Bucket, ctx.Err())
-		case entry, ok := <-c.watcher.Updates():
-			if !ok {
-				return fmt.Errorf("tenant: loading %s: the watch ended", Bucket)
-			}
-			if entry == nil {
-				return nil
-			}
-			c.apply(entry)
-		}
-	}
-}
-
-// follow applies updates until the watch is stopped.
-func (c *Cache) follow() {
-	defer close(c.done)
-	for entry := range c.watcher.Updates() {
-		if entry != nil {
-			c.apply(entry)
-		}
-	}
-}
-
-// apply records one change. A value that is not a tenant (a hand edit
-// gone wrong) counts as no tenant: its traffic is dead-lettered as from an
-// unknown tenant, where an operator sees it, rather than admitted under
-// rules nobody can read.
-func (c *Cache) apply(entry jetstream.KeyValueEntry) {
-	var t Tenant
-	ok := entry.Operation() == jetstream.KeyValuePut && json.Unmarshal(entry.Value(), &t) == nil
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ok {
-		c.tenants[entry.Key()] = t
-	} else {
-		delete(c.tenants, entry.Key())
-	}
+	return &Cache{mirror: m}, nil
 }
 
 // Lookup returns the tenant with this id, as last seen.
-func (c *Cache) Lookup(id string) (Tenant, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	t, ok := c.tenants[id]
-	return t, ok
-}
+func (c *Cache) Lookup(id string) (Tenant, bool) { return c.mirror.Get(id) }
 
 // Plan is the plan tenant id is on, by name, as plans define it. A tenant
 // the registry does not know — admitted only without
@@ -121,13 +58,7 @@ func (c *Cache) Plan(id string, plans Plans) (string, Plan) {
 
 // Stop ends the watch and waits for the cache to stop updating. Lookups
 // keep answering with the last values seen.
-func (c *Cache) Stop() {
-	c.stop.Do(func() {
-		_ = c.watcher.Stop()
-		c.cancel()
-	})
-	<-c.done
-}
+func (c *Cache) Stop() { c.mirror.Stop() }
 
 // What Admit refuses. The errors it returns wrap these and read as
 // dead-letter reasons: `unknown tenant "x"`, `tenant "x" is suspended`.
