@@ -196,22 +196,29 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 	}
 	f.mu.Unlock()
 	var done sync.WaitGroup
-	run := func(fn func()) {
-		done.Add(1)
-		f.workers.Go(func() {
-			defer done.Done()
-			f.changes <- struct{}{}
-			defer func() { <-f.changes }()
-			fn()
-		})
-	}
 	for _, g := range grants {
-		run(func() { f.grant(ctx, g.c, g.k) })
+		f.change(&done, func() { f.grant(ctx, g.c, g.k) })
 	}
 	for _, g := range gives {
-		run(func() { f.giveUp(ctx, g.c, g.k) })
+		f.change(&done, func() { f.giveUp(ctx, g.c, g.k) })
 	}
 	return &done
+}
+
+// change makes or removes a consumer (fn) in the background, up to
+// changing at once, and tells done, if any, when it is over.
+func (f *Fair) change(done *sync.WaitGroup, fn func()) {
+	if done != nil {
+		done.Add(1)
+	}
+	f.workers.Go(func() {
+		if done != nil {
+			defer done.Done()
+		}
+		f.changes <- struct{}{}
+		defer func() { <-f.changes }()
+		fn()
+	})
 }
 
 // vacate takes k out of its slot while its consumer is removed. f.mu is
@@ -260,13 +267,16 @@ func (f *Fair) grant(ctx context.Context, c *classState, k *keyState) {
 // settled, and puts k back in line for a slot if it still has messages.
 func (f *Fair) giveUp(ctx context.Context, c *classState, k *keyState) {
 	info, err := k.consumer.Info(ctx)
-	if err == nil && info.NumAckPending == 0 {
-		err = f.stream.DeleteConsumer(ctx, k.consumer.CachedInfo().Name)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound): // removed already (orphaned)
+		info, err = &jetstream.ConsumerInfo{}, nil
+	case err != nil:
+	case info.NumAckPending > 0:
+		err = errUnsettled
+	default:
+		if err = f.stream.DeleteConsumer(ctx, k.consumer.CachedInfo().Name); errors.Is(err, jetstream.ErrConsumerNotFound) {
 			err = nil
 		}
-	} else if err == nil {
-		err = errUnsettled
 	}
 	f.mu.Lock()
 	defer f.signalTurn()
@@ -300,7 +310,8 @@ var errUnsettled = errors.New("a delivered message is not settled")
 
 // discover reads which keys of each class have messages: those without a
 // consumer wait for a slot, those whose consumer found nothing last are
-// served again; a key with none for Idle has its consumer removed.
+// served again; a key with none for Idle gives its slot up (no message of
+// it is stored, so none is in flight or waiting to be redelivered).
 func (f *Fair) discover(ctx context.Context) error {
 	for _, c := range f.classes {
 		info, err := f.stream.Info(ctx, jetstream.WithSubjectFilter(c.Prefix+".*"))
@@ -315,7 +326,7 @@ func (f *Fair) discover(ctx context.Context) error {
 				total += int64(n)
 			}
 		}
-		var idle []string
+		var idle []*keyState
 		f.mu.Lock()
 		c.backlog, c.backlogKeys = total, int64(len(backlog))
 		for key := range backlog {
@@ -327,54 +338,15 @@ func (f *Fair) discover(ctx context.Context) error {
 				k.empty = false
 				c.enqueue(k)
 			case !backlog[key] && k.empty && k.busy == 0 && time.Since(k.dryAt) >= f.cfg.Idle:
-				// No message of the key is stored, so none is in flight or
-				// waiting to be redelivered: its consumer goes with nothing.
 				c.vacate(k)
-				idle = append(idle, key)
+				idle = append(idle, k)
 			}
 		}
 		f.mu.Unlock()
-		failed := f.each(idle, func(key string) error {
-			err := f.stream.DeleteConsumer(ctx, streams.PerTenant(c.Name, key))
-			f.mu.Lock()
-			heard := c.changing[key]
-			delete(c.changing, key)
-			if heard {
-				c.waitFor(key, true, note{at: time.Now(), n: 1})
-			}
-			f.mu.Unlock()
-			if errors.Is(err, jetstream.ErrConsumerNotFound) {
-				return nil
-			}
-			return err
-		})
-		if len(failed) > 0 { // the server removes them once orphaned
-			f.logger.WarnContext(ctx, "idle fair consumers not removed", "class", c.Name, "keys", len(failed), "first", failed[0])
+		for _, k := range idle {
+			f.change(nil, func() { f.giveUp(ctx, c, k) })
 		}
 	}
 	f.signal()
 	return nil
-}
-
-// each calls fn for every key, up to changing at once, and returns why
-// any failed.
-func (f *Fair) each(keys []string, fn func(key string) error) []error {
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed []error
-	)
-	for _, key := range keys {
-		f.changes <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-f.changes }()
-			if err := fn(key); err != nil {
-				mu.Lock()
-				failed = append(failed, fmt.Errorf("key %s: %w", key, err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return failed
 }
