@@ -74,16 +74,9 @@ func registerSuppressions(s *Service) {
 // suppressionStore is the store and whose addresses the request manages,
 // scoped as the webhook endpoints are.
 func (s *Service) suppressionStore(ctx context.Context, named string) (*suppression.Store, string, error) {
-	st, err := s.ready()
+	st, tenant, err := s.managed(ctx, named, "suppressions")
 	if err != nil {
 		return nil, "", err
-	}
-	tenant, err := s.tenantOf(ctx, named)
-	if err != nil {
-		return nil, "", err
-	}
-	if !principal(ctx).Reaches(tenant) {
-		return nil, "", huma.Error403Forbidden("this key manages tenant " + principal(ctx).Tenant + "'s suppressions only")
 	}
 	return st.suppressions, tenant, nil
 }
@@ -121,9 +114,7 @@ func (s *Service) createSuppression(ctx context.Context, in *createSuppressionIn
 	defer cancel()
 	e, err := st.Add(cctx, suppression.Entry{Tenant: tenant, Address: in.Body.Address, Reason: reason, Detail: in.Body.Detail, Source: "api"})
 	switch {
-	case err != nil && errors.Unwrap(err) == nil:
-		// The store's refusals of the entry name the field ("reason: …")
-		// and wrap nothing; its failures to write wrap NATS's error.
+	case errors.Is(err, suppression.ErrInvalid): // its message names the field
 		return nil, huma.Error422UnprocessableEntity(err.Error())
 	case err != nil:
 		s.cfg.Logger.WarnContext(ctx, "suppression not added", "tenant", tenant, "error", err)

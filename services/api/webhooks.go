@@ -171,6 +171,12 @@ func (s *Service) enableWebhook(ctx context.Context, in *webhookInput) (*webhook
 
 // webhookStore is the stores and whose endpoints the request manages.
 func (s *Service) webhookStore(ctx context.Context, named string) (*stores, string, error) {
+	return s.managed(ctx, named, "endpoints")
+}
+
+// managed is the stores and the tenant whose things (what) the request
+// manages: a tenant key's own, or the one an admin key names.
+func (s *Service) managed(ctx context.Context, named, what string) (*stores, string, error) {
 	st, err := s.ready()
 	if err != nil {
 		return nil, "", err
@@ -180,7 +186,7 @@ func (s *Service) webhookStore(ctx context.Context, named string) (*stores, stri
 		return nil, "", err
 	}
 	if !principal(ctx).Reaches(tenant) {
-		return nil, "", huma.Error403Forbidden("this key manages tenant " + principal(ctx).Tenant + "'s endpoints only")
+		return nil, "", huma.Error403Forbidden("this key manages tenant " + principal(ctx).Tenant + "'s " + what + " only")
 	}
 	return st, tenant, nil
 }

@@ -53,6 +53,15 @@ type Entry struct {
 // ErrNotFound: the address is not suppressed.
 var ErrNotFound = errors.New("suppression: address not suppressed")
 
+// ErrInvalid is what Add's refusals of an entry match; their messages
+// name the field ("reason: …").
+var ErrInvalid = errors.New("suppression: invalid entry")
+
+type invalid string
+
+func (e invalid) Error() string        { return string(e) }
+func (e invalid) Is(target error) bool { return target == ErrInvalid }
+
 // Store reads and writes suppressions.
 type Store struct {
 	kv  jetstream.KeyValue
@@ -84,11 +93,11 @@ func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
 	e.Address = Normalize(e.Address)
 	switch {
 	case e.Tenant == "":
-		return Entry{}, errors.New("suppression: a tenant is required")
+		return Entry{}, invalid("suppression: a tenant is required")
 	case e.Address == "":
-		return Entry{}, errors.New("address: required")
+		return Entry{}, invalid("address: required")
 	case !slices.Contains(Reasons, e.Reason):
-		return Entry{}, fmt.Errorf("reason: %q is not one of %s", e.Reason, strings.Join(Reasons, ", "))
+		return Entry{}, invalid(fmt.Sprintf("reason: %q is not one of %s", e.Reason, strings.Join(Reasons, ", ")))
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = s.now().UTC()
@@ -112,6 +121,10 @@ func (s *Store) Get(ctx context.Context, tenant, address string) (Entry, error) 
 	if err != nil {
 		return Entry{}, fmt.Errorf("suppression: %w", err)
 	}
+	return decode(kve)
+}
+
+func decode(kve jetstream.KeyValueEntry) (Entry, error) {
 	var e Entry
 	if err := json.Unmarshal(kve.Value(), &e); err != nil {
 		return Entry{}, fmt.Errorf("suppression: entry %s: %w", kve.Key(), err)
@@ -146,9 +159,9 @@ func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("suppression: %w", err)
 		}
-		var e Entry
-		if err := json.Unmarshal(kve.Value(), &e); err != nil {
-			return nil, fmt.Errorf("suppression: entry %s: %w", k, err)
+		e, err := decode(kve)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, e)
 	}
