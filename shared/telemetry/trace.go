@@ -2,8 +2,11 @@ package telemetry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -161,4 +164,50 @@ func EndPublish(span trace.Span, ack *jetstream.PubAck, err error) {
 // or rendering — with the tracer of the span in ctx.
 func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	return Tracer(ctx).Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// errNotAwaited ends the span of a publish whose answer nobody waited for.
+var errNotAwaited = errors.New("acknowledgement not awaited")
+
+// PublishMsgs publishes msgs asynchronously, each inside its producer span,
+// then waits until the stream has stored (or recognised as a duplicate)
+// every one, for timeout at most: an ack lost in a failover never comes,
+// and nats.go's async futures have no deadline of their own. The acks come
+// back in the messages' order.
+func PublishMsgs(ctx context.Context, js jetstream.Publisher, msgs []*nats.Msg, timeout time.Duration) ([]*jetstream.PubAck, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	spans := make([]trace.Span, 0, len(msgs))
+	answered := 0
+	defer func() {
+		for _, span := range spans[answered:] {
+			End(span, errNotAwaited)
+		}
+	}()
+	for _, msg := range msgs {
+		_, span := StartPublish(ctx, msg)
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			End(span, err)
+			return nil, fmt.Errorf("publishing %s: %w", msg.Subject, err)
+		}
+		futures, spans = append(futures, f), append(spans, span)
+	}
+	acks := make([]*jetstream.PubAck, len(futures))
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			acks[i] = ack
+			EndPublish(spans[i], ack, nil)
+		case err := <-f.Err():
+			EndPublish(spans[i], nil, err)
+			answered = i + 1
+			return nil, fmt.Errorf("publishing %s: %w", f.Msg().Subject, err)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("publishing %s: no acknowledgement: %w", f.Msg().Subject, ctx.Err())
+		}
+		answered = i + 1
+	}
+	return acks, nil
 }

@@ -1,12 +1,16 @@
 package vault
 
 import (
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -121,6 +125,15 @@ type Credential struct {
 
 	// APIKey authenticates to SendGrid. Required for sendgrid.
 	APIKey Secret `json:"api_key,omitzero"`
+	// WebhookPublicKey verifies the account's signed Event Webhook posted
+	// to /v1/inbound/sendgrid/<tenant>/<name>: base64 DER, as SendGrid
+	// shows it. Not secret. Optional for sendgrid.
+	WebhookPublicKey string `json:"webhook_public_key,omitempty"`
+
+	// SNSTopics are the SNS topics (ARNs) the account's SES events reach
+	// /v1/inbound/ses/<tenant>/<name> through; messages from other topics
+	// are refused. Optional for ses.
+	SNSTopics []string `json:"sns_topics,omitempty"`
 
 	// Host and Port of the SMTP server (Host required for smtp; the port
 	// defaults as the smtp provider says).
@@ -184,6 +197,13 @@ func (c Credential) Validate() error {
 		want = map[string]bool{"endpoint": true, "region": true, "access_key_id": true, "secret_access_key": true}
 		if c.Type == TypeAWSSMS {
 			want["origination_identity"], want["configuration_set"] = true, true
+		} else {
+			want["sns_topics"] = true
+		}
+		for _, arn := range c.SNSTopics {
+			if !strings.HasPrefix(arn, "arn:aws") || strings.Count(arn, ":") != 5 {
+				add("sns_topics: %q is not a topic ARN (arn:aws:sns:<region>:<account>:<topic>)", arn)
+			}
 		}
 		if c.Region == "" {
 			add("region: is required for %s", c.Type)
@@ -200,9 +220,12 @@ func (c Credential) Validate() error {
 			add("from, messaging_service_sid: one is required for twilio")
 		}
 	case TypeSendGrid:
-		want = map[string]bool{"endpoint": true, "api_key": true}
+		want = map[string]bool{"endpoint": true, "api_key": true, "webhook_public_key": true}
 		if c.APIKey.IsZero() {
 			add("api_key: is required for sendgrid")
+		}
+		if c.WebhookPublicKey != "" && !publicKey(c.WebhookPublicKey) {
+			add("webhook_public_key: is not a base64 DER ECDSA public key (SendGrid shows it beside Signed Event Webhook)")
 		}
 	case TypeSMTP:
 		want = map[string]bool{"host": true, "port": true, "username": true, "password": true, "tls": true}
@@ -243,7 +266,8 @@ func (c Credential) fieldsSet() []fieldSet {
 	return []fieldSet{
 		{"endpoint", c.Endpoint != ""}, {"region", c.Region != ""},
 		{"access_key_id", !c.AccessKeyID.IsZero()}, {"secret_access_key", !c.SecretAccessKey.IsZero()},
-		{"api_key", !c.APIKey.IsZero()},
+		{"api_key", !c.APIKey.IsZero()}, {"webhook_public_key", c.WebhookPublicKey != ""},
+		{"sns_topics", len(c.SNSTopics) > 0},
 		{"host", c.Host != ""}, {"port", c.Port != 0}, {"username", c.Username != ""},
 		{"password", !c.Password.IsZero()}, {"tls", c.TLS != ""},
 		{"account_sid", c.AccountSID != ""}, {"auth_token", !c.AuthToken.IsZero()},
@@ -264,14 +288,27 @@ type Info struct {
 	Username string `json:"username,omitempty"`
 	TLS      string `json:"tls,omitempty"`
 
-	AccountSID          string `json:"account_sid,omitempty"`
-	From                string `json:"from,omitempty"`
-	MessagingServiceSID string `json:"messaging_service_sid,omitempty"`
-	OriginationIdentity string `json:"origination_identity,omitempty"`
-	ConfigurationSet    string `json:"configuration_set,omitempty"`
+	WebhookPublicKey    string   `json:"webhook_public_key,omitempty"`
+	SNSTopics           []string `json:"sns_topics,omitempty"`
+	AccountSID          string   `json:"account_sid,omitempty"`
+	From                string   `json:"from,omitempty"`
+	MessagingServiceSID string   `json:"messaging_service_sid,omitempty"`
+	OriginationIdentity string   `json:"origination_identity,omitempty"`
+	ConfigurationSet    string   `json:"configuration_set,omitempty"`
 
 	Preview   string    `json:"preview"`
 	KeyID     string    `json:"key_id"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// publicKey says whether s is base64 of a DER ECDSA public key.
+func publicKey(s string) bool {
+	der, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil {
+		return false
+	}
+	k, err := x509.ParsePKIXPublicKey(der)
+	_, ok := k.(*ecdsa.PublicKey)
+	return err == nil && ok
 }

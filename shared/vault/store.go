@@ -75,6 +75,9 @@ type settings struct {
 	MessagingServiceSID string `json:"messaging_service_sid,omitempty"`
 	OriginationIdentity string `json:"origination_identity,omitempty"`
 	ConfigurationSet    string `json:"configuration_set,omitempty"`
+
+	WebhookPublicKey string   `json:"webhook_public_key,omitempty"`
+	SNSTopics        []string `json:"sns_topics,omitempty"`
 }
 
 // payload is what is sealed: everything Get returns but the times.
@@ -194,6 +197,7 @@ func (r record) info(name string) Info {
 		Host: set.Host, Port: set.Port, Username: set.Username, TLS: set.TLS,
 		AccountSID: set.AccountSID, From: set.From, MessagingServiceSID: set.MessagingServiceSID,
 		OriginationIdentity: set.OriginationIdentity, ConfigurationSet: set.ConfigurationSet,
+		WebhookPublicKey: set.WebhookPublicKey, SNSTopics: set.SNSTopics,
 		Preview: r.Preview, KeyID: r.KeyID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
@@ -253,7 +257,8 @@ func conflict(err error) error {
 func seal(tenant string, c Credential, keys *Keyring) (record, error) {
 	set := settings{Endpoint: c.Endpoint, Region: c.Region, Host: c.Host, Port: c.Port, Username: c.Username, TLS: c.TLS,
 		AccountSID: c.AccountSID, From: c.From, MessagingServiceSID: c.MessagingServiceSID,
-		OriginationIdentity: c.OriginationIdentity, ConfigurationSet: c.ConfigurationSet}
+		OriginationIdentity: c.OriginationIdentity, ConfigurationSet: c.ConfigurationSet,
+		WebhookPublicKey: c.WebhookPublicKey, SNSTopics: c.SNSTopics}
 	plaintext, err := json.Marshal(payload{
 		Type: c.Type, Settings: set,
 		AccessKeyID: c.AccessKeyID.Reveal(), SecretAccessKey: c.SecretAccessKey.Reveal(),
@@ -289,6 +294,7 @@ func open(tenant, name string, rec record, keys *Keyring) (Credential, error) {
 		AccountSID: set.AccountSID, AuthToken: NewSecret(p.AuthToken), From: set.From,
 		MessagingServiceSID: set.MessagingServiceSID,
 		OriginationIdentity: set.OriginationIdentity, ConfigurationSet: set.ConfigurationSet,
+		WebhookPublicKey: set.WebhookPublicKey, SNSTopics: set.SNSTopics,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
 	}, nil
 }
