@@ -120,6 +120,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_idempotency":       {jetstream.LimitsPolicy, []string{"$KV.idempotency.>"}, nil},
 		"KV_webhook_endpoints": {jetstream.LimitsPolicy, []string{"$KV.webhook_endpoints.>"}, nil},
 		"KV_suppressions":      {jetstream.LimitsPolicy, []string{"$KV.suppressions.>"}, nil},
+		"REPORTS":              {jetstream.LimitsPolicy, []string{"notify.reports.*"}, []string{"history"}},
 		"QUOTAS":               {jetstream.LimitsPolicy, []string{"quota.*.*.*", "quota.*.*.*.refused"}, nil},
 		"OBJ_documents":        {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
@@ -187,7 +188,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 39)
+	require.Len(t, report, 41)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

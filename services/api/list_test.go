@@ -185,7 +185,7 @@ func TestAPendingNotificationIsRead(t *testing.T) {
 	got := b.do(t, http.MethodGet, "/v1/notifications/"+pending.ID, acmeRead, nil)
 	require.Equal(t, http.StatusOK, got.status, got.body)
 	require.JSONEq(t, `{"id":"`+pending.ID+`","tenant":"acme","order":"PO-1","document":"purchase_order","channel":"email",
-		"recipient":"buyer1@zarya.example","state":"pending","tries":0,"attempts":[],
+		"recipient":"buyer1@zarya.example","state":"pending","tries":0,"attempts":[],"reports":[],
 		"created_at":"2026-11-30T09:00:01Z","updated_at":"2026-11-30T09:00:01Z"}`, got.body)
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/v1/notifications/"+pending.ID, globexRead, nil).status)
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodPost, "/v1/notifications/"+pending.ID+"/retry", acmeSend, nil).status)

@@ -30,14 +30,15 @@ type Notification struct {
 	Document  string `json:"document,omitempty" example:"purchase_order" doc:"The document type, or without a document the template (\"job\" for POST /v1/notifications)."`
 	Channel   string `json:"channel" example:"email"`
 	Recipient string `json:"recipient,omitempty" example:"olga@zarya.example"`
-	State     string `json:"state" enum:"pending,sending,retrying,delivered,failed" doc:"pending: created, no worker has claimed it yet (waiting for its document, or in the queue); sending: a worker is sending it now; retrying: tries failed transiently, more will come; delivered: a provider accepted it; failed: given up."`
-	Reason    string `json:"reason,omitempty" doc:"Why it is retrying or failed."`
+	State     string `json:"state" enum:"pending,sending,retrying,delivered,failed,suppressed" doc:"pending: created, no worker has claimed it yet (waiting for its document, or in the queue); sending: a worker is sending it now; retrying: tries failed transiently, more will come; delivered: a provider accepted it (what became of it after, its reports say); failed: given up; suppressed: not sent, the address being suppressed for the tenant."`
+	Reason    string `json:"reason,omitempty" doc:"Why it is retrying, failed or suppressed."`
 	Retryable bool   `json:"retryable,omitempty" doc:"For failed: whether a resend could succeed (tries exhausted) or not (a permanent refusal)."`
 	Provider  string `json:"provider,omitempty" doc:"The provider that accepted it."`
 	// ProviderMessageID is the provider's own id of the message sent.
 	ProviderMessageID string    `json:"provider_message_id,omitempty"`
 	Tries             int       `json:"tries"`
 	Attempts          []Attempt `json:"attempts" doc:"The latest tries, oldest first (at most 20); empty while pending."`
+	Reports           []Report  `json:"reports" doc:"What the provider reported after accepting it, oldest first (the latest 20): delivered, bounced, complained, opened, clicked, unsubscribed."`
 	CreatedAt         time.Time `json:"created_at,omitzero" doc:"When it was created (or, if that record was lost, first claimed)."`
 	UpdatedAt         time.Time `json:"updated_at"`
 }
@@ -50,6 +51,16 @@ type Attempt struct {
 	Error      string    `json:"error,omitempty"`
 }
 
+// Report is what a provider told of a message it accepted.
+type Report struct {
+	Time     time.Time `json:"time"`
+	Kind     string    `json:"kind" enum:"delivered,bounced,complained,opened,clicked,unsubscribed"`
+	Hard     bool      `json:"hard,omitempty" doc:"For bounced: the provider calls it permanent; the address is suppressed. A soft bounce is only recorded."`
+	Provider string    `json:"provider" enum:"ses,sendgrid,twilio"`
+	Detail   string    `json:"detail,omitempty" doc:"The provider's own words: a bounce's diagnostic, a complaint's feedback type, a clicked URL."`
+	EventID  string    `json:"event_id" doc:"The provider's id of the event."`
+}
+
 // Listed is one notification of a listing: where it stands, without its
 // attempts (GET /v1/notifications/{id} has them).
 type Listed struct {
@@ -58,7 +69,7 @@ type Listed struct {
 	Document          string    `json:"document,omitempty"`
 	Channel           string    `json:"channel"`
 	Recipient         string    `json:"recipient,omitempty"`
-	State             string    `json:"state" enum:"pending,sending,retrying,delivered,failed"`
+	State             string    `json:"state" enum:"pending,sending,retrying,delivered,failed,suppressed"`
 	Reason            string    `json:"reason,omitempty"`
 	Provider          string    `json:"provider,omitempty"`
 	ProviderMessageID string    `json:"provider_message_id,omitempty"`
@@ -87,7 +98,7 @@ type listInput struct {
 	Tenant    string `query:"tenant" doc:"Whose notifications: required with an admin key; a tenant key lists its own tenant's."`
 	Order     string `query:"order" maxLength:"128" doc:"Only this order's."`
 	Recipient string `query:"recipient" maxLength:"320" doc:"Only those to this address (case-insensitive)."`
-	State     string `query:"state" enum:"pending,sending,retrying,delivered,failed" doc:"Only those in this state."`
+	State     string `query:"state" enum:"pending,sending,retrying,delivered,failed,suppressed" doc:"Only those in this state."`
 	Limit     int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"Page size."`
 	Cursor    string `query:"cursor" maxLength:"512" doc:"next_cursor of the page before."`
 }
@@ -260,15 +271,19 @@ func nextPage(in *listInput, cursor string) string {
 
 func pendingOf(r history.Row) Notification {
 	return Notification{ID: r.ID, Tenant: r.Tenant, Order: r.Order, Document: r.Document, Channel: r.Channel,
-		Recipient: r.Recipient, State: history.Pending, Attempts: []Attempt{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Recipient: r.Recipient, State: history.Pending, Attempts: []Attempt{}, Reports: []Report{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 func notificationOf(e ledger.Entry) Notification {
 	n := Notification{ID: e.NotificationID, Tenant: e.Tenant, Order: e.Order, Document: e.Document, Channel: e.Channel,
 		Recipient: e.Recipient, State: string(e.State), Reason: e.Reason, Retryable: e.Retryable, Provider: e.Provider,
-		ProviderMessageID: e.ProviderMessageID, Tries: e.Tries, Attempts: make([]Attempt, len(e.Attempts)), UpdatedAt: e.UpdatedAt}
+		ProviderMessageID: e.ProviderMessageID, Tries: e.Tries, Attempts: make([]Attempt, len(e.Attempts)),
+		Reports: make([]Report, len(e.Reports)), UpdatedAt: e.UpdatedAt}
 	for i, a := range e.Attempts {
 		n.Attempts[i] = Attempt{Time: a.Time, Provider: a.Provider, ErrorClass: errorClass(e, i), Error: a.Error}
+	}
+	for i, r := range e.Reports {
+		n.Reports[i] = Report{Time: r.Time, Kind: string(r.Kind), Hard: r.Hard, Provider: r.Provider, Detail: r.Detail, EventID: r.EventID}
 	}
 	return n
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/report"
 )
 
 // record writes a notification's ledger entry as delivery workers do.
@@ -35,7 +36,9 @@ func TestANotificationIsReadByItsTenantOnly(t *testing.T) {
 		Attempts: []ledger.Attempt{
 			{Time: tried, Delivery: 1, Error: "ses: HTTP 503"},
 			{Time: tried.Add(time.Minute), Delivery: 2, Provider: "sendgrid"},
-		}})
+		},
+		Reports: []report.Report{{Provider: "sendgrid", MessageID: "sg-1", EventID: "ev-1", Kind: report.Bounced, Hard: true,
+			Recipient: "olga@zarya.example", Detail: "5.1.1 user unknown", Time: tried.Add(2 * time.Minute)}}})
 
 	got := b.do(t, http.MethodGet, "/v1/notifications/"+id, acmeRead, nil)
 	require.Equal(t, http.StatusOK, got.status, got.body)
@@ -43,6 +46,8 @@ func TestANotificationIsReadByItsTenantOnly(t *testing.T) {
 		"provider_message_id":"sg-1","tries":2,"attempts":[
 			{"time":"2026-11-30T09:00:05Z","error_class":"transient","error":"ses: HTTP 503"},
 			{"time":"2026-11-30T09:01:05Z","provider":"sendgrid"}],
+		"reports":[{"time":"2026-11-30T09:02:05Z","kind":"bounced","hard":true,"provider":"sendgrid",
+			"detail":"5.1.1 user unknown","event_id":"ev-1"}],
 		"updated_at":`+jsonField(t, got.body, "updated_at")+`}`, got.body)
 
 	require.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/v1/notifications/"+id+"?tenant=acme", adminKey, nil).status)

@@ -23,11 +23,13 @@ type Provider struct {
 	Username string `json:"username,omitempty"`
 	TLS      string `json:"tls,omitempty"`
 
-	AccountSID          string `json:"account_sid,omitempty"`
-	From                string `json:"from,omitempty"`
-	MessagingServiceSID string `json:"messaging_service_sid,omitempty"`
-	OriginationIdentity string `json:"origination_identity,omitempty"`
-	ConfigurationSet    string `json:"configuration_set,omitempty"`
+	WebhookPublicKey    string   `json:"webhook_public_key,omitempty"`
+	SNSTopics           []string `json:"sns_topics,omitempty"`
+	AccountSID          string   `json:"account_sid,omitempty"`
+	From                string   `json:"from,omitempty"`
+	MessagingServiceSID string   `json:"messaging_service_sid,omitempty"`
+	OriginationIdentity string   `json:"origination_identity,omitempty"`
+	ConfigurationSet    string   `json:"configuration_set,omitempty"`
 
 	Preview   string    `json:"preview" doc:"The secret masked: at most its last 4 characters."`
 	KeyID     string    `json:"key_id" doc:"The master key that seals it."`
@@ -50,6 +52,9 @@ type ProviderAccount struct {
 	Username        string `json:"username,omitempty" doc:"With password: SMTP AUTH."`
 	Password        string `json:"password,omitempty"`
 	TLS             string `json:"tls,omitempty" enum:"mandatory,opportunistic,implicit,none" doc:"smtp; defaults to mandatory."`
+
+	WebhookPublicKey string   `json:"webhook_public_key,omitempty" doc:"sendgrid: the Signed Event Webhook's verification key (base64, as SendGrid shows it), for its events posted to /v1/inbound/sendgrid/{tenant}/{name}; optional."`
+	SNSTopics        []string `json:"sns_topics,omitempty" maxItems:"20" doc:"ses: the SNS topics (ARNs) its events reach /v1/inbound/ses/{tenant}/{name} through; optional."`
 
 	AccountSID          string `json:"account_sid,omitempty" doc:"Required for twilio."`
 	AuthToken           string `json:"auth_token,omitempty" doc:"Required for twilio."`
@@ -164,7 +169,8 @@ func (s *Service) putProvider(ctx context.Context, in *putProviderInput) (*provi
 		APIKey: vault.NewSecret(b.APIKey), Host: b.Host, Port: b.Port, Username: b.Username,
 		Password: vault.NewSecret(b.Password), TLS: b.TLS,
 		AccountSID: b.AccountSID, AuthToken: vault.NewSecret(b.AuthToken), From: b.From, MessagingServiceSID: b.MessagingServiceSID,
-		OriginationIdentity: b.OriginationIdentity, ConfigurationSet: b.ConfigurationSet}
+		OriginationIdentity: b.OriginationIdentity, ConfigurationSet: b.ConfigurationSet,
+		WebhookPublicKey: b.WebhookPublicKey, SNSTopics: b.SNSTopics}
 	// Validate's words name fields, never a secret.
 	if err := c.Validate(); err != nil {
 		return nil, huma.Error422UnprocessableEntity(err.Error())

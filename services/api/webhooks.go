@@ -35,7 +35,7 @@ type CreatedWebhookEndpoint struct {
 // NewWebhookEndpoint is an endpoint to register.
 type NewWebhookEndpoint struct {
 	URL         string   `json:"url" format:"uri" maxLength:"2048"`
-	Events      []string `json:"events,omitempty" maxItems:"20" doc:"Event types, as patterns; defaults to [\"notification.*\", \"webhook.*\"]: notification.delivered, notification.failed, webhook.endpoint_disabled."`
+	Events      []string `json:"events,omitempty" maxItems:"20" doc:"Event types, as patterns; defaults to [\"notification.*\", \"report.*\", \"webhook.*\", \"tenant.*\"]: notification.delivered, notification.failed, notification.suppressed, report.delivered, report.bounced, report.complained, report.opened, report.clicked, report.unsubscribed, webhook.endpoint_disabled, tenant.quota.warning, tenant.quota.exceeded."`
 	Description string   `json:"description,omitempty" maxLength:"200"`
 }
 

@@ -93,6 +93,8 @@ A tenant names its email accounts in its chain with herald tenants set
 	f.String("access-key-id", "", "ses, awssms: the AWS access key id (stored sealed all the same)")
 	f.String("secret-access-key-file", "", "ses, awssms: file holding the AWS secret access key")
 	f.String("api-key-file", "", "sendgrid: file holding the API key")
+	f.String("webhook-public-key", "", "sendgrid: the Signed Event Webhook's verification key (base64), for /v1/inbound/sendgrid/<tenant>/<name>")
+	f.StringSlice("sns-topic", nil, "ses: an SNS topic ARN its events come through to /v1/inbound/ses/<tenant>/<name> (repeatable)")
 	f.String("host", "", "smtp: the server")
 	f.Int("port", 0, "smtp: the port (default 587, or 465 with --tls implicit)")
 	f.String("username", "", "smtp: the AUTH user")
@@ -111,8 +113,8 @@ A tenant names its email accounts in its chain with herald tenants set
 	return cmd
 }
 
-const providerFlagsHint = "ses takes --region, --access-key-id, --secret-access-key-file and --endpoint; " +
-	"sendgrid --api-key-file and --endpoint; smtp --host, --port, --username, --password-file and --tls; " +
+const providerFlagsHint = "ses takes --region, --access-key-id, --secret-access-key-file, --sns-topic and --endpoint; " +
+	"sendgrid --api-key-file, --webhook-public-key and --endpoint; smtp --host, --port, --username, --password-file and --tls; " +
 	"twilio --account-sid, --auth-token-file, --from or --messaging-service-sid, and --endpoint; " +
 	"awssms --region, --access-key-id, --secret-access-key-file, --origination-identity, --configuration-set and --endpoint"
 
@@ -134,6 +136,8 @@ func credentialFromFlags(cmd *cobra.Command) (vault.Credential, error) {
 	c.MessagingServiceSID, _ = f.GetString("messaging-service-sid")
 	c.OriginationIdentity, _ = f.GetString("origination-identity")
 	c.ConfigurationSet, _ = f.GetString("configuration-set")
+	c.WebhookPublicKey, _ = f.GetString("webhook-public-key")
+	c.SNSTopics, _ = f.GetStringSlice("sns-topic")
 	id, _ := f.GetString("access-key-id")
 	c.AccessKeyID = vault.NewSecret(id)
 	for _, file := range []struct {

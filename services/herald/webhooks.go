@@ -68,7 +68,7 @@ func webhooksAddCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.String("tenant", "", "the tenant (required)")
 	f.String("url", "", "the endpoint, https (required)")
-	f.StringSlice("events", nil, "event types, as patterns (default notification.*,webhook.*,tenant.*)")
+	f.StringSlice("events", nil, "event types, as patterns (default notification.*,report.*,webhook.*,tenant.*)")
 	f.String("description", "", "what the endpoint is, for people")
 	f.Bool("json", false, "print the endpoint and its secret as JSON")
 	masterKeyFlag(cmd)

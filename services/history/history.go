@@ -49,6 +49,7 @@ type Store interface {
 	Accept(ctx context.Context, rows []history.Row) error
 	Apply(ctx context.Context, rows []history.Row) error
 	Forget(ctx context.Context, before time.Time) (int64, error)
+	ByProviderMessage(ctx context.Context, messageID string) ([]history.Row, error)
 }
 
 // Config configures the service.
@@ -102,6 +103,8 @@ type Service struct {
 	cfg     Config
 	js      jetstream.JetStream
 	loops   consumer.Group
+	joins   consumer.Group
+	reports reports
 	work    chan queued
 	written sync.WaitGroup
 	cancel  context.CancelFunc
@@ -118,11 +121,14 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, js: js, work: make(chan queued, 2*cfg.BatchSize)}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/history")
-	var errs [2]error
+	var errs [3]error
 	s.rows, errs[0] = m.Int64Counter("herald.history.rows",
 		metric.WithDescription("Changes written to the notification index, by feed (accepted, ledger)."))
 	s.fails, errs[1] = m.Int64Counter("herald.history.write_failures",
 		metric.WithDescription("Batches the index refused; their messages are redelivered."))
+	s.reports = reports{index: cfg.Store, js: js}
+	s.reports.joined, errs[2] = m.Int64Counter("herald.history.reports",
+		metric.WithDescription("Provider reports joined to their notification (outcome joined), or found already kept (repeated), by provider and kind."))
 	return s, errors.Join(errs[:]...)
 }
 
@@ -147,6 +153,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("history: %w", err)
 		}
 	}
+	if err := s.startReports(ctx); err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	s.sweep.Go(func() { s.forgetLoop(bg) })
@@ -156,7 +165,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 // Stop drains the consumers, writes what they handed over, and stops the
 // sweep.
 func (s *Service) Stop(ctx context.Context) error {
-	err := s.loops.Stop(ctx)
+	err := errors.Join(s.joins.Stop(ctx), s.loops.Stop(ctx))
 	close(s.work)
 	s.written.Wait()
 	if s.cancel != nil {

@@ -27,6 +27,22 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (Row, error) {
 	return r, nil
 }
 
+// ByProviderMessage is the notifications a provider accepted under
+// messageID — one, unless two providers ever gave the same id — for the
+// provider's reports about it (package report) to be joined to. None is not
+// an error: the row may not be written yet.
+func (s *Store) ByProviderMessage(ctx context.Context, messageID string) ([]Row, error) {
+	if messageID == "" {
+		return nil, nil
+	}
+	rows, err := s.read(ctx, `SELECT `+selected+` FROM notifications WHERE provider_message_id = $1 LIMIT 10`,
+		[]any{messageID}, 1)
+	if err != nil {
+		return nil, fmt.Errorf("history: finding provider message %s: %w", messageID, err)
+	}
+	return rows, nil
+}
+
 // List is one page of a tenant's notifications, newest first — by
 // created_at, then id, both descending — continuing after q.Cursor. The
 // page is read by index from where the cursor points, never by offset, so

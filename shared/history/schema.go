@@ -37,6 +37,12 @@ var migrations = [][]string{
 		// Forget deletes by age.
 		`CREATE INDEX notifications_by_update ON notifications (updated_at)`,
 	},
+	{
+		// Providers' reports are joined by the id the provider gave the
+		// message; rows without one (pending, failed, webhooks that
+		// answered without) stay out of the index.
+		`CREATE INDEX notifications_by_provider_message ON notifications (provider_message_id) WHERE provider_message_id <> ''`,
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction.

@@ -444,7 +444,7 @@ func TestOpenTwiceFindsTheSchema(t *testing.T) {
 		var versions int
 		raw := b.raw(t, url)
 		require.NoError(t, raw.QueryRowContext(ctx, "SELECT COUNT(*) FROM history_schema").Scan(&versions))
-		require.Equal(t, 1, versions)
+		require.Equal(t, 2, versions)
 		if b.name == "sqlite" {
 			var mode string
 			require.NoError(t, raw.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
@@ -519,5 +519,30 @@ func TestTheFeedsCommuteInAnyOrderAndBatching(t *testing.T) {
 			}
 			require.Equal(t, want, got, "order %d", i)
 		}
+	})
+}
+
+func TestProviderMessagesLeadToTheirNotification(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		s, ctx := b.open(t), heraldtest.Context(t)
+		delivered := func(tenant, id, message string, revision uint64) history.Row {
+			return history.Row{Tenant: tenant, ID: id, Channel: "email", State: history.Delivered, Provider: "sendgrid",
+				ProviderMessageID: message, Tries: 1, CreatedAt: base, UpdatedAt: base, Revision: revision}
+		}
+		require.NoError(t, s.Apply(ctx, []history.Row{delivered("acme", "ntf_1", "sg-1", 3), delivered("globex", "ntf_2", "sg-2", 4)}))
+		// Pending and failed rows have no message id: none is joined to "".
+		require.NoError(t, s.Accept(ctx, []history.Row{pending("acme", "ntf_3", base)}))
+		found, err := s.ByProviderMessage(ctx, "sg-2")
+		require.NoError(t, err)
+		require.Equal(t, []string{"ntf_2"}, ids(found))
+		require.Equal(t, "globex", found[0].Tenant)
+
+		found, err = s.ByProviderMessage(ctx, "sg-9")
+		require.NoError(t, err)
+		require.Empty(t, found, "not indexed yet is no error")
+		found, err = s.ByProviderMessage(ctx, "")
+		require.NoError(t, err)
+		require.Empty(t, found)
 	})
 }

@@ -23,9 +23,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/report"
 )
 
 // Bucket is the key-value bucket declared in streams/KV_deliveries.
@@ -109,8 +112,12 @@ type Entry struct {
 	// one refused over quota, so a redrive counts it again.
 	Counted string `json:"counted,omitempty"`
 	// Resends counts the sweep's resends of this notification.
-	Resends   int       `json:"resends,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Resends int `json:"resends,omitempty"`
+	// Reports are what the provider told of the message after accepting
+	// it — delivered, bounced, opened… — newest last, the latest
+	// MaxReports; each is kept once, however often it was told.
+	Reports   []report.Report `json:"reports,omitempty"`
+	UpdatedAt time.Time       `json:"updated_at"`
 
 	revision uint64
 	// indexed: the entry was read (or written) failed-but-retryable, so
@@ -132,6 +139,26 @@ func (e *Entry) Record(a Attempt) {
 	if over := len(e.Attempts) - MaxAttempts; over > 0 {
 		e.Attempts = e.Attempts[over:]
 	}
+}
+
+// MaxReports is how many provider reports an entry keeps, newest last.
+const MaxReports = 20
+
+// Report keeps a provider's report, unless the entry has it already (the
+// provider told it again).
+func (e *Entry) Report(r report.Report) {
+	if e.HasReport(r.Provider, r.EventID) {
+		return
+	}
+	e.Reports = append(e.Reports, r)
+	if over := len(e.Reports) - MaxReports; over > 0 {
+		e.Reports = e.Reports[over:]
+	}
+}
+
+// HasReport says whether the entry keeps the provider's event already.
+func (e *Entry) HasReport(provider, eventID string) bool {
+	return slices.ContainsFunc(e.Reports, func(r report.Report) bool { return r.Provider == provider && r.EventID == eventID })
 }
 
 // ErrConflict means the entry changed since it was read.

@@ -10,31 +10,51 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/report"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Status is an outcome event, published on notify.status.<tenant> for
-// publishers and dashboards when a notification is delivered or given up.
+// publishers and dashboards when a notification is delivered, given up or
+// suppressed — and again for each report its provider makes of it later.
 type Status struct {
-	// Type is "notification." and the state: what a reader of
-	// notify.status.<tenant> tells outcomes from the other events there
-	// (EndpointDisabled) by. PublishStatus fills it in.
+	// Type is "notification." and the state, or "report." and the
+	// report's kind: what a reader of notify.status.<tenant> tells
+	// outcomes from the other events there (EndpointDisabled) by.
+	// PublishStatus and PublishReport fill it in.
 	Type           string        `json:"type,omitempty"`
 	NotificationID string        `json:"notification_id"`
 	DedupeKey      string        `json:"dedupe_key"`
 	Tenant         string        `json:"tenant"`
 	Channel        event.Channel `json:"channel"`
-	State          string        `json:"state"` // delivered | failed
+	// State is delivered, failed or suppressed; on a report, its kind.
+	State string `json:"state"`
 	// Template is the notification's: the webhook status feed skips its
 	// own deliveries' outcomes (FeedTemplate), which would feed it forever.
-	Template          string    `json:"template,omitempty"`
-	Provider          string    `json:"provider,omitempty"`
-	ProviderMessageID string    `json:"provider_message_id,omitempty"`
-	Reason            string    `json:"reason,omitempty"`
-	Retryable         bool      `json:"retryable,omitempty"`
-	Tries             int       `json:"tries"`
-	EventID           string    `json:"event_id,omitempty"`
-	Time              time.Time `json:"time"`
+	Template          string `json:"template,omitempty"`
+	Provider          string `json:"provider,omitempty"`
+	ProviderMessageID string `json:"provider_message_id,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+	Retryable         bool   `json:"retryable,omitempty"`
+	Tries             int    `json:"tries"`
+	EventID           string `json:"event_id,omitempty"`
+	// Report is what the provider told of the message after accepting
+	// it, on a report.<kind> event; State is then the report's kind.
+	Report *report.Report `json:"report,omitempty"`
+	Time   time.Time      `json:"time"`
+}
+
+// ReportType is the type of the status event a provider's report makes:
+// report.delivered, report.bounced… — not notification.delivered, which
+// says a provider accepted the message, before any of these.
+func ReportType(k report.Kind) string { return "report." + string(k) }
+
+// PublishReport tells the tenant what a provider reported about one of its
+// notifications. Its Nats-Msg-Id names the provider's event, so telling
+// the same report twice stores it once.
+func PublishReport(ctx context.Context, js jetstream.Publisher, st Status, r report.Report) error {
+	st.Type, st.State, st.Report = ReportType(r.Kind), string(r.Kind), &r
+	return publish(ctx, js, StatusSubject(st.Tenant), st.DedupeKey+":report:"+r.Provider+":"+r.EventID, st)
 }
 
 // FeedTemplate is the template of the webhooks that carry status events.

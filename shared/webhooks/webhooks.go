@@ -33,10 +33,11 @@ import (
 const Bucket = "webhook_endpoints"
 
 // DefaultEvents are what an endpoint registered without patterns gets:
-// every notification's outcome, news of the tenant's endpoints themselves
-// (webhook.endpoint_disabled), and of the tenant's account
-// (tenant.quota.warning, tenant.quota.exceeded).
-var DefaultEvents = []string{"notification.*", "webhook.*", "tenant.*"}
+// every notification's outcome, what providers report of the messages
+// after (report.bounced, report.complained…), news of the tenant's
+// endpoints themselves (webhook.endpoint_disabled), and of the tenant's
+// account (tenant.quota.warning, tenant.quota.exceeded).
+var DefaultEvents = []string{"notification.*", "report.*", "webhook.*", "tenant.*"}
 
 // MaxEndpoints bounds one tenant's endpoints.
 const MaxEndpoints = 20

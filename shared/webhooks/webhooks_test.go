@@ -32,7 +32,7 @@ func TestEndpointsAreEachTenantsOwn(t *testing.T) {
 	s, ctx := open(t), heraldtest.Context(t)
 	e, secret, err := s.Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"notification.*", "webhook.*", "tenant.*"}, e.Events, "every notification's outcome, news of the endpoints and of the tenant's quotas, by default")
+	require.Equal(t, []string{"notification.*", "report.*", "webhook.*", "tenant.*"}, e.Events, "every notification's outcome, providers' reports, news of the endpoints and of the tenant's quotas, by default")
 	require.True(t, e.Wants("notification.delivered"))
 	require.True(t, e.Wants("webhook.endpoint_disabled"))
 	require.Equal(t, "https://erp.acme.example/…", e.ShownURL(), "shown without its path")

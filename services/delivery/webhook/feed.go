@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -45,7 +47,8 @@ type FeedConfig struct {
 // Feed turns each tenant's status events into webhooks: for every outcome
 // on notify.status.<tenant>, one notification on the webhook channel per
 // endpoint that wants its type ("notification.delivered",
-// "notification.failed"), carrying the status event as its data; and for
+// "notification.failed", "report.bounced"…), carrying the status event as
+// its data; and for
 // every endpoint Herald disabled ("webhook.endpoint_disabled"), one per
 // other endpoint that wants it; and for every threshold of a monthly quota
 // a tenant reaches ("tenant.quota.warning" at 80 %, "tenant.quota.exceeded"
@@ -147,12 +150,18 @@ func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	return consumer.Done()
 }
 
-// feed is the webhooks one outcome makes: one per endpoint that wants it.
+// feed is the webhooks one outcome makes: one per endpoint that wants it,
+// each once per notification and state — or, for a provider's report,
+// per notification and provider event, since a message is opened often.
 func feed(st notification.Status, endpoints []webhooks.Endpoint, now time.Time) ([]notification.Delivery, error) {
-	typ := "notification." + st.State
+	typ, document := "notification."+st.State, "status_"+st.State
+	if st.Report != nil {
+		sum := sha256.Sum256([]byte(st.Report.Provider + "\x00" + st.Report.EventID))
+		typ, document = notification.ReportType(st.Report.Kind), "report_"+hex.EncodeToString(sum[:12])
+	}
 	return fanOut(st.Tenant, typ, Body{Type: typ, Timestamp: st.Time, Data: st}, endpoints, now,
 		func(endpoint string) notification.Key {
-			return notification.Key{Subject: st.NotificationID, Document: "status_" + st.State, Recipient: endpoint}
+			return notification.Key{Subject: st.NotificationID, Document: document, Recipient: endpoint}
 		}, notification.EventRef{ID: st.EventID, Type: typ})
 }
 

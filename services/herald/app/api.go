@@ -1,13 +1,17 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/heraldhq/herald/services/api"
+	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/ratelimit"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // configureAPI reads api:, plans:, vault: and history:.
@@ -25,7 +29,49 @@ func (a *App) configureAPI() error {
 			return err
 		}
 	}
-	return a.apiC.Validate()
+	if err := a.apiC.Validate(); err != nil {
+		return err
+	}
+	return a.configureInbound()
+}
+
+// configureInbound reads inbound: and finds the platform's Twilio token.
+func (a *App) configureInbound() error {
+	c := a.cfg.Inbound
+	if c.SendGrid.PublicKey != "" {
+		if _, err := inbound.ParseSendGridKey(c.SendGrid.PublicKey); err != nil {
+			return fmt.Errorf("inbound.sendgrid.public_key: %w", err)
+		}
+	}
+	for i, arn := range c.SES.Topics {
+		if !strings.HasPrefix(arn, "arn:aws") || strings.Count(arn, ":") != 5 {
+			return fmt.Errorf("inbound.ses.topics[%d]: %q is not a topic ARN (arn:aws:sns:<region>:<account>:<topic>)", i, arn)
+		}
+	}
+	if c.MaxAge < 0 {
+		return fmt.Errorf("inbound.max_age: must not be negative (got %s)", c.MaxAge)
+	}
+	a.inboundC = inbound.Config{SendGridPublicKey: c.SendGrid.PublicKey, SESTopics: c.SES.Topics, MaxAge: c.MaxAge,
+		MaxBodyBytes: a.cfg.API.MaxBodyBytes, PublicURL: a.cfg.Documents.PublicURL,
+		Logger: a.logger.With("service", "inbound"), MeterProvider: a.tel.MeterProvider()}
+	sections := []struct {
+		field string
+		TextConfig
+	}{{"sms", a.cfg.SMS}, {"whatsapp", a.cfg.WhatsApp.TextConfig}}
+	for _, section := range sections {
+		for i, p := range section.Providers {
+			if p.Type != "twilio" || !a.inboundC.TwilioAuthToken.IsZero() {
+				continue
+			}
+			where := fmt.Sprintf("%s.providers[%d]", section.field, i)
+			token, err := a.secret(where+".auth_token_env", cmp.Or(p.AuthTokenEnv, "TWILIO_AUTH_TOKEN"), p.AuthTokenFile)
+			if err != nil {
+				return err
+			}
+			a.inboundC.TwilioAuthToken, a.inboundC.TwilioAccountSID = vault.NewSecret(token), p.AccountSID
+		}
+	}
+	return nil
 }
 
 // buildAPI makes the HTTP API, authenticating with the keys of the bucket
@@ -56,7 +102,26 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 	auth.svc = svc
 	// Below the documents' route, which is more specific.
 	a.public.Handle("/v1/", svc.Handler())
+	if err := a.serveInbound(ctx); err != nil {
+		return nil, err
+	}
 	return auth, nil
+}
+
+// serveInbound takes the providers' webhooks on the public listener,
+// beside the API.
+func (a *App) serveInbound(ctx context.Context) error {
+	accounts, err := a.accounts(ctx)
+	if err != nil {
+		return err
+	}
+	a.inboundC.JetStream, a.inboundC.Accounts = a.js, accounts
+	h, err := inbound.New(a.inboundC)
+	if err != nil {
+		return err
+	}
+	a.public.Handle(inbound.Path, h)
+	return nil
 }
 
 // apiKeys runs the API with the authenticator it needs: the keys are

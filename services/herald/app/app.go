@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/event"
@@ -55,8 +56,9 @@ type App struct {
 	history *history.Store
 	// public is the public listener's routes; services that answer
 	// outsiders (api) add theirs when they are built.
-	public *http.ServeMux
-	apiC   api.Config
+	public   *http.ServeMux
+	apiC     api.Config
+	inboundC inbound.Config
 	// keyring opens tenants' provider accounts; nil without a master key.
 	keyring *vault.Keyring
 	// beforeServices runs once the streams exist, before any service

@@ -104,6 +104,7 @@ type Config struct {
 		Concurrency int `yaml:"concurrency"`
 	} `yaml:"pdf"`
 	Documents DocumentsConfig `yaml:"documents"`
+	Inbound   InboundConfig   `yaml:"inbound"`
 	DLQ       DLQConfig       `yaml:"dlq"`
 	Ledger    struct {
 		// Retention is how long the delivery ledger remembers a
@@ -257,6 +258,28 @@ type DocumentsConfig struct {
 	// stored; 0 keeps it forever, as business documents may have to be for
 	// years. Defaults to 0.
 	Retention time.Duration `yaml:"retention"`
+}
+
+// InboundConfig is what verifies the platform accounts' webhooks, which
+// the api takes at /v1/inbound/<provider> (a tenant's own account's come
+// to /v1/inbound/<provider>/<tenant>/<name>, verified by what the vault
+// keeps). Twilio's are verified with the auth token of the twilio provider
+// in sms.providers or whatsapp.providers, at the URL documents.public_url
+// begins.
+type InboundConfig struct {
+	SendGrid struct {
+		// PublicKey is the platform SendGrid account's Signed Event
+		// Webhook verification key: base64, as SendGrid shows it.
+		PublicKey string `yaml:"public_key"`
+	} `yaml:"sendgrid"`
+	SES struct {
+		// Topics are the SNS topics (ARNs) the platform's SES events come
+		// through; messages from any other topic are refused.
+		Topics []string `yaml:"topics"`
+	} `yaml:"ses"`
+	// MaxAge is how old a signed timestamp may be before the request is
+	// taken for a replay. Defaults to 5 minutes.
+	MaxAge time.Duration `yaml:"max_age"`
 }
 
 // DLQConfig configures the DLQ service: alerts and the resend sweep.

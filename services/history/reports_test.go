@@ -1,0 +1,158 @@
+package history_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/report"
+	"github.com/heraldhq/herald/shared/suppression"
+)
+
+// bounce is a hard bounce of d's message, as the inbound webhooks store it.
+func bounce(d notification.Delivery, eventID string) report.Report {
+	return report.Report{Provider: "ses", MessageID: "ses-" + d.ID[4:12], EventID: eventID, Kind: report.Bounced,
+		Hard: true, Recipient: d.Recipient.Address, Detail: "smtp; 550 5.1.1 user unknown", Time: time.Now().UTC().Truncate(time.Second)}
+}
+
+// reported waits until d's ledger entry keeps n reports.
+func (b *bundle) reported(t *testing.T, d notification.Delivery, n int) ledger.Entry {
+	t.Helper()
+	var e ledger.Entry
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var err error
+		e, err = b.ledger.ByID(heraldtest.Context(t), d.Tenant, d.ID)
+		require.NoError(c, err)
+		require.Len(c, e.Reports, n)
+	}, 15*time.Second, 20*time.Millisecond)
+	return e
+}
+
+// statusEvents are the report events told on notify.status.acme.
+func statusEvents(t *testing.T, b *bundle) []notification.Status {
+	t.Helper()
+	var out []notification.Status
+	for _, m := range heraldtest.StreamMessages(t, b.nats.JS, "STATUS") {
+		var st notification.Status
+		require.NoError(t, json.Unmarshal(m.Data, &st))
+		if st.Report != nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// A hard bounce that arrives before its notification is indexed waits for
+// it; then the entry keeps it, the tenant hears report.bounced, and the
+// address is suppressed, saying which provider event did it.
+func TestAHardBounceIsJoinedAndSuppressesTheAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	start(t, b, openStore(t))
+	olga := delivery("PO-1", "olga@zarya.example")
+	rep := bounce(olga, "sns-1:olga@zarya.example")
+	require.NoError(t, report.Publish(ctx, b.nats.JS, []report.Report{rep}))
+	b.record(t, olga, ledger.Delivered)
+
+	e := b.reported(t, olga, 1)
+	require.Equal(t, rep, e.Reports[0])
+	require.Equal(t, ledger.Delivered, e.State, "accepted by the provider it stays")
+
+	events := statusEvents(t, b)
+	require.Len(t, events, 1)
+	require.Equal(t, "report.bounced", events[0].Type)
+	require.Equal(t, olga.ID, events[0].NotificationID)
+	require.Equal(t, "bounced", events[0].State)
+
+	store, err := suppression.Open(ctx, b.nats.JS)
+	require.NoError(t, err)
+	s, err := store.Get(ctx, "acme", "olga@zarya.example")
+	require.NoError(t, err)
+	require.Equal(t, suppression.HardBounce, s.Reason)
+	require.Equal(t, "smtp; 550 5.1.1 user unknown", s.Detail)
+	require.Contains(t, s.Source, "ses event sns-1:olga@zarya.example")
+	require.Contains(t, s.Source, olga.ID)
+}
+
+// A soft bounce, an open and a complaint: all kept; only the complaint
+// suppresses. A report told again — past the stream's duplicate window,
+// as a provider's retry days later is — is kept once and told once.
+func TestOnlyPermanentSignalsSuppressAndRepeatsAreKeptOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	start(t, b, openStore(t))
+	ivan, olga := delivery("PO-2", "ivan@zarya.example"), delivery("PO-3", "olga@zarya.example")
+	b.record(t, ivan, ledger.Delivered)
+	b.record(t, olga, ledger.Delivered)
+
+	soft := bounce(ivan, "e-soft")
+	soft.Hard = false
+	opened := bounce(ivan, "e-open")
+	opened.Kind, opened.Hard = report.Opened, false
+	require.NoError(t, report.Publish(ctx, b.nats.JS, []report.Report{soft, opened}))
+	b.reported(t, ivan, 2)
+
+	complaint := bounce(olga, "e-complaint")
+	complaint.Kind, complaint.Hard, complaint.Detail = report.Complained, false, "abuse"
+	require.NoError(t, report.Publish(ctx, b.nats.JS, []report.Report{complaint}))
+	b.reported(t, olga, 1)
+	// The same event again under another message id: the stream cannot
+	// tell, the ledger can.
+	body, err := json.Marshal(complaint)
+	require.NoError(t, err)
+	_, err = b.nats.JS.Publish(ctx, report.Subject("ses"), body)
+	require.NoError(t, err)
+	marker := bounce(olga, "e-delivered")
+	marker.Kind, marker.Hard = report.Delivered, false
+	require.NoError(t, report.Publish(ctx, b.nats.JS, []report.Report{marker}))
+	e := b.reported(t, olga, 2)
+	require.Equal(t, []string{"e-complaint", "e-delivered"}, []string{e.Reports[0].EventID, e.Reports[1].EventID})
+
+	store, err := suppression.Open(ctx, b.nats.JS)
+	require.NoError(t, err)
+	_, err = store.Get(ctx, "acme", "ivan@zarya.example")
+	require.ErrorIs(t, err, suppression.ErrNotFound, "a soft bounce is only recorded")
+	s, err := store.Get(ctx, "acme", "olga@zarya.example")
+	require.NoError(t, err)
+	require.Equal(t, suppression.Complaint, s.Reason)
+
+	complaints := 0
+	for _, st := range statusEvents(t, b) {
+		if st.Type == "report.complained" {
+			complaints++
+		}
+	}
+	require.Equal(t, 1, complaints)
+}
+
+// A report made with a tenant's own account speaks of that tenant's
+// messages only: another tenant's message id joins nothing.
+func TestATenantsAccountCannotReportAnothersMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	start(t, b, openStore(t))
+	olga := delivery("PO-4", "olga@zarya.example") // acme's
+	b.record(t, olga, ledger.Delivered)
+
+	forged := bounce(olga, "forged")
+	forged.Tenant, forged.Account = "globex", "sg"
+	own := bounce(olga, "own")
+	own.Tenant, own.Account, own.Kind, own.Hard = "acme", "sg", report.Delivered, false
+	require.NoError(t, report.Publish(ctx, b.nats.JS, []report.Report{forged, own}))
+	e := b.reported(t, olga, 1)
+	require.Equal(t, "own", e.Reports[0].EventID)
+
+	store, err := suppression.Open(ctx, b.nats.JS)
+	require.NoError(t, err)
+	_, err = store.Get(ctx, "acme", "olga@zarya.example")
+	require.ErrorIs(t, err, suppression.ErrNotFound)
+}
