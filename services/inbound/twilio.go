@@ -1,12 +1,144 @@
 package inbound
 
 import (
+	"mime"
 	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/twilio/twilio-go/client"
 
 	"github.com/heraldhq/herald/shared/report"
 )
 
-// PLACEHOLDER for the Twilio helper: replaced in full.
+// Twilio error codes a failed message's callback carries that say the
+// address will never take a message (https://www.twilio.com/docs/api/errors):
+// the bounce is hard and the address suppressed. Any other code is a soft
+// bounce — the carrier's filter, a full queue, an unreachable handset may
+// all pass.
+var twilioPermanent = map[string]bool{
+	"30005": true, // unknown destination handset
+	"30006": true, // landline or unreachable carrier
+	"21211": true, // invalid To number
+	"21614": true, // To is not a mobile number
+	"63024": true, // invalid WhatsApp recipient
+}
+
+// twilioUnsubscribed (21610) is a failure because the recipient replied
+// STOP: not a bounce but their own word, reported as an unsubscribe.
+const twilioUnsubscribed = "21610"
+
+// twilioKinds are the message statuses that say something about the
+// recipient; the others (queued, accepted, sending, sent, scheduled,
+// canceled, receiving, received) are Twilio's own progress, not reported.
+var twilioKinds = map[string]report.Kind{
+	"delivered":   report.Delivered,
+	"read":        report.Opened, // WhatsApp's read receipt
+	"undelivered": report.Bounced,
+	"failed":      report.Bounced,
+}
+
+// twilioReports verifies a Twilio status callback and returns its report,
+// if its status is one Herald reports.
+//
+// Twilio signs a callback with the account's auth token: X-Twilio-Signature
+// is the base64 HMAC-SHA1 of the URL it called followed by each form
+// parameter's name and value in name order. That URL is the public one —
+// Config.PublicURL and the request's path and query. Without PublicURL it
+// is taken as http:// and the Host Herald was called at, which is right
+// only when nothing stands in front of Herald: behind a proxy or a load
+// balancer that ends TLS, public_url must be set, or no callback verifies.
+//
+// A callback carries no timestamp, so unlike SendGrid's and SES's there is
+// no replay window: a replayed callback is a callback Twilio already sent,
+// and its event id (message, status and error code) stores it once.
 func (h *Handler) twilioReports(r *http.Request, body []byte, k keys) ([]report.Report, error) {
-	return nil, refuse(http.StatusNotImplemented, "twilio not built")
+	params, err := h.twilioVerify(r, body, k)
+	if err != nil {
+		return nil, err
+	}
+	sid, status := params["MessageSid"], params["MessageStatus"]
+	switch {
+	case sid == "":
+		return nil, refuse(http.StatusBadRequest, "no MessageSid: not a Twilio status callback")
+	case status == "":
+		return nil, refuse(http.StatusBadRequest, "no MessageStatus: not a Twilio status callback")
+	}
+	kind, ok := twilioKinds[status]
+	if !ok {
+		return nil, nil
+	}
+	code := strings.TrimSpace(params["ErrorCode"])
+	rep := report.Report{
+		MessageID: sid,
+		EventID:   sid + ":" + status,
+		Kind:      kind,
+		Recipient: strings.TrimPrefix(params["To"], "whatsapp:"),
+		Detail:    status,
+		Time:      h.cfg.Now(),
+	}
+	if code != "" {
+		rep.EventID += ":" + code
+		rep.Detail = "error " + code
+		if msg := params["ErrorMessage"]; msg != "" {
+			rep.Detail += ": " + msg
+		}
+	}
+	if kind == report.Bounced {
+		switch {
+		case code == twilioUnsubscribed:
+			rep.Kind = report.Unsubscribed
+		case twilioPermanent[code]:
+			rep.Hard = true
+		}
+	}
+	return []report.Report{rep}, nil
+}
+
+// twilioVerify checks the request's signature, and that it names the
+// account k expects, and returns its parameters (each name's first value).
+func (h *Handler) twilioVerify(r *http.Request, body []byte, k keys) (map[string]string, error) {
+	sig := r.Header.Get("X-Twilio-Signature")
+	if sig == "" {
+		return nil, refuse(http.StatusUnauthorized, "no X-Twilio-Signature")
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return nil, refuse(http.StatusBadRequest, "Content-Type %q: Twilio posts application/x-www-form-urlencoded", mt)
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, refuse(http.StatusBadRequest, "the body is not a form")
+	}
+	// The validator signs each name's first value, so those are the only
+	// ones read: a value appended to a signed callback changes nothing.
+	params := make(map[string]string, len(form))
+	for name, values := range form {
+		params[name] = values[0]
+	}
+	validator := client.NewRequestValidator(k.twilioToken.Reveal())
+	if !validator.Validate(h.twilioURL(r), params, sig) {
+		// The query is left out of the reason: an operator may have put
+		// something of their own in the callback URL's.
+		return nil, refuse(http.StatusForbidden, "X-Twilio-Signature does not match: another auth token signed it, "+
+			"the request was changed, or Twilio called another URL than %s (is public_url right?)", h.twilioBase(r)+r.URL.EscapedPath())
+	}
+	if k.twilioAccount != "" && params["AccountSid"] != k.twilioAccount {
+		// Signed with this token, yet about another account's message:
+		// a token shared between accounts (or a test account) must not
+		// speak for the one configured.
+		return nil, refuse(http.StatusForbidden, "the callback is for another Twilio account than the one configured")
+	}
+	return params, nil
+}
+
+// twilioURL is the URL Twilio called, as it signed it.
+func (h *Handler) twilioURL(r *http.Request) string { return h.twilioBase(r) + r.URL.RequestURI() }
+
+// twilioBase is the base URL Twilio called: public_url, or http:// and the
+// Host header without it (see twilioReports).
+func (h *Handler) twilioBase(r *http.Request) string {
+	if h.cfg.PublicURL == "" {
+		return "http://" + r.Host
+	}
+	return strings.TrimRight(h.cfg.PublicURL, "/")
 }

@@ -78,6 +78,13 @@ type Config struct {
 	// test fake. The request path stays
 	// /2010-04-01/Accounts/{AccountSid}/Messages.json under it.
 	Endpoint string
+	// StatusCallback is the URL Twilio posts each message's status
+	// callbacks to — delivered, undelivered, failed, read — so that Herald
+	// learns what became of it: <public_url>/v1/inbound/twilio for the
+	// platform's account, <public_url>/v1/inbound/twilio/<tenant>/<account>
+	// for a tenant's. An absolute http(s) URL. Empty sends none, and Twilio
+	// posts to the messaging service's callback, if it has one.
+	StatusCallback string
 	// HTTPClient sends the requests; its Transport, Timeout, CheckRedirect
 	// and Jar are used, and it is not modified. Defaults to a client of
 	// the provider's own that follows no redirects, as twilio-go's does,
@@ -87,8 +94,8 @@ type Config struct {
 
 // Format keeps the auth token out of any log line that prints the config.
 func (c Config) Format(f fmt.State, _ rune) {
-	fmt.Fprintf(f, "twilio.Config{AccountSID: %q, AuthToken: [redacted], From: %q, MessagingServiceSID: %q, Endpoint: %q}",
-		c.AccountSID, c.From, c.MessagingServiceSID, c.Endpoint)
+	fmt.Fprintf(f, "twilio.Config{AccountSID: %q, AuthToken: [redacted], From: %q, MessagingServiceSID: %q, Endpoint: %q, StatusCallback: %q}",
+		c.AccountSID, c.From, c.MessagingServiceSID, c.Endpoint, c.StatusCallback)
 }
 
 // LogValue keeps the token out of structured logs, which would otherwise
@@ -99,6 +106,7 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(fmt.Sprint(c)) }
 type Provider struct {
 	accountSID, token  string
 	from, service      string
+	statusCallback     string
 	endpoint           *url.URL // nil: twilio-go's own
 	httpClient         http.Client
 	transport          http.RoundTripper
@@ -134,8 +142,14 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("twilio: MessagingServiceSID %q is not a messaging service SID (MG and 32 hex digits)", redactIn(service, token))
 	}
 
+	callback := strings.TrimSpace(cfg.StatusCallback)
+	if callback != "" && !absoluteHTTP(callback) {
+		return nil, fmt.Errorf("twilio: status_callback %q is not an absolute http(s) URL such as https://herald.example.com/v1/inbound/twilio",
+			redactIn(callback, token))
+	}
+
 	p := &Provider{
-		accountSID: sid, token: token, from: from, service: service,
+		accountSID: sid, token: token, from: from, service: service, statusCallback: callback,
 		redact:             strings.NewReplacer(token, "[redacted]"),
 		endpointForDisplay: DefaultEndpoint,
 	}
@@ -248,6 +262,9 @@ func (p *Provider) params(msg sms.Message) (*openapi.CreateMessageParams, error)
 	if p.service != "" {
 		params.SetMessagingServiceSid(p.service)
 	}
+	if p.statusCallback != "" {
+		params.SetStatusCallback(p.statusCallback)
+	}
 	if msg.Channel == event.ChannelWhatsApp && msg.Template != nil {
 		if msg.Template.ContentSID == "" {
 			return nil, provider.Permanentf("WhatsApp template without a content SID")
@@ -323,6 +340,15 @@ func (p *Provider) failure(err error, ans *answer) error {
 		words += " (reading the answer: " + ans.readErr.Error() + ")"
 	}
 	return provider.HTTPError(ans.status, ans.header, words)
+}
+
+// absoluteHTTP reports whether s is an absolute http(s) URL without
+// credentials: Twilio calls it from the internet, and a password in it
+// would show wherever the config is printed (Herald verifies Twilio's
+// signature instead).
+func absoluteHTTP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
 
 // redactIn replaces secret in s, for config values quoted in errors, where

@@ -39,6 +39,7 @@ const (
 	from       = "+15017122661"
 	// invalidNumber is Twilio's magic test number for an invalid To.
 	invalidNumber = "+15005550001"
+	callbackURL   = "https://herald.example.com/v1/inbound/twilio"
 )
 
 func newProvider(t *testing.T, cfg twilio.Config) *twilio.Provider {
@@ -259,6 +260,20 @@ func TestWhatsAppAddressesAndTemplates(t *testing.T) {
 				ContentSID: template.Template.ContentSID, ContentVariables: template.Template.Variables},
 		},
 		{
+			name: "SMSWithStatusCallback", cfg: twilio.Config{StatusCallback: callbackURL}, msg: smstest.Sample(event.ChannelSMS),
+			want: twiliotest.Message{Channel: event.ChannelSMS, To: "+34600111222", From: from, Body: smstest.Sample("").Body,
+				StatusCallback: callbackURL},
+		},
+		{
+			// The provider's callback, not the service's: Herald's
+			// inbound path is the one that knows the account.
+			name: "WhatsAppTemplateWithStatusCallbackThroughMessagingService",
+			cfg:  twilio.Config{MessagingServiceSID: serviceSID, StatusCallback: callbackURL + "/acme/tw1"}, msg: template,
+			want: twiliotest.Message{Channel: event.ChannelWhatsApp, To: "whatsapp:+34600111222", MessagingServiceSID: serviceSID,
+				ContentSID: template.Template.ContentSID, ContentVariables: template.Template.Variables,
+				StatusCallback: callbackURL + "/acme/tw1"},
+		},
+		{
 			// A template belongs to WhatsApp; an SMS sends its text.
 			name: "SMSIgnoresTemplate", msg: func() sms.Message { m := template; m.Channel = event.ChannelSMS; return m }(),
 			want: twiliotest.Message{Channel: event.ChannelSMS, To: "+34600111222", From: from, Body: template.Body},
@@ -326,6 +341,45 @@ func TestContentVariablesAreJSON(t *testing.T) {
 	require.Equal(t, `{"1":"<SKU-42> & \"co\"","2":"Мадрид"}`, form.Get("ContentVariables"))
 	require.Equal(t, msg.Template.ContentSID, form.Get("ContentSid"))
 	require.NotContains(t, form, "Body")
+}
+
+// Twilio posts a message's status callbacks where the message asked: every
+// message asks when a callback is configured, none does otherwise.
+func TestStatusCallback(t *testing.T) {
+	t.Parallel()
+	sendAll := func(t *testing.T, cfg twilio.Config) []url.Values {
+		t.Helper()
+		var got wire
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got.record(r)
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, created)
+		}))
+		t.Cleanup(srv.Close)
+		cfg.Endpoint = srv.URL
+		p := newProvider(t, cfg)
+		for _, msg := range []sms.Message{smstest.Sample(event.ChannelSMS), smstest.Sample(event.ChannelWhatsApp), smstest.Template()} {
+			_, err := p.Send(context.Background(), msg)
+			require.NoError(t, err)
+		}
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		require.Len(t, got.form, 3)
+		return got.form
+	}
+	t.Run("Configured", func(t *testing.T) {
+		t.Parallel()
+		// As read from a file, with its newline.
+		for _, form := range sendAll(t, twilio.Config{StatusCallback: callbackURL + "?region=eu\n"}) {
+			require.Equal(t, []string{callbackURL + "?region=eu"}, form["StatusCallback"])
+		}
+	})
+	t.Run("NotConfigured", func(t *testing.T) {
+		t.Parallel()
+		for _, form := range sendAll(t, twilio.Config{}) {
+			require.NotContains(t, form, "StatusCallback")
+		}
+	})
 }
 
 func TestEndpoint(t *testing.T) {
@@ -472,6 +526,16 @@ func TestNew(t *testing.T) {
 		"Endpoint \"ftp://api.twilio.com\"":                          with(func(c *twilio.Config) { c.Endpoint = "ftp://api.twilio.com" }),
 		"Endpoint \"https://u:p@api.twilio.com\"":                    with(func(c *twilio.Config) { c.Endpoint = "https://u:p@api.twilio.com" }),
 		"Endpoint \"https://api.twilio.com?x=1\"":                    with(func(c *twilio.Config) { c.Endpoint = "https://api.twilio.com?x=1" }),
+		"status_callback \"/v1/inbound/twilio\" is not an absolute http(s) URL": with(func(c *twilio.Config) {
+			c.StatusCallback = "/v1/inbound/twilio"
+		}),
+		"status_callback \"herald.example.com/v1/inbound/twilio\"": with(func(c *twilio.Config) {
+			c.StatusCallback = "herald.example.com/v1/inbound/twilio"
+		}),
+		"status_callback \"ftp://herald.example.com/\"": with(func(c *twilio.Config) { c.StatusCallback = "ftp://herald.example.com/" }),
+		"status_callback \"https://u:p@herald.example.com/\"": with(func(c *twilio.Config) {
+			c.StatusCallback = "https://u:p@herald.example.com/"
+		}),
 	} {
 		_, err := twilio.New(cfg)
 		require.ErrorContains(t, err, want)
@@ -484,6 +548,8 @@ func TestNew(t *testing.T) {
 		with(func(c *twilio.Config) { c.AuthToken = authToken + "\n" }),
 		with(func(c *twilio.Config) { c.Endpoint = "https://api.dublin.ie1.twilio.com" }),
 		with(func(c *twilio.Config) { c.Endpoint = "http://127.0.0.1:3000/" }),
+		with(func(c *twilio.Config) { c.StatusCallback = callbackURL }),
+		with(func(c *twilio.Config) { c.StatusCallback = "http://10.0.0.7:8080/v1/inbound/twilio/acme/tw1?tag=a%20b" }),
 	} {
 		_, err := twilio.New(cfg)
 		require.NoError(t, err, "%v", cfg)
@@ -566,6 +632,7 @@ func TestTokenNeverLeaks(t *testing.T) {
 			{AccountSID: secret, AuthToken: secret, From: from},
 			{AccountSID: accountSID, AuthToken: secret, MessagingServiceSID: secret},
 			{AccountSID: accountSID, AuthToken: secret + "-x", From: from},
+			{AccountSID: accountSID, AuthToken: secret, From: from, StatusCallback: "/inbound/" + secret},
 		} {
 			_, err := twilio.New(cfg)
 			require.Error(t, err)

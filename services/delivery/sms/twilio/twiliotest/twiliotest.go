@@ -6,10 +6,11 @@
 // resource as JSON, errors as Twilio's {code, message, more_info, status} —
 // so twilio-go, and Herald's provider built on it, run against it
 // unchanged. It checks a request as Twilio does (To, a sender, a body or a
-// content template, WhatsApp addresses on both ends), refuses Twilio's magic
-// test numbers as Twilio does for test credentials, and takes injected
-// faults: the next calls failing, a number that is always refused, a
-// WhatsApp number whose session window is closed, a delay.
+// content template, WhatsApp addresses on both ends, a StatusCallback URL),
+// refuses Twilio's magic test numbers as Twilio does for test credentials,
+// and takes injected faults: the next calls failing, a number that is
+// always refused, a WhatsApp number whose session window is closed, a
+// delay.
 package twiliotest
 
 import (
@@ -21,6 +22,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,6 +41,9 @@ const whatsappPrefix = "whatsapp:"
 
 // maxBody is Twilio's limit on a message body, in characters.
 const maxBody = 1600
+
+// maxCallback is Twilio's limit on a StatusCallback URL, in characters.
+const maxCallback = 4000
 
 var (
 	e164       = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
@@ -121,6 +126,9 @@ type Message struct {
 	ContentSID          string
 	// ContentVariables is the decoded ContentVariables JSON.
 	ContentVariables map[string]string
+	// StatusCallback is where Twilio would post the message's status
+	// callbacks; empty when none was sent.
+	StatusCallback string
 	// NumSegments is what Twilio would bill: GSM-7 or UCS-2 segments.
 	NumSegments int
 }
@@ -303,6 +311,7 @@ func (s *Server) message(r *http.Request) (Message, Failure, bool) {
 	msg := Message{
 		To: f.Get("To"), From: f.Get("From"), MessagingServiceSID: f.Get("MessagingServiceSid"),
 		Body: f.Get("Body"), ContentSID: f.Get("ContentSid"), Channel: event.ChannelSMS,
+		StatusCallback: f.Get("StatusCallback"),
 	}
 	bad := func(code int, words string) (Message, Failure, bool) {
 		return msg, Failure{Status: 400, Code: code, Message: words}, false
@@ -326,6 +335,8 @@ func (s *Server) message(r *http.Request) (Message, Failure, bool) {
 		return bad(21617, "The concatenated message body exceeds the 1600 character limit.")
 	case msg.ContentSID != "" && !contentSID.MatchString(msg.ContentSID):
 		return bad(21655, "The ContentSid is Invalid.")
+	case msg.StatusCallback != "" && !callbackURL(msg.StatusCallback):
+		return bad(21609, fmt.Sprintf("The StatusCallback URL %s is not a valid URL.", msg.StatusCallback))
 	case !e164.MatchString(to):
 		return bad(21211, fmt.Sprintf("The 'To' number %s is not a valid phone number.", msg.To))
 	}
@@ -398,6 +409,13 @@ func (s *Server) resource(msg Message) resource {
 		res.MessagingServiceSID = &msg.MessagingServiceSID
 	}
 	return res
+}
+
+// callbackURL reports whether s is a StatusCallback Twilio takes: a fully
+// qualified http(s) URL of at most 4000 characters.
+func callbackURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && len(s) <= maxCallback
 }
 
 // accepts reports whether f accepts the message before answering.

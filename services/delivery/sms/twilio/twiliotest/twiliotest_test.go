@@ -166,6 +166,8 @@ func TestRefusesAsTwilioDoes(t *testing.T) {
 			message: "Invalid From and To pair. From and To should be of the same channel"},
 		{name: "BadContentVariables", form: with("ContentVariables", "{1:"), status: 400, code: 21656,
 			message: "The ContentVariables Parameter is invalid."},
+		{name: "RelativeStatusCallback", form: with("StatusCallback", "/v1/inbound/twilio"), status: 400, code: 21609,
+			message: "The StatusCallback URL /v1/inbound/twilio is not a valid URL."},
 		{name: "MagicInvalidNumber", form: with("To", "+15005550001"), status: 400, code: 21211,
 			message: "The 'To' number +15005550001 is not a valid phone number."},
 		{name: "MagicUnsubscribed", form: with("To", "+15005550004"), status: 400, code: 21610,
