@@ -29,8 +29,9 @@ func (h *Handler) sesReports(ctx context.Context, body []byte, k keys) ([]report
 		return nil, err
 	}
 	if !slices.Contains(k.sesTopics, m.TopicArn) {
+		// Clipped: the ARN is still the sender's word, of any length.
 		return nil, refuse(http.StatusForbidden, "topic %.200q is not one of %s (%s)",
-			m.TopicArn, h.whose(k), h.configured(SES, k.tenant))
+			m.TopicArn, whoseTopics(k), h.configured(SES, k.tenant))
 	}
 	now := h.cfg.Now()
 	if err := h.sns.verify(ctx, m, certURL, now); err != nil {
@@ -56,8 +57,8 @@ func (h *Handler) sesReports(ctx context.Context, body []byte, k keys) ([]report
 	return h.sesNotification(ctx, m, sent)
 }
 
-// whose names the account k verifies.
-func (h *Handler) whose(k keys) string {
+// whoseTopics names the topics k holds: the platform's or a tenant's account's.
+func whoseTopics(k keys) string {
 	if k.tenant == "" {
 		return "the platform's topics"
 	}
