@@ -32,7 +32,6 @@ import (
 
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/report"
-	"github.com/heraldhq/herald/shared/vault"
 )
 
 // The SNS topic and URLs the tests' messages name, as SNS names them.
@@ -659,24 +658,13 @@ func TestSESNotificationsThatAreNotReports(t *testing.T) {
 	require.Contains(t, b.logs.String(), "type=AmazonSnsSubscriptionSucceeded")
 }
 
-// fakeAccounts are tenants' accounts, by tenant and name.
-type fakeAccounts map[[2]string]vault.Credential
-
-func (a fakeAccounts) Get(_ context.Context, tenant, name string) (vault.Credential, error) {
-	c, ok := a[[2]string{tenant, name}]
-	if !ok {
-		return vault.Credential{}, vault.ErrNotFound
-	}
-	return c, nil
-}
-
 // A tenant's SES account takes events from its own topics only, and its
 // reports say whose they are.
 func TestSESTenantAccount(t *testing.T) {
 	t.Parallel()
 	const tenantTopic = "arn:aws:sns:eu-west-1:210987654321:acme-ses-events"
 	b := setupSES(t, func(c *Config) {
-		c.Accounts = fakeAccounts{{"acme", "ses-eu"}: {Name: "ses-eu", Type: SES, SNSTopics: []string{tenantTopic}}}
+		c.Accounts = fakeAccounts{"acme/ses-eu": {Name: "ses-eu", Type: SES, SNSTopics: []string{tenantTopic}}}
 	})
 	path := Path + SES + "/acme/ses-eu"
 
