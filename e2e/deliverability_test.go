@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// A bounce SendGrid reports, signed as SendGrid signs it, suppresses the
+// address: the next order to it sends nothing and says suppressed, while
+// the other recipient still gets hers.
+func TestABouncedAddressIsSuppressedByTheProvidersSignedReport(t *testing.T) {
+	t.Parallel()
+	sg := sendgridtest.New(t, "SG.e2e-secret")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	require.NoError(t, err)
+	p := startPipeline(t, func(c *app.Config) {
+		c.Email.From = "Orders <orders@acme.example>"
+		c.Email.Providers = []app.ProviderConfig{{Type: "sendgrid", Endpoint: sg.URL(), APIKeyEnv: "SG_KEY"}}
+		c.Getenv = func(k string) string { return map[string]string{"SG_KEY": "SG.e2e-secret"}[k] }
+		c.Inbound.SendGrid.PublicKey = base64.StdEncoding.EncodeToString(der)
+	})
+	read, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Read}})
+
+	p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
+	p.settle(t)
+	require.Len(t, sg.Received(), 2)
+	var olgaMessage string
+	for _, r := range sg.Received() {
+		if r.Headers["X-Herald-Notification-Id"] == notification.ID(olgaKey) {
+			olgaMessage = r.MessageID
+		}
+	}
+	require.NotEmpty(t, olgaMessage)
+
+	// SendGrid's Event Webhook: the bounce of Olga's message, its
+	// sg_message_id the X-Message-Id and a filter's suffix.
+	events, err := json.Marshal([]map[string]any{{
+		"email": "olga@zarya.example", "timestamp": time.Now().Unix(), "event": "bounce", "type": "bounce",
+		"status": "5.1.1", "reason": "550 5.1.1 mailbox unavailable", "sg_event_id": "ZGVsaXZlcmVk",
+		"sg_message_id": olgaMessage + ".filterdrecv-5645d9c87f-2mxvh-1-5F5FC92A-4.0",
+	}})
+	require.NoError(t, err)
+	stamp := strconv.FormatInt(time.Now().Unix(), 10)
+	digest := sha256.Sum256(append([]byte(stamp), events...))
+	sig, err := ecdsa.SignASN1(rand.Reader, key, digest[:])
+	require.NoError(t, err)
+	post := func(signature string) answer {
+		return p.call(t, http.MethodPost, "/v1/inbound/sendgrid", "", events, http.Header{
+			"X-Twilio-Email-Event-Webhook-Signature": {signature}, "X-Twilio-Email-Event-Webhook-Timestamp": {stamp}})
+	}
+	forged := make([]byte, len(sig))
+	copy(forged, sig)
+	forged[len(forged)-1] ^= 1
+	require.Equal(t, http.StatusForbidden, post(base64.StdEncoding.EncodeToString(forged)).status)
+	a := post(base64.StdEncoding.EncodeToString(sig))
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+
+	// Joined to Olga's notification: its timeline shows the bounce, and
+	// the address is suppressed for acme, saying why.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		a := p.call(t, http.MethodGet, "/v1/notifications/"+notification.ID(olgaKey), read, nil, nil)
+		require.Equal(c, http.StatusOK, a.status)
+		var n struct {
+			State   string `json:"state"`
+			Reports []struct {
+				Kind   string `json:"kind"`
+				Hard   bool   `json:"hard"`
+				Detail string `json:"detail"`
+			} `json:"reports"`
+		}
+		require.NoError(c, json.Unmarshal(a.body, &n))
+		require.Equal(c, "delivered", n.State)
+		require.Len(c, n.Reports, 1)
+		require.Equal(c, "bounced", n.Reports[0].Kind)
+		require.True(c, n.Reports[0].Hard)
+	}, 20*time.Second, 50*time.Millisecond)
+	a = p.call(t, http.MethodGet, "/v1/suppressions", read, nil, nil)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	require.Contains(t, string(a.body), `"reason":"hard_bounce"`)
+	require.Contains(t, string(a.body), "550 5.1.1 mailbox unavailable")
+	require.Contains(t, string(a.body), "sendgrid event ZGVsaXZlcmVk")
+
+	// The next order goes to Olga no more.
+	p.publish(t, "orders.created", "evt-2026-11-30-0002", sample(t, "order.created.json", func(m map[string]any) {
+		m["id"] = "evt-2026-11-30-0002"
+		m["data"].(map[string]any)["order"].(map[string]any)["id"] = "PO-2026-0043"
+	}))
+	p.settle(t)
+	require.Len(t, sg.Received(), 3, "only Compras got the second order")
+	next := p.ledgerEntry(t, "acme:PO-2026-0043:1:purchase_order:email:olga@zarya.example")
+	require.Equal(t, ledger.Suppressed, next.State)
+	require.Contains(t, next.Reason, "hard bounce")
+	require.Zero(t, next.Tries, "no try spent")
+	require.Empty(t, p.streamMessages(t, "DLQ"), "a suppressed notification is no failure")
+
+	// The tenant was told of the bounce, then of the suppressed one.
+	told := map[string]string{}
+	for _, m := range p.streamMessages(t, "STATUS") {
+		var st notification.Status
+		if json.Unmarshal(m.Data, &st) == nil && st.Type != "" {
+			told[st.Type] = st.NotificationID
+		}
+	}
+	require.Equal(t, notification.ID(olgaKey), told["report.bounced"])
+	require.Equal(t, next.NotificationID, told["notification.suppressed"])
+}
