@@ -46,7 +46,7 @@ func (p *pipeline) call(t *testing.T, method, path, key string, body []byte, hea
 	for name, values := range header {
 		req.Header[name] = values
 	}
-	if body != nil {
+	if body != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/cloudevents+json")
 	}
 	if key != "" {

@@ -3,12 +3,17 @@ package e2e
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -18,7 +23,9 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
 )
@@ -123,4 +130,59 @@ func TestABouncedAddressIsSuppressedByTheProvidersSignedReport(t *testing.T) {
 	}
 	require.Equal(t, notification.ID(olgaKey), told["report.bounced"])
 	require.Equal(t, next.NotificationID, told["notification.suppressed"])
+}
+
+// Twilio is asked for status callbacks at Herald's public URL; the ones it
+// signs are kept with their message, and an unknown handset suppresses the
+// number: the next alert texts it no more.
+func TestTwilioStatusCallbacksComeBackSignedAndSuppressADeadNumber(t *testing.T) {
+	t.Parallel()
+	f := fakeTexting(t)
+	const public = "https://herald.example.com" // behind a proxy, as Twilio calls it
+	p := startPipeline(t, f.configure, func(c *app.Config) {
+		c.Documents.PublicURL = public
+		c.Router.Routes = []router.Route{{Event: "inventory.low_stock", Template: "low_stock", Roles: []string{"warehouse"},
+			Channels: []event.Channel{event.ChannelSMS}}}
+	})
+	p.publish(t, "inventory.low_stock", "evt-2026-11-30-0100", sample(t, "inventory.low_stock.json", nil))
+	p.settle(t)
+	sent := f.twilio.Received()
+	require.Len(t, sent, 1)
+	require.Equal(t, public+"/v1/inbound/twilio", sent[0].StatusCallback)
+
+	callback := func(status, code, token string) answer {
+		form := url.Values{"AccountSid": {twilioSID}, "MessageSid": {sent[0].SID}, "MessageStatus": {status},
+			"To": {warehouse}, "From": {"+14155550100"}, "ApiVersion": {"2010-04-01"}}
+		if code != "" {
+			form.Set("ErrorCode", code)
+		}
+		mac := hmac.New(sha1.New, []byte(token))
+		mac.Write([]byte(public + "/v1/inbound/twilio"))
+		for _, k := range slices.Sorted(maps.Keys(form)) {
+			mac.Write([]byte(k + form.Get(k)))
+		}
+		return p.call(t, http.MethodPost, "/v1/inbound/twilio", "", []byte(form.Encode()), http.Header{
+			"Content-Type":       {"application/x-www-form-urlencoded"},
+			"X-Twilio-Signature": {base64.StdEncoding.EncodeToString(mac.Sum(nil))}})
+	}
+	require.Equal(t, http.StatusForbidden, callback("undelivered", "30005", "not-the-token").status)
+	require.Equal(t, http.StatusOK, callback("sent", "", twilioToken).status, "not news: nothing kept")
+	a := callback("undelivered", "30005", twilioToken)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		e := p.ledgerEntry(t, stockKey(event.ChannelSMS))
+		require.Len(c, e.Reports, 1)
+		require.Equal(c, "bounced", string(e.Reports[0].Kind))
+		require.True(c, e.Reports[0].Hard)
+	}, 20*time.Second, 50*time.Millisecond)
+	// The suppression was written before the report was kept, and the
+	// delivery workers hear of it by watch within moments.
+	p.publish(t, "inventory.low_stock", "evt-2026-11-30-0101", sample(t, "inventory.low_stock.json", func(m map[string]any) {
+		m["id"] = "evt-2026-11-30-0101"
+	}))
+	p.settle(t)
+	next := notification.Key{Tenant: "acme", Subject: "evt-2026-11-30-0101", Document: "low_stock", Channel: event.ChannelSMS, Recipient: warehouse}
+	require.Equal(t, ledger.Suppressed, p.ledgerEntry(t, next.String()).State)
+	require.Len(t, f.twilio.Received(), 1, "the dead number was texted once")
 }

@@ -58,8 +58,9 @@ type TenantChains[P any] struct {
 	// Accounts holds the tenants' own accounts. Without it, a chain naming
 	// an account fails.
 	Accounts Accounts
-	// Build makes a provider of an account of a type the channel takes.
-	Build func(ctx context.Context, c vault.Credential) (P, error)
+	// Build makes a provider of tenant's account, of a type the channel
+	// takes.
+	Build func(ctx context.Context, tenant string, c vault.Credential) (P, error)
 	// AccountTTL is how long a built account is reused. Defaults to 1 minute.
 	AccountTTL time.Duration
 	// Now defaults to time.Now.
@@ -123,7 +124,7 @@ func (r *TenantChains[P]) provider(ctx context.Context, tenantID, name string) (
 	if !slices.Contains(vault.ChannelsOf(c.Type), r.Channel) {
 		return Named[P]{}, provider.Permanent(fmt.Errorf("tenant %q names provider %q in its %s chain, and it is a %s account, which sends %v", tenantID, name, r.Channel, c.Type, vault.ChannelsOf(c.Type)))
 	}
-	p, err := r.Build(ctx, c)
+	p, err := r.Build(ctx, tenantID, c)
 	if err != nil {
 		return Named[P]{}, provider.Permanent(fmt.Errorf("tenant %q's provider %q: %w", tenantID, name, err))
 	}

@@ -53,7 +53,7 @@ func TestTenantChainsPickTheChannelsChain(t *testing.T) {
 	chains := func(channel event.Channel) *delivery.TenantChains[string] {
 		return &delivery.TenantChains[string]{Channel: channel, Tenants: tenants, Accounts: accounts,
 			Platform: []delivery.Named[string]{{Name: "twilio", Provider: "platform twilio"}, {Name: "awssms", Provider: "platform awssms"}},
-			Build: func(_ context.Context, c vault.Credential) (string, error) {
+			Build: func(_ context.Context, _ string, c vault.Credential) (string, error) {
 				builds.Add(1)
 				return "built " + c.Name, nil
 			},

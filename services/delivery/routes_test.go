@@ -49,7 +49,7 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	platform := []email.Named{{Name: "maildir", Provider: sink}}
 	var logs bytes.Buffer
 	svc, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Herald <herald@platform.example>", Providers: platform, Routes: email.NewTenantRoutes(cache, platform, accounts,
-		func(_ context.Context, c vault.Credential) (email.Provider, error) {
+		func(_ context.Context, _ string, c vault.Credential) (email.Provider, error) {
 			return sendgrid.New(sendgrid.Config{APIKey: c.APIKey.Reveal(), Endpoint: c.Endpoint})
 		})}, Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
 	require.NoError(t, err)

@@ -57,7 +57,7 @@ func TestEachTenantTextsThroughItsOwnSMSChain(t *testing.T) {
 	platform := []sms.Named{{Name: textdir.Name, Provider: sink}}
 	ch, err := sms.NewChannel(sms.ChannelConfig{Channel: event.ChannelSMS, Providers: platform,
 		Chains: &delivery.TenantChains[sms.Provider]{Channel: event.ChannelSMS, Tenants: cache, Platform: platform, Accounts: accounts,
-			Build: func(_ context.Context, c vault.Credential) (sms.Provider, error) {
+			Build: func(_ context.Context, _ string, c vault.Credential) (sms.Provider, error) {
 				return twilio.New(twilio.Config{AccountSID: c.AccountSID, AuthToken: c.AuthToken.Reveal(), From: c.From, Endpoint: c.Endpoint})
 			}}})
 	require.NoError(t, err)

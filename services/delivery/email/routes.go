@@ -36,7 +36,7 @@ type TenantRoutes struct {
 // providers and their own accounts, which build makes providers of.
 func NewTenantRoutes(tenants interface {
 	Lookup(id string) (tenant.Tenant, bool)
-}, platform []Named, accounts delivery.Accounts, build func(context.Context, vault.Credential) (Provider, error)) *TenantRoutes {
+}, platform []Named, accounts delivery.Accounts, build func(ctx context.Context, tenant string, c vault.Credential) (Provider, error)) *TenantRoutes {
 	return &TenantRoutes{chains: &delivery.TenantChains[Provider]{
 		Channel: event.ChannelEmail, Tenants: tenants, Platform: platform, Accounts: accounts, Build: build}}
 }

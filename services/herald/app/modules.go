@@ -241,7 +241,7 @@ func buildText(channel event.Channel) func(*App, context.Context) (service, erro
 		}
 		adapter := a.textA[channel]
 		adapter.Chains = &delivery.TenantChains[sms.Provider]{Channel: channel, Tenants: registry,
-			Platform: adapter.Providers, Accounts: accounts, Build: buildTextAccount}
+			Platform: adapter.Providers, Accounts: accounts, Build: a.buildTextAccount}
 		ch, err := sms.NewChannel(adapter)
 		if err != nil {
 			return nil, err

@@ -2,12 +2,17 @@ package app_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -109,10 +114,12 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_delivery_retries.>", "$JS.API.CONSUMER.DELETE.KV_delivery_retries.>",
 			"$JS.FC.KV_deliveries.>", "$JS.FC.KV_delivery_retries.>"}),
 	// The history service reads the ledger's changes and the accepted
-	// records; it writes nothing to NATS but the dead letter of a change it
-	// cannot index.
-	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history"), dlqPayloads,
-		[]string{"dlq.KV_deliveries.history", "dlq.STATUS.history"}),
+	// records, and the providers' reports, which it joins to their
+	// notifications: kept in the ledger, told on notify.status.<tenant>,
+	// suppressing the address on a hard bounce or complaint.
+	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history"), consume("REPORTS", "history"),
+		dlqPayloads, ledger, []string{"$KV.suppressions.>", "notify.status.*",
+			"dlq.KV_deliveries.history", "dlq.STATUS.history", "dlq.REPORTS.history"}),
 	// The HTTP API publishes events as a trusted publisher, sends the
 	// notifications its callers write (recording them as accepted), keeps
 	// each Idempotency-Key's answer, reads notifications from the ledger (and
@@ -120,6 +127,8 @@ var servicePermissions = map[string][]string{
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
 	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, []string{"orders.*", "inventory.*",
+		// Providers' reports, once their signature is verified.
+		"notify.reports.*",
 		"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
 		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
 		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",
@@ -299,6 +308,12 @@ func runWithPermissions(t *testing.T, fair bool) {
 		if name == "history" || name == "api" {
 			cfg.History.URL = historyDB
 		}
+		if name == "api" {
+			// The api verifies Twilio's callbacks with the platform
+			// account's token; it sends nothing itself.
+			cfg.SMS.Providers = []app.ProviderConfig{{Type: "twilio", AccountSID: twilioAccount, AuthTokenEnv: "TWILIO_TOKEN", From: "+15005550006"}}
+			cfg.Getenv = func(k string) string { return map[string]string{"TWILIO_TOKEN": twilioToken}[k] }
+		}
 		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		require.NoError(t, a.Start(ctx), name)
@@ -396,6 +411,18 @@ func runWithPermissions(t *testing.T, fair bool) {
 		require.NoError(t, json.Unmarshal(answer, &listed))
 		return len(listed.Notifications) == 5
 	}, 30*time.Second, 50*time.Millisecond, "the API lists the five notifications delivered")
+	// A provider's report, verified by the api, joined by the history
+	// service: kept in the notification's ledger entry, told, and the
+	// address suppressed.
+	reportBounce(t, client, "http://"+apps["api"].APIAddr(), filepath.Base(mails()[0]))
+	require.Eventually(t, func() bool {
+		_, answer := call(apiKey, http.MethodGet, "/v1/notifications/"+id, "")
+		return strings.Contains(string(answer), `"kind":"bounced"`)
+	}, 30*time.Second, 50*time.Millisecond, "the report joined its notification")
+	status, answer := call(apiKey, http.MethodGet, "/v1/suppressions", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(answer), "hard_bounce")
+
 	entries := heraldtest.StreamMessages(t, adminJS, "DLQ")
 	require.Len(t, entries, 2, "the invalid events' dead letters")
 	require.NotEmpty(t, entries[0].Header.Get(deadletter.HeaderPayloadObject)+entries[1].Header.Get(deadletter.HeaderPayloadObject),
@@ -426,7 +453,7 @@ func runWithPermissions(t *testing.T, fair bool) {
 		require.Equal(t, c.want, status, "%s %s", c.method, c.path)
 	}
 	// A webhook redelivery reads the tenant's outcomes from STATUS.
-	status, answer := call(adminKey, http.MethodPost, "/v1/webhooks/endpoints?tenant=acme",
+	status, answer = call(adminKey, http.MethodPost, "/v1/webhooks/endpoints?tenant=acme",
 		`{"url":"https://erp.acme.example/herald","events":["webhook.*"]}`)
 	require.Equal(t, http.StatusCreated, status, "%s", answer)
 	var endpoint struct{ ID string }
@@ -446,4 +473,34 @@ func runWithPermissions(t *testing.T, fair bool) {
 	for _, line := range denied.list() {
 		require.Contains(t, line, `"notify.email.normal.acme"`, "only the publisher's attempt was denied")
 	}
+}
+
+const (
+	twilioAccount = "AC00000000000000000000000000000001"
+	twilioToken   = "permissions-test-twilio-token"
+)
+
+// reportBounce posts a Twilio status callback, signed with the platform
+// account's token as Twilio signs it, saying the message the provider
+// accepted under messageID bounced for good. The join is by message id,
+// whichever provider gave it: here the maildir sink.
+func reportBounce(t *testing.T, client *http.Client, api, messageID string) {
+	t.Helper()
+	form := url.Values{"AccountSid": {twilioAccount}, "MessageSid": {messageID}, "MessageStatus": {"undelivered"},
+		"ErrorCode": {"30005"}, "To": {"+34600111222"}}
+	target := api + "/v1/inbound/twilio"
+	mac := hmac.New(sha1.New, []byte(twilioToken))
+	mac.Write([]byte(target))
+	for _, k := range slices.Sorted(maps.Keys(form)) {
+		mac.Write([]byte(k + form.Get(k)))
+	}
+	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Twilio-Signature", base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/sms/awssms"
 	"github.com/heraldhq/herald/services/delivery/sms/textdir"
 	"github.com/heraldhq/herald/services/delivery/sms/twilio"
+	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/vault"
 )
@@ -113,7 +114,7 @@ func (a *App) buildProvider(ctx context.Context, field string, p ProviderConfig)
 
 // buildAccount makes a provider of a tenant's own account, at the moment
 // of use: the plaintext lives in the provider it builds, nowhere else.
-func buildAccount(ctx context.Context, c vault.Credential) (email.Provider, error) {
+func buildAccount(ctx context.Context, _ string, c vault.Credential) (email.Provider, error) {
 	switch c.Type {
 	case vault.TypeSES:
 		return ses.New(ctx, ses.Config{Region: c.Region, Endpoint: c.Endpoint, Credentials: aws.NewCredentialsCache(
@@ -127,18 +128,32 @@ func buildAccount(ctx context.Context, c vault.Credential) (email.Provider, erro
 }
 
 // buildTextAccount makes a text-message provider of a tenant's own account,
-// at the moment of use, as buildAccount does an email provider.
-func buildTextAccount(ctx context.Context, c vault.Credential) (sms.Provider, error) {
+// at the moment of use, as buildAccount does an email provider. Twilio
+// posts its status callbacks to the account's own inbound path, where the
+// account's token verifies them.
+func (a *App) buildTextAccount(ctx context.Context, tenant string, c vault.Credential) (sms.Provider, error) {
 	switch c.Type {
 	case vault.TypeTwilio:
 		return twilio.New(twilio.Config{AccountSID: c.AccountSID, AuthToken: c.AuthToken.Reveal(), From: c.From,
-			MessagingServiceSID: c.MessagingServiceSID, Endpoint: c.Endpoint})
+			MessagingServiceSID: c.MessagingServiceSID, Endpoint: c.Endpoint,
+			StatusCallback: a.statusCallback(inbound.Twilio + "/" + tenant + "/" + c.Name)})
 	case vault.TypeAWSSMS:
 		return awssms.New(ctx, awssms.Config{Region: c.Region, Endpoint: c.Endpoint,
 			AccessKeyID: c.AccessKeyID.Reveal(), SecretAccessKey: c.SecretAccessKey.Reveal(),
 			OriginationIdentity: c.OriginationIdentity, ConfigurationSetName: c.ConfigurationSet})
 	}
 	return nil, fmt.Errorf("%q is not a text-message provider type", c.Type)
+}
+
+// statusCallback is where a provider posts its reports for path
+// (inbound.Path and the provider, then a tenant's account): none without
+// documents.public_url, since Herald's own listen address is no address a
+// provider can reach.
+func (a *App) statusCallback(path string) string {
+	if a.cfg.Documents.PublicURL == "" {
+		return ""
+	}
+	return strings.TrimRight(a.cfg.Documents.PublicURL, "/") + inbound.Path + path
 }
 
 // secret reads a credential from a file, or else from the environment
@@ -200,7 +215,7 @@ func (a *App) buildTextProvider(ctx context.Context, field string, p ProviderCon
 			return nil, err
 		}
 		provider, err := twilio.New(twilio.Config{AccountSID: p.AccountSID, AuthToken: token, From: p.From,
-			MessagingServiceSID: p.MessagingServiceSID, Endpoint: p.Endpoint})
+			MessagingServiceSID: p.MessagingServiceSID, Endpoint: p.Endpoint, StatusCallback: a.statusCallback(inbound.Twilio)})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
