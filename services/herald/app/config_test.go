@@ -102,6 +102,8 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		{"webhooks grace", "webhooks: {secret_grace: -1s}", `webhooks.secret_grace: must not be negative (got -1s)`},
 		{"whatsapp provider type", "whatsapp: {providers: [{type: awssms, region: eu-west-1}]}",
 			`whatsapp.providers[0].type: "awssms" is not a whatsapp provider (want one of [twilio textdir])`},
+		{"sendgrid webhook key", "inbound: {sendgrid: {public_key: bm90IGEga2V5}}", `inbound.sendgrid.public_key: not a DER public key`},
+		{"ses topic", "inbound: {ses: {topics: [herald-events]}}", `inbound.ses.topics[0]: "herald-events" is not a topic ARN`},
 		{"twilio without a sender", "sms: {providers: [{type: twilio, account_sid: AC00000000000000000000000000000000}]}",
 			`sms.providers[0].from: is required for twilio (or messaging_service_sid)`},
 	}
