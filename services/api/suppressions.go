@@ -15,9 +15,10 @@ import (
 type Suppression struct {
 	Tenant    string    `json:"tenant"`
 	Address   string    `json:"address" example:"jane@example.com" doc:"As compared: trimmed, lowercased."`
-	Reason    string    `json:"reason" enum:"hard_bounce,complaint,manual"`
+	Reason    string    `json:"reason" enum:"hard_bounce,complaint,manual,unsubscribed"`
 	Detail    string    `json:"detail,omitempty" doc:"What caused it: the provider's bounce message, an operator's note."`
-	Source    string    `json:"source,omitempty" doc:"The provider event that caused it, or who added it by hand (api, cli)."`
+	Source    string    `json:"source,omitempty" doc:"The provider event that caused it, or who added it by hand (api, cli), or the recipient's unsubscribe (unsubscribe link)."`
+	Category  string    `json:"category,omitempty" doc:"Only the notifications of this category (a route's, such as alerts) are held back: the recipient unsubscribed from it. Absent: all are."`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -25,8 +26,10 @@ type Suppression struct {
 type NewSuppression struct {
 	Address string `json:"address" maxLength:"320"`
 	// Not an enum: the store checks it, and its answer names the field.
-	Reason string `json:"reason,omitempty" doc:"hard_bounce, complaint or manual; defaults to manual."`
+	Reason string `json:"reason,omitempty" doc:"hard_bounce, complaint, manual or unsubscribed; defaults to manual."`
 	Detail string `json:"detail,omitempty" maxLength:"1000"`
+	// Not a pattern either, for the same reason.
+	Category string `json:"category,omitempty" maxLength:"64" doc:"Only the notifications of this category (a route's); default all."`
 }
 
 type createSuppressionInput struct {
@@ -36,7 +39,8 @@ type createSuppressionInput struct {
 
 type suppressionInput struct {
 	WebhookTenant
-	Address string `path:"address"`
+	Address  string `path:"address"`
+	Category string `query:"category" maxLength:"64" doc:"The category the suppression is limited to; default the one for all notifications."`
 }
 
 type suppressionOutput struct{ Body Suppression }
@@ -112,7 +116,8 @@ func (s *Service) createSuppression(ctx context.Context, in *createSuppressionIn
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	e, err := st.Add(cctx, suppression.Entry{Tenant: tenant, Address: in.Body.Address, Reason: reason, Detail: in.Body.Detail, Source: "api"})
+	e, err := st.Add(cctx, suppression.Entry{Tenant: tenant, Address: in.Body.Address, Reason: reason, Detail: in.Body.Detail,
+		Category: in.Body.Category, Source: "api"})
 	switch {
 	case errors.Is(err, suppression.ErrInvalid): // its message names the field
 		return nil, huma.Error422UnprocessableEntity(err.Error())
@@ -130,7 +135,7 @@ func (s *Service) deleteSuppression(ctx context.Context, in *suppressionInput) (
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	switch err := st.Remove(cctx, tenant, in.Address); {
+	switch err := st.Remove(cctx, tenant, in.Address, in.Category); {
 	case errors.Is(err, suppression.ErrNotFound):
 		return nil, huma.Error404NotFound(in.Address + " is not suppressed")
 	case err != nil:
@@ -141,5 +146,6 @@ func (s *Service) deleteSuppression(ctx context.Context, in *suppressionInput) (
 }
 
 func suppressionOf(e suppression.Entry) Suppression {
-	return Suppression{Tenant: e.Tenant, Address: e.Address, Reason: e.Reason, Detail: e.Detail, Source: e.Source, CreatedAt: e.CreatedAt}
+	return Suppression{Tenant: e.Tenant, Address: e.Address, Reason: e.Reason, Detail: e.Detail, Source: e.Source,
+		Category: e.Category, CreatedAt: e.CreatedAt}
 }

@@ -39,10 +39,11 @@ type Tenants interface {
 	Admit(tenant string, requireRegistered bool) error
 }
 
-// Suppressions says whether a tenant must not send to an address
-// (suppression.Store): suppression.ErrNotFound when it may.
+// Suppressions says whether a tenant must not send a notification of a
+// category to an address (suppression.Cache): suppression.ErrNotFound
+// when it may.
 type Suppressions interface {
-	Get(ctx context.Context, tenant, address string) (suppression.Entry, error)
+	Blocks(ctx context.Context, tenant, address, category string) (suppression.Entry, error)
 }
 
 // Quotas says a tenant's monthly quota on a channel (quota.Plans).

@@ -117,7 +117,8 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome 
 }
 
 // suppressed settles a notification whose recipient's address the tenant
-// suppressed (a hard bounce, a complaint, by hand): recorded as suppressed,
+// suppressed (a hard bounce, a complaint, by hand), or who unsubscribed
+// from its category: recorded as suppressed,
 // its status event published, acknowledged — neither tried nor counted nor
 // dead-lettered, as it is not a failure. Suppressions that cannot be read
 // hold it (the claim handed back, retried): sending to a suppressed
@@ -126,7 +127,7 @@ func (w worker) suppressed(ctx context.Context, j *job) (consumer.Outcome, bool)
 	if w.cfg.Suppressions == nil || j.d.Channel == event.ChannelWebhook {
 		return consumer.Outcome{}, false
 	}
-	s, err := w.cfg.Suppressions.Get(ctx, j.d.Tenant, j.d.Recipient.Address)
+	s, err := w.cfg.Suppressions.Blocks(ctx, j.d.Tenant, j.d.Recipient.Address, j.d.Unsubscribable())
 	switch {
 	case errors.Is(err, suppression.ErrNotFound):
 		return consumer.Outcome{}, false
@@ -139,6 +140,9 @@ func (w worker) suppressed(ctx context.Context, j *job) (consumer.Outcome, bool)
 	e := &j.entry
 	e.State, e.Retryable = ledger.Suppressed, false
 	e.Reason = fmt.Sprintf("suppressed: %s since %s", strings.ReplaceAll(s.Reason, "_", " "), s.CreatedAt.UTC().Format(time.DateOnly))
+	if s.Category != "" {
+		e.Reason = fmt.Sprintf("suppressed: unsubscribed from %s since %s", s.Category, s.CreatedAt.UTC().Format(time.DateOnly))
+	}
 	if s.Detail != "" {
 		e.Reason += " (" + s.Detail + ")"
 	}

@@ -49,7 +49,7 @@ func TestASuppressedAddressIsNotSentTo(t *testing.T) {
 	}
 	require.Equal(t, []string{"notification.suppressed"}, states)
 
-	require.NoError(t, store.Remove(ctx, "acme", "olga@zarya.example"))
+	require.NoError(t, store.Remove(ctx, "acme", "olga@zarya.example", ""))
 	b.publish(t, 1)
 	b.waitSettled(t)
 	require.Equal(t, 1, b.ses.Calls())

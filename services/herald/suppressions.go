@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,9 +47,10 @@ func suppressionsListCommand() *cobra.Command {
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ADDRESS\tREASON\tSOURCE\tSINCE\tDETAIL")
+				fmt.Fprintln(w, "ADDRESS\tCATEGORY\tREASON\tSOURCE\tSINCE\tDETAIL")
 				for _, e := range list {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Address, e.Reason, orDash(e.Source), e.CreatedAt.Format(time.RFC3339), orDash(e.Detail))
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Address, cmp.Or(e.Category, "(all)"), e.Reason, orDash(e.Source),
+						e.CreatedAt.Format(time.RFC3339), orDash(e.Detail))
 				}
 				return w.Flush()
 			})
@@ -81,6 +83,7 @@ func suppressionsAddCommand() *cobra.Command {
 			e.Address, _ = f.GetString("address")
 			e.Reason, _ = f.GetString("reason")
 			e.Detail, _ = f.GetString("detail")
+			e.Category, _ = f.GetString("category")
 			e.Source = "cli"
 			return withSuppressions(cmd, func(ctx context.Context, s *suppression.Store) error {
 				e, err := s.Add(ctx, e)
@@ -95,8 +98,9 @@ func suppressionsAddCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.String("tenant", "", "the tenant (required)")
 	f.String("address", "", "the email address or phone number (required)")
-	f.String("reason", suppression.Manual, "hard_bounce, complaint or manual")
+	f.String("reason", suppression.Manual, "hard_bounce, complaint, manual or unsubscribed")
 	f.String("detail", "", "why, for people")
+	f.String("category", "", "only the notifications of this category (a route's, e.g. alerts); default all")
 	_ = cmd.MarkFlagRequired("tenant")
 	_ = cmd.MarkFlagRequired("address")
 	return cmd
@@ -110,8 +114,9 @@ func suppressionsRemoveCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tenant, _ := cmd.Flags().GetString("tenant")
 			address, _ := cmd.Flags().GetString("address")
+			category, _ := cmd.Flags().GetString("category")
 			return withSuppressions(cmd, func(ctx context.Context, s *suppression.Store) error {
-				if err := s.Remove(ctx, tenant, address); err != nil {
+				if err := s.Remove(ctx, tenant, address, category); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed suppression of %s for tenant %s\n", suppression.Normalize(address), tenant)
@@ -121,6 +126,7 @@ func suppressionsRemoveCommand() *cobra.Command {
 	}
 	cmd.Flags().String("tenant", "", "the tenant (required)")
 	cmd.Flags().String("address", "", "the address (required)")
+	cmd.Flags().String("category", "", "the category it was limited to (an unsubscribe); default the one for all")
 	_ = cmd.MarkFlagRequired("tenant")
 	_ = cmd.MarkFlagRequired("address")
 	return cmd

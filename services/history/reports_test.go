@@ -73,7 +73,7 @@ func TestAHardBounceIsJoinedAndSuppressesTheAddress(t *testing.T) {
 
 	store, err := suppression.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
-	s, err := store.Get(ctx, "acme", "olga@zarya.example")
+	s, err := store.Get(ctx, "acme", "olga@zarya.example", "")
 	require.NoError(t, err)
 	require.Equal(t, suppression.HardBounce, s.Reason)
 	require.Equal(t, "smtp; 550 5.1.1 user unknown", s.Detail)
@@ -118,9 +118,9 @@ func TestOnlyPermanentSignalsSuppressAndRepeatsAreKeptOnce(t *testing.T) {
 
 	store, err := suppression.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
-	_, err = store.Get(ctx, "acme", "ivan@zarya.example")
+	_, err = store.Get(ctx, "acme", "ivan@zarya.example", "")
 	require.ErrorIs(t, err, suppression.ErrNotFound, "a soft bounce is only recorded")
-	s, err := store.Get(ctx, "acme", "olga@zarya.example")
+	s, err := store.Get(ctx, "acme", "olga@zarya.example", "")
 	require.NoError(t, err)
 	require.Equal(t, suppression.Complaint, s.Reason)
 
@@ -153,6 +153,6 @@ func TestATenantsAccountCannotReportAnothersMessages(t *testing.T) {
 
 	store, err := suppression.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
-	_, err = store.Get(ctx, "acme", "olga@zarya.example")
+	_, err = store.Get(ctx, "acme", "olga@zarya.example", "")
 	require.ErrorIs(t, err, suppression.ErrNotFound)
 }

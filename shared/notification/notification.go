@@ -37,6 +37,15 @@ type Delivery struct {
 	Recipient Recipient     `json:"recipient"`
 	Template  string        `json:"template"`
 	Locale    string        `json:"locale"`
+	// Category is what the notification is about for its recipient, as
+	// its route names it ("documents", "alerts"); a recipient may
+	// unsubscribe from a category unless Required. Empty: uncategorised,
+	// nothing to unsubscribe from.
+	Category string `json:"category,omitempty"`
+	// Required marks a notification its recipient cannot unsubscribe from
+	// (a business document they must receive): no unsubscribe link, and
+	// opt-outs do not stop it — suppressions of the address still do.
+	Required bool `json:"required,omitempty"`
 	Document  *Document     `json:"document,omitempty"`
 	// Message is the caller's own content, for a notification asked for
 	// directly (POST /v1/notifications) rather than routed from an event:
@@ -214,4 +223,13 @@ func Decode(b []byte) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("malformed delivery: missing %s", strings.Join(missing, ", "))
 	}
 	return d, nil
+}
+
+// Unsubscribable is the category its recipient may unsubscribe from: its
+// Category, unless it is Required; "" when there is none.
+func (d Delivery) Unsubscribable() string {
+	if d.Required {
+		return ""
+	}
+	return d.Category
 }

@@ -31,8 +31,11 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Cache, error) {
 	m, err := kvmirror.Watch(ctx, js, Bucket, func(kve jetstream.KeyValueEntry) (Entry, bool) {
 		var e Entry
 		if err := json.Unmarshal(kve.Value(), &e); err != nil {
-			tenant, _, _ := strings.Cut(kve.Key(), ".")
-			e = Entry{Tenant: tenant, Reason: Manual, Detail: "unreadable entry " + kve.Key() + ": " + err.Error()}
+			tokens := strings.Split(kve.Key(), ".")
+			e = Entry{Tenant: tokens[0], Reason: Manual, Detail: "unreadable entry " + kve.Key() + ": " + err.Error()}
+			if len(tokens) == 3 {
+				e.Category = tokens[2]
+			}
 		}
 		return e, true
 	})
@@ -42,13 +45,19 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Cache, error) {
 	return &Cache{mirror: m}, nil
 }
 
-// Get returns the tenant's entry for address as last seen, or ErrNotFound.
-func (c *Cache) Get(_ context.Context, tenant, address string) (Entry, error) {
-	e, ok := c.mirror.Get(key(tenant, address))
-	if !ok {
-		return Entry{}, ErrNotFound
+// Blocks returns, as last seen, the tenant's entry that keeps a
+// notification of category from address — the one blocking every
+// notification, else the category's — or ErrNotFound.
+func (c *Cache) Blocks(_ context.Context, tenant, address, category string) (Entry, error) {
+	if e, ok := c.mirror.Get(key(tenant, address, "")); ok {
+		return e, nil
 	}
-	return e, nil
+	if category != "" {
+		if e, ok := c.mirror.Get(key(tenant, address, category)); ok {
+			return e, nil
+		}
+	}
+	return Entry{}, ErrNotFound
 }
 
 // Stop ends the watch and waits for the cache to stop updating.

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -31,10 +32,12 @@ const (
 	HardBounce = "hard_bounce"
 	Complaint  = "complaint"
 	Manual     = "manual"
+	// Unsubscribed: the recipient left a category (one-click unsubscribe).
+	Unsubscribed = "unsubscribed"
 )
 
 // Reasons lists the reasons an entry may give.
-var Reasons = []string{HardBounce, Complaint, Manual}
+var Reasons = []string{HardBounce, Complaint, Manual, Unsubscribed}
 
 // Entry is one suppressed address of a tenant.
 type Entry struct {
@@ -46,7 +49,11 @@ type Entry struct {
 	Detail string `json:"detail,omitempty"`
 	// Source is the event that caused it: a provider's event id, or who
 	// added it by hand ("api", "cli").
-	Source    string    `json:"source,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Category, when set, limits the entry to the notifications of that
+	// category (a route's, such as "alerts"): the recipient unsubscribed
+	// from it, and hears the rest. Empty blocks every notification.
+	Category  string    `json:"category,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -83,10 +90,22 @@ func Normalize(address string) string {
 	return strings.ToLower(strings.TrimSpace(address))
 }
 
-func key(tenant, address string) string {
+// key is tenant, a digest of the address, and for an entry limited to a
+// category the category: <tenant>.<digest>[.<category>].
+func key(tenant, address, category string) string {
 	sum := sha256.Sum256([]byte(Normalize(address)))
-	return tenant + "." + hex.EncodeToString(sum[:16])
+	k := tenant + "." + hex.EncodeToString(sum[:16])
+	if category != "" {
+		k += "." + category
+	}
+	return k
 }
+
+// categoryPattern keeps a category one KV key token.
+var categoryPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidCategory says whether s can name a category.
+func ValidCategory(s string) bool { return categoryPattern.MatchString(s) }
 
 // Add suppresses e.Address for e.Tenant, replacing an entry it had.
 func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
@@ -98,6 +117,8 @@ func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
 		return Entry{}, invalid("address: required")
 	case !slices.Contains(Reasons, e.Reason):
 		return Entry{}, invalid(fmt.Sprintf("reason: %q is not one of %s", e.Reason, strings.Join(Reasons, ", ")))
+	case e.Category != "" && !ValidCategory(e.Category):
+		return Entry{}, invalid(fmt.Sprintf("category: %q is not a category (1 to 64 letters, digits, '-' or '_')", e.Category))
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = s.now().UTC()
@@ -106,15 +127,19 @@ func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	if _, err := s.kv.Put(ctx, key(e.Tenant, e.Address), b); err != nil {
+	if _, err := s.kv.Put(ctx, key(e.Tenant, e.Address, e.Category), b); err != nil {
 		return Entry{}, fmt.Errorf("suppression: %w", err)
 	}
 	return e, nil
 }
 
-// Get returns the tenant's entry for address, or ErrNotFound.
-func (s *Store) Get(ctx context.Context, tenant, address string) (Entry, error) {
-	kve, err := s.kv.Get(ctx, key(tenant, address))
+// Get returns the tenant's entry for address in category ("" for the one
+// blocking every notification), or ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant, address, category string) (Entry, error) {
+	if category != "" && !ValidCategory(category) {
+		return Entry{}, ErrNotFound
+	}
+	kve, err := s.kv.Get(ctx, key(tenant, address, category))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Entry{}, ErrNotFound
 	}
@@ -132,21 +157,33 @@ func decode(kve jetstream.KeyValueEntry) (Entry, error) {
 	return e, nil
 }
 
-// Remove lifts the suppression of address for tenant; ErrNotFound if there
-// was none.
-func (s *Store) Remove(ctx context.Context, tenant, address string) error {
-	if _, err := s.Get(ctx, tenant, address); err != nil {
+// Blocks returns the tenant's entry that keeps a notification of category
+// from address: the one blocking every notification, else the category's;
+// ErrNotFound when none does.
+func (s *Store) Blocks(ctx context.Context, tenant, address, category string) (Entry, error) {
+	e, err := s.Get(ctx, tenant, address, "")
+	if errors.Is(err, ErrNotFound) && category != "" {
+		return s.Get(ctx, tenant, address, category)
+	}
+	return e, err
+}
+
+// Remove lifts the suppression of address for tenant in category ("" for
+// the one blocking every notification); ErrNotFound if there was none.
+func (s *Store) Remove(ctx context.Context, tenant, address, category string) error {
+	if _, err := s.Get(ctx, tenant, address, category); err != nil {
 		return err
 	}
-	if err := s.kv.Delete(ctx, key(tenant, address)); err != nil {
+	if err := s.kv.Delete(ctx, key(tenant, address, category)); err != nil {
 		return fmt.Errorf("suppression: %w", err)
 	}
 	return nil
 }
 
-// List returns the tenant's suppressed addresses, newest first.
+// List returns the tenant's suppressed addresses, those limited to a
+// category included, newest first.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	lister, err := s.kv.ListKeysFiltered(ctx, tenant+".*")
+	lister, err := s.kv.ListKeysFiltered(ctx, tenant+".>")
 	if err != nil {
 		return nil, fmt.Errorf("suppression: %w", err)
 	}
