@@ -45,8 +45,8 @@ type Delivery struct {
 	// Required marks a notification its recipient cannot unsubscribe from
 	// (a business document they must receive): no unsubscribe link, and
 	// opt-outs do not stop it — suppressions of the address still do.
-	Required bool `json:"required,omitempty"`
-	Document  *Document     `json:"document,omitempty"`
+	Required bool      `json:"required,omitempty"`
+	Document *Document `json:"document,omitempty"`
 	// Message is the caller's own content, for a notification asked for
 	// directly (POST /v1/notifications) rather than routed from an event:
 	// sent as written, with no template.
