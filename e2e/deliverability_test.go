@@ -10,11 +10,13 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
 )
@@ -185,4 +188,64 @@ func TestTwilioStatusCallbacksComeBackSignedAndSuppressADeadNumber(t *testing.T)
 	next := notification.Key{Tenant: "acme", Subject: "evt-2026-11-30-0101", Document: "low_stock", Channel: event.ChannelSMS, Recipient: warehouse}
 	require.Equal(t, ledger.Suppressed, p.ledgerEntry(t, next.String()).State)
 	require.Len(t, f.twilio.Received(), 1, "the dead number was texted once")
+}
+
+// An email in a category its recipient may leave carries a one-click
+// unsubscribe link (RFC 8058); posting to it, as a mail client's button
+// does, holds back that category's next notifications to the recipient —
+// not the other recipients', and not a required route's.
+func TestOneClickUnsubscribeHoldsBackTheCategory(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t, func(c *app.Config) {
+		c.Router.Routes = []router.Route{
+			{Event: "order.created", Kind: event.KindPurchase, Document: notification.PurchaseOrder,
+				Roles: []string{"supplier", "buyer"}, Channels: []event.Channel{event.ChannelEmail}, Category: "updates"},
+			{Event: "order.updated", Kind: event.KindPurchase, Document: notification.PurchaseOrder,
+				Roles: []string{"supplier", "buyer"}, Channels: []event.Channel{event.ChannelEmail}, Category: "updates", Required: true},
+		}
+	})
+	p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
+	p.settle(t)
+	olga := byRecipient(p.mail(t))["olga@zarya.example"]
+	require.Len(t, olga, 1)
+	require.Equal(t, "List-Unsubscribe=One-Click", olga[0].Header.Get("List-Unsubscribe-Post"))
+	link := strings.Trim(olga[0].Header.Get("List-Unsubscribe"), "<>")
+	require.True(t, strings.HasPrefix(link, "http://"+p.dev.App.APIAddr()+"/v1/unsubscribe/"), link)
+
+	// A link checker opening it unsubscribes no one; the one-click POST does.
+	resp, err := heraldtest.HTTPClient(t).Get(link)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = heraldtest.HTTPClient(t).Post(link, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
+	require.Contains(t, string(page), "You are unsubscribed")
+
+	// The next order of the category: Compras gets it, Olga does not.
+	p.publish(t, "orders.created", "evt-2026-11-30-0002", sample(t, "order.created.json", func(m map[string]any) {
+		m["id"] = "evt-2026-11-30-0002"
+		m["data"].(map[string]any)["order"].(map[string]any)["id"] = "PO-2026-0043"
+	}))
+	p.settle(t)
+	got := byRecipient(p.mail(t))
+	require.Len(t, got["olga@zarya.example"], 1)
+	require.Len(t, got["compras@frutasdelsur.example"], 2)
+	next := p.ledgerEntry(t, "acme:PO-2026-0043:1:purchase_order:email:olga@zarya.example")
+	require.Equal(t, ledger.Suppressed, next.State)
+	require.Contains(t, next.Reason, "unsubscribed from updates")
+
+	// A required route's email carries no link and reaches her anyway.
+	p.publish(t, "orders.updated", "evt-2026-11-30-0003", sample(t, "order.updated.json", nil))
+	p.settle(t)
+	olga = byRecipient(p.mail(t))["olga@zarya.example"]
+	require.Len(t, olga, 2, "the revision reached her")
+	for _, m := range olga {
+		if m.Subject != olga[0].Subject {
+			require.Empty(t, m.Header.Get("List-Unsubscribe"))
+		}
+	}
 }

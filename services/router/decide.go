@@ -295,7 +295,7 @@ func (p *planner) plan(r Route, rcpt event.Recipient, ch event.Channel, fallback
 	d := notification.Delivery{
 		ID: notification.ID(key), DedupeKey: key, Tenant: p.ev.Tenant, Channel: ch, Priority: r.Priority,
 		Recipient: notification.Recipient{Name: rcpt.Name, Role: rcpt.Role, Address: rcpt.Address(ch)},
-		Template:  r.Template, Locale: cmp.Or(locale, "en"), Fallback: fallback,
+		Template:  r.Template, Locale: cmp.Or(locale, "en"), Fallback: fallback, Category: r.Category, Required: r.Required,
 		Event:     notification.EventRef{ID: p.ev.ID, Type: p.ev.Type, Source: p.ev.Source, Time: p.ev.Time},
 		CreatedAt: p.now,
 	}

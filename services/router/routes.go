@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/suppression"
 )
 
 // Route is one rule: events of this type (and order kind) notify the
@@ -35,6 +36,15 @@ type Route struct {
 	Fallback []event.Channel `yaml:"fallback,omitempty" json:"fallback,omitempty"`
 	// Priority of the deliveries. Defaults to normal.
 	Priority notification.Priority `yaml:"priority,omitempty" json:"priority,omitempty"`
+	// Category is what the route's notifications are about for their
+	// recipients ("documents", "alerts"): what a recipient may unsubscribe
+	// from, through the link its emails carry (RFC 8058 one-click). Empty:
+	// none to unsubscribe from.
+	Category string `yaml:"category,omitempty" json:"category,omitempty"`
+	// Required marks notifications a recipient cannot unsubscribe from —
+	// business documents the trade depends on: no unsubscribe link, and an
+	// unsubscribe from the category does not hold them back.
+	Required bool `yaml:"required,omitempty" json:"required,omitempty"`
 }
 
 // DefaultRoutes are the routes docs/ARCHITECTURE.md describes. A purchase order goes to
@@ -42,19 +52,29 @@ type Route struct {
 // later document goes to the party that must act on it.
 func DefaultRoutes() []Route {
 	docs := []event.Channel{event.ChannelEmail}
+	// Business documents are required: a supplier cannot unsubscribe from
+	// the purchase orders it is to fulfil. Alerts a recipient may leave.
+	document := func(r Route) Route { r.Channels, r.Category, r.Required = docs, CategoryDocuments, true; return r }
 	return []Route{
-		{Event: "order.created", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}, Channels: docs},
-		{Event: "order.created", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}, Channels: docs},
-		{Event: "order.updated", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}, Channels: docs},
-		{Event: "order.updated", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}, Channels: docs},
-		{Event: "order.shipped", Document: notification.DeliveryNote, Roles: []string{"buyer", "customer"}, Channels: docs},
-		{Event: "order.received", Document: notification.GoodsReceivedNote, Roles: []string{"supplier", "seller"}, Channels: docs},
-		{Event: "order.invoiced", Document: notification.Invoice, Roles: []string{"buyer", "customer"}, Channels: docs},
-		{Event: "inventory.low_stock", Template: "low_stock", Roles: []string{"warehouse"}, Channels: []event.Channel{event.ChannelSMS, event.ChannelWhatsApp}, Priority: notification.PriorityCritical},
+		document(Route{Event: "order.created", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}}),
+		document(Route{Event: "order.created", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}}),
+		document(Route{Event: "order.updated", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}}),
+		document(Route{Event: "order.updated", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}}),
+		document(Route{Event: "order.shipped", Document: notification.DeliveryNote, Roles: []string{"buyer", "customer"}}),
+		document(Route{Event: "order.received", Document: notification.GoodsReceivedNote, Roles: []string{"supplier", "seller"}}),
+		document(Route{Event: "order.invoiced", Document: notification.Invoice, Roles: []string{"buyer", "customer"}}),
+		{Event: "inventory.low_stock", Template: "low_stock", Roles: []string{"warehouse"}, Channels: []event.Channel{event.ChannelSMS, event.ChannelWhatsApp},
+			Priority: notification.PriorityCritical, Category: CategoryAlerts},
 	}
 }
 
 var templatePattern = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+
+// The default routes' categories.
+const (
+	CategoryDocuments = "documents"
+	CategoryAlerts    = "alerts"
+)
 
 // withDefaults fills a route's optional fields.
 func (r Route) withDefaults() Route {
@@ -113,6 +133,12 @@ func (r Route) validate(field string) []string {
 	}
 	if !slices.Contains(notification.Priorities, r.Priority) {
 		bad("priority", "%q is not a priority (want one of %v)", r.Priority, notification.Priorities)
+	}
+	if r.Category != "" && !suppression.ValidCategory(r.Category) {
+		bad("category", "%q must be 1-64 letters, digits, '-' or '_'", r.Category)
+	}
+	if r.Required && r.Category == "" {
+		bad("required", "a required route names its category, for recipients to see what they cannot leave")
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/provider"
+	"github.com/heraldhq/herald/shared/unsubscribe"
 )
 
 // ChannelConfig configures the email channel's adapter.
@@ -40,6 +41,9 @@ type ChannelConfig struct {
 	// Links signs download links for documents too large to attach.
 	// Without it, every document is attached whatever its size.
 	Links *documents.Signer
+	// Unsubscribe signs the one-click unsubscribe link of an email in a
+	// category its recipient may leave. Without it, none carries one.
+	Unsubscribe *unsubscribe.Signer
 }
 
 // Channel is the email adapter of the delivery protocol: it composes a
@@ -111,6 +115,9 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 		return delivery.Try{}, err
 	}
 	m.From = cmp.Or(route.From, m.From)
+	if category := d.Unsubscribable(); category != "" && c.cfg.Unsubscribe != nil {
+		m.ListUnsubscribe = c.cfg.Unsubscribe.Link(unsubscribe.Opt{Tenant: d.Tenant, Category: category, Address: d.Recipient.Address})
+	}
 	try := delivery.Try{Calls: make([]delivery.Call, len(route.Providers))}
 	for i, p := range route.Providers {
 		try.Calls[i] = delivery.Call{Provider: p.Name, Breaker: p.Breaker(),

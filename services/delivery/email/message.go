@@ -29,6 +29,21 @@ type Message struct {
 	HTML        string // when set, sent with Text as multipart/alternative
 	Attachments []Attachment
 	Date        time.Time
+	// ListUnsubscribe is the one-click unsubscribe link (RFC 8058) of a
+	// message in a category its recipient may leave; sent as the
+	// List-Unsubscribe and List-Unsubscribe-Post headers.
+	ListUnsubscribe string
+}
+
+// Headers are the message's own headers beyond the addressing ones, as
+// every provider sends them: name and value, in order.
+func (m Message) Headers() [][2]string {
+	h := [][2]string{{"X-Herald-Notification-Id", m.ID}}
+	if m.ListUnsubscribe != "" {
+		h = append(h, [2]string{"List-Unsubscribe", "<" + m.ListUnsubscribe + ">"},
+			[2]string{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"})
+	}
+	return h
 }
 
 // Attachment is a file attached to a message.
@@ -66,7 +81,9 @@ func (m Message) GoMail() (*gomail.Msg, error) {
 	msg.Subject(m.Subject)
 	msg.SetMessageIDWithValue(m.MessageID())
 	msg.SetDateWithValue(m.Date)
-	msg.SetGenHeader("X-Herald-Notification-Id", m.ID)
+	for _, h := range m.Headers() {
+		msg.SetGenHeader(gomail.Header(h[0]), h[1])
+	}
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
 	if m.HTML != "" {
 		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)

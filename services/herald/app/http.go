@@ -11,6 +11,8 @@ import (
 
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/health"
+	"github.com/heraldhq/herald/shared/suppression"
+	"github.com/heraldhq/herald/shared/unsubscribe"
 )
 
 // startHTTP opens both listeners: operations (http.listen) for probes and
@@ -29,7 +31,7 @@ func (a *App) startHTTP(ctx context.Context) error {
 	a.opsAddr, a.publicAddr = opsLn.Addr(), publicLn.Addr()
 	public := http.NewServeMux()
 	a.public = public
-	if err := a.serveDocuments(ctx, public); err != nil {
+	if err := a.serveLinks(ctx, public); err != nil {
 		_, _ = opsLn.Close(), publicLn.Close()
 		return err
 	}
@@ -66,9 +68,9 @@ func (a *App) serve(name string, ln net.Listener, h http.Handler) {
 	}()
 }
 
-// serveDocuments, when links are configured, serves signed document links
-// and lets delivery sign them.
-func (a *App) serveDocuments(ctx context.Context, mux *http.ServeMux) error {
+// serveLinks, when links are configured, serves signed document links and
+// one-click unsubscribe links, and lets delivery sign them.
+func (a *App) serveLinks(ctx context.Context, mux *http.ServeMux) error {
 	if a.linkKey == nil {
 		return nil
 	}
@@ -83,5 +85,18 @@ func (a *App) serveDocuments(ctx context.Context, mux *http.ServeMux) error {
 	}
 	mux.Handle("GET "+documents.LinkPath+"{name...}", documents.Handler(store, signer, a.logger))
 	a.emailA.Links = signer
+
+	unsubscribes, err := unsubscribe.NewSigner(a.linkKey, public)
+	if err != nil {
+		return fmt.Errorf("documents.public_url: %w", err)
+	}
+	suppressions, err := suppression.Open(ctx, a.js)
+	if err != nil {
+		return err
+	}
+	h := unsubscribe.Handler(suppressions, unsubscribes, a.logger.With("service", "unsubscribe"))
+	mux.Handle("GET "+unsubscribe.Path+"{token}", h)
+	mux.Handle("POST "+unsubscribe.Path+"{token}", h)
+	a.emailA.Unsubscribe = unsubscribes
 	return nil
 }

@@ -203,7 +203,9 @@ func requestBody(msg email.Message) ([]byte, error) {
 	// The same Message-ID on every resend lets mail clients thread, and
 	// recipients' servers drop, a duplicate that slips through.
 	m.SetHeader("Message-ID", "<"+msg.MessageID()+">")
-	m.SetHeader("X-Herald-Notification-Id", msg.ID)
+	for _, h := range msg.Headers() {
+		m.SetHeader(h[0], h[1])
+	}
 
 	// mail.GetRequestBody logs and swallows marshalling errors.
 	body, err := json.Marshal(m)

@@ -1,0 +1,80 @@
+package unsubscribe
+
+import (
+	"context"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/heraldhq/herald/shared/suppression"
+)
+
+// Store records opt-outs (suppression.Store).
+type Store interface {
+	Add(ctx context.Context, e suppression.Entry) (suppression.Entry, error)
+}
+
+// Handler serves Path{token}: GET shows the page asking to confirm, POST
+// unsubscribes. Mount it at "GET "+Path+"{token}" and "POST "+Path+"{token}".
+func Handler(store Store, signer *Signer, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		o, err := signer.Verify(r.PathValue("token"))
+		if err != nil {
+			w.WriteHeader(http.StatusNotFound)
+			_ = page.Execute(w, view{Invalid: true})
+			return
+		}
+		v := view{Opt: o}
+		if r.Method == http.MethodPost {
+			// RFC 8058: the body is List-Unsubscribe=One-Click; a form's
+			// button posts the same. Either unsubscribes: the signature,
+			// not the body, is what proves the link.
+			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			defer cancel()
+			_, err := store.Add(ctx, suppression.Entry{Tenant: o.Tenant, Address: o.Address, Category: o.Category,
+				Reason: suppression.Unsubscribed, Source: "unsubscribe link"})
+			if err != nil {
+				logger.ErrorContext(ctx, "unsubscribe not recorded", "tenant", o.Tenant, "category", o.Category, "error", err)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				v.Failed = true
+				_ = page.Execute(w, v)
+				return
+			}
+			logger.InfoContext(ctx, "recipient unsubscribed", "tenant", o.Tenant, "category", o.Category)
+			v.Done = true
+		}
+		_ = page.Execute(w, v)
+	})
+}
+
+type view struct {
+	Opt
+	Invalid, Done, Failed bool
+}
+
+// page is the one page, in plain HTML; html/template escapes what the
+// token carries.
+var page = template.Must(template.New("unsubscribe").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Unsubscribe</title></head>
+<body style="font-family: -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem; color: #222;">
+{{- if .Invalid}}
+<h1 style="font-size: 1.4rem;">This link does not work</h1>
+<p>It may have been altered or cut short. Try the unsubscribe link of a more recent message.</p>
+{{- else if .Done}}
+<h1 style="font-size: 1.4rem;">You are unsubscribed</h1>
+<p><strong>{{.Address}}</strong> will no longer receive {{.Category}} notifications from {{.Tenant}}.</p>
+{{- else if .Failed}}
+<h1 style="font-size: 1.4rem;">Please try again</h1>
+<p>Your unsubscribe could not be recorded just now. Nothing was changed; try again in a minute.</p>
+{{- else}}
+<h1 style="font-size: 1.4rem;">Unsubscribe?</h1>
+<p>Stop sending {{.Category}} notifications from {{.Tenant}} to <strong>{{.Address}}</strong>?</p>
+<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">
+<button type="submit" style="font-size: 1rem; padding: .6rem 1.2rem;">Unsubscribe</button></form>
+{{- end}}
+</body></html>
+`))
