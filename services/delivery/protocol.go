@@ -177,6 +177,7 @@ func describe(e *ledger.Entry, d notification.Delivery) {
 		e.FallbackOf = d.FallbackOf.NotificationID
 	}
 	e.RedeliveryOf = d.RedeliveryOf
+	e.Unsubscribable = d.Unsubscribable()
 }
 
 // keep is the delivery message an entry keeps once settled: a retryable

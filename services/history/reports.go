@@ -93,7 +93,7 @@ func (r *reports) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		r.count(ctx, rep, "repeated")
 		return consumer.Done()
 	}
-	if rep.Suppresses() && e.Channel != string(event.ChannelWebhook) {
+	if e.Channel != string(event.ChannelWebhook) && (rep.Suppresses() || rep.Kind == report.Unsubscribed && e.Unsubscribable != "") {
 		if err := r.suppress(ctx, e, rep); err != nil {
 			return consumer.Retry(err, time.Second, joinMaxWait)
 		}
@@ -137,14 +137,19 @@ func whose(tenant string) string {
 	return "of tenant " + tenant + " "
 }
 
-// suppress keeps the tenant from sending to the address again.
+// suppress keeps the tenant from sending to the address again — or, when
+// the recipient unsubscribed through the provider, from sending it the
+// notification's category.
 func (r *reports) suppress(ctx context.Context, e ledger.Entry, rep report.Report) error {
-	reason := suppression.HardBounce
-	if rep.Kind == report.Complained {
+	reason, category := suppression.HardBounce, ""
+	switch rep.Kind {
+	case report.Complained:
 		reason = suppression.Complaint
+	case report.Unsubscribed:
+		reason, category = suppression.Unsubscribed, e.Unsubscribable
 	}
 	_, err := r.suppressions.Add(ctx, suppression.Entry{
-		Tenant: e.Tenant, Address: cmp.Or(e.Recipient, rep.Recipient), Reason: reason, Detail: rep.Detail,
+		Tenant: e.Tenant, Address: cmp.Or(e.Recipient, rep.Recipient), Reason: reason, Detail: rep.Detail, Category: category,
 		Source:    fmt.Sprintf("%s event %s (notification %s)", rep.Provider, rep.EventID, e.NotificationID),
 		CreatedAt: rep.Time,
 	})

@@ -156,3 +156,41 @@ func TestATenantsAccountCannotReportAnothersMessages(t *testing.T) {
 	_, err = store.Get(ctx, "acme", "olga@zarya.example", "")
 	require.ErrorIs(t, err, suppression.ErrNotFound)
 }
+
+// A recipient who unsubscribed through the provider (SendGrid's link,
+// Twilio's STOP) leaves the notification's category; one that cannot be
+// left is only recorded.
+func TestAnUnsubscribeReportLeavesTheCategory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	start(t, b, openStore(t))
+	alert, doc := delivery("PO-5", "olga@zarya.example"), delivery("PO-6", "ivan@zarya.example")
+	alert.Category = "alerts"
+	doc.Category, doc.Required = "documents", true
+	for _, d := range []notification.Delivery{alert, doc} {
+		e, err := b.ledger.Get(ctx, d.Tenant, d.DedupeKey)
+		require.NoError(t, err)
+		e.NotificationID, e.Channel, e.State, e.Recipient = d.ID, string(d.Channel), ledger.Delivered, d.Recipient.Address
+		e.Provider, e.ProviderMessageID, e.Unsubscribable = "sendgrid", "ses-"+d.ID[4:12], d.Unsubscribable()
+		require.NoError(t, b.ledger.Put(ctx, &e))
+	}
+	left := bounce(alert, "u-1")
+	left.Kind, left.Hard = report.Unsubscribed, false
+	stayed := bounce(doc, "u-2")
+	stayed.Kind, stayed.Hard = report.Unsubscribed, false
+	require.NoError(t, report.Publish(ctx, b.nats.JS, []report.Report{left, stayed}))
+	b.reported(t, alert, 1)
+	b.reported(t, doc, 1)
+
+	store, err := suppression.Open(ctx, b.nats.JS)
+	require.NoError(t, err)
+	s, err := store.Blocks(ctx, "acme", "olga@zarya.example", "alerts")
+	require.NoError(t, err)
+	require.Equal(t, suppression.Unsubscribed, s.Reason)
+	require.Equal(t, "alerts", s.Category)
+	_, err = store.Blocks(ctx, "acme", "olga@zarya.example", "documents")
+	require.ErrorIs(t, err, suppression.ErrNotFound, "only the category she left")
+	_, err = store.Blocks(ctx, "acme", "ivan@zarya.example", "documents")
+	require.ErrorIs(t, err, suppression.ErrNotFound, "a required notification's category is not left")
+}

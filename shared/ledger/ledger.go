@@ -102,6 +102,10 @@ type Entry struct {
 	Order     string `json:"order,omitempty"`
 	Document  string `json:"document,omitempty"`
 	Recipient string `json:"recipient,omitempty"`
+	// Unsubscribable is the category its recipient may unsubscribe from
+	// (notification.Delivery.Unsubscribable): where a provider's report
+	// that the recipient unsubscribed applies.
+	Unsubscribable string `json:"unsubscribable,omitempty"`
 	// Delivery is the delivery message itself, kept while a notification
 	// is failed-but-retryable, so the resend sweep can send it again — and
 	// always for a webhook, which its tenant may have sent again on demand.
