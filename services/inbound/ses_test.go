@@ -163,29 +163,11 @@ func (f *fakeSNS) fetched() []string {
 	return slices.Clone(f.gets)
 }
 
-// testClock is the handler's clock, moved by the test.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type sesBundle struct {
 	nats    *heraldtest.NATS
 	handler *Handler
 	sns     *fakeSNS
-	clock   *testClock
+	clock   *clock
 	logs    *heraldtest.Buffer
 }
 
@@ -197,7 +179,7 @@ func setupSES(t *testing.T, configure ...func(*Config)) *sesBundle {
 	_, err := n.JS.CreateStream(heraldtest.Context(t), jetstream.StreamConfig{Name: report.Stream, Subjects: []string{"notify.reports.>"}})
 	require.NoError(t, err)
 	b := &sesBundle{nats: n, sns: &fakeSNS{certs: map[string][]byte{}},
-		clock: &testClock{now: time.Now().UTC().Truncate(time.Millisecond)}, logs: &heraldtest.Buffer{}}
+		clock: &clock{now: time.Now().UTC().Truncate(time.Millisecond)}, logs: &heraldtest.Buffer{}}
 	cfg := Config{JetStream: n.JS, SESTopics: []string{testTopic}, Now: b.clock.Now,
 		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	for _, c := range configure {
@@ -510,7 +492,7 @@ func TestSESCertificateIsFetchedOnce(t *testing.T) {
 	post()
 	require.Equal(t, []string{testCertURL}, b.sns.fetched())
 
-	b.clock.Advance(25 * time.Hour)
+	b.clock.Add(25 * time.Hour)
 	post()
 	require.Equal(t, []string{testCertURL, testCertURL}, b.sns.fetched(), "fetched again after a day")
 }
