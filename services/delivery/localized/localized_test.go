@@ -1,6 +1,8 @@
 package localized
 
 import (
+	htmltemplate "html/template"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"text/template"
@@ -34,6 +36,33 @@ func TestPickFallsBackFromRegionToLanguageToDefault(t *testing.T) {
 	}
 	if !ts.Has("only_en") || ts.Has("missing") {
 		t.Error("Has does not follow the default language")
+	}
+}
+
+// HTML templates are picked as text ones are, and escape what they insert.
+func TestParseHTMLPicksAlikeAndEscapes(t *testing.T) {
+	fsys := fstest.MapFS{
+		"t/en.tmpl": {Data: []byte(`{{define "page"}}<p title="{{.}}">Hello {{.}}</p>{{end}}`)},
+		"t/es.tmpl": {Data: []byte(`{{define "page"}}<p>Hola {{.}}</p>{{end}}`)},
+	}
+	ts, err := ParseHTML(fsys, "t/*.tmpl", func(string) htmltemplate.FuncMap { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for locale, want := range map[string]string{
+		"es-MX": `<p>Hola &lt;script&gt;</p>`,
+		"ru":    `<p title="&lt;script&gt;">Hello &lt;script&gt;</p>`,
+	} {
+		var b strings.Builder
+		if err := ts.Pick(locale, "page").ExecuteTemplate(&b, "page", "<script>"); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want {
+			t.Errorf("page for %q = %s, want %s", locale, b.String(), want)
+		}
+	}
+	if ts.Pick("es", "missing") != nil || !ts.Has("page") || ts.Has("missing") {
+		t.Error("Pick and Has do not treat HTML templates as text ones")
 	}
 }
 
