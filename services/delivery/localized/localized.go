@@ -8,6 +8,7 @@ import (
 	htmltemplate "html/template"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"text/template"
 )
@@ -42,10 +43,12 @@ func Parse(fsys fs.FS, glob string, funcs func(locale string) template.FuncMap) 
 	})
 }
 
-// ParseHTML is Parse with html/template.
-func ParseHTML(fsys fs.FS, glob string, funcs func(locale string) htmltemplate.FuncMap) (HTMLTemplates, error) {
+// ParseHTML is Parse with html/template. Each language's file is parsed
+// after the layouts, files of fsys every language shares: the frame of a
+// page, which each language's file fills with its words.
+func ParseHTML(fsys fs.FS, glob string, funcs func(locale string) htmltemplate.FuncMap, layouts ...string) (HTMLTemplates, error) {
 	return parse(fsys, glob, func(locale, file string) (*htmltemplate.Template, error) {
-		return htmltemplate.New(locale).Option("missingkey=error").Funcs(funcs(locale)).ParseFS(fsys, file)
+		return htmltemplate.New(locale).Option("missingkey=error").Funcs(funcs(locale)).ParseFS(fsys, slices.Concat(layouts, []string{file})...)
 	})
 }
 

@@ -39,27 +39,33 @@ func TestPickFallsBackFromRegionToLanguageToDefault(t *testing.T) {
 	}
 }
 
-// HTML templates are picked as text ones are, and escape what they insert.
-func TestParseHTMLPicksAlikeAndEscapes(t *testing.T) {
+// HTML templates are picked as text ones are, fill the layouts every
+// language shares, and escape what they insert.
+func TestParseHTMLPicksAlikeFillsLayoutsAndEscapes(t *testing.T) {
 	fsys := fstest.MapFS{
-		"t/en.tmpl": {Data: []byte(`{{define "page"}}<p title="{{.}}">Hello {{.}}</p>{{end}}`)},
-		"t/es.tmpl": {Data: []byte(`{{define "page"}}<p>Hola {{.}}</p>{{end}}`)},
+		"t/layout.html": {Data: []byte(`{{define "page"}}<p title="{{.}}">{{template "hello" .}}</p>{{end}}`)},
+		"t/en.tmpl":     {Data: []byte(`{{define "hello"}}Hello {{.}}{{end}}{{define "only_en"}}{{.}}{{end}}`)},
+		"t/es.tmpl":     {Data: []byte(`{{define "hello"}}Hola {{.}}{{end}}`)},
 	}
-	ts, err := ParseHTML(fsys, "t/*.tmpl", func(string) htmltemplate.FuncMap { return nil })
+	ts, err := ParseHTML(fsys, "t/*.tmpl", func(string) htmltemplate.FuncMap { return nil }, "t/layout.html")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for locale, want := range map[string]string{
-		"es-MX": `<p>Hola &lt;script&gt;</p>`,
-		"ru":    `<p title="&lt;script&gt;">Hello &lt;script&gt;</p>`,
+	for _, c := range []struct{ locale, name, want string }{
+		{"es-MX", "page", `<p title="&lt;b&gt;">Hola &lt;b&gt;</p>`},
+		{"ru", "page", `<p title="&lt;b&gt;">Hello &lt;b&gt;</p>`},
+		{"es", "only_en", `&lt;b&gt;`},
 	} {
 		var b strings.Builder
-		if err := ts.Pick(locale, "page").ExecuteTemplate(&b, "page", "<script>"); err != nil {
+		if err := ts.Pick(c.locale, c.name).ExecuteTemplate(&b, c.name, "<b>"); err != nil {
 			t.Fatal(err)
 		}
-		if b.String() != want {
-			t.Errorf("page for %q = %s, want %s", locale, b.String(), want)
+		if b.String() != c.want {
+			t.Errorf("%s for %q = %s, want %s", c.name, c.locale, b.String(), c.want)
 		}
+	}
+	if len(ts) != 2 {
+		t.Errorf("languages %v, want en and es: a layout is not a language", ts)
 	}
 	if ts.Pick("es", "missing") != nil || !ts.Has("page") || ts.Has("missing") {
 		t.Error("Pick and Has do not treat HTML templates as text ones")
