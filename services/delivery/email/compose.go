@@ -3,6 +3,7 @@ package email
 import (
 	"bytes"
 	"embed"
+	"io"
 	"strings"
 	"text/template"
 	"time"
@@ -14,7 +15,11 @@ import (
 	"github.com/heraldhq/herald/shared/provider"
 )
 
-//go:embed templates/*.tmpl
+// templates/*.tmpl are each language's subjects and text bodies;
+// templates/html/*.tmpl each language's HTML bodies, which fill the frame
+// templates/html/layout.html draws.
+//
+//go:embed templates/*.tmpl templates/html/*.tmpl templates/html/layout.html
 var templateFiles embed.FS
 
 // Composer renders deliveries into messages. Templates are parsed once;
@@ -22,6 +27,7 @@ var templateFiles embed.FS
 type Composer struct {
 	from      string
 	templates localized.Templates
+	html      localized.HTMLTemplates
 }
 
 // templateData is what a template sees.
@@ -34,14 +40,16 @@ type templateData struct {
 	Attached     bool      // whether the document is attached
 	Link         string    // where to download it, when too large to attach
 	LinkExpires  time.Time // until when the link works
+	Brand        Brand     // how the HTML part shows the sender
 }
 
 // Content is what a message carries besides its text: the document as an
-// attachment, or a link to it.
+// attachment, or a link to it, and the brand its HTML part shows.
 type Content struct {
 	Attachments []Attachment
 	Link        string
 	LinkExpires time.Time
+	Brand       Brand // defaults to the sender's name in the default colour
 }
 
 // NewComposer parses the embedded templates. from is the From header.
@@ -50,7 +58,11 @@ func NewComposer(from string) (*Composer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Composer{from: from, templates: templates}, nil
+	html, err := localized.ParseHTML(templateFiles, "templates/html/*.tmpl", htmlFuncs, "templates/html/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	return &Composer{from: from, templates: templates, html: html}, nil
 }
 
 // Has reports whether a notification template exists (in the default
@@ -61,7 +73,8 @@ func (c *Composer) Has(name string) bool {
 
 // Compose renders d in its recipient's language, falling back to English
 // for a locale or template a language lacks, with content attached or
-// linked. An unknown template is a permanent error: retrying cannot help.
+// linked: a text part and, when the template has one, an HTML part. An
+// unknown template is a permanent error: retrying cannot help.
 func (c *Composer) Compose(d notification.Delivery, content Content) (Message, error) {
 	if d.Message != nil {
 		return c.written(d, content), nil
@@ -74,9 +87,8 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 		Recipient: d.Recipient, Order: d.Order, Stock: d.Stock,
 		Sender: sender(d), Attached: len(content.Attachments) > 0, Link: content.Link, LinkExpires: content.LinkExpires,
 	}
-	if d.Document != nil {
-		data.DocumentName = notification.DocumentTitle(d.Document.Type, t.Name())
-	}
+	data.Brand = content.Brand.withDefaults(data.Sender)
+	data.DocumentName = documentName(d, t.Name())
 	subject, err := execute(t, d.Template+".subject", data)
 	if err != nil {
 		return Message{}, err
@@ -85,12 +97,37 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 	if err != nil {
 		return Message{}, err
 	}
+	html, err := c.renderHTML(d, data)
+	if err != nil {
+		return Message{}, err
+	}
 	return Message{
 		ID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant,
 		From: c.from, To: d.Recipient.Address, ToName: d.Recipient.Name,
-		Subject: strings.Join(strings.Fields(subject), " "), Text: tidy(body),
+		Subject: strings.Join(strings.Fields(subject), " "), Text: tidy(body), HTML: html,
 		Attachments: content.Attachments, Date: time.Now(),
 	}, nil
+}
+
+// renderHTML is d's HTML body, its language picked as the text's is (so
+// the same one, as every language's HTML twins its text); empty when no
+// language has HTML for the template, and the message goes as text only.
+func (c *Composer) renderHTML(d notification.Delivery, data templateData) (string, error) {
+	t := c.html.Pick(d.Locale, d.Template+".html")
+	if t == nil {
+		return "", nil
+	}
+	data.DocumentName = documentName(d, t.Name())
+	return execute(t, d.Template+".html", data)
+}
+
+// documentName is d's document named in language, e.g. "Pedido de compra";
+// empty for a delivery without a document.
+func documentName(d notification.Delivery, language string) string {
+	if d.Document == nil {
+		return ""
+	}
+	return notification.DocumentTitle(d.Document.Type, language)
 }
 
 // written is a delivery whose caller wrote its message: sent as written,
@@ -104,7 +141,13 @@ func (c *Composer) written(d notification.Delivery, content Content) Message {
 	}
 }
 
-func execute(t *template.Template, name string, data templateData) (string, error) {
+// executor is a parsed set of templates, text or HTML.
+type executor interface {
+	Name() string
+	ExecuteTemplate(w io.Writer, name string, data any) error
+}
+
+func execute(t executor, name string, data templateData) (string, error) {
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
 		return "", provider.Permanentf("rendering %s/%s: %w", t.Name(), name, err)
@@ -153,6 +196,14 @@ func funcs(locale string) template.FuncMap {
 		},
 		"lower": strings.ToLower,
 	}
+}
+
+// htmlFuncs are funcs, and lang: the language the template is written in,
+// for <html lang>.
+func htmlFuncs(locale string) template.FuncMap {
+	f := funcs(locale)
+	f["lang"] = func() string { return locale }
+	return f
 }
 
 // FormatMoney writes an exact decimal amount the way locale writes money,

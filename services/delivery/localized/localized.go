@@ -1,11 +1,14 @@
 // Package localized holds a channel's message templates, one file per
 // language, and picks the one a recipient reads: the exact locale, then its
-// base language ("es-MX" → "es"), then English.
+// base language ("es-MX" → "es"), then English. Text templates
+// (text/template) and HTML templates (html/template) are picked alike.
 package localized
 
 import (
+	htmltemplate "html/template"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"text/template"
 )
@@ -13,21 +16,51 @@ import (
 // Default is the language every other falls back to.
 const Default = "en"
 
-// Templates are the parsed templates of every language.
-type Templates map[string]*template.Template
+// Template is what a Set needs of a parsed template; text/template's and
+// html/template's both are one.
+type Template[T any] interface {
+	comparable
+	Name() string
+	Lookup(name string) T
+}
+
+// Set is the parsed templates of every language, by locale.
+type Set[T Template[T]] map[string]T
+
+// Templates are text templates: subjects, plain-text bodies, SMS.
+type Templates = Set[*template.Template]
+
+// HTMLTemplates are HTML templates, which escape what they insert by its
+// context (element text, attribute, URL, CSS) when they run.
+type HTMLTemplates = Set[*htmltemplate.Template]
 
 // Parse parses each file glob matches in fsys — <locale>.tmpl — with the
 // functions funcs gives for its locale. A template missing a key it uses is
 // an error when it runs, not an empty string.
 func Parse(fsys fs.FS, glob string, funcs func(locale string) template.FuncMap) (Templates, error) {
-	names, err := fs.Glob(fsys, glob)
+	return parse(fsys, glob, func(locale, file string) (*template.Template, error) {
+		return template.New(locale).Option("missingkey=error").Funcs(funcs(locale)).ParseFS(fsys, file)
+	})
+}
+
+// ParseHTML is Parse with html/template. Each language's file is parsed
+// after the layouts, files of fsys every language shares: the frame of a
+// page, which each language's file fills with its words.
+func ParseHTML(fsys fs.FS, glob string, funcs func(locale string) htmltemplate.FuncMap, layouts ...string) (HTMLTemplates, error) {
+	return parse(fsys, glob, func(locale, file string) (*htmltemplate.Template, error) {
+		return htmltemplate.New(locale).Option("missingkey=error").Funcs(funcs(locale)).ParseFS(fsys, slices.Concat(layouts, []string{file})...)
+	})
+}
+
+func parse[T Template[T]](fsys fs.FS, glob string, parseFile func(locale, file string) (T, error)) (Set[T], error) {
+	files, err := fs.Glob(fsys, glob)
 	if err != nil {
 		return nil, err
 	}
-	out := Templates{}
-	for _, name := range names {
-		locale := strings.TrimSuffix(path.Base(name), ".tmpl")
-		t, err := template.New(locale).Option("missingkey=error").Funcs(funcs(locale)).ParseFS(fsys, name)
+	out := Set[T]{}
+	for _, file := range files {
+		locale := strings.TrimSuffix(path.Base(file), ".tmpl")
+		t, err := parseFile(locale, file)
 		if err != nil {
 			return nil, err
 		}
@@ -37,20 +70,22 @@ func Parse(fsys fs.FS, glob string, funcs func(locale string) template.FuncMap) 
 }
 
 // Has reports whether the default language defines name.
-func (ts Templates) Has(name string) bool {
+func (ts Set[T]) Has(name string) bool {
+	var none T
 	t := ts[Default]
-	return t != nil && t.Lookup(name) != nil
+	return t != none && t.Lookup(name) != none
 }
 
 // Pick is the first language, of the locale's own, its base language's
 // and the default, that defines name; nil if none does.
-func (ts Templates) Pick(locale, name string) *template.Template {
+func (ts Set[T]) Pick(locale, name string) T {
+	var none T
 	for _, l := range Candidates(locale) {
-		if t := ts[l]; t != nil && t.Lookup(name) != nil {
+		if t := ts[l]; t != none && t.Lookup(name) != none {
 			return t
 		}
 	}
-	return nil
+	return none
 }
 
 // Candidates are the languages a locale reads, best first: itself, its
