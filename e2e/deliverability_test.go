@@ -211,6 +211,8 @@ func TestOneClickUnsubscribeHoldsBackTheCategory(t *testing.T) {
 	require.Equal(t, "List-Unsubscribe=One-Click", olga[0].Header.Get("List-Unsubscribe-Post"))
 	link := strings.Trim(olga[0].Header.Get("List-Unsubscribe"), "<>")
 	require.True(t, strings.HasPrefix(link, "http://"+p.dev.App.APIAddr()+"/v1/unsubscribe/"), link)
+	require.Contains(t, olga[0].Text, "Чтобы больше не получать эти письма: "+link, "her footer says so too, in Russian")
+	require.Contains(t, olga[0].HTML, `<a href="`+link+`"`)
 
 	// A link checker opening it unsubscribes no one; the one-click POST does.
 	resp, err := heraldtest.HTTPClient(t).Get(link)
@@ -248,4 +250,31 @@ func TestOneClickUnsubscribeHoldsBackTheCategory(t *testing.T) {
 			require.Empty(t, m.Header.Get("List-Unsubscribe"))
 		}
 	}
+}
+
+// Every email is text and HTML; a name that is markup stays text in both.
+func TestEmailsAreTextAndHTMLWithMarkupEscaped(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t)
+	p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", func(m map[string]any) {
+		rs := m["data"].(map[string]any)["recipients"].([]any)
+		rs[0].(map[string]any)["name"] = `<script>alert("x")</script>`
+	}))
+	p.settle(t)
+	mail := p.mail(t)
+	require.Len(t, mail, 2)
+	for _, m := range mail {
+		require.NotEmpty(t, m.Text)
+		require.Contains(t, m.HTML, "<!doctype html>")
+		require.NotContains(t, m.HTML, "<script>", "markup from an event never runs")
+		require.Len(t, m.Attachments, 1, "and the PDF")
+	}
+	hostile := 0
+	for _, m := range mail {
+		if strings.Contains(m.HTML, "&lt;script&gt;") {
+			hostile++
+			require.Contains(t, m.Text, `<script>alert("x")</script>`, "the text part shows the name as written")
+		}
+	}
+	require.Equal(t, 1, hostile)
 }

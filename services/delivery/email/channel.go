@@ -110,14 +110,14 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 	if err != nil {
 		return delivery.Try{}, err
 	}
+	if category := d.Unsubscribable(); category != "" && c.cfg.Unsubscribe != nil {
+		content.Unsubscribe = c.cfg.Unsubscribe.Link(unsubscribe.Opt{Tenant: d.Tenant, Category: category, Address: d.Recipient.Address})
+	}
 	m, err := c.composer.Compose(d, content)
 	if err != nil {
 		return delivery.Try{}, err
 	}
 	m.From = cmp.Or(route.From, m.From)
-	if category := d.Unsubscribable(); category != "" && c.cfg.Unsubscribe != nil {
-		m.ListUnsubscribe = c.cfg.Unsubscribe.Link(unsubscribe.Opt{Tenant: d.Tenant, Category: category, Address: d.Recipient.Address})
-	}
 	try := delivery.Try{Calls: make([]delivery.Call, len(route.Providers))}
 	for i, p := range route.Providers {
 		try.Calls[i] = delivery.Call{Provider: p.Name, Breaker: p.Breaker(),

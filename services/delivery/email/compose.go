@@ -41,6 +41,7 @@ type templateData struct {
 	Link         string    // where to download it, when too large to attach
 	LinkExpires  time.Time // until when the link works
 	Brand        Brand     // how the HTML part shows the sender
+	Unsubscribe  string    // the one-click unsubscribe link, for a category the recipient may leave
 }
 
 // Content is what a message carries besides its text: the document as an
@@ -50,6 +51,10 @@ type Content struct {
 	Link        string
 	LinkExpires time.Time
 	Brand       Brand // defaults to the sender's name in the default colour
+	// Unsubscribe is the one-click unsubscribe link of a message in a
+	// category its recipient may leave: sent as List-Unsubscribe, and
+	// shown in the footer.
+	Unsubscribe string
 }
 
 // NewComposer parses the embedded templates. from is the From header.
@@ -86,6 +91,7 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 	data := templateData{
 		Recipient: d.Recipient, Order: d.Order, Stock: d.Stock,
 		Sender: sender(d), Attached: len(content.Attachments) > 0, Link: content.Link, LinkExpires: content.LinkExpires,
+		Unsubscribe: content.Unsubscribe,
 	}
 	data.Brand = content.Brand.withDefaults(data.Sender)
 	data.DocumentName = documentName(d, t.Name())
@@ -105,7 +111,7 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 		ID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant,
 		From: c.from, To: d.Recipient.Address, ToName: d.Recipient.Name,
 		Subject: strings.Join(strings.Fields(subject), " "), Text: tidy(body), HTML: html,
-		Attachments: content.Attachments, Date: time.Now(),
+		Attachments: content.Attachments, Date: time.Now(), ListUnsubscribe: content.Unsubscribe,
 	}, nil
 }
 
@@ -137,7 +143,7 @@ func (c *Composer) written(d notification.Delivery, content Content) Message {
 		ID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant,
 		From: c.from, To: d.Recipient.Address, ToName: d.Recipient.Name,
 		Subject: strings.Join(strings.Fields(d.Message.Subject), " "), Text: d.Message.Text, HTML: d.Message.HTML,
-		Attachments: content.Attachments, Date: time.Now(),
+		Attachments: content.Attachments, Date: time.Now(), ListUnsubscribe: content.Unsubscribe,
 	}
 }
 
