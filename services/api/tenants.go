@@ -23,6 +23,9 @@ type Tenant struct {
 	SMSProviders      []string `json:"sms_providers,omitempty" doc:"The SMS provider chain; empty: the platform's."`
 	WhatsAppProviders []string `json:"whatsapp_providers,omitempty" doc:"The WhatsApp provider chain; empty: the platform's."`
 
+	LogoURL string `json:"logo_url,omitempty" doc:"Its logo (https), on the header bar of its emails' HTML part."`
+	Colour  string `json:"colour,omitempty" example:"#1f4e79" doc:"The header bar's colour, #rgb or #rrggbb."`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -38,6 +41,9 @@ type NewTenant struct {
 
 	SMSProviders      []string `json:"sms_providers,omitempty"`
 	WhatsAppProviders []string `json:"whatsapp_providers,omitempty"`
+
+	LogoURL string `json:"logo_url,omitempty"`
+	Colour  string `json:"colour,omitempty"`
 }
 
 // TenantChanges are the fields of a tenant to change; those left out stay.
@@ -51,6 +57,9 @@ type TenantChanges struct {
 
 	SMSProviders      *[]string `json:"sms_providers,omitempty"`
 	WhatsAppProviders *[]string `json:"whatsapp_providers,omitempty"`
+
+	LogoURL *string `json:"logo_url,omitempty"`
+	Colour  *string `json:"colour,omitempty"`
 }
 
 // Tenants is every tenant, by id.
@@ -132,7 +141,8 @@ func (s *Service) createTenant(ctx context.Context, in *createTenantInput) (*cre
 	defer cancel()
 	b := in.Body
 	t, err := st.tenants.Create(cctx, tenant.Tenant{ID: b.ID, Name: b.Name, Plan: b.Plan, Status: tenant.Status(b.Status),
-		From: b.From, Providers: b.Providers, SMSProviders: b.SMSProviders, WhatsAppProviders: b.WhatsAppProviders})
+		From: b.From, Providers: b.Providers, SMSProviders: b.SMSProviders, WhatsAppProviders: b.WhatsAppProviders,
+		LogoURL: b.LogoURL, Colour: b.Colour})
 	if err != nil {
 		return nil, s.tenantsError(ctx, err)
 	}
@@ -181,6 +191,8 @@ func (c TenantChanges) apply(t *tenant.Tenant) error {
 	set(&t.Name, c.Name)
 	set(&t.Plan, c.Plan)
 	set(&t.From, c.From)
+	set(&t.LogoURL, c.LogoURL)
+	set(&t.Colour, c.Colour)
 	if c.Status != nil {
 		t.Status = tenant.Status(*c.Status)
 	}
@@ -212,5 +224,6 @@ func (s *Service) tenantsError(ctx context.Context, err error) error {
 
 func tenantOf(t tenant.Tenant) Tenant {
 	return Tenant{ID: t.ID, Name: t.Name, Plan: t.Plan, Status: string(t.Status), From: t.From, Providers: t.Providers,
-		SMSProviders: t.SMSProviders, WhatsAppProviders: t.WhatsAppProviders, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		SMSProviders: t.SMSProviders, WhatsAppProviders: t.WhatsAppProviders, LogoURL: t.LogoURL, Colour: t.Colour,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }

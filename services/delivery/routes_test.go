@@ -35,7 +35,8 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	n := heraldtest.StartNATSWithStreams(t)
 	ctx := heraldtest.Context(t)
 	cache, accounts := tenantsWithVault(t, n.JS, []tenant.Tenant{
-		{ID: "acme", Plan: "startup", From: "Acme Orders <orders@acme.example>", Providers: []string{"sendgrid-acme", "maildir"}},
+		{ID: "acme", Name: "Acme Logistics", Plan: "startup", From: "Acme Orders <orders@acme.example>", Providers: []string{"sendgrid-acme", "maildir"},
+			LogoURL: "https://acme.example/logo.png", Colour: "#b22222"},
 		{ID: "globex", Plan: "startup"},
 		{ID: "initech", Plan: "startup", Providers: []string{"missing"}},
 	}...)
@@ -73,6 +74,8 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	acme := sg.Received()[0]
 	require.Equal(t, "olga@zarya.example", acme.To)
 	require.Equal(t, "orders@acme.example", acme.From, "acme's own From")
+	require.Contains(t, acme.HTML, `src="https://acme.example/logo.png"`, "acme's own brand")
+	require.Contains(t, acme.HTML, "#b22222")
 	raw, err := os.ReadFile(mails()[0])
 	require.NoError(t, err)
 	require.Contains(t, string(raw), "To: <ops@globex.example>", "globex through the platform's chain")

@@ -94,6 +94,8 @@ providers (likewise --sms-providers and --whatsapp-providers).`,
 			t.Plan, _ = f.GetString("plan")
 			t.Name, _ = f.GetString("name")
 			t.From, _ = f.GetString("from")
+			t.LogoURL, _ = f.GetString("logo-url")
+			t.Colour, _ = f.GetString("colour")
 			for _, c := range chainFlags {
 				v, _ := f.GetString(c.flag)
 				c.set(&t, providerChain(v))
@@ -113,6 +115,8 @@ providers (likewise --sms-providers and --whatsapp-providers).`,
 	_ = cmd.MarkFlagRequired("plan")
 	cmd.Flags().String("name", "", "display name")
 	cmd.Flags().String("from", "", `default sending identity, "Name <address>"`)
+	cmd.Flags().String("logo-url", "", "its logo (https), on its emails' HTML header bar")
+	cmd.Flags().String("colour", "", "its emails' header bar colour, #rgb or #rrggbb")
 	addChainFlags(cmd)
 	jsonFlag(cmd)
 	return cmd
@@ -276,6 +280,8 @@ redrive them then. --from "" and --providers "" (or --sms-providers "",
 	f.String("plan", "", "the tenant's plan")
 	f.String("status", "", "active, or suspended: its traffic is dead-lettered")
 	f.String("from", "", `default sending identity, "Name <address>"`)
+	f.String("logo-url", "", "its logo (https), on its emails' HTML header bar; empty removes it")
+	f.String("colour", "", "its emails' header bar colour, #rgb or #rrggbb; empty for the default")
 	addChainFlags(cmd)
 	f.String("name", "", "display name")
 	jsonFlag(cmd)
@@ -298,8 +304,10 @@ func readEdit(cmd *cobra.Command) (func(*tenant.Tenant), error) {
 		set(c.flag, func(t *tenant.Tenant, v string) { c.set(t, providerChain(v)) })
 	}
 	set("name", func(t *tenant.Tenant, v string) { t.Name = v })
+	set("logo-url", func(t *tenant.Tenant, v string) { t.LogoURL = v })
+	set("colour", func(t *tenant.Tenant, v string) { t.Colour = v })
 	if len(edits) == 0 {
-		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers or --name")
+		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url or --colour")
 	}
 	return func(t *tenant.Tenant) {
 		for _, e := range edits {
@@ -321,6 +329,8 @@ func changes(before, after tenant.Tenant) []string {
 	diff("plan", before.Plan, after.Plan)
 	diff("status", string(before.Status), string(after.Status))
 	diff("from", before.From, after.From)
+	diff("logo_url", before.LogoURL, after.LogoURL)
+	diff("colour", before.Colour, after.Colour)
 	for _, c := range chainFlags {
 		diff(c.flag, strings.Join(before.Chain(c.channel), ","), strings.Join(after.Chain(c.channel), ","))
 	}

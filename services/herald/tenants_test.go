@@ -139,7 +139,7 @@ func TestTenantsSet(t *testing.T) {
 	require.Equal(t, "updated tenant acme: nothing changed\n", out)
 
 	_, err = herald(t, "tenants", "set", "acme")
-	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers or --name")
+	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url or --colour")
 	_, err = herald(t, "tenants", "set", "acme", "--status", "paused")
 	require.EqualError(t, err, `invalid tenant: status: "paused" is not a status (want active or suspended)`)
 	_, err = herald(t, "tenants", "set", "acme", "--providers", "ses,ses")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -51,6 +52,11 @@ type Tenant struct {
 	// whatsapp.providers.
 	SMSProviders      []string `json:"sms_providers,omitempty"`
 	WhatsAppProviders []string `json:"whatsapp_providers,omitempty"`
+	// LogoURL and Colour brand the HTML part of the tenant's emails: its
+	// logo (an https image, shown 40 px high) on a header bar of Colour
+	// (#rgb or #rrggbb). Empty: its name on the default colour.
+	LogoURL string `json:"logo_url,omitempty"`
+	Colour  string `json:"colour,omitempty"`
 	// CreatedAt and UpdatedAt are set by the registry.
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -96,6 +102,9 @@ func (e *ValidationError) Error() string {
 // may become part of a KV key or a metric label.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// colourPattern is a CSS hex colour: what every mail client renders.
+var colourPattern = regexp.MustCompile(`^#[0-9A-Fa-f]{3}([0-9A-Fa-f]{3})?$`)
+
 // Validate reports, as a *ValidationError, every problem of t: an id that
 // cannot be a subject token, a plan plans does not name, an unknown status,
 // a From that is not one address, a provider name that is not a simple
@@ -119,6 +128,14 @@ func (t Tenant) Validate(plans Plans) error {
 		if _, err := mail.ParseAddress(t.From); err != nil {
 			add("from: %q is not one address like \"Acme <orders@acme.example>\" (%v)", t.From, err)
 		}
+	}
+	if t.LogoURL != "" {
+		if u, err := url.Parse(t.LogoURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			add("logo_url: %q is not an https URL (mail clients block others)", t.LogoURL)
+		}
+	}
+	if t.Colour != "" && !colourPattern.MatchString(t.Colour) {
+		add("colour: %q is not a colour like #1f4e79", t.Colour)
 	}
 	for _, c := range chainFields {
 		chain := t.Chain(c.channel)

@@ -53,6 +53,10 @@ func TestValidate(t *testing.T) {
 			[]string{`providers[1]: "send grid" is not a provider name (1 to 64 letters, digits, '-' or '_')`}},
 		{"provider twice", func(x *tenant.Tenant) { x.Providers = []string{"ses", "sendgrid", "ses"} },
 			[]string{`providers[2]: "ses" is already in the chain`}},
+		{"logo over http", func(x *tenant.Tenant) { x.LogoURL = "http://acme.example/logo.png" },
+			[]string{`logo_url: "http://acme.example/logo.png" is not an https URL (mail clients block others)`}},
+		{"colour by name", func(x *tenant.Tenant) { x.Colour = "red;background:url(x)" },
+			[]string{`colour: "red;background:url(x)" is not a colour like #1f4e79`}},
 		{"name with a newline", func(x *tenant.Tenant) { x.Name = "Acme\nLogistics" },
 			[]string{`name: "Acme\nLogistics" holds a control character`}},
 		{"everything wrong at once", func(x *tenant.Tenant) { x.ID, x.Plan, x.Status = "a b", "", "" }, []string{

@@ -7,8 +7,9 @@ const defaultColour = "#1f4e79"
 
 // Brand is how the HTML part of an email shows whom it comes from: a header
 // bar in Colour carrying the logo at LogoURL, or Name when there is no
-// logo. Tenants will set their own, through Content; until then every email
-// carries its sender's name in the default colour, without a logo.
+// logo. A tenant sets its own in the registry (logo_url, colour; its name);
+// an email of a tenant without carries its sender's name in the default
+// colour, without a logo.
 //
 // The HTML templates escape each field for where it goes: a LogoURL that is
 // not http(s) or a relative URL, or a Colour that is not a plain CSS value,

@@ -110,6 +110,7 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 	if err != nil {
 		return delivery.Try{}, err
 	}
+	content.Brand = route.Brand
 	if category := d.Unsubscribable(); category != "" && c.cfg.Unsubscribe != nil {
 		content.Unsubscribe = c.cfg.Unsubscribe.Link(unsubscribe.Opt{Tenant: d.Tenant, Category: category, Address: d.Recipient.Address})
 	}

@@ -23,6 +23,8 @@ type Routes interface {
 type Route struct {
 	Providers []Named
 	From      string
+	// Brand is the tenant's, for the HTML part: its name, logo and colour.
+	Brand Brand
 }
 
 // TenantRoutes routes each tenant through its own email chain
@@ -48,5 +50,5 @@ func (r *TenantRoutes) Route(ctx context.Context, id string) (Route, error) {
 		return Route{}, err
 	}
 	t, _ := r.chains.Tenants.Lookup(id)
-	return Route{Providers: providers, From: t.From}, nil
+	return Route{Providers: providers, From: t.From, Brand: Brand{Name: t.Name, LogoURL: t.LogoURL, Colour: t.Colour}}, nil
 }
