@@ -139,6 +139,19 @@ func TestRegisterThenCheckKeepsTheProvidersWord(t *testing.T) {
 	require.Len(t, sg.registered, 1, "registered once")
 	require.Len(t, sg.asked, 2)
 
+	// Deleted at the provider, the domain has failed; adding it again
+	// registers it anew.
+	sg.state = domains.State{Status: domains.Failed, Detail: "SendGrid has no authenticated domain acme.example (id 42)"}
+	failed, err := s.Check(ctx, "acme", "acme.example", "sendgrid", sg)
+	require.NoError(t, err)
+	require.Equal(t, domains.Failed, failed.Status)
+	sg.state = domains.State{Records: []domains.Record{cname}, Status: domains.Pending, ProviderRef: "43"}
+	again, err := s.Register(ctx, "acme", "acme.example", "sendgrid", sg)
+	require.NoError(t, err)
+	require.Len(t, sg.registered, 2, "registered anew")
+	require.Equal(t, "43", again.ProviderRef)
+	require.Equal(t, e.CreatedAt, again.CreatedAt, "the tenant's domain since it was first added")
+
 	_, err = s.Check(ctx, "acme", "acme.example", "ses", sg)
 	require.ErrorIs(t, err, domains.ErrProviderChanged)
 	require.ErrorContains(t, err, "acme.example is registered with sendgrid, and the tenant's email goes through ses now")

@@ -49,7 +49,9 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 // Register registers the tenant's domain with r, the provider named
 // provider, and keeps what it answered. A domain the tenant registered with
 // the same provider before is asked about again instead, so adding it twice
-// registers it once (SendGrid would make a second authenticated domain).
+// registers it once (SendGrid would make a second authenticated domain) —
+// unless the provider had failed it, when it is registered anew: that is
+// how a registration deleted at the provider is made again.
 func (s *Store) Register(ctx context.Context, tenant, domain, provider string, r Registrar) (Entry, error) {
 	domain = Normalize(domain)
 	if err := Validate(domain); err != nil {
@@ -57,7 +59,7 @@ func (s *Store) Register(ctx context.Context, tenant, domain, provider string, r
 	}
 	old, err := s.Get(ctx, tenant, domain)
 	switch {
-	case err == nil && old.Provider == provider:
+	case err == nil && old.Provider == provider && old.Status != Failed:
 		return s.Check(ctx, tenant, domain, provider, r)
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return Entry{}, err
@@ -66,7 +68,7 @@ func (s *Store) Register(ctx context.Context, tenant, domain, provider string, r
 	if err != nil {
 		return Entry{}, &ProviderError{Provider: provider, Err: err}
 	}
-	e := Entry{Tenant: tenant, Domain: domain, Provider: provider}
+	e := Entry{Tenant: tenant, Domain: domain, Provider: provider, CreatedAt: old.CreatedAt}
 	return s.Put(ctx, s.apply(e, st))
 }
 
