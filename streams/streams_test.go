@@ -120,6 +120,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_idempotency":       {jetstream.LimitsPolicy, []string{"$KV.idempotency.>"}, nil},
 		"KV_webhook_endpoints": {jetstream.LimitsPolicy, []string{"$KV.webhook_endpoints.>"}, nil},
 		"KV_suppressions":      {jetstream.LimitsPolicy, []string{"$KV.suppressions.>"}, nil},
+		"KV_sending_domains":   {jetstream.LimitsPolicy, []string{"$KV.sending_domains.>"}, nil},
 		"REPORTS":              {jetstream.LimitsPolicy, []string{"notify.reports.*"}, []string{"history"}},
 		"QUOTAS":               {jetstream.LimitsPolicy, []string{"quota.*.*.*", "quota.*.*.*.refused"}, nil},
 		"OBJ_documents":        {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
@@ -169,6 +170,7 @@ func TestDeclaredRetention(t *testing.T) {
 		"OBJ_documents":       0,
 		"KV_tenants":          0,
 		"KV_suppressions":     0,
+		"KV_sending_domains":  0,
 		// A month's counts outlive the month by a year and a bit, for
 		// last year's same month.
 		"QUOTAS": 400 * 24 * time.Hour,
@@ -188,7 +190,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 41)
+	require.Len(t, report, 42)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

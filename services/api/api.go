@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -59,11 +60,12 @@ type stores struct {
 	documents    *documents.Store
 	webhooks     *webhooks.Store
 	suppressions *suppression.Store
+	domains      *domains.Store
 }
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
-	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerUsage}
+	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerUsage}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -196,6 +198,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 		return nil, err
 	}
 	if st.suppressions, err = suppression.Open(ctx, s.js); err != nil {
+		return nil, err
+	}
+	if st.domains, err = domains.Open(ctx, s.js); err != nil {
 		return nil, err
 	}
 	return st, nil

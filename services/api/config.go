@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -53,6 +55,12 @@ type Config struct {
 	// found, pending. Nil: GET /v1/notifications answers 503, and a
 	// notification is known once the ledger has it. Defaults to nil.
 	History History `yaml:"-"`
+	// Domains finds the email provider that registers a tenant's sending
+	// domains, and its name: the first of the tenant's email chain that
+	// registers domains (ses, sendgrid), or domains.ErrNoRegistrar. Nil:
+	// adding or checking a domain answers 503; listing and forgetting
+	// work. Defaults to nil.
+	Domains func(ctx context.Context, tenant string) (string, domains.Registrar, error) `yaml:"-"`
 	// TracerProvider, when set, traces every request as a server span
 	// whose context travels on with what the request publishes; nil
 	// traces nothing.

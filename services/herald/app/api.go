@@ -75,7 +75,8 @@ func (a *App) configureInbound() error {
 }
 
 // buildAPI makes the HTTP API, authenticating with the keys of the bucket
-// api_keys, listing from the notification index when there is one; its
+// api_keys, listing from the notification index when there is one,
+// registering sending domains with the tenants' email providers; its
 // routes are served on the public listener.
 func (a *App) buildAPI(ctx context.Context) (service, error) {
 	if a.cfg.History.URL != "" {
@@ -90,6 +91,11 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 		return nil, err
 	}
 	a.apiC.Registry = registry
+	accounts, err := a.accounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.apiC.Domains = a.domains(registry, accounts).Registrar
 	if a.rdb != nil {
 		a.apiC.Limiter = ratelimit.New(a.rdb, a.cfg.Redis.Prefix)
 	}

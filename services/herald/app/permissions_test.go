@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/deadletter"
@@ -143,6 +144,9 @@ var servicePermissions = map[string][]string{
 		// consumer (ListKeysFiltered).
 		"$KV.suppressions.>", "$JS.API.DIRECT.GET.KV_suppressions.>", "$JS.API.CONSUMER.CREATE.KV_suppressions.>",
 		"$JS.API.CONSUMER.DELETE.KV_suppressions.>", "$JS.FC.KV_suppressions.>",
+		// The tenants' sending domains, listed the same way.
+		"$KV.sending_domains.>", "$JS.API.DIRECT.GET.KV_sending_domains.>", "$JS.API.CONSUMER.CREATE.KV_sending_domains.>",
+		"$JS.API.CONSUMER.DELETE.KV_sending_domains.>", "$JS.FC.KV_sending_domains.>",
 		// A webhook redelivery's range, read from the tenant's outcomes.
 		"$JS.API.CONSUMER.CREATE.STATUS.>", "$JS.API.CONSUMER.DELETE.STATUS.>", "$JS.API.CONSUMER.MSG.NEXT.STATUS.*", "$JS.FC.STATUS.>"}),
 }
@@ -293,6 +297,7 @@ func runWithPermissions(t *testing.T, fair bool) {
 	client := heraldtest.HTTPClient(t)
 	apps := map[string]*app.App{}
 	historyDB := "sqlite:" + filepath.Join(t.TempDir(), "history.db")
+	ses := sestest.New(t)
 	for _, name := range app.Targets {
 		var cfg app.Config
 		cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = as(name), redisURL, prefix
@@ -310,9 +315,14 @@ func runWithPermissions(t *testing.T, fair bool) {
 		}
 		if name == "api" {
 			// The api verifies Twilio's callbacks with the platform
-			// account's token; it sends nothing itself.
+			// account's token, and registers sending domains with SES; it
+			// sends nothing itself.
 			cfg.SMS.Providers = []app.ProviderConfig{{Type: "twilio", AccountSID: twilioAccount, AuthTokenEnv: "TWILIO_TOKEN", From: "+15005550006"}}
-			cfg.Getenv = func(k string) string { return map[string]string{"TWILIO_TOKEN": twilioToken}[k] }
+			cfg.Email.Providers = []app.ProviderConfig{{Type: "ses", Region: "eu-west-1", Endpoint: ses.URL(),
+				AccessKeyIDEnv: "SES_ID", SecretAccessKeyEnv: "SES_SECRET"}}
+			cfg.Getenv = func(k string) string {
+				return map[string]string{"TWILIO_TOKEN": twilioToken, "SES_ID": "AKIDEXAMPLE", "SES_SECRET": "permissions-test-secret"}[k]
+			}
 		}
 		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
@@ -448,6 +458,10 @@ func runWithPermissions(t *testing.T, fair bool) {
 		{http.MethodPost, "/v1/suppressions?tenant=globex", `{"address":"ops@globex.example"}`, http.StatusCreated},
 		{http.MethodGet, "/v1/suppressions?tenant=globex", "", http.StatusOK},
 		{http.MethodDelete, "/v1/suppressions/ops@globex.example?tenant=globex", "", http.StatusNoContent},
+		{http.MethodPost, "/v1/domains?tenant=globex", `{"domain":"globex.example"}`, http.StatusCreated},
+		{http.MethodGet, "/v1/domains/globex.example?tenant=globex", "", http.StatusOK},
+		{http.MethodGet, "/v1/domains?tenant=globex", "", http.StatusOK},
+		{http.MethodDelete, "/v1/domains/globex.example?tenant=globex", "", http.StatusNoContent},
 	} {
 		status, _ := call(adminKey, c.method, c.path, c.body)
 		require.Equal(t, c.want, status, "%s %s", c.method, c.path)

@@ -31,10 +31,7 @@ var defaultProviders = []ProviderConfig{{Type: "ses"}, {Type: "sendgrid"}}
 // provider Config.Validate refuses is not built, and errReported says so
 // (after the others were, so that their problems are reported too).
 func (a *App) buildProviders(ctx context.Context) ([]email.Named, error) {
-	configured := a.cfg.Email.Providers
-	if len(configured) == 0 {
-		configured = defaultProviders
-	}
+	configured := a.emailProviders()
 	var out []email.Named
 	reported := false
 	for i, p := range configured {

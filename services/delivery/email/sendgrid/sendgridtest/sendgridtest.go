@@ -1,4 +1,6 @@
-// Package sendgridtest is a fake SendGrid v3 Mail Send API for tests.
+// Package sendgridtest is a fake SendGrid v3 Mail Send API for tests, with
+// the part of the Domain Authentication API that registers and validates a
+// sending domain (a test decides when its records are found: VerifyDomain).
 //
 // It speaks SendGrid's wire protocol — bearer-key authentication, the v3
 // mail JSON schema, 202 with X-Message-Id, SendGrid's error bodies — so the
@@ -140,6 +142,7 @@ type Server struct {
 	calls    int
 	faults   func(call int) Fault
 	received []Received
+	domains  []*Domain
 }
 
 // New starts a fake that accepts apiKey, and closes it when t ends.
@@ -147,6 +150,8 @@ func New(t testing.TB, apiKey string) *Server {
 	s := &Server{apiKey: apiKey, closing: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v3/mail/send", s.mailSend)
+	mux.HandleFunc("POST /v3/whitelabel/domains", s.createDomain)
+	mux.HandleFunc("POST /v3/whitelabel/domains/{id}/validate", s.validateDomain)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, apiError{Message: "resource not found"})
 	})

@@ -1,7 +1,9 @@
 // Package sestest is a fake Amazon SES v2 server for tests. It speaks the
 // real wire protocol (restJson1: JSON bodies, errors named by the
 // X-Amzn-ErrorType header), so the real AWS SDK — and so the real ses
-// provider — runs against it unchanged.
+// provider — runs against it unchanged. It serves SendEmail, and
+// CreateEmailIdentity and GetEmailIdentity for domains, whose DKIM
+// verification a test decides (VerifyDomain, FailDomain).
 //
 // Faults are decided per request by a function of the call number, so a
 // test can script an exact sequence (throttle, then fail, then accept) and a
@@ -54,6 +56,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	received []Received
+	// identities are the domains registered, by name.
+	identities map[string]*identity
 }
 
 // New starts a fake and stops it when the test ends.
@@ -179,8 +183,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	call := int(s.calls.Add(1))
 	w.Header().Set("X-Amzn-RequestId", "fake-request-"+strconv.Itoa(call))
 
+	if strings.HasPrefix(r.URL.Path, identitiesPath) {
+		s.serveIdentity(w, r, call)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v2/email/outbound-emails" {
-		writeError(w, http.StatusNotFound, "UnknownOperationException", "the fake serves only SendEmail")
+		writeError(w, http.StatusNotFound, "UnknownOperationException", "the fake serves only SendEmail, CreateEmailIdentity and GetEmailIdentity")
 		return
 	}
 	if !signed(r.Header.Get("Authorization")) {

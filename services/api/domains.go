@@ -1,0 +1,239 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/heraldhq/herald/shared/domains"
+	"github.com/heraldhq/herald/shared/provider"
+)
+
+// domainTimeout bounds a request that asks the email provider: a round
+// trip to it and two to NATS.
+const domainTimeout = 30 * time.Second
+
+// SendingDomain is a domain the tenant sends email from, registered with
+// its email provider.
+type SendingDomain struct {
+	Tenant      string      `json:"tenant"`
+	Domain      string      `json:"domain" example:"acme.example" doc:"As compared: lowercased."`
+	Provider    string      `json:"provider" example:"ses" doc:"The email provider it is registered with: the platform's (ses, sendgrid) or the tenant's own account, by name."`
+	ProviderRef string      `json:"provider_ref,omitempty" doc:"The provider's own id for it (SendGrid's), for its support."`
+	Status      string      `json:"status" enum:"pending,verified,failed" doc:"The provider's word when last asked: pending until it finds the records, verified once it sends from the domain, failed when it gave up."`
+	Detail      string      `json:"detail,omitempty" doc:"The provider's reason, in its words."`
+	Records     []DNSRecord `json:"records" doc:"What to publish at the domain's DNS host. Providers find them within hours, at most 72."`
+	CreatedAt   time.Time   `json:"created_at"`
+	CheckedAt   time.Time   `json:"checked_at" doc:"When the provider last said what status says."`
+}
+
+// DNSRecord is a record to publish for the provider.
+type DNSRecord struct {
+	Type  string `json:"type" example:"CNAME"`
+	Name  string `json:"name" example:"abcdefgh._domainkey.acme.example"`
+	Value string `json:"value" example:"abcdefgh.dkim.amazonses.com"`
+}
+
+// NewSendingDomain is a domain to register.
+type NewSendingDomain struct {
+	// Not a format: the store checks it, and its answer names the field.
+	Domain string `json:"domain" maxLength:"300" example:"acme.example"`
+}
+
+type createDomainInput struct {
+	WebhookTenant
+	Body NewSendingDomain
+}
+
+type domainInput struct {
+	WebhookTenant
+	Domain string `path:"domain"`
+}
+
+type domainOutput struct{ Body SendingDomain }
+
+type listDomainsOutput struct {
+	Body struct {
+		Domains []SendingDomain `json:"domains"`
+	}
+}
+
+func registerDomains(s *Service) {
+	errs := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
+	tags := []string{"Sending domains"}
+	huma.Register(s.api, huma.Operation{
+		OperationID: "list-domains", Method: http.MethodGet, Path: "/v1/domains",
+		Summary: "List sending domains", Description: "The tenant's sending domains in name order, as the provider last described them (it is not asked).",
+		Tags: tags, Security: needs(ScopeRead), Errors: errs,
+	}, s.listDomains)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "create-domain", Method: http.MethodPost, Path: "/v1/domains",
+		Summary: "Register a sending domain",
+		Description: "Registers the domain with the tenant's email provider (the first of its chain that registers domains: ses or sendgrid) " +
+			"and answers the DNS records to publish for it. Adding a domain again registers it once: the provider is asked where it stands instead " +
+			"(one that failed is registered anew, as when it was deleted at the provider). " +
+			"A provider's refusal is a 503 in its words.",
+		Tags: tags, DefaultStatus: http.StatusCreated, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),
+		Errors: errs,
+	}, s.createDomain)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "get-domain", Method: http.MethodGet, Path: "/v1/domains/{domain}",
+		Summary:     "Check a sending domain",
+		Description: "Asks the provider where the domain stands now, keeps its answer, and answers it.",
+		Tags:        tags, Security: needs(ScopeRead), Errors: append(errs, http.StatusNotFound, http.StatusConflict),
+	}, s.getDomain)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "delete-domain", Method: http.MethodDelete, Path: "/v1/domains/{domain}",
+		Summary: "Forget a sending domain",
+		Description: "Herald forgets the domain; the provider keeps it registered, and sends from it still, until it is removed there " +
+			"(the SES or SendGrid console).",
+		Tags: tags, DefaultStatus: http.StatusNoContent, Security: needs(ScopeSend),
+		Errors: append(errs, http.StatusNotFound),
+	}, s.deleteDomain)
+}
+
+// domainStore is the store and whose domains the request manages, scoped
+// as the webhook endpoints are.
+func (s *Service) domainStore(ctx context.Context, named string) (*domains.Store, string, error) {
+	st, tenant, err := s.managed(ctx, named, "sending domains")
+	if err != nil {
+		return nil, "", err
+	}
+	return st.domains, tenant, nil
+}
+
+// registrar is the provider that registers the tenant's domains, by name.
+// Why it could not be set up is the operator's to read, in the log: it
+// names the configuration, not the tenant's domain.
+func (s *Service) registrar(ctx context.Context, tenant string) (string, domains.Registrar, error) {
+	if s.cfg.Domains == nil {
+		return "", nil, huma.Error503ServiceUnavailable(domains.ErrNoRegistrar.Error())
+	}
+	name, r, err := s.cfg.Domains(ctx, tenant)
+	switch {
+	case errors.Is(err, domains.ErrNoRegistrar), err == nil && r == nil:
+		return "", nil, huma.Error503ServiceUnavailable(domains.ErrNoRegistrar.Error())
+	case err != nil:
+		s.cfg.Logger.WarnContext(ctx, "email provider for sending domains not set up", "tenant", tenant, "error", err)
+		return "", nil, unavailable("the tenant's email provider could not be set up")
+	}
+	return name, r, nil
+}
+
+func (s *Service) listDomains(ctx context.Context, in *WebhookTenant) (*listDomainsOutput, error) {
+	st, tenant, err := s.domainStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
+	defer cancel()
+	list, err := st.List(cctx, tenant)
+	if err != nil {
+		return nil, s.domainError(ctx, tenant, "", err)
+	}
+	out := &listDomainsOutput{}
+	out.Body.Domains = make([]SendingDomain, len(list))
+	for i, e := range list {
+		out.Body.Domains[i] = sendingDomainOf(e)
+	}
+	return out, nil
+}
+
+func (s *Service) createDomain(ctx context.Context, in *createDomainInput) (*domainOutput, error) {
+	st, tenant, err := s.domainStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	domain := domains.Normalize(in.Body.Domain)
+	if err := domains.Validate(domain); err != nil {
+		return nil, huma.Error422UnprocessableEntity(err.Error())
+	}
+	cctx, cancel := context.WithTimeout(ctx, domainTimeout)
+	defer cancel()
+	name, r, err := s.registrar(cctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	e, err := st.Register(cctx, tenant, domain, name, r)
+	if err != nil {
+		return nil, s.domainError(ctx, tenant, domain, err)
+	}
+	return &domainOutput{Body: sendingDomainOf(e)}, nil
+}
+
+func (s *Service) getDomain(ctx context.Context, in *domainInput) (*domainOutput, error) {
+	st, tenant, err := s.domainStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	domain := domains.Normalize(in.Domain)
+	if err := domains.Validate(domain); err != nil {
+		return nil, huma.Error422UnprocessableEntity(err.Error())
+	}
+	cctx, cancel := context.WithTimeout(ctx, domainTimeout)
+	defer cancel()
+	// Unknown before the provider is looked for: a 404 says more than a 503.
+	if _, err := st.Get(cctx, tenant, domain); err != nil {
+		return nil, s.domainError(ctx, tenant, domain, err)
+	}
+	name, r, err := s.registrar(cctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	e, err := st.Check(cctx, tenant, domain, name, r)
+	if err != nil {
+		return nil, s.domainError(ctx, tenant, domain, err)
+	}
+	return &domainOutput{Body: sendingDomainOf(e)}, nil
+}
+
+func (s *Service) deleteDomain(ctx context.Context, in *domainInput) (*struct{}, error) {
+	st, tenant, err := s.domainStore(ctx, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
+	defer cancel()
+	if err := st.Delete(cctx, tenant, in.Domain); err != nil {
+		return nil, s.domainError(ctx, tenant, domains.Normalize(in.Domain), err)
+	}
+	return nil, nil
+}
+
+// domainError answers err as a problem. A provider's refusal is told in its
+// words, which never hold a credential (the providers leave them out).
+func (s *Service) domainError(ctx context.Context, tenant, domain string, err error) error {
+	var pe *domains.ProviderError
+	switch {
+	case errors.Is(err, domains.ErrInvalid):
+		return huma.Error422UnprocessableEntity(err.Error())
+	case errors.Is(err, domains.ErrNotFound):
+		return huma.Error404NotFound(domain + " is not one of the tenant's sending domains")
+	case errors.Is(err, domains.ErrProviderChanged):
+		return huma.Error409Conflict(strings.TrimPrefix(err.Error(), domains.ErrProviderChanged.Error()+": "))
+	case errors.As(err, &pe):
+		s.cfg.Logger.WarnContext(ctx, "email provider did not register or check a sending domain", "tenant", tenant,
+			"domain", domain, "provider", pe.Provider, "error", err)
+		var refused *provider.PermanentError
+		if errors.As(pe.Err, &refused) {
+			// Trying again would not help: no Retry-After.
+			return huma.Error503ServiceUnavailable("the email provider " + pe.Provider + " refused: " + refused.Err.Error())
+		}
+		return unavailable("the email provider " + pe.Provider + " did not answer: " + pe.Err.Error())
+	}
+	s.cfg.Logger.WarnContext(ctx, "sending domains not read or written", "tenant", tenant, "domain", domain, "error", err)
+	return unavailable("the sending domains could not be read or written right now")
+}
+
+func sendingDomainOf(e domains.Entry) SendingDomain {
+	d := SendingDomain{Tenant: e.Tenant, Domain: e.Domain, Provider: e.Provider, ProviderRef: e.ProviderRef, Status: string(e.Status),
+		Detail: e.Detail, Records: make([]DNSRecord, len(e.Records)), CreatedAt: e.CreatedAt, CheckedAt: e.CheckedAt}
+	for i, r := range e.Records {
+		d.Records[i] = DNSRecord(r)
+	}
+	return d
+}

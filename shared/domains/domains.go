@@ -1,0 +1,253 @@
+// Package domains keeps each tenant's sending domains — a domain it sends
+// email from, registered with its email provider (SES, SendGrid) — in the
+// key-value bucket "sending_domains" (streams/KV_sending_domains): the DNS
+// records the provider asks the tenant to publish, and the provider's last
+// word on whether it has seen them.
+//
+// The provider decides whether a domain is verified; this package only
+// remembers what it said and when. A domain is keyed by tenant and the hex
+// of the domain name, so the name's dots, which would split a KV key into
+// tokens, are only in the value.
+package domains
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket is the key-value bucket declared in streams/KV_sending_domains.
+const Bucket = "sending_domains"
+
+// Status is where a domain stands with its provider.
+type Status string
+
+// The statuses a provider's answer comes to.
+const (
+	// Pending: the provider has not seen the records yet; DNS may take
+	// hours to reach it.
+	Pending Status = "pending"
+	// Verified: the provider sends from the domain.
+	Verified Status = "verified"
+	// Failed: the provider looked and gave up; Detail says why.
+	Failed Status = "failed"
+)
+
+// Record is a DNS record the tenant publishes for its provider.
+type Record struct {
+	// Type is the record type, upper case: CNAME, TXT, MX.
+	Type string `json:"type"`
+	// Name is the fully qualified name to publish it at.
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Entry is one sending domain of a tenant.
+type Entry struct {
+	Tenant string `json:"tenant"`
+	Domain string `json:"domain"`
+	// Provider is the name of the email provider it is registered with:
+	// the platform's provider type (ses, sendgrid), or the tenant's own
+	// account's name.
+	Provider string `json:"provider"`
+	// ProviderRef is the provider's own id for it, when the provider needs
+	// one to answer about it (SendGrid's authenticated domain id).
+	ProviderRef string   `json:"provider_ref,omitempty"`
+	Records     []Record `json:"records"`
+	Status      Status   `json:"status"`
+	// Detail is the provider's reason for the status, in words.
+	Detail    string    `json:"detail,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// CheckedAt is when the provider last said what Status says.
+	CheckedAt time.Time `json:"checked_at"`
+}
+
+// ErrNotFound: the tenant has no such sending domain.
+var ErrNotFound = errors.New("domains: no such sending domain")
+
+// ErrInvalid is what refusals of a domain or an entry match; their
+// messages name the field ("domain: …").
+var ErrInvalid = errors.New("domains: invalid entry")
+
+type invalid string
+
+func (e invalid) Error() string        { return string(e) }
+func (e invalid) Is(target error) bool { return target == ErrInvalid }
+
+// Store reads and writes sending domains.
+type Store struct {
+	kv  jetstream.KeyValue
+	now func() time.Time
+}
+
+// Open binds to the bucket, which streams.Apply creates.
+func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("domains: bucket %s: %w", Bucket, err)
+	}
+	return &Store{kv: kv, now: time.Now}, nil
+}
+
+// Normalize is the form a domain is kept and compared in: trimmed,
+// lowercased, without the root's trailing dot.
+func Normalize(domain string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(domain)), ".")
+}
+
+// Validate says what is wrong with domain (as Normalize leaves it), in
+// words naming the field, matching ErrInvalid; nil if it is a hostname a
+// provider can register: dotted labels of letters, digits and hyphens, at
+// most 253 characters. A name in another script is registered in its
+// ASCII form (xn--…), which is what DNS holds.
+func Validate(domain string) error {
+	switch {
+	case domain == "":
+		return invalid("domain: required")
+	case len(domain) > 253:
+		return invalid(fmt.Sprintf("domain: %d characters; a domain name has at most 253", len(domain)))
+	case !strings.Contains(domain, "."):
+		return invalid(fmt.Sprintf("domain: %q is not a domain name such as mail.example.com (it has no dot)", domain))
+	}
+	labels := strings.Split(domain, ".")
+	for _, l := range labels {
+		if err := validLabel(domain, l); err != nil {
+			return err
+		}
+	}
+	if tld := labels[len(labels)-1]; strings.Trim(tld, "0123456789") == "" {
+		return invalid(fmt.Sprintf("domain: %q is an address, not a domain name", domain))
+	}
+	return nil
+}
+
+func validLabel(domain, l string) error {
+	switch {
+	case l == "":
+		return invalid(fmt.Sprintf("domain: %q has an empty label (two dots, or a leading dot)", domain))
+	case len(l) > 63:
+		return invalid(fmt.Sprintf("domain: %q has a label of %d characters; DNS allows 63", domain, len(l)))
+	case l[0] == '-' || l[len(l)-1] == '-':
+		return invalid(fmt.Sprintf("domain: %q has a label that begins or ends with a hyphen", domain))
+	}
+	for _, r := range l {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return invalid(fmt.Sprintf("domain: %q has %q, which a hostname cannot (a name in another script is registered as xn--…)", domain, r))
+		}
+	}
+	return nil
+}
+
+func key(tenant, domain string) string {
+	return tenant + "." + hex.EncodeToString([]byte(Normalize(domain)))
+}
+
+// Put keeps e as e.Tenant's entry for e.Domain, replacing one it had.
+func (s *Store) Put(ctx context.Context, e Entry) (Entry, error) {
+	e.Domain = Normalize(e.Domain)
+	if err := e.validate(); err != nil {
+		return Entry{}, err
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.now().UTC()
+	}
+	if e.Records == nil {
+		e.Records = []Record{} // none yet is an empty list, not null
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return Entry{}, err
+	}
+	if _, err := s.kv.Put(ctx, key(e.Tenant, e.Domain), b); err != nil {
+		return Entry{}, fmt.Errorf("domains: %w", err)
+	}
+	return e, nil
+}
+
+func (e Entry) validate() error {
+	switch {
+	case e.Tenant == "":
+		return invalid("domains: a tenant is required")
+	case e.Provider == "":
+		return invalid("provider: required")
+	case !slices.Contains([]Status{Pending, Verified, Failed}, e.Status):
+		return invalid(fmt.Sprintf("status: %q is not one of pending, verified, failed", e.Status))
+	}
+	return Validate(e.Domain)
+}
+
+// Get returns the tenant's entry for domain, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant, domain string) (Entry, error) {
+	kve, err := s.kv.Get(ctx, key(tenant, domain))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Entry{}, ErrNotFound
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("domains: %w", err)
+	}
+	return decode(kve)
+}
+
+func decode(kve jetstream.KeyValueEntry) (Entry, error) {
+	var e Entry
+	if err := json.Unmarshal(kve.Value(), &e); err != nil {
+		return Entry{}, fmt.Errorf("domains: entry %s: %w", kve.Key(), err)
+	}
+	return e, nil
+}
+
+// Delete forgets the tenant's domain — here only: the provider keeps its
+// registration. ErrNotFound if there was none.
+func (s *Store) Delete(ctx context.Context, tenant, domain string) error {
+	if _, err := s.Get(ctx, tenant, domain); err != nil {
+		return err
+	}
+	if err := s.kv.Delete(ctx, key(tenant, domain)); err != nil {
+		return fmt.Errorf("domains: %w", err)
+	}
+	return nil
+}
+
+// List returns the tenant's sending domains in name order.
+func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
+	lister, err := s.kv.ListKeysFiltered(ctx, tenant+".*")
+	if err != nil {
+		return nil, fmt.Errorf("domains: %w", err)
+	}
+	var out []Entry
+	for k := range lister.Keys() {
+		kve, err := s.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("domains: %w", err)
+		}
+		e, err := decode(kve)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Domain, b.Domain) })
+	return out, nil
+}
+
+// Verified says whether the tenant may send from domain: the provider
+// said it verified it when last asked. An unknown domain is not verified,
+// and the error is ErrNotFound, for a caller that treats "never
+// registered" apart from "registered, not verified yet".
+func (s *Store) Verified(ctx context.Context, tenant, domain string) (bool, Entry, error) {
+	e, err := s.Get(ctx, tenant, domain)
+	if err != nil {
+		return false, Entry{}, err
+	}
+	return e.Status == Verified, e, nil
+}
