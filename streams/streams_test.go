@@ -121,6 +121,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_webhook_endpoints": {jetstream.LimitsPolicy, []string{"$KV.webhook_endpoints.>"}, nil},
 		"KV_suppressions":      {jetstream.LimitsPolicy, []string{"$KV.suppressions.>"}, nil},
 		"KV_sending_domains":   {jetstream.LimitsPolicy, []string{"$KV.sending_domains.>"}, nil},
+		"KV_templates":         {jetstream.LimitsPolicy, []string{"$KV.templates.>"}, nil},
 		"REPORTS":              {jetstream.LimitsPolicy, []string{"notify.reports.*"}, []string{"history"}},
 		"QUOTAS":               {jetstream.LimitsPolicy, []string{"quota.*.*.*", "quota.*.*.*.refused"}, nil},
 		"OBJ_documents":        {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
@@ -171,6 +172,7 @@ func TestDeclaredRetention(t *testing.T) {
 		"KV_tenants":          0,
 		"KV_suppressions":     0,
 		"KV_sending_domains":  0,
+		"KV_templates":        0,
 		// A month's counts outlive the month by a year and a bit, for
 		// last year's same month.
 		"QUOTAS": 400 * 24 * time.Hour,
@@ -190,7 +192,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 42)
+	require.Len(t, report, 43)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/suppression"
+	"github.com/heraldhq/herald/shared/templates"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 	"github.com/heraldhq/herald/shared/webhooks"
@@ -61,11 +62,12 @@ type stores struct {
 	webhooks     *webhooks.Store
 	suppressions *suppression.Store
 	domains      *domains.Store
+	templates    *templates.Store
 }
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
-	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerUsage}
+	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerTemplates, registerUsage}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -201,6 +203,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 		return nil, err
 	}
 	if st.domains, err = domains.Open(ctx, s.js); err != nil {
+		return nil, err
+	}
+	if st.templates, err = templates.Open(ctx, s.js); err != nil {
 		return nil, err
 	}
 	return st, nil

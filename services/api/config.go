@@ -55,6 +55,10 @@ type Config struct {
 	// found, pending. Nil: GET /v1/notifications answers 503, and a
 	// notification is known once the ledger has it. Defaults to nil.
 	History History `yaml:"-"`
+	// Templates renders tenants' own email templates for a sample
+	// delivery (email.Composer): a template is checked so before it is
+	// stored, and previewed. Without it, the template routes answer 503.
+	Templates TemplateRenderer `yaml:"-"`
 	// Domains finds the email provider that registers a tenant's sending
 	// domains, and its name: the first of the tenant's email chain that
 	// registers domains (ses, sendgrid), or domains.ErrNoRegistrar. Nil:

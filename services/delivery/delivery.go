@@ -125,6 +125,11 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err := s.cfg.Channel.Open(ctx, s.js); err != nil {
 		return fmt.Errorf("delivery: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			s.closeChannel()
+		}
+	}()
 	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 	if s.cfg.Fair {
@@ -141,6 +146,14 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// closeChannel ends what the channel's Open began, if it began anything
+// (the email channel follows the tenants' templates).
+func (s *Service) closeChannel() {
+	if c, ok := s.cfg.Channel.(interface{ Close() }); ok {
+		c.Close()
+	}
 }
 
 // startFair serves the channel's tenants in turn (consumer.Fair): one
@@ -195,6 +208,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.watched != nil {
 		defer s.watched.Stop()
 	}
+	defer s.closeChannel()
 	if s.fair != nil {
 		return errors.Join(s.fair.Stop(ctx), s.loops.Stop(ctx))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	netmail "net/mail"
 	"path"
 	"strings"
@@ -44,6 +45,9 @@ type ChannelConfig struct {
 	// Unsubscribe signs the one-click unsubscribe link of an email in a
 	// category its recipient may leave. Without it, none carries one.
 	Unsubscribe *unsubscribe.Signer
+	// Logger says when a tenant's template stops parsing. Defaults to
+	// discarding.
+	Logger *slog.Logger
 }
 
 // Channel is the email adapter of the delivery protocol: it composes a
@@ -52,6 +56,7 @@ type ChannelConfig struct {
 type Channel struct {
 	cfg      ChannelConfig
 	composer *Composer
+	customs  *Customs
 }
 
 // NewChannel validates cfg (after filling its defaults) and returns the
@@ -87,17 +92,29 @@ func (c *Channel) Name() event.Channel { return event.ChannelEmail }
 // longer than the platform's, but is bounded by the lease's AckWait share.
 func (c *Channel) LongestChain() int { return len(c.cfg.Providers) }
 
-// Open implements delivery.Channel: it opens the document store.
+// Open implements delivery.Channel: it opens the document store and
+// follows the tenants' own templates.
 func (c *Channel) Open(ctx context.Context, js jetstream.JetStream) error {
-	if c.cfg.Documents != nil {
-		return nil
+	if c.cfg.Documents == nil {
+		store, err := documents.Open(ctx, js)
+		if err != nil {
+			return fmt.Errorf("email: %w", err)
+		}
+		c.cfg.Documents = store
 	}
-	store, err := documents.Open(ctx, js)
+	customs, err := c.composer.FollowCustoms(ctx, js, cmp.Or(c.cfg.Logger, slog.New(slog.DiscardHandler)))
 	if err != nil {
-		return fmt.Errorf("email: %w", err)
+		return fmt.Errorf("email: tenants' templates: %w", err)
 	}
-	c.cfg.Documents = store
+	c.customs = customs
 	return nil
+}
+
+// Close stops following the tenants' templates.
+func (c *Channel) Close() {
+	if c.customs != nil {
+		c.customs.Stop()
+	}
 }
 
 // Prepare implements delivery.Channel.

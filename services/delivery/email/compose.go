@@ -28,6 +28,8 @@ type Composer struct {
 	from      string
 	templates localized.Templates
 	html      localized.HTMLTemplates
+	// customs are tenants' own templates, once FollowCustoms began.
+	customs *Customs
 }
 
 // templateData is what a template sees.
@@ -84,7 +86,20 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 	if d.Message != nil {
 		return c.written(d, content), nil
 	}
+	var p *custom
+	if found, ok := c.customs.find(d.Tenant, d.Template, d.Locale); ok {
+		p = &found
+	}
+	return c.compose(d, content, p)
+}
+
+// compose renders d with the tenant's own template p, or Herald's when p
+// is nil.
+func (c *Composer) compose(d notification.Delivery, content Content, p *custom) (Message, error) {
 	t := c.templates.Pick(d.Locale, d.Template+".subject")
+	if p != nil {
+		t = p.text
+	}
 	if t == nil {
 		return Message{}, provider.Permanentf("no email template %q", d.Template)
 	}
@@ -103,7 +118,13 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 	if err != nil {
 		return Message{}, err
 	}
-	html, err := c.renderHTML(d, data)
+	var html string
+	switch {
+	case p == nil:
+		html, err = c.renderHTML(d, data)
+	case p.html != nil:
+		html, err = execute(p.html, d.Template+".html", data)
+	}
 	if err != nil {
 		return Message{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/heraldhq/herald/services/api"
+	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/ratelimit"
@@ -32,6 +33,13 @@ func (a *App) configureAPI() error {
 	if err := a.apiC.Validate(); err != nil {
 		return err
 	}
+	// The api renders tenants' templates to check and preview them; the
+	// From a preview would carry does not matter.
+	composer, err := email.NewComposer(cmp.Or(a.cfg.Email.From, "Herald <herald@example.invalid>"))
+	if err != nil {
+		return err
+	}
+	a.apiC.Templates = composer
 	return a.configureInbound()
 }
 

@@ -132,7 +132,8 @@ func (a *App) configureDelivery() error {
 	if err != nil {
 		return err
 	}
-	a.emailA = email.ChannelConfig{From: e.From, Providers: providers, AttachMaxBytes: a.cfg.Documents.AttachMaxBytes}
+	a.emailA = email.ChannelConfig{From: e.From, Providers: providers, AttachMaxBytes: a.cfg.Documents.AttachMaxBytes,
+		Logger: a.logger.With("service", "delivery")}
 	ch, err := email.NewChannel(a.emailA)
 	if err != nil {
 		return err

@@ -80,6 +80,9 @@ var (
 	countQuotas = []string{"quota.>", "$JS.API.DIRECT.GET.QUOTAS", "$JS.API.DIRECT.GET.QUOTAS.>"}
 	// The addresses each tenant must not be sent to, followed through a
 	// watch by the channels that send to addresses.
+	// The tenants' own email templates, followed through a watch by the
+	// email workers.
+	readTemplates    = []string{"$JS.API.CONSUMER.CREATE.KV_templates.>", "$JS.API.CONSUMER.DELETE.KV_templates.>", "$JS.FC.KV_templates.>"}
 	readSuppressions = []string{"$JS.API.CONSUMER.CREATE.KV_suppressions.>", "$JS.API.CONSUMER.DELETE.KV_suppressions.>",
 		"$JS.FC.KV_suppressions.>"}
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
@@ -94,7 +97,7 @@ var servicePermissions = map[string][]string{
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
-		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions,
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readTemplates,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"sms": join(jsCommon, consume("NOTIFY", "sms-critical"), consume("NOTIFY", "sms-normal"),
 		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, []string{"notify.status.*", "dlq.NOTIFY.*"}),
@@ -147,6 +150,9 @@ var servicePermissions = map[string][]string{
 		// The tenants' sending domains, listed the same way.
 		"$KV.sending_domains.>", "$JS.API.DIRECT.GET.KV_sending_domains.>", "$JS.API.CONSUMER.CREATE.KV_sending_domains.>",
 		"$JS.API.CONSUMER.DELETE.KV_sending_domains.>", "$JS.FC.KV_sending_domains.>",
+		// The tenants' own templates, checked, stored and listed.
+		"$KV.templates.>", "$JS.API.DIRECT.GET.KV_templates.>", "$JS.API.CONSUMER.CREATE.KV_templates.>",
+		"$JS.API.CONSUMER.DELETE.KV_templates.>", "$JS.FC.KV_templates.>",
 		// A webhook redelivery's range, read from the tenant's outcomes.
 		"$JS.API.CONSUMER.CREATE.STATUS.>", "$JS.API.CONSUMER.DELETE.STATUS.>", "$JS.API.CONSUMER.MSG.NEXT.STATUS.*", "$JS.FC.STATUS.>"}),
 }
@@ -462,9 +468,13 @@ func runWithPermissions(t *testing.T, fair bool) {
 		{http.MethodGet, "/v1/domains/globex.example?tenant=globex", "", http.StatusOK},
 		{http.MethodGet, "/v1/domains?tenant=globex", "", http.StatusOK},
 		{http.MethodDelete, "/v1/domains/globex.example?tenant=globex", "", http.StatusNoContent},
+		{http.MethodPut, "/v1/templates/low_stock/en?tenant=globex", `{"subject":"Low: {{.Stock.SKU}}","text":"{{.Stock.SKU}} is low."}`, http.StatusOK},
+		{http.MethodGet, "/v1/templates?tenant=globex", "", http.StatusOK},
+		{http.MethodPost, "/v1/templates/preview?tenant=globex", `{"name":"low_stock","locale":"en"}`, http.StatusOK},
+		{http.MethodDelete, "/v1/templates/low_stock/en?tenant=globex", "", http.StatusNoContent},
 	} {
-		status, _ := call(adminKey, c.method, c.path, c.body)
-		require.Equal(t, c.want, status, "%s %s", c.method, c.path)
+		status, answer := call(adminKey, c.method, c.path, c.body)
+		require.Equal(t, c.want, status, "%s %s: %s", c.method, c.path, answer)
 	}
 	// A webhook redelivery reads the tenant's outcomes from STATUS.
 	status, answer = call(adminKey, http.MethodPost, "/v1/webhooks/endpoints?tenant=acme",

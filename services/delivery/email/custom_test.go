@@ -1,0 +1,95 @@
+package email_test
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/templates"
+)
+
+// A tenant's template is rendered for a sample delivery before it is
+// stored: one that does not parse, or does not run on what a template
+// sees, is refused naming the part; one that does renders what the tenant
+// wrote, with Herald's parts where it asks for them.
+func TestATenantsTemplateIsCheckedByRenderingASample(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	good := templates.Template{Tenant: "acme", Name: "purchase_order", Locale: "es",
+		Subject: "Pedido {{.Order.ID}} — {{.Order.Buyer}}",
+		Text:    "Hola {{.Recipient.Name}}:\n\nAdjuntamos el pedido.\n{{template \"summary\" .}}{{template \"footer\" .}}",
+		HTML:    `{{template "top" .}}<p>Hola {{.Recipient.Name}}, <b>pedido {{.Order.ID}}</b>.</p>{{template "bottom" .}}`}
+	r, err := c.Check(good)
+	require.NoError(t, err)
+	require.Equal(t, "Pedido PO-2026-0042 — Frutas del Sur S.L.", r.Subject)
+	require.Contains(t, r.Text, "Hola Olga Petrova:")
+	require.Contains(t, r.Text, "183,48", "Herald's summary, in Spanish")
+	require.Contains(t, r.HTML, "<b>pedido PO-2026-0042</b>")
+	require.Contains(t, r.HTML, "<!doctype html>", "Herald's frame")
+
+	for name, c2 := range map[string]struct {
+		edit func(*templates.Template)
+		want string
+	}{
+		"subject does not parse":                   {func(t *templates.Template) { t.Subject = "Pedido {{.Order.ID" }, "subject, text:"},
+		"text runs into a field that is not there": {func(t *templates.Template) { t.Text = "{{.Order.Nope}}" }, "Nope"},
+		"html does not parse":                      {func(t *templates.Template) { t.HTML = "<p>{{if .Order}}</p>" }, "html:"},
+		"a template Herald does not have":          {func(t *templates.Template) { t.Name = "quote" }, `name: "quote" is not a template Herald has`},
+	} {
+		bad := good
+		c2.edit(&bad)
+		_, err := c.Check(bad)
+		require.ErrorContains(t, err, c2.want, name)
+	}
+
+	shipped, err := c.Shipped("acme", "low_stock", "en")
+	require.NoError(t, err)
+	require.Contains(t, shipped.Text, "MILK-1L")
+	_, err = c.Shipped("acme", "quote", "en")
+	require.ErrorContains(t, err, "not a template Herald has")
+}
+
+// Once stored, a tenant's template replaces Herald's for that tenant's
+// recipients of its language (regions included), and no one else's; a
+// template without HTML sends text only; removed, Herald's is back.
+func TestATenantsTemplateReplacesHeraldsForItsRecipientsOnly(t *testing.T) {
+	t.Parallel()
+	n, ctx := heraldtest.StartNATSWithStreams(t), heraldtest.Context(t)
+	store, err := templates.Open(ctx, n.JS)
+	require.NoError(t, err)
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	customs, err := c.FollowCustoms(ctx, n.JS, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(customs.Stop)
+
+	_, err = store.Put(ctx, templates.Template{Tenant: "acme", Name: "purchase_order", Locale: "es",
+		Subject: "ACME: pedido {{.Order.ID}}", Text: "Texto propio de Acme."})
+	require.NoError(t, err)
+	compose := func(tenant, locale string) email.Message {
+		d := purchaseOrder(locale, 1)
+		d.Tenant = tenant
+		m, err := c.Compose(d, email.Content{})
+		require.NoError(t, err)
+		return m
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, "ACME: pedido PO-2026-0042", compose("acme", "es-MX").Subject)
+	}, 5*time.Second, 10*time.Millisecond)
+	m := compose("acme", "es")
+	require.Equal(t, "Texto propio de Acme.\n", m.Text)
+	require.Empty(t, m.HTML, "no HTML of its own: text only, rather than Herald's saying something else")
+	require.Equal(t, "Purchase order PO-2026-0042 from Frutas del Sur S.L.", compose("acme", "en").Subject, "another language: Herald's")
+	require.Equal(t, "Pedido de compra PO-2026-0042 de Frutas del Sur S.L.", compose("globex", "es").Subject, "another tenant: Herald's")
+
+	require.NoError(t, store.Delete(ctx, "acme", "purchase_order", "es"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, "Pedido de compra PO-2026-0042 de Frutas del Sur S.L.", compose("acme", "es").Subject)
+	}, 5*time.Second, 10*time.Millisecond)
+}

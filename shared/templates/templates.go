@@ -1,0 +1,197 @@
+// Package templates keeps tenants' own email templates — a subject, a text
+// body and optionally an HTML body per template and locale — in the
+// key-value bucket "templates" (streams/KV_templates), keyed
+// <tenant>.<template>.<locale>. It only stores them: the email channel
+// (services/delivery/email) checks one by rendering a sample before it is
+// stored, and composes with it.
+package templates
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket is the key-value bucket declared in streams/KV_templates.
+const Bucket = "templates"
+
+// Template is a tenant's own version of one email template in one locale.
+type Template struct {
+	Tenant string `json:"tenant"`
+	// Name is the template it replaces: a document type
+	// (purchase_order…) or a route's template (low_stock).
+	Name string `json:"name"`
+	// Locale is the language it is written in, "en", "es", "pt-br": the
+	// recipients of that locale (and of its regions, for a language)
+	// get it.
+	Locale  string `json:"locale"`
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+	// HTML is optional: without it, the tenant's emails from this
+	// template are text only, rather than saying one thing in the text
+	// and another in Herald's HTML.
+	HTML      string    `json:"html,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Rendered is a template rendered for a sample delivery: what a preview
+// shows.
+type Rendered struct {
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+	HTML    string `json:"html,omitempty"`
+}
+
+// Limits on a template's size, so that one tenant's template cannot make
+// every email of its a megabyte.
+const (
+	MaxSubject = 1 << 10
+	MaxBody    = 64 << 10
+)
+
+// ErrNotFound: the tenant has no template of that name and locale.
+var ErrNotFound = errors.New("templates: no such template")
+
+// ErrInvalid is what the store's refusals match; their messages name the
+// field.
+var ErrInvalid = errors.New("templates: invalid template")
+
+type invalid string
+
+func (e invalid) Error() string        { return string(e) }
+func (e invalid) Is(target error) bool { return target == ErrInvalid }
+
+var (
+	namePattern   = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+	localePattern = regexp.MustCompile(`^[a-z]{2,3}(-[a-z0-9]{2,8})?$`)
+)
+
+// Check says what is wrong with t's fields, if anything — not whether it
+// renders, which its channel says.
+func (t Template) Check() error {
+	switch {
+	case !namePattern.MatchString(t.Name):
+		return invalid(fmt.Sprintf("name: %q is not a template name (1-64 lowercase letters, digits or '_')", t.Name))
+	case !localePattern.MatchString(t.Locale):
+		return invalid(fmt.Sprintf("locale: %q is not a locale such as en, es or pt-br", t.Locale))
+	case strings.TrimSpace(t.Subject) == "":
+		return invalid("subject: required")
+	case strings.TrimSpace(t.Text) == "":
+		return invalid("text: required: every email has a text part")
+	case len(t.Subject) > MaxSubject:
+		return invalid(fmt.Sprintf("subject: longer than %d bytes", MaxSubject))
+	case len(t.Text) > MaxBody || len(t.HTML) > MaxBody:
+		return invalid(fmt.Sprintf("text, html: each at most %d bytes", MaxBody))
+	}
+	return nil
+}
+
+// Key is where t is kept.
+func Key(tenant, name, locale string) string { return tenant + "." + name + "." + locale }
+
+// NormalizeLocale is the form locales are kept in: lowercase, '-' between
+// language and region.
+func NormalizeLocale(locale string) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(locale), "_", "-"))
+}
+
+// Store reads and writes templates.
+type Store struct {
+	kv  jetstream.KeyValue
+	now func() time.Time
+}
+
+// Open binds to the bucket, which streams.Apply creates.
+func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("templates: bucket %s: %w", Bucket, err)
+	}
+	return &Store{kv: kv, now: time.Now}, nil
+}
+
+// Put stores t, replacing the tenant's template of that name and locale.
+// The caller has checked that it renders.
+func (s *Store) Put(ctx context.Context, t Template) (Template, error) {
+	t.Locale = NormalizeLocale(t.Locale)
+	if err := t.Check(); err != nil {
+		return Template{}, err
+	}
+	t.UpdatedAt = s.now().UTC()
+	b, err := json.Marshal(t)
+	if err != nil {
+		return Template{}, err
+	}
+	if _, err := s.kv.Put(ctx, Key(t.Tenant, t.Name, t.Locale), b); err != nil {
+		return Template{}, fmt.Errorf("templates: %w", err)
+	}
+	return t, nil
+}
+
+// Get is the tenant's template of name in locale, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant, name, locale string) (Template, error) {
+	locale = NormalizeLocale(locale)
+	if !namePattern.MatchString(name) || !localePattern.MatchString(locale) {
+		return Template{}, ErrNotFound
+	}
+	kve, err := s.kv.Get(ctx, Key(tenant, name, locale))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Template{}, ErrNotFound
+	}
+	if err != nil {
+		return Template{}, fmt.Errorf("templates: %w", err)
+	}
+	return Decode(kve.Value())
+}
+
+// Decode reads a stored template.
+func Decode(b []byte) (Template, error) {
+	var t Template
+	if err := json.Unmarshal(b, &t); err != nil {
+		return Template{}, fmt.Errorf("templates: unreadable entry: %w", err)
+	}
+	return t, nil
+}
+
+// Delete removes the tenant's template; ErrNotFound if it had none.
+func (s *Store) Delete(ctx context.Context, tenant, name, locale string) error {
+	if _, err := s.Get(ctx, tenant, name, locale); err != nil {
+		return err
+	}
+	if err := s.kv.Delete(ctx, Key(tenant, name, NormalizeLocale(locale))); err != nil {
+		return fmt.Errorf("templates: %w", err)
+	}
+	return nil
+}
+
+// List is the tenant's templates, by name then locale.
+func (s *Store) List(ctx context.Context, tenant string) ([]Template, error) {
+	lister, err := s.kv.ListKeysFiltered(ctx, tenant+".>")
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	var out []Template
+	for k := range lister.Keys() {
+		kve, err := s.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("templates: %w", err)
+		}
+		t, err := Decode(kve.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Template) int { return strings.Compare(a.Name+"."+a.Locale, b.Name+"."+b.Locale) })
+	return out, nil
+}
