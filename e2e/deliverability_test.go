@@ -27,10 +27,12 @@ import (
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // A bounce SendGrid reports, signed as SendGrid signs it, suppresses the
@@ -277,4 +279,51 @@ func TestEmailsAreTextAndHTMLWithMarkupEscaped(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, hostile)
+}
+
+// A tenant's own From on a domain its provider has not verified is not
+// sent on the platform's reputation: dead-lettered, saying what to do.
+// Registered and verified, the same order goes out from it.
+func TestAnUnverifiedFromDomainIsDeadLetteredUntilVerified(t *testing.T) {
+	t.Parallel()
+	sg := sendgridtest.New(t, "SG.e2e-secret")
+	p := startPipeline(t, func(c *app.Config) {
+		c.Email.From = "Orders <orders@herald.example>"
+		c.Email.Providers = []app.ProviderConfig{{Type: "sendgrid", Endpoint: sg.URL(), APIKeyEnv: "SG_KEY"}}
+		c.Getenv = func(k string) string { return map[string]string{"SG_KEY": "SG.e2e-secret"}[k] }
+	})
+	ctx := heraldtest.Context(t)
+	reg, err := tenant.Open(ctx, p.js, tenant.BuiltinPlans())
+	require.NoError(t, err)
+	_, err = reg.Update(ctx, "acme", func(t *tenant.Tenant) error { t.From = "Acme Orders <orders@acme.example>"; return nil })
+	require.NoError(t, err)
+	send, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Send, apikey.Read}})
+
+	p.publish(t, "orders.created", "evt-2026-11-30-0001", sample(t, "order.created.json", nil))
+	p.settle(t)
+	require.Empty(t, sg.Received(), "nothing went out from the unverified domain")
+	dead := p.streamMessages(t, "DLQ")
+	require.Len(t, dead, 2)
+	require.Contains(t, dead[0].Header.Get(deadletter.HeaderReason),
+		"acme.example is not a sending domain of tenant acme, and nothing is sent from an unverified domain: herald domains add --tenant acme --domain acme.example")
+
+	// Registered: SendGrid answers the records; until it sees them, still refused.
+	a := p.call(t, http.MethodPost, "/v1/domains", send, []byte(`{"domain":"acme.example"}`), http.Header{"Content-Type": {"application/json"}})
+	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+	require.Contains(t, string(a.body), `"status":"pending"`)
+	sg.VerifyDomain("acme.example")
+	a = p.call(t, http.MethodGet, "/v1/domains/acme.example", send, nil, nil)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	require.Contains(t, string(a.body), `"status":"verified"`)
+
+	// The workers hear of it by watch, within moments.
+	p.publish(t, "orders.created", "evt-2026-11-30-0002", sample(t, "order.created.json", func(m map[string]any) {
+		m["id"] = "evt-2026-11-30-0002"
+		m["data"].(map[string]any)["order"].(map[string]any)["id"] = "PO-2026-0043"
+	}))
+	p.settle(t)
+	require.Len(t, sg.Received(), 2)
+	for _, r := range sg.Received() {
+		require.Equal(t, "orders@acme.example", r.From)
+	}
 }

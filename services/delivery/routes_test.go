@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid"
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
 	"github.com/heraldhq/herald/shared/deadletter"
+	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -43,6 +44,11 @@ func TestEachTenantSendsThroughItsOwnChain(t *testing.T) {
 	sg := sendgridtest.New(t, acmeKey)
 	require.NoError(t, accounts.Put(ctx, "acme", vault.Credential{Name: "sendgrid-acme", Type: vault.TypeSendGrid,
 		Endpoint: sg.URL(), APIKey: vault.NewSecret(acmeKey)}))
+	// Its From's domain is verified at SendGrid: else nothing is sent from it.
+	verified, err := domains.Open(ctx, n.JS)
+	require.NoError(t, err)
+	_, err = verified.Put(ctx, domains.Entry{Tenant: "acme", Domain: "acme.example", Provider: "sendgrid-acme", Status: domains.Verified})
+	require.NoError(t, err)
 
 	mailDir := t.TempDir()
 	sink, err := maildir.New(mailDir)

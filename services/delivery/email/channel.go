@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	netmail "net/mail"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/provider"
@@ -48,6 +50,14 @@ type ChannelConfig struct {
 	// Logger says when a tenant's template stops parsing. Defaults to
 	// discarding.
 	Logger *slog.Logger
+	// Domains says whether a tenant's sending domain is verified
+	// (domains.Cache). Defaults to following the bucket sending_domains.
+	Domains Domains
+}
+
+// Domains says whether a tenant's sending domain is verified.
+type Domains interface {
+	Verified(ctx context.Context, tenant, domain string) (bool, domains.Entry, error)
 }
 
 // Channel is the email adapter of the delivery protocol: it composes a
@@ -57,6 +67,7 @@ type Channel struct {
 	cfg      ChannelConfig
 	composer *Composer
 	customs  *Customs
+	watched  *domains.Cache // the domains Open began following
 }
 
 // NewChannel validates cfg (after filling its defaults) and returns the
@@ -102,18 +113,31 @@ func (c *Channel) Open(ctx context.Context, js jetstream.JetStream) error {
 		}
 		c.cfg.Documents = store
 	}
+	if c.cfg.Domains == nil {
+		cache, err := domains.Watch(ctx, js)
+		if err != nil {
+			return fmt.Errorf("email: sending domains: %w", err)
+		}
+		c.cfg.Domains, c.watched = cache, cache
+	}
 	customs, err := c.composer.FollowCustoms(ctx, js, cmp.Or(c.cfg.Logger, slog.New(slog.DiscardHandler)))
 	if err != nil {
+		c.Close()
 		return fmt.Errorf("email: tenants' templates: %w", err)
 	}
 	c.customs = customs
 	return nil
 }
 
-// Close stops following the tenants' templates.
+// Close stops following the tenants' templates and sending domains.
 func (c *Channel) Close() {
 	if c.customs != nil {
 		c.customs.Stop()
+		c.customs = nil
+	}
+	if c.watched != nil {
+		c.watched.Stop()
+		c.cfg.Domains, c.watched = nil, nil
 	}
 }
 
@@ -121,6 +145,9 @@ func (c *Channel) Close() {
 func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (delivery.Try, error) {
 	route, err := c.route(ctx, d)
 	if err != nil {
+		return delivery.Try{}, err
+	}
+	if err := c.checkFrom(ctx, d.Tenant, route); err != nil {
 		return delivery.Try{}, err
 	}
 	content, err := c.content(ctx, d)
@@ -142,6 +169,39 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 			Send: func(ctx context.Context) (provider.Receipt, error) { return p.Provider.Send(ctx, m) }}
 	}
 	return try, nil
+}
+
+// checkFrom refuses a tenant's own From on a domain its provider has not
+// verified: sent through SES or SendGrid anyway, it would go out on the
+// platform's reputation, or be refused by the provider after Herald
+// claimed it sent. The platform's From, and a chain of providers that
+// verify no domains (SMTP: the server's own rules decide), are not
+// checked. A permanent failure, dead-lettered saying what to do; a
+// registry that cannot be read is retried.
+func (c *Channel) checkFrom(ctx context.Context, tenant string, route Route) error {
+	if route.From == "" || c.cfg.Domains == nil || !slices.ContainsFunc(route.Providers, func(p Named) bool {
+		_, ok := p.Provider.(DomainRegistrar)
+		return ok
+	}) {
+		return nil
+	}
+	a, err := netmail.ParseAddress(route.From)
+	if err != nil {
+		return provider.Permanentf("from %q: %w", route.From, err)
+	}
+	_, domain, _ := strings.Cut(a.Address, "@")
+	verified, e, err := c.cfg.Domains.Verified(ctx, tenant, domain)
+	switch {
+	case errors.Is(err, domains.ErrNotFound):
+		return provider.Permanentf("from %s: %s is not a sending domain of tenant %s, and nothing is sent from an unverified domain: "+
+			"herald domains add --tenant %s --domain %s, then publish its DNS records", a.Address, domain, tenant, tenant, domain)
+	case err != nil:
+		return fmt.Errorf("reading tenant %s's sending domains: %w", tenant, err)
+	case !verified:
+		return provider.Permanentf("from %s: the sending domain %s is %s at %s (%s), and nothing is sent from an unverified domain: "+
+			"herald domains status --tenant %s --domain %s", a.Address, domain, e.Status, e.Provider, cmp.Or(e.Detail, "its DNS records not seen yet"), tenant, domain)
+	}
+	return nil
 }
 
 // route is the tenant's provider chain and From: ChannelConfig.Routes, or

@@ -82,7 +82,10 @@ var (
 	// watch by the channels that send to addresses.
 	// The tenants' own email templates, followed through a watch by the
 	// email workers.
-	readTemplates    = []string{"$JS.API.CONSUMER.CREATE.KV_templates.>", "$JS.API.CONSUMER.DELETE.KV_templates.>", "$JS.FC.KV_templates.>"}
+	readTemplates = []string{"$JS.API.CONSUMER.CREATE.KV_templates.>", "$JS.API.CONSUMER.DELETE.KV_templates.>", "$JS.FC.KV_templates.>"}
+	// The tenants' sending domains, followed through a watch by the email
+	// workers, which send from verified ones only.
+	readDomains      = []string{"$JS.API.CONSUMER.CREATE.KV_sending_domains.>", "$JS.API.CONSUMER.DELETE.KV_sending_domains.>", "$JS.FC.KV_sending_domains.>"}
 	readSuppressions = []string{"$JS.API.CONSUMER.CREATE.KV_suppressions.>", "$JS.API.CONSUMER.DELETE.KV_suppressions.>",
 		"$JS.FC.KV_suppressions.>"}
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
@@ -97,7 +100,7 @@ var servicePermissions = map[string][]string{
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
-		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readTemplates,
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readTemplates, readDomains,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"sms": join(jsCommon, consume("NOTIFY", "sms-critical"), consume("NOTIFY", "sms-normal"),
 		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, []string{"notify.status.*", "dlq.NOTIFY.*"}),
