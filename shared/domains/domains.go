@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/shared/kvmirror"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -217,24 +218,9 @@ func (s *Store) Delete(ctx context.Context, tenant, domain string) error {
 
 // List returns the tenant's sending domains in name order.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	lister, err := s.kv.ListKeysFiltered(ctx, tenant+".*")
+	out, err := kvmirror.List(ctx, s.kv, tenant+".*", decode)
 	if err != nil {
 		return nil, fmt.Errorf("domains: %w", err)
-	}
-	var out []Entry
-	for k := range lister.Keys() {
-		kve, err := s.kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("domains: %w", err)
-		}
-		e, err := decode(kve)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Domain, b.Domain) })
 	return out, nil

@@ -2,11 +2,13 @@
 // through a watch, for paths that would otherwise read it per message: the
 // tenant registry, the suppressed addresses. A change reaches the copy as
 // soon as the server delivers it to the watch — well within a second on a
-// healthy connection.
+// healthy connection. List reads part of a bucket once, for the stores
+// that list a tenant's keys.
 package kvmirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -115,4 +117,31 @@ func (m *Mirror[T]) Stop() {
 		m.cancel()
 	})
 	<-m.done
+}
+
+// List reads, once, the values of bucket's keys that match filter (a
+// subject filter: "acme.>"), in no order: a listing where a mirror would
+// be too much. A key deleted between being listed and being read is left
+// out.
+func List[T any](ctx context.Context, kv jetstream.KeyValue, filter string, decode func(jetstream.KeyValueEntry) (T, error)) ([]T, error) {
+	lister, err := kv.ListKeysFiltered(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for k := range lister.Keys() {
+		kve, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := decode(kve)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

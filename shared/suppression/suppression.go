@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/shared/kvmirror"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -183,24 +184,9 @@ func (s *Store) Remove(ctx context.Context, tenant, address, category string) er
 // List returns the tenant's suppressed addresses, those limited to a
 // category included, newest first.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	lister, err := s.kv.ListKeysFiltered(ctx, tenant+".>")
+	out, err := kvmirror.List(ctx, s.kv, tenant+".>", decode)
 	if err != nil {
 		return nil, fmt.Errorf("suppression: %w", err)
-	}
-	var out []Entry
-	for k := range lister.Keys() {
-		kve, err := s.kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("suppression: %w", err)
-		}
-		e, err := decode(kve)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, nil

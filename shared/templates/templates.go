@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/shared/kvmirror"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -173,24 +174,9 @@ func (s *Store) Delete(ctx context.Context, tenant, name, locale string) error {
 
 // List is the tenant's templates, by name then locale.
 func (s *Store) List(ctx context.Context, tenant string) ([]Template, error) {
-	lister, err := s.kv.ListKeysFiltered(ctx, tenant+".>")
+	out, err := kvmirror.List(ctx, s.kv, tenant+".>", func(kve jetstream.KeyValueEntry) (Template, error) { return Decode(kve.Value()) })
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
-	}
-	var out []Template
-	for k := range lister.Keys() {
-		kve, err := s.kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("templates: %w", err)
-		}
-		t, err := Decode(kve.Value())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b Template) int { return strings.Compare(a.Name+"."+a.Locale, b.Name+"."+b.Locale) })
 	return out, nil
