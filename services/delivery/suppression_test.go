@@ -2,7 +2,9 @@ package delivery_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +30,11 @@ func TestASuppressedAddressIsNotSentTo(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.Add(ctx, suppression.Entry{Tenant: "globex", Address: "someone@else.example", Reason: suppression.Manual})
 	require.NoError(t, err)
-	b.svc = b.worker(t, b.nats.JS, func(*config) {})
+	// The worker's own copy of the suppressions, which the test watches too.
+	cache, err := suppression.Watch(ctx, b.nats.JS)
+	require.NoError(t, err)
+	t.Cleanup(cache.Stop)
+	b.svc = b.worker(t, b.nats.JS, func(c *config) { c.Suppressions = cache })
 
 	b.publish(t, 0)
 	b.waitSettled(t)
@@ -50,6 +56,10 @@ func TestASuppressedAddressIsNotSentTo(t *testing.T) {
 	require.Equal(t, []string{"notification.suppressed"}, states)
 
 	require.NoError(t, store.Remove(ctx, "acme", "olga@zarya.example", ""))
+	require.Eventually(t, func() bool {
+		_, err := cache.Blocks(ctx, "acme", "olga@zarya.example", "")
+		return errors.Is(err, suppression.ErrNotFound)
+	}, 5*time.Second, 5*time.Millisecond, "the worker hears of the lifting by watch")
 	b.publish(t, 1)
 	b.waitSettled(t)
 	require.Equal(t, 1, b.ses.Calls())
