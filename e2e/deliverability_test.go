@@ -70,6 +70,8 @@ func TestABouncedAddressIsSuppressedByTheProvidersSignedReport(t *testing.T) {
 		"email": "olga@zarya.example", "timestamp": time.Now().Unix(), "event": "bounce", "type": "bounce",
 		"status": "5.1.1", "reason": "550 5.1.1 mailbox unavailable", "sg_event_id": "ZGVsaXZlcmVk",
 		"sg_message_id": olgaMessage + ".filterdrecv-5645d9c87f-2mxvh-1-5F5FC92A-4.0",
+		// Herald's custom argument, which SendGrid repeats in every event.
+		"herald_notification_id": notification.ID(olgaKey),
 	}})
 	require.NoError(t, err)
 	stamp := strconv.FormatInt(time.Now().Unix(), 10)

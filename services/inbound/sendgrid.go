@@ -26,6 +26,10 @@ type sendgridEvent struct {
 	Status   string `json:"status"`
 	Response string `json:"response"`
 	URL      string `json:"url"`
+	// NotificationID is the custom argument Herald gives every message it
+	// sends (sendgrid.ArgNotificationID), which SendGrid repeats in each
+	// of its events.
+	NotificationID string `json:"herald_notification_id"`
 }
 
 // sendgridReports verifies a SendGrid Event Webhook post — an ECDSA P-256
@@ -65,8 +69,11 @@ func (h *Handler) sendgridReports(r *http.Request, body []byte, k keys) ([]repor
 }
 
 // sendgridReport is the report an event makes, if any: processing and
-// deferral are not news, and an event without its message's id (some
-// subscription-group events) cannot be joined to anything.
+// deferral are not news; an event without its message's id (some
+// subscription-group events) cannot be joined to anything; and one of a
+// message Herald did not send (the account's other mail: the webhook is
+// the account's) is not Herald's to join — it would wait for a
+// notification that never comes, then fill the DLQ.
 func sendgridReport(e sendgridEvent) (report.Report, bool) {
 	// sg_message_id is the X-Message-Id SendGrid answered the send with,
 	// then a dot and the id of the filter that handled it.
@@ -101,7 +108,7 @@ func sendgridReport(e sendgridEvent) (report.Report, bool) {
 	default: // processed, deferred, group_resubscribe
 		return rep, false
 	}
-	return rep, message != "" && e.EventID != "" && e.Timestamp > 0
+	return rep, message != "" && e.EventID != "" && e.Timestamp > 0 && e.NotificationID != ""
 }
 
 // joinNonEmpty joins the non-empty of parts with a space.

@@ -123,16 +123,17 @@ func (b *sendgridBundle) stored(t *testing.T) []report.Report {
 // of events, their sg_message_id the X-Message-Id of the send and a
 // filter's suffix.
 const sendgridEvents = `[
- {"email":"olga@zarya.example","timestamp":1764666000,"smtp-id":"<a@zarya>","event":"processed","sg_event_id":"p-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"},
- {"email":"olga@zarya.example","timestamp":1764666001,"event":"delivered","response":"250 OK","sg_event_id":"d-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"},
- {"email":"ivan@zarya.example","timestamp":1764666002,"event":"bounce","type":"bounce","status":"5.1.1","reason":"550 5.1.1 The email account does not exist","sg_event_id":"b-1","sg_message_id":"Xq8qkS1RQ0yqWAvXm4lq7A.filterdrecv-2.0"},
- {"email":"anna@zarya.example","timestamp":1764666003,"event":"bounce","type":"blocked","status":"4.7.0","reason":"421 try again later","sg_event_id":"b-2","sg_message_id":"Ya1.filter"},
- {"email":"olga@zarya.example","timestamp":1764666004,"event":"open","sg_event_id":"o-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"},
- {"email":"olga@zarya.example","timestamp":1764666005,"event":"click","url":"https://zarya.example/po","sg_event_id":"c-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"},
- {"email":"boris@zarya.example","timestamp":1764666006,"event":"spamreport","sg_event_id":"s-1","sg_message_id":"Zb2.filter"},
- {"email":"vera@zarya.example","timestamp":1764666007,"event":"dropped","reason":"Bounced Address","sg_event_id":"x-1","sg_message_id":"Vc3.filter"},
- {"email":"vera@zarya.example","timestamp":1764666008,"event":"group_unsubscribe","asm_group_id":1,"sg_event_id":"g-1"},
- {"email":"olga@zarya.example","timestamp":1764666009,"event":"deferred","response":"400 try again","sg_event_id":"f-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"}
+ {"email":"olga@zarya.example","timestamp":1764666000,"smtp-id":"<a@zarya>","event":"processed","herald_notification_id":"ntf_1","sg_event_id":"p-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"},
+ {"email":"olga@zarya.example","timestamp":1764666001,"event":"delivered","response":"250 OK","herald_notification_id":"ntf_1","sg_event_id":"d-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"},
+ {"email":"ivan@zarya.example","timestamp":1764666002,"event":"bounce","type":"bounce","status":"5.1.1","reason":"550 5.1.1 The email account does not exist","herald_notification_id":"ntf_1","sg_event_id":"b-1","sg_message_id":"Xq8qkS1RQ0yqWAvXm4lq7A.filterdrecv-2.0"},
+ {"email":"anna@zarya.example","timestamp":1764666003,"event":"bounce","type":"blocked","status":"4.7.0","reason":"421 try again later","herald_notification_id":"ntf_1","sg_event_id":"b-2","sg_message_id":"Ya1.filter"},
+ {"email":"olga@zarya.example","timestamp":1764666004,"event":"open","herald_notification_id":"ntf_1","sg_event_id":"o-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"},
+ {"email":"olga@zarya.example","timestamp":1764666005,"event":"click","url":"https://zarya.example/po","herald_notification_id":"ntf_1","sg_event_id":"c-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"},
+ {"email":"boris@zarya.example","timestamp":1764666006,"event":"spamreport","herald_notification_id":"ntf_1","sg_event_id":"s-1","sg_message_id":"Zb2.filter"},
+ {"email":"vera@zarya.example","timestamp":1764666007,"event":"dropped","reason":"Bounced Address","herald_notification_id":"ntf_1","sg_event_id":"x-1","sg_message_id":"Vc3.filter"},
+ {"email":"vera@zarya.example","timestamp":1764666008,"event":"group_unsubscribe","asm_group_id":1,"herald_notification_id":"ntf_1","sg_event_id":"g-1"},
+ {"email":"someone@acme.example","timestamp":1764666008,"event":"bounce","type":"bounce","reason":"550","sg_event_id":"z-1","sg_message_id":"Other.filter"},
+ {"email":"olga@zarya.example","timestamp":1764666009,"event":"deferred","response":"400 try again","herald_notification_id":"ntf_1","sg_event_id":"f-1","sg_message_id":"W5RVsNmvQ9CGpTV_D1-0LA.filterdrecv-1.0"}
 ]`
 
 func TestSendGridSignedEventsBecomeReports(t *testing.T) {
@@ -150,7 +151,7 @@ func TestSendGridSignedEventsBecomeReports(t *testing.T) {
 		{Provider: SendGrid, MessageID: "W5RVsNmvQ9CGpTV_D1-0LA", EventID: "c-1", Kind: report.Clicked, Recipient: "olga@zarya.example", Detail: "https://zarya.example/po", Time: at(1764666005)},
 		{Provider: SendGrid, MessageID: "Zb2", EventID: "s-1", Kind: report.Complained, Recipient: "boris@zarya.example", Time: at(1764666006)},
 		{Provider: SendGrid, MessageID: "Vc3", EventID: "x-1", Kind: report.Bounced, Hard: true, Recipient: "vera@zarya.example", Detail: "dropped: Bounced Address", Time: at(1764666007)},
-	}, b.stored(t), "processed, deferred and an event without a message id make no report")
+	}, b.stored(t), "processed, deferred, an event without a message id and one of mail Herald did not send make no report")
 
 	// SendGrid posting the batch again (it retries what it thinks failed)
 	// stores nothing twice.

@@ -107,6 +107,9 @@ type sesEvent struct {
 	Mail             struct {
 		MessageID   string   `json:"messageId"`
 		Destination []string `json:"destination"`
+		// Tags are the message's tags, in SES event publishing: Herald
+		// tags every message it sends with its notification id.
+		Tags map[string][]string `json:"tags"`
 	} `json:"mail"`
 	Bounce struct {
 		BounceType        string `json:"bounceType"`
@@ -164,7 +167,22 @@ func (e *sesEvent) kind() string { return cmp.Or(e.EventType, e.NotificationType
 var sesReported = []string{"Bounce", "Complaint", "Delivery", "Open", "Click", "Subscription"}
 
 // reported says whether Herald keeps reports of e.
-func (e *sesEvent) reported() bool { return slices.Contains(sesReported, e.kind()) }
+func (e *sesEvent) reported() bool {
+	return slices.Contains(sesReported, e.kind()) && e.herald()
+}
+
+// herald says whether the message is one Herald sent: the events of a
+// configuration set or an identity that others send through too are not
+// Herald's to join — they would wait for a notification that never comes,
+// then fill the DLQ. Event publishing carries the message's tags; SES's
+// older notifications carry none, and are taken.
+func (e *sesEvent) herald() bool {
+	return e.Mail.Tags == nil || len(e.Mail.Tags[sesTagNotificationID]) > 0
+}
+
+// sesTagNotificationID is the tag Herald's SES provider gives every
+// message (ses.TagNotificationID).
+const sesTagNotificationID = "herald_notification_id"
 
 // reports are e's reports, one per recipient it is about, if e is
 // reported. Their event ids are the SNS message's id and the recipient:

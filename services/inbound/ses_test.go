@@ -626,6 +626,8 @@ func TestSESNotificationsThatAreNotReports(t *testing.T) {
 			`"bouncedRecipients":[{"emailAddress":"olga@zarya.example"}]},"mail":{"destination":["olga@zarya.example"]}}`,
 			http.StatusBadRequest, "mail.messageId"},
 		{"a send", fixture(t, "event-send.json"), http.StatusOK, ""},
+		{"another sender's bounce, through the same configuration set", strings.Replace(fixture(t, "event-bounce-permanent.json"),
+			`"herald_notification_id"`, `"their_own_tag"`, 1), http.StatusOK, ""},
 		{"SES testing the topic", fixture(t, "notification-subscription-succeeded.json"), http.StatusOK, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
