@@ -1,0 +1,24 @@
+package email_test
+
+import (
+	"testing"
+
+	"github.com/heraldhq/herald/services/delivery/email"
+)
+
+// BenchmarkCompose is what composing one email costs the delivery path:
+// the text part and the HTML part, with the PDF attached.
+func BenchmarkCompose(b *testing.B) {
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := purchaseOrder("es", 2)
+	content := email.Content{Attachments: []email.Attachment{{Filename: "PO-2026-0042.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.3")}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Compose(d, content); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
