@@ -30,6 +30,9 @@ type Composer struct {
 	html      localized.HTMLTemplates
 	// customs are tenants' own templates, once FollowCustoms began.
 	customs *Customs
+	// shared is what Herald's templates rendered for recent documents,
+	// before each recipient's name and link are put in (shared.go).
+	shared sharedParts
 }
 
 // templateData is what a template sees.
@@ -94,8 +97,44 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 }
 
 // compose renders d with the tenant's own template p, or Herald's when p
-// is nil.
+// is nil — Herald's from what it rendered for the same document already,
+// when it has.
 func (c *Composer) compose(d notification.Delivery, content Content, p *custom) (Message, error) {
+	if p != nil {
+		return c.render(d, content, p)
+	}
+	key := sharedKeyOf(d, content)
+	r, ok := c.shared.get(key)
+	if !ok {
+		generic, genericContent := d, content
+		if d.Recipient.Name != "" {
+			generic.Recipient.Name = namePlaceholder
+		}
+		if content.Unsubscribe != "" {
+			genericContent.Unsubscribe = linkPlaceholder
+		}
+		m, err := c.render(generic, genericContent, nil)
+		if err != nil {
+			return Message{}, err
+		}
+		r = rendering{subject: m.Subject, body: m.Text, html: m.HTML}
+		c.shared.put(key, r)
+	}
+	return r.fill(d, content, c.message(d, content))
+}
+
+// message is the envelope of d's message, its parts still to fill.
+func (c *Composer) message(d notification.Delivery, content Content) Message {
+	return Message{
+		ID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant,
+		From: c.from, To: d.Recipient.Address, ToName: d.Recipient.Name,
+		Attachments: content.Attachments, Date: time.Now(), ListUnsubscribe: content.Unsubscribe,
+	}
+}
+
+// render renders d with p, or Herald's templates when p is nil. Its text
+// is as the template wrote it: compose tidies it.
+func (c *Composer) render(d notification.Delivery, content Content, p *custom) (Message, error) {
 	t := c.templates.Pick(d.Locale, d.Template+".subject")
 	if p != nil {
 		t = p.text
@@ -128,12 +167,9 @@ func (c *Composer) compose(d notification.Delivery, content Content, p *custom) 
 	if err != nil {
 		return Message{}, err
 	}
-	return Message{
-		ID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant,
-		From: c.from, To: d.Recipient.Address, ToName: d.Recipient.Name,
-		Subject: strings.Join(strings.Fields(subject), " "), Text: tidy(body), HTML: html,
-		Attachments: content.Attachments, Date: time.Now(), ListUnsubscribe: content.Unsubscribe,
-	}, nil
+	m := c.message(d, content)
+	m.Subject, m.Text, m.HTML = strings.Join(strings.Fields(subject), " "), tidy(body), html
+	return m, nil
 }
 
 // renderHTML is d's HTML body, its language picked as the text's is (so

@@ -1,0 +1,56 @@
+package email_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
+)
+
+// Herald renders its templates once per document and puts each
+// recipient's name and unsubscribe link into that rendering: the message
+// must be byte for byte what rendering for the recipient alone makes — for
+// every template and language, names that are markup, quotes, pluses,
+// newlines or empty, with and without a link and a download link.
+func TestSharedRenderingsAreWhatRenderingWouldBe(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	names := []string{"Olga Petrova", "", `<script>alert("x")</script>`, "O'Brien & Sons +1", "Ivan\n\n\nIvanov  ",
+		"Ольга «Заря»", "\x00nul", "HeraldRecipientName", "https://herald.invalid/unsubscribe-8d2f41"}
+	links := []string{"", "https://herald.example.com/v1/unsubscribe/eyJ0IjoiYWNtZSJ9.c2ln", `https://h.example/u?a=1&b="2"`}
+	templates := append([]string{"low_stock"}, notification.DocumentTypes...)
+	for _, template := range templates {
+		for _, locale := range []string{"en", "es", "ru", "es-MX", "de"} {
+			for _, link := range links {
+				for _, linked := range []bool{false, true} {
+					for _, name := range names {
+						d := purchaseOrder(locale, 2)
+						d.Template, d.Recipient.Name = template, name
+						if template == "low_stock" {
+							d.Document, d.Order = nil, nil
+							d.Stock = &event.Stock{SKU: "MILK-1L", Warehouse: "SEV-01", OnHand: "12", ReorderPoint: "40", Unit: "pcs"}
+						} else {
+							d.Document = &notification.Document{Type: template}
+						}
+						content := email.Content{Unsubscribe: link, Attachments: []email.Attachment{{Filename: "x.pdf"}}}
+						if linked {
+							content = email.Content{Unsubscribe: link, Link: "https://herald.example.com/v1/documents/x?sig=a&b",
+								LinkExpires: time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC)}
+						}
+						shared, err := c.Compose(d, content)
+						require.NoError(t, err)
+						alone, err := c.ComposeAlone(d, content)
+						require.NoError(t, err)
+						shared.Date, alone.Date = time.Time{}, time.Time{}
+						require.Equal(t, alone, shared, "%s %s name %q link %q", template, locale, name, link)
+					}
+				}
+			}
+		}
+	}
+}
