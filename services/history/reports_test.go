@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	svchistory "github.com/heraldhq/herald/services/history"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
@@ -149,6 +150,17 @@ func TestATenantsAccountCannotReportAnothersMessages(t *testing.T) {
 	own.Tenant, own.Account, own.Kind, own.Hard = "acme", "sg", report.Delivered, false
 	require.NoError(t, report.Publish(ctx, b.nats.JS, []report.Report{forged, own}))
 	e := b.reported(t, olga, 1)
+	require.Equal(t, "own", e.Reports[0].EventID)
+	// The forged one was looked at, found no notification of globex's, and
+	// waits to be asked again — joined to nothing.
+	cons, err := b.nats.JS.Consumer(ctx, report.Stream, svchistory.Durable)
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		info, err := cons.Info(ctx)
+		require.NoError(c, err)
+		require.Positive(c, info.NumRedelivered, "the forged report was asked again")
+	}, 15*time.Second, 50*time.Millisecond)
+	e = b.reported(t, olga, 1)
 	require.Equal(t, "own", e.Reports[0].EventID)
 
 	store, err := suppression.Open(ctx, b.nats.JS)
