@@ -132,8 +132,8 @@ func (c *Composer) message(d notification.Delivery, content Content) Message {
 	}
 }
 
-// render renders d with p, or Herald's templates when p is nil. Its text
-// is as the template wrote it: compose tidies it.
+// render renders d with p, or Herald's templates when p is nil, for its
+// recipient alone.
 func (c *Composer) render(d notification.Delivery, content Content, p *custom) (Message, error) {
 	t := c.templates.Pick(d.Locale, d.Template+".subject")
 	if p != nil {
