@@ -3,18 +3,13 @@ package e2e
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha1"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
+	"github.com/heraldhq/herald/services/delivery/sms/twilio/twiliotest"
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/apikey"
@@ -75,18 +71,17 @@ func TestABouncedAddressIsSuppressedByTheProvidersSignedReport(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	digest := sha256.Sum256(append([]byte(stamp), events...))
-	sig, err := ecdsa.SignASN1(rand.Reader, key, digest[:])
+	signature, err := sendgridtest.EventSignature(key, stamp, events)
 	require.NoError(t, err)
 	post := func(signature string) answer {
 		return p.call(t, http.MethodPost, "/v1/inbound/sendgrid", "", events, http.Header{
 			"X-Twilio-Email-Event-Webhook-Signature": {signature}, "X-Twilio-Email-Event-Webhook-Timestamp": {stamp}})
 	}
-	forged := make([]byte, len(sig))
-	copy(forged, sig)
+	forged, err := base64.StdEncoding.DecodeString(signature)
+	require.NoError(t, err)
 	forged[len(forged)-1] ^= 1
 	require.Equal(t, http.StatusForbidden, post(base64.StdEncoding.EncodeToString(forged)).status)
-	a := post(base64.StdEncoding.EncodeToString(sig))
+	a := post(signature)
 	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
 
 	// Joined to Olga's notification: its timeline shows the bounce, and
@@ -163,14 +158,9 @@ func TestTwilioStatusCallbacksComeBackSignedAndSuppressADeadNumber(t *testing.T)
 		if code != "" {
 			form.Set("ErrorCode", code)
 		}
-		mac := hmac.New(sha1.New, []byte(token))
-		mac.Write([]byte(public + "/v1/inbound/twilio"))
-		for _, k := range slices.Sorted(maps.Keys(form)) {
-			mac.Write([]byte(k + form.Get(k)))
-		}
 		return p.call(t, http.MethodPost, "/v1/inbound/twilio", "", []byte(form.Encode()), http.Header{
 			"Content-Type":       {"application/x-www-form-urlencoded"},
-			"X-Twilio-Signature": {base64.StdEncoding.EncodeToString(mac.Sum(nil))}})
+			"X-Twilio-Signature": {twiliotest.Signature(token, public+"/v1/inbound/twilio", form)}})
 	}
 	require.Equal(t, http.StatusForbidden, callback("undelivered", "30005", "not-the-token").status)
 	require.Equal(t, http.StatusOK, callback("sent", "", twilioToken).status, "not news: nothing kept")

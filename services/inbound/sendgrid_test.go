@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/services/delivery/email/sendgrid/sendgridtest"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/report"
 	"github.com/heraldhq/herald/shared/vault"
@@ -42,14 +42,12 @@ func newSendGridKey(t *testing.T) sendgridKey {
 	return sendgridKey{private: k, public: base64.StdEncoding.EncodeToString(der)}
 }
 
-// sign is X-Twilio-Email-Event-Webhook-Signature as SendGrid computes it:
-// base64 of the ASN.1 ECDSA signature of SHA-256(timestamp || body).
+// sign is X-Twilio-Email-Event-Webhook-Signature as SendGrid computes it.
 func (k sendgridKey) sign(t *testing.T, stamp string, body []byte) string {
 	t.Helper()
-	digest := sha256.Sum256(append([]byte(stamp), body...))
-	sig, err := ecdsa.SignASN1(rand.Reader, k.private, digest[:])
+	sig, err := sendgridtest.EventSignature(k.private, stamp, body)
 	require.NoError(t, err)
-	return base64.StdEncoding.EncodeToString(sig)
+	return sig
 }
 
 type sendgridBundle struct {

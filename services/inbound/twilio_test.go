@@ -2,17 +2,12 @@ package inbound
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/services/delivery/sms/twilio/twiliotest"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/report"
 	"github.com/heraldhq/herald/shared/vault"
@@ -125,21 +121,6 @@ func callback(status, errorCode string) url.Values {
 	return form
 }
 
-// twilioSignature is X-Twilio-Signature as Twilio computes it
-// (https://www.twilio.com/docs/usage/security#validating-requests): the
-// base64 HMAC-SHA1, keyed with the auth token, of the full URL followed by
-// every POST parameter's name and value, sorted by name.
-func twilioSignature(token, fullURL string, form url.Values) string {
-	mac := hmac.New(sha1.New, []byte(token))
-	io.WriteString(mac, fullURL)
-	for _, name := range slices.Sorted(maps.Keys(form)) {
-		for _, v := range form[name] {
-			io.WriteString(mac, name+v)
-		}
-	}
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
-
 // post sends form to pathAndQuery with signature sig (none when empty) and
 // returns the answer's status and body.
 func (b *twilioBundle) post(t *testing.T, pathAndQuery string, form url.Values, sig string) (int, string) {
@@ -163,7 +144,7 @@ func (b *twilioBundle) post(t *testing.T, pathAndQuery string, form url.Values, 
 // calling Herald at its public URL.
 func (b *twilioBundle) postSigned(t *testing.T, pathAndQuery string, form url.Values, token string) (int, string) {
 	t.Helper()
-	return b.post(t, pathAndQuery, form, twilioSignature(token, twilioPublicURL+pathAndQuery, form))
+	return b.post(t, pathAndQuery, form, twiliotest.Signature(token, twilioPublicURL+pathAndQuery, form))
 }
 
 // stored is every report on the stream, oldest first.
@@ -242,7 +223,7 @@ func TestTwilioRefusals(t *testing.T) {
 	t.Parallel()
 	const path = "/v1/inbound/twilio"
 	signed := func(token string, form url.Values) string {
-		return twilioSignature(token, twilioPublicURL+path, form)
+		return twiliotest.Signature(token, twilioPublicURL+path, form)
 	}
 	tampered := callback("delivered", "")
 	otherAccount := callback("undelivered", "30005")
@@ -268,7 +249,7 @@ func TestTwilioRefusals(t *testing.T) {
 		{name: "AddedParameter", form: func() url.Values { f := callback("delivered", ""); f.Set("ErrorCode", "30005"); return f }(),
 			sig: signed(platformToken, tampered), status: http.StatusForbidden, words: "does not match"},
 		{name: "SignedForAnotherURL", form: callback("delivered", ""),
-			sig:    twilioSignature(platformToken, "https://other.example.com"+path, callback("delivered", "")),
+			sig:    twiliotest.Signature(platformToken, "https://other.example.com"+path, callback("delivered", "")),
 			status: http.StatusForbidden, words: "another URL than https://herald.example.com/v1/inbound/twilio"},
 		{name: "OtherAccount", form: otherAccount, sig: signed(platformToken, otherAccount),
 			status: http.StatusForbidden, words: "another Twilio account"},
@@ -293,7 +274,7 @@ func TestTwilioRefusals(t *testing.T) {
 		req, err := http.NewRequest(http.MethodPost, b.url+path, strings.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Twilio-Signature", twilioSignature(platformToken, twilioPublicURL+path, nil))
+		req.Header.Set("X-Twilio-Signature", twiliotest.Signature(platformToken, twilioPublicURL+path, nil))
 		resp, err := b.client.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -315,7 +296,7 @@ func TestTwilioQueryStringIsSigned(t *testing.T) {
 	require.Len(t, b.stored(t), 1)
 
 	// The same signature without the query is not Twilio's.
-	sig := twilioSignature(platformToken, twilioPublicURL+"/v1/inbound/twilio", form)
+	sig := twiliotest.Signature(platformToken, twilioPublicURL+"/v1/inbound/twilio", form)
 	status, _ = b.post(t, path, form, sig)
 	require.Equal(t, http.StatusForbidden, status)
 }
@@ -396,7 +377,7 @@ func TestTwilioWithoutPublicURL(t *testing.T) {
 	t.Parallel()
 	b := setupTwilio(t, func(c *Config) { c.PublicURL = "" })
 	form := callback("delivered", "")
-	status, body := b.post(t, "/v1/inbound/twilio", form, twilioSignature(platformToken, b.url+"/v1/inbound/twilio", form))
+	status, body := b.post(t, "/v1/inbound/twilio", form, twiliotest.Signature(platformToken, b.url+"/v1/inbound/twilio", form))
 	require.Equal(t, http.StatusOK, status, body)
 	require.Len(t, b.stored(t), 1)
 }

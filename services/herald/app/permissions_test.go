@@ -2,15 +2,11 @@ package app_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
+	"github.com/heraldhq/herald/services/delivery/sms/twilio/twiliotest"
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/deadletter"
@@ -516,15 +513,10 @@ func reportBounce(t *testing.T, client *http.Client, api, messageID string) {
 	form := url.Values{"AccountSid": {twilioAccount}, "MessageSid": {messageID}, "MessageStatus": {"undelivered"},
 		"ErrorCode": {"30005"}, "To": {"+34600111222"}}
 	target := api + "/v1/inbound/twilio"
-	mac := hmac.New(sha1.New, []byte(twilioToken))
-	mac.Write([]byte(target))
-	for _, k := range slices.Sorted(maps.Keys(form)) {
-		mac.Write([]byte(k + form.Get(k)))
-	}
 	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Twilio-Signature", base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("X-Twilio-Signature", twiliotest.Signature(twilioToken, target, form))
 	resp, err := client.Do(req)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
