@@ -70,6 +70,10 @@ type Config struct {
 	// scheduling: {fair: false} does; by default tenants are served in
 	// turn, as Herald does by default (scheduling.fair).
 	FIFO bool
+	// Plain leaves out the per-tenant checks every run makes by default
+	// (features.go): the tenant registry, the plan's rate and quota, the
+	// suppression list — to see what they cost.
+	Plain bool
 	// Timeout ends the run when nothing more is delivered for this long.
 	// Defaults to 45s: longer than a provider circuit's cool-down (30s),
 	// during which nothing may be delivered, so that notifications waiting
@@ -104,12 +108,17 @@ type Report struct {
 	Seconds       float64 `json:"seconds"`
 	PerSecond     float64 `json:"deliveries_per_second"`
 	Latency       Latency `json:"latency_ms"`
-	CPUSeconds    float64 `json:"cpu_seconds"`
-	PeakRSSMB     float64 `json:"peak_rss_mb"`
-	EmbeddedNATS  bool    `json:"embedded_nats"`
-	EmbeddedRedis bool    `json:"embedded_redis"`
-	Cores         int     `json:"cores"`
-	GoVersion     string  `json:"go_version"`
+	// Writes are the messages JetStream stored during the run, in every
+	// stream and bucket: events, deliveries, ledger writes, counters,
+	// status events, acknowledged or not.
+	Writes            int64   `json:"jetstream_writes"`
+	WritesPerDelivery float64 `json:"jetstream_writes_per_delivery"`
+	CPUSeconds        float64 `json:"cpu_seconds"`
+	PeakRSSMB         float64 `json:"peak_rss_mb"`
+	EmbeddedNATS      bool    `json:"embedded_nats"`
+	EmbeddedRedis     bool    `json:"embedded_redis"`
+	Cores             int     `json:"cores"`
+	GoVersion         string  `json:"go_version"`
 
 	Histogram *hdrhistogram.Histogram `json:"-"`
 }
@@ -150,12 +159,24 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	}
 	defer far.close()
 	w.address = far.address
-	stop, err := env.startServices(ctx, cfg, far)
+	var feats *features
+	if !cfg.Plain {
+		fctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if feats, err = env.startFeatures(fctx, fmt.Sprintf("bench:%d:", rand.Int64())); err != nil {
+			return Report{}, err
+		}
+	}
+	stop, err := env.startServices(ctx, cfg, far, feats)
 	if err != nil {
 		return Report{}, err
 	}
 	defer stop()
 
+	startWrites, err := env.writes(ctx)
+	if err != nil {
+		return Report{}, err
+	}
 	startCPU, start := cpuTime(), time.Now()
 	done := make(chan error, 1)
 	go func() { done <- w.publish(ctx, env.js, cfg.Rate) }()
@@ -173,6 +194,10 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 		report.PerSecond = float64(report.Delivered) / report.Seconds
 	}
 	report.CPUSeconds = (cpuTime() - startCPU).Seconds()
+	if writes, werr := env.writes(ctx); werr == nil {
+		report.Writes = writes - startWrites
+		report.WritesPerDelivery = float64(report.Writes) / float64(max(report.Delivered, 1))
+	}
 	report.PeakRSSMB = peakRSSMB()
 	report.EmbeddedNATS, report.EmbeddedRedis = cfg.NATSURL == "", cfg.RedisURL == ""
 	report.Cores, report.GoVersion = runtime.GOMAXPROCS(0), runtime.Version()
@@ -273,14 +298,14 @@ type service interface {
 
 // startServices runs the pipeline in this process; the returned func
 // drains it.
-func (e *env) startServices(ctx context.Context, cfg Config, far *farSide) (func(), error) {
+func (e *env) startServices(ctx context.Context, cfg Config, far *farSide, feats *features) (func(), error) {
 	route := router.Route{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{cfg.Channel}}
 	if cfg.Documents {
 		route.Document = "purchase_order"
 	}
 	var services []service
-	r, err := router.New(e.js, router.Config{Routes: []router.Route{route}, Channels: []event.Channel{cfg.Channel},
-		Concurrency: 16, Logger: cfg.Logger})
+	r, err := router.New(e.js, feats.routing(router.Config{Routes: []router.Route{route}, Channels: []event.Channel{cfg.Channel},
+		Concurrency: 16, Logger: cfg.Logger}))
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +317,7 @@ func (e *env) startServices(ctx context.Context, cfg Config, far *farSide) (func
 		}
 		services = append(services, p)
 	}
-	d, err := e.delivery(cfg, far, !cfg.FIFO)
+	d, err := e.delivery(cfg, far, !cfg.FIFO, feats)
 	if err != nil {
 		return nil, err
 	}
@@ -300,13 +325,29 @@ func (e *env) startServices(ctx context.Context, cfg Config, far *farSide) (func
 }
 
 // delivery is the channel's delivery workers, serving tenants in turn
-// when fair (scheduling.fair), first come, first served when not.
-func (e *env) delivery(cfg Config, far *farSide, fair bool) (*delivery.Service, error) {
-	return delivery.New(e.js, delivery.Config{
+// when fair (scheduling.fair), first come, first served when not, making
+// the checks of feats (none when nil).
+func (e *env) delivery(cfg Config, far *farSide, fair bool, feats *features) (*delivery.Service, error) {
+	return delivery.New(e.js, feats.delivering(delivery.Config{
 		Channel: far.channel, Platform: far.platform,
 		Locker: lock.NewRedis(e.rdb, fmt.Sprintf("bench:%d:lock:", rand.Int64())), Concurrency: cfg.Concurrency,
 		RetryDelay: 50 * time.Millisecond, Logger: cfg.Logger, Fair: fair,
-	})
+	}))
+}
+
+// writes is how many messages JetStream has stored so far, in every
+// stream: the sum of their last sequences, which count every message
+// stored, whether still kept or not.
+func (e *env) writes(ctx context.Context) (int64, error) {
+	var n int64
+	streams := e.js.ListStreams(ctx)
+	for info := range streams.Info() {
+		n += int64(info.State.LastSeq)
+	}
+	if err := streams.Err(); err != nil {
+		return 0, fmt.Errorf("bench: counting writes: %w", err)
+	}
+	return n, nil
 }
 
 // startAll starts services in order; the returned func stops them in

@@ -260,7 +260,7 @@ func runPhase(ctx context.Context, cfg TenantsConfig, fair bool, bulk, small int
 		return Phase{}, err
 	}
 	defer far.close()
-	d, err := env.delivery(bc, far, fair)
+	d, err := env.delivery(bc, far, fair, nil)
 	if err != nil {
 		return Phase{}, err
 	}

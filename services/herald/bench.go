@@ -69,6 +69,7 @@ beside small, and their ratios (issue 14's targets: at most 2×, at least 90 %).
 	f.Duration("latency", 0, "how long the fake provider, or the webhook endpoint, takes to answer")
 	f.Float64("fault-rate", 0, "share of calls that fail transiently (a webhook endpoint answers 503)")
 	f.Int("concurrency", 64, "sends at once per priority")
+	f.Bool("plain", false, "leave out the per-tenant checks a run makes by default (registered tenant, plan rate and quota, suppression list)")
 	f.Bool("fifo", false, "take deliveries first come, first served (scheduling: {fair: false}) instead of serving tenants in turn")
 	f.Bool("json", false, "print the report as JSON")
 	f.String("plot", "", "write the latency percentile plot to this .svg or .png file")
@@ -116,6 +117,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	bc.FaultRate, _ = f.GetFloat64("fault-rate")
 	bc.Concurrency, _ = f.GetInt("concurrency")
 	bc.FIFO, _ = f.GetBool("fifo")
+	bc.Plain, _ = f.GetBool("plain")
 	if os.Getenv("NATS_URL") != "" {
 		bc.NATSURL = cfg.NATS.URL
 	}
@@ -170,12 +172,14 @@ func printReport(w io.Writer, bc bench.Config, r bench.Report) {
 	}
 	row("servers", "%s", servers)
 	row("scheduling", "%s", map[string]string{"fair": "fair: tenants served in turn (scheduling.fair)", "fifo": "first come, first served"}[r.Scheduling])
+	row("tenant checks", "%s", map[bool]string{false: "registered tenant, plan rate and monthly quota, 1,000 suppressed addresses", true: "none (--plain)"}[bc.Plain])
 	row("deliveries", "%d of %d", r.Delivered, r.Expected)
 	row("throughput", "%.0f deliveries/s over %.2f s", r.PerSecond, r.Seconds)
 	row("latency", "p50 %.1f ms · p90 %.1f ms · p99 %.1f ms · max %.1f ms", r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max)
 	row("duplicates sent", "%d", r.Duplicates)
 	row("lost", "%d", r.Lost)
 	row("retries", "%d", r.Retries)
+	row("jetstream writes", "%d (%.2f per delivery)", r.Writes, r.WritesPerDelivery)
 	row("cpu", "%.2f s (%.2f ms per delivery) on %d cores", r.CPUSeconds, 1000*r.CPUSeconds/float64(max(r.Delivered, 1)), r.Cores)
 	row("peak rss", "%.0f MB", r.PeakRSSMB)
 	row("go", "%s", r.GoVersion)
