@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/provider"
+	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
@@ -36,6 +37,9 @@ type job struct {
 	entry ledger.Entry
 	lease *lock.Lease
 	log   *slog.Logger
+	// counting: the claim says the notification is Counted, and this
+	// worker is to count it (quota.go).
+	counting bool
 }
 
 var (
@@ -95,7 +99,7 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome 
 	// create, which fails if the key exists); anything else — and any
 	// create that fails — reads the ledger first.
 	j.entry = ledger.Entry{DedupeKey: d.DedupeKey, Tenant: d.Tenant}
-	if !first || w.put(ctx, j, ledger.Sending) != nil {
+	if !first || w.putClaim(ctx, j) != nil {
 		if j.entry, err = w.cfg.Ledger.Get(ctx, d.Tenant, d.DedupeKey); err != nil {
 			j.log.WarnContext(ctx, "ledger unavailable; will retry", "error", err)
 			return consumer.Retry(fmt.Errorf("ledger unavailable: %w", err), w.cfg.RetryDelay, time.Minute)
@@ -137,6 +141,7 @@ func (w worker) suppressed(ctx context.Context, j *job) (consumer.Outcome, bool)
 		w.unclaim(ctx, j, err)
 		return consumer.Retry(err, w.cfg.RetryDelay, time.Minute), true
 	}
+	j.uncount()
 	e := &j.entry
 	e.State, e.Retryable = ledger.Suppressed, false
 	e.Reason = fmt.Sprintf("suppressed: %s since %s", strings.ReplaceAll(s.Reason, "_", " "), s.CreatedAt.UTC().Format(time.DateOnly))
@@ -164,6 +169,21 @@ func (w worker) put(ctx context.Context, j *job, state ledger.State) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	return w.cfg.Ledger.Put(cctx, e)
+}
+
+// putClaim writes the claim: Sending, and — for a notification the quota
+// counts and nobody counted yet — Counted, this worker counting it next
+// (quota.go), so the claim and the count's record are one write.
+func (w worker) putClaim(ctx context.Context, j *job) error {
+	j.counting = j.entry.Counted == "" && w.counts(j.d)
+	if j.counting {
+		j.entry.Counted = quota.Month(time.Now())
+	}
+	err := w.put(ctx, j, ledger.Sending)
+	if err != nil && j.counting {
+		j.entry.Counted, j.counting = "", false
+	}
+	return err
 }
 
 // describe copies into e what the listing shows of d, so it can list a
@@ -201,7 +221,7 @@ func (w worker) claim(ctx context.Context, j *job) (consumer.Outcome, bool) {
 			"claimed_at", j.entry.UpdatedAt)
 		return consumer.Retry(errClaimedLate, w.cfg.RetryDelay, w.lockTTL), false
 	}
-	if err := w.put(ctx, j, ledger.Sending); err != nil {
+	if err := w.putClaim(ctx, j); err != nil {
 		w.metrics.lockBusy.Add(ctx, 1, w.metrics.attrs(j.d))
 		j.log.WarnContext(ctx, "could not claim the notification; will retry", "error", err)
 		return consumer.Retry(fmt.Errorf("could not claim the notification: %w", err), w.cfg.RetryDelay, w.lockTTL), false
@@ -216,6 +236,7 @@ func (w worker) claim(ctx context.Context, j *job) (consumer.Outcome, bool) {
 // worker may be sending.
 func (w worker) unclaim(ctx context.Context, j *job, cause error) {
 	j.entry.Reason = cause.Error()
+	j.uncount()
 	if err := w.put(ctx, j, ledger.Retrying); err != nil {
 		j.log.WarnContext(ctx, "could not give the claim back; the next copy waits for the lease TTL", "error", err)
 	}

@@ -15,27 +15,26 @@ import (
 )
 
 // count counts the notification against its tenant's monthly quota, once:
-// when a worker first claims it (the entry is not yet Counted), before any
-// provider is called. The month it counted in is written to the ledger at
-// once, so redelivered copies, copies racing past a lost lease (the claim
-// decides those) and resends do not count it again; a crash between the
-// count and that write is covered by the counter's own dedupe (the
-// notification and its copy's stream sequence, as Nats-Msg-Id). A
-// redriven copy is a new message: if the notification was refused, its
-// entry is not Counted and it is counted — and may be sent — now.
+// when a worker first claims it, before any provider is called. The claim
+// itself records the month (Counted, putClaim), so redelivered copies,
+// copies racing past a lost lease (the claim decides those) and resends
+// find it counted and count nothing more — the record and the count cost
+// one ledger write, and notifications counted at once share a counter
+// write (quota.Counter.Count). A worker that crashes between its claim and
+// its count leaves the notification uncounted: the count errs in the
+// tenant's favour, never twice. A notification that is not sent after all
+// — suppressed, refused over quota, or its claim given back — is recorded
+// uncounted. A redriven copy of one refused is counted, and may be sent,
+// then.
 //
 // The webhooks of the status feed are Herald telling the tenant about its
 // own notifications (its quota warnings among them): they are not counted.
 func (w worker) count(ctx context.Context, j *job) (consumer.Outcome, bool) {
-	if w.cfg.Quotas == nil || j.entry.Counted != "" || j.d.Template == notification.FeedTemplate {
+	if !j.counting {
 		return consumer.Outcome{}, true
 	}
-	key := quota.Key{Tenant: j.d.Tenant, Channel: j.d.Channel, Month: quota.Month(time.Now())}
-	var seq uint64
-	if md, err := j.msg.Metadata(); err == nil {
-		seq = md.Sequence.Stream
-	}
-	u, err := w.counter.Count(ctx, key, w.cfg.Quotas.Limit(j.d.Tenant, j.d.Channel), fmt.Sprintf("%s:%d", j.d.ID, seq))
+	key := quota.Key{Tenant: j.d.Tenant, Channel: j.d.Channel, Month: j.entry.Counted}
+	u, err := w.counter.Count(ctx, key, w.cfg.Quotas.Limit(j.d.Tenant, j.d.Channel))
 	if err != nil {
 		err = fmt.Errorf("quota counter unavailable: %w", err)
 		j.log.WarnContext(ctx, "quota counter unavailable; will retry", "error", err)
@@ -44,14 +43,23 @@ func (w worker) count(ctx context.Context, j *job) (consumer.Outcome, bool) {
 	}
 	w.tell(ctx, j, u)
 	if u.Refused {
+		j.uncount()
 		return w.overQuota(ctx, j, u.Err()), false
 	}
-	j.entry.Counted = key.Month
-	if err := w.put(ctx, j, ledger.Sending); err != nil {
-		j.log.WarnContext(ctx, "could not record the notification as counted; will retry", "error", err)
-		return consumer.Retry(fmt.Errorf("could not record the notification as counted: %w", err), w.cfg.RetryDelay, w.lockTTL), false
-	}
 	return consumer.Outcome{}, true
+}
+
+// counts says whether the quota counts d.
+func (w worker) counts(d notification.Delivery) bool {
+	return w.cfg.Quotas != nil && d.Template != notification.FeedTemplate
+}
+
+// uncount takes back the Counted of a claim whose notification this
+// worker was to count and does not send.
+func (j *job) uncount() {
+	if j.counting {
+		j.entry.Counted, j.counting = "", false
+	}
 }
 
 // overQuota gives a notification up unsent: failed for good in the ledger

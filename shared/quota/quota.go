@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -71,6 +72,12 @@ func (k Key) validate() error {
 // New makes one.
 type Counter struct {
 	nc *nats.Conn
+
+	mu sync.Mutex
+	// forming is the group of each key that notifications join, until it
+	// is sent; last, the group of each key sent last, while it is on its
+	// way (see Count).
+	forming, last map[Key]*group
 }
 
 // New returns a counter on js's connection. It needs no binding: QUOTAS is

@@ -2,7 +2,6 @@ package quota_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -100,9 +99,9 @@ func TestCountRefusesPastTheQuota(t *testing.T) {
 		wg      sync.WaitGroup
 		crossed = map[quota.Threshold]int64{}
 	)
-	for i := range 15 {
+	for range 15 {
 		wg.Go(func() {
-			u, err := b.counter.Count(ctx, december, limit, fmt.Sprintf("ntf_%d:1", i))
+			u, err := b.counter.Count(ctx, december, limit)
 			require.NoError(t, err)
 			mu.Lock()
 			defer mu.Unlock()
@@ -134,7 +133,7 @@ func TestCountRefusesPastTheQuota(t *testing.T) {
 	// A month is its own count.
 	january := december
 	january.Month = quota.Month(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
-	u, err := b.counter.Count(ctx, january, limit, "ntf_0:2")
+	u, err := b.counter.Count(ctx, january, limit)
 	require.NoError(t, err)
 	require.False(t, u.Refused)
 	require.EqualValues(t, 1, u.Used)
@@ -145,8 +144,8 @@ func TestCountWithoutAQuotaOnlyCounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := heraldtest.Context(t)
-	for i := range 3 {
-		u, err := b.counter.Count(ctx, december, quota.Limit{}, fmt.Sprint(i))
+	for range 3 {
+		u, err := b.counter.Count(ctx, december, quota.Limit{})
 		require.NoError(t, err)
 		require.False(t, u.Refused)
 		require.Empty(t, u.Crossed)
@@ -160,27 +159,43 @@ func TestCountWithoutAQuotaOnlyCounts(t *testing.T) {
 func TestKeysStayOneToken(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.counter.Count(heraldtest.Context(t), quota.Key{Tenant: "acme.>", Channel: "email", Month: "2026-12"}, quota.Limit{}, "")
+	_, err := b.counter.Count(heraldtest.Context(t), quota.Key{Tenant: "acme.>", Channel: "email", Month: "2026-12"}, quota.Limit{})
 	require.ErrorContains(t, err, `tenant "acme.>" cannot be a subject token`)
 }
 
-// A copy that counts again under its id after a crash is refused at the
-// quota, and the count stays honest whether or not its first counting was
-// refused and undone before the crash.
-func TestCountingAgainAtTheQuotaRefuses(t *testing.T) {
+// A burst of one key is counted in a few writes, not one per notification,
+// and each notification still learns its own place in the month: the
+// places are 1 to n, each once.
+func TestCountingABurstTakesFewWritesAndGivesEachItsPlace(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := heraldtest.Context(t)
-	limit := quota.Limit{PerMonth: 2, Limited: true}
-	for _, id := range []string{"a", "b", "c"} {
-		_, err := b.counter.Count(ctx, december, limit, id)
-		require.NoError(t, err)
+	const n = 200
+	var (
+		mu     sync.Mutex
+		places = map[int64]int{}
+		wg     sync.WaitGroup
+	)
+	for range n {
+		wg.Go(func() {
+			u, err := b.counter.Count(ctx, december, quota.Limit{PerMonth: n, Limited: true})
+			require.NoError(t, err)
+			require.False(t, u.Refused)
+			mu.Lock()
+			places[u.Used]++
+			mu.Unlock()
+		})
 	}
-	u, err := b.counter.Count(ctx, december, limit, "c")
+	wg.Wait()
+	for place := int64(1); place <= n; place++ {
+		require.Equal(t, 1, places[place], "place %d", place)
+	}
+	s, err := b.n.JS.Stream(ctx, quota.Stream)
 	require.NoError(t, err)
-	require.True(t, u.Refused, "c was refused the first time")
-	usage, err := b.counter.Usage(ctx, december, limit)
+	info, err := s.Info(ctx)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, usage.Used)
-	require.EqualValues(t, 1, usage.Refused, "refused once")
+	require.Less(t, info.State.LastSeq, uint64(n/2), "notifications counted while a write was on its way share the next")
+	usage, err := b.counter.Usage(ctx, december, quota.Limit{PerMonth: n, Limited: true})
+	require.NoError(t, err)
+	require.EqualValues(t, n, usage.Used)
 }
