@@ -234,3 +234,18 @@ func corpusEntry(file string) ([]byte, bool) {
 	s, err := strconv.Unquote(strings.TrimSuffix(quoted, ")"))
 	return []byte(s), err == nil
 }
+
+// The walks run on every event: with nothing to report each allocates its
+// two stacks (path and keys), and nothing per key or value.
+func TestScanAllocatesOnlyItsStacks(t *testing.T) {
+	payload, err := os.ReadFile("../../examples/events/order.created.json")
+	require.NoError(t, err)
+	data, ok := dataOf(payload)
+	require.True(t, ok)
+	var p problems
+	envelope := testing.AllocsPerRun(100, func() { _ = checkEnvelopeKeys(&p, payload) })
+	order := testing.AllocsPerRun(100, func() { _ = checkDataKeys(&p, data, (*OrderData)(nil)) })
+	require.Empty(t, p.list, "the example has something to report")
+	require.LessOrEqual(t, envelope, 2.0)
+	require.LessOrEqual(t, order, 2.0)
+}
