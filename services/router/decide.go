@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
@@ -44,6 +46,9 @@ type Decision struct {
 	Renders    []documents.Request
 	// Skipped counts recipient channels not deployed here (Config.Channels).
 	Skipped int
+	// sends are the Deliveries as the messages publish sends, made by fit
+	// when it measures them.
+	sends []*nats.Msg
 }
 
 // stamp records when the event was stored in its stream in every delivery.
@@ -81,19 +86,40 @@ func (d Decision) all() []notification.Delivery {
 // the event's one Accepted record. A message that can never be published
 // makes the event invalid at once: retrying cannot shrink it.
 func (d *Decision) fit(maxPayload int64) error {
-	parts, err := d.split(maxPayload)
+	sends, err := encode(d.Deliveries, maxPayload)
+	var parts []documents.Request
+	if err == nil {
+		parts, err = d.split(maxPayload)
+	}
 	if err != nil {
 		*d = Decision{Event: d.Event, Outcome: Invalid}
 		return err
 	}
-	d.Renders = parts
+	d.sends, d.Renders = sends, parts
 	return nil
 }
 
-func (d Decision) split(maxPayload int64) ([]documents.Request, error) {
-	if err := documents.FitDeliveries(d.Deliveries, maxPayload); err != nil {
-		return nil, err
+// encode makes each delivery the message it is published as, and checks
+// that it fits maxPayload: the bytes measured are the bytes sent, encoded
+// once.
+func encode(deliveries []notification.Delivery, maxPayload int64) ([]*nats.Msg, error) {
+	msgs := make([]*nats.Msg, len(deliveries))
+	for i, del := range deliveries {
+		msg, err := notification.Msg(del)
+		if err != nil {
+			return nil, fmt.Errorf("delivery %s: %w", del.ID, err)
+		}
+		if err := documents.Fit("delivery "+del.ID, msg.Data, maxPayload); err != nil {
+			return nil, err
+		}
+		msgs[i] = msg
 	}
+	return msgs, nil
+}
+
+// split divides the render requests into parts that fit maxPayload, and
+// checks that the Accepted record fits.
+func (d Decision) split(maxPayload int64) ([]documents.Request, error) {
 	var parts []documents.Request
 	for _, r := range d.Renders {
 		split, err := documents.Split(r, maxPayload)

@@ -21,7 +21,7 @@ var now = time.Date(2026, 11, 30, 9, 0, 1, 0, time.UTC)
 // maxPayload is the NATS server's default max payload.
 const maxPayload = 1 << 20
 
-func sampleEvent(t *testing.T, edit func(m map[string]any)) []byte {
+func sampleEvent(t testing.TB, edit func(m map[string]any)) []byte {
 	t.Helper()
 	b, err := os.ReadFile("../../examples/events/order.created.json")
 	require.NoError(t, err)
@@ -383,5 +383,28 @@ func TestBoundTenant(t *testing.T) {
 			continue
 		}
 		require.EqualError(t, err, c.err)
+	}
+}
+
+// BenchmarkRoute is the router's CPU per order as herald bench routes it
+// (five email recipients, one template route, no document), short of the
+// I/O: decide, stamp and fit (which encodes the deliveries publish sends),
+// then encode the Accepted record.
+func BenchmarkRoute(b *testing.B) {
+	cfg := Config{Routes: []Route{{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{event.ChannelEmail}}}}.WithDefaults()
+	payload := sampleEvent(b, withContacts(5))
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := cfg.decide(payload, now)
+		if err != nil || len(d.Deliveries) != 5 {
+			b.Fatalf("%d deliveries, %v", len(d.Deliveries), err)
+		}
+		d.stamp(now)
+		if err := d.fit(maxPayload); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(notification.AcceptedOf(d.Event.ID, d.all(), now)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -160,7 +160,10 @@ func (s *Service) publish(ctx context.Context, d Decision) error {
 			s.countDelivery(ctx, waiting, ack.Duplicate)
 		}
 	}
-	acks, err := notification.Publish(ctx, s.js, d.Deliveries)
+	if len(d.sends) != len(d.Deliveries) {
+		return errors.New("deliveries not encoded: fit the decision before publishing it")
+	}
+	acks, err := notification.PublishMsgs(ctx, s.js, d.sends)
 	if err != nil {
 		return err
 	}

@@ -91,14 +91,8 @@ func Decode(payload []byte) (Event, error) {
 		return Event{}, err
 	}
 	var ev Event
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	if err := dec.Decode(&ev); err != nil {
-		return Event{}, fmt.Errorf("%w: %s", ErrMalformed, describeJSONError(err))
-	}
-	// More would miss a stray '}' or ']' (it reports the end of a value);
-	// anything but the end of the input is trailing data.
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Event{}, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return Event{}, whyMalformed(payload)
 	}
 	var p problems
 	if err := checkEnvelopeKeys(&p, payload); err != nil {
@@ -106,6 +100,18 @@ func Decode(payload []byte) (Event, error) {
 	}
 	ev.validate(&p)
 	return ev, p.err()
+}
+
+// whyMalformed says what is wrong with a payload json.Unmarshal refused:
+// a fault in its one JSON value, or data after it. Read as a stream, the
+// value's faults are told apart from trailing data (Unmarshal calls both a
+// syntax error), at a cost only malformed events pay.
+func whyMalformed(payload []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if err := dec.Decode(new(Event)); err != nil {
+		return fmt.Errorf("%w: %s", ErrMalformed, describeJSONError(err))
+	}
+	return fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
 }
 
 func (ev Event) validate(p *problems) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -24,42 +25,37 @@ import (
 // keeps a payload of a million '[' from recursing a million times.
 const maxDepth = 32
 
-// attributeName is what CloudEvents 1.0 allows as an attribute name.
-var attributeName = regexp.MustCompile(`^[a-z0-9]+$`)
-
-// keyWalk checks the keys of one JSON value, recording findings in p.
-type keyWalk struct {
-	dec *json.Decoder
-	p   *problems
+// keyScan checks the keys of one JSON value, recording findings in p. It
+// reads the raw bytes of a value its caller has already parsed, so it
+// knows them to be valid JSON (Decode decodes the event first, decodeData
+// the data) and only has to find where each token starts and ends:
+// json.Decoder.Token, which the walk used to read, allocated for every
+// token and cost more than decoding the event itself.
+type keyScan struct {
+	b    []byte
+	at   int // the offset of the next byte to read
+	p    *problems
+	root string   // the top level's name ("" for an event, "data" for its data)
+	path []step   // where the value being read sits, built into a field name only when a problem is reported there
+	keys [][]byte // the keys read so far in each object being read, outermost first
 }
 
-// path is where a value sits, built into a field name only when a problem
-// is reported there: most payloads have none, and naming every key on the
-// way cost more than the walk itself.
-type path struct {
-	parent *path
-	key    string // an object's key; else an array index
-	index  int
-	root   string // the top level's name ("" for an event, "data" for its data)
+func newKeyScan(b []byte, p *problems, root string) keyScan {
+	return keyScan{b: b, p: p, root: root, path: make([]step, 0, 8), keys: make([][]byte, 0, 16)}
 }
 
-func (p *path) String() string {
-	switch {
-	case p.parent == nil:
-		return p.root
-	case p.key == "" && p.index >= 0:
-		return p.parent.String() + "[" + strconv.Itoa(p.index) + "]"
-	}
-	return join(p.parent.String(), p.key)
+// step is one step of a path: an object's key, or an array's index.
+type step struct {
+	key   []byte // the key as decoded
+	index int    // the index in an array; -1 for a key
 }
 
 // checkEnvelopeKeys walks a whole event: envelope keys must be CloudEvents
 // attribute names, and no object anywhere may repeat a key, exactly or
 // differing only in case.
 func checkEnvelopeKeys(p *problems, payload []byte) error {
-	w := keyWalk{dec: json.NewDecoder(bytes.NewReader(payload)), p: p}
-	w.dec.UseNumber()
-	return w.value(&path{}, envelopeSchema, 0, true)
+	s := newKeyScan(payload, p, "")
+	return s.value(envelopeSchema, 0, true)
 }
 
 var envelopeSchema = reflect.TypeFor[Event]()
@@ -68,95 +64,389 @@ var envelopeSchema = reflect.TypeFor[Event]()
 // besides repeated keys, a key that names one of its fields only when case
 // is ignored is refused, because encoding/json would accept it silently.
 func checkDataKeys(p *problems, data []byte, into any) error {
-	w := keyWalk{dec: json.NewDecoder(bytes.NewReader(data)), p: p}
-	w.dec.UseNumber()
-	return w.value(&path{root: "data"}, reflect.TypeOf(into), 0, false)
+	s := newKeyScan(data, p, "data")
+	return s.value(reflect.TypeOf(into), 0, false)
 }
 
-// value walks one value found at path; schema is the Go type it decodes
-// into (nil when unknown), envelope marks the top level of an event.
-func (w keyWalk) value(at *path, schema reflect.Type, depth int, envelope bool) error {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return err
+// value reads one value; schema is the Go type it decodes into (nil when
+// unknown), envelope marks the top level of an event.
+func (s *keyScan) value(schema reflect.Type, depth int, envelope bool) error {
+	s.space()
+	if s.at == len(s.b) {
+		return s.broken()
 	}
-	switch tok := tok.(type) {
-	case json.Delim:
+	switch s.b[s.at] {
+	case '{', '[':
 		if depth >= maxDepth {
-			return fmt.Errorf("%s: nested deeper than %d levels", orTop(at.String()), maxDepth)
+			return fmt.Errorf("%s: nested deeper than %d levels", orTop(s.where()), maxDepth)
 		}
-		if tok == '{' {
-			return w.object(at, schema, depth+1, envelope)
+		if s.b[s.at] == '{' {
+			return s.object(schema, depth+1, envelope)
 		}
-		return w.array(at, elem(schema), depth+1)
-	case string:
-		if strings.ContainsRune(tok, utf8.RuneError) {
-			w.p.add(orTop(at.String()), "contains U+FFFD or an unpaired \\u surrogate escape: text must be valid Unicode")
+		return s.array(elem(schema), depth+1)
+	case '"':
+		text, err := s.text()
+		if err != nil {
+			return err
 		}
+		if decodesToReplacement(text) {
+			s.p.add(orTop(s.where()), "contains U+FFFD or an unpaired \\u surrogate escape: text must be valid Unicode")
+		}
+		return nil
+	}
+	return s.literal()
+}
+
+func (s *keyScan) object(schema reflect.Type, depth int, envelope bool) error {
+	fields := fieldsOf(schema)
+	seen := objectKeys{start: len(s.keys)}
+	s.at++ // '{'
+	for {
+		if s.next('}') {
+			s.keys = s.keys[:seen.start]
+			return nil
+		}
+		key, err := s.key()
+		if err != nil {
+			return err
+		}
+		s.path = append(s.path, step{key: key, index: -1})
+		switch first, ok := s.previous(&seen, key); {
+		case ok && bytes.Equal(first, key):
+			s.p.add(s.where(), "appears twice in one object (keys must be unique)")
+		case ok:
+			s.p.add(s.where(), "differs only in case from %s in the same object (keys are case-sensitive and must be unique)", quote(string(first)))
+		}
+		s.remember(&seen, key)
+		s.checkName(key, fields, envelope)
+		if envelope && string(key) == "data" {
+			// The data is walked against its own shape when it is
+			// decoded (checkDataKeys), which depends on the type.
+			err = s.skip()
+		} else {
+			err = s.value(fields.types[string(key)], depth, false)
+		}
+		if err != nil {
+			return err
+		}
+		s.path = s.path[:len(s.path)-1]
+	}
+}
+
+func (s *keyScan) array(schema reflect.Type, depth int) error {
+	s.at++ // '['
+	s.path = append(s.path, step{})
+	for i := 0; !s.next(']'); i++ {
+		s.path[len(s.path)-1].index = i
+		if err := s.value(schema, depth, false); err != nil {
+			return err
+		}
+	}
+	s.path = s.path[:len(s.path)-1]
+	return nil
+}
+
+// next passes the comma before a member or element, if any, and reports
+// whether end, which closes the object or array, comes next (and passes it).
+func (s *keyScan) next(end byte) bool {
+	s.space()
+	if s.at < len(s.b) && s.b[s.at] == ',' {
+		s.at++
+		s.space()
+	}
+	if s.at < len(s.b) && s.b[s.at] == end {
+		s.at++
+		return true
+	}
+	return false
+}
+
+// key reads an object's key and the colon after it, returning the key as
+// encoding/json decodes it: the bytes themselves unless escaped or not
+// UTF-8 (which decodes to U+FFFD, so "a\xff" and "a\xfe" are one key).
+func (s *keyScan) key() ([]byte, error) {
+	s.space()
+	start := s.at
+	text, err := s.text()
+	if err != nil {
+		return nil, err
+	}
+	quoted := s.b[start:s.at]
+	s.space()
+	if s.at == len(s.b) || s.b[s.at] != ':' {
+		return nil, s.broken()
+	}
+	s.at++
+	if bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text) {
+		return text, nil
+	}
+	var key string
+	if err := json.Unmarshal(quoted, &key); err != nil {
+		return nil, err
+	}
+	return []byte(key), nil
+}
+
+// text reads a string, returning what is between its quotes, undecoded.
+func (s *keyScan) text() ([]byte, error) {
+	if s.at == len(s.b) || s.b[s.at] != '"' {
+		return nil, s.broken()
+	}
+	start := s.at + 1
+	for from := start; ; {
+		i := bytes.IndexByte(s.b[from:], '"')
+		if i < 0 {
+			return nil, s.broken()
+		}
+		end := from + i
+		escapes := 0
+		for j := end - 1; j >= start && s.b[j] == '\\'; j-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
+			s.at = end + 1
+			return s.b[start:end], nil
+		}
+		from = end + 1
+	}
+}
+
+// literal passes a number, true, false or null.
+func (s *keyScan) literal() error {
+	start := s.at
+	for s.at < len(s.b) && !isSpace(s.b[s.at]) && s.b[s.at] != ',' && s.b[s.at] != ']' && s.b[s.at] != '}' {
+		s.at++
+	}
+	if s.at == start {
+		return s.broken()
 	}
 	return nil
 }
 
-func (w keyWalk) object(at *path, schema reflect.Type, depth int, envelope bool) error {
-	fields := fieldsOf(schema)
-	seen := map[string]string{} // folded key → the key as first seen
-	for w.dec.More() {
-		tok, err := w.dec.Token()
-		if err != nil {
-			return err
+// skip passes a value, unchecked.
+func (s *keyScan) skip() error {
+	depth := 0
+	for {
+		s.space()
+		if s.at == len(s.b) {
+			return s.broken()
 		}
-		key, _ := tok.(string)
-		here := &path{parent: at, key: key, index: -1}
-		folded := fold(key)
-		switch first, ok := seen[folded]; {
-		case ok && first == key:
-			w.p.add(here.String(), "appears twice in one object (keys must be unique)")
-		case ok:
-			w.p.add(here.String(), "differs only in case from %s in the same object (keys are case-sensitive and must be unique)", quote(first))
-		}
-		seen[folded] = key
-		w.checkName(here, key, folded, fields, envelope)
-		if envelope && key == "data" {
-			// The data is walked against its own shape when it is
-			// decoded (checkDataKeys), which depends on the type.
-			if err := w.dec.Decode(new(json.RawMessage)); err != nil {
+		switch s.b[s.at] {
+		case '{', '[':
+			depth++
+			s.at++
+		case '}', ']':
+			depth--
+			s.at++
+		case ',', ':':
+			s.at++
+			continue
+		case '"':
+			if _, err := s.text(); err != nil {
 				return err
 			}
-			continue
+		default:
+			if err := s.literal(); err != nil {
+				return err
+			}
 		}
-		if err := w.value(here, fields.types[key], depth, false); err != nil {
-			return err
+		if depth <= 0 {
+			return nil
 		}
 	}
-	_, err := w.dec.Token() // '}'
-	return err
 }
 
-func (w keyWalk) array(at *path, schema reflect.Type, depth int) error {
-	for i := 0; w.dec.More(); i++ {
-		if err := w.value(&path{parent: at, index: i}, schema, depth, false); err != nil {
-			return err
+func (s *keyScan) space() {
+	for s.at < len(s.b) && isSpace(s.b[s.at]) {
+		s.at++
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// broken is what the scan returns should its caller break the promise that
+// the bytes are valid JSON.
+func (s *keyScan) broken() error { return fmt.Errorf("not valid JSON at byte %d", s.at) }
+
+// where names the value being read, as a field path.
+func (s *keyScan) where() string {
+	path := s.root
+	for _, st := range s.path {
+		if st.index >= 0 {
+			path += "[" + strconv.Itoa(st.index) + "]"
+		} else {
+			path = join(path, string(st.key))
 		}
 	}
-	_, err := w.dec.Token() // ']'
-	return err
+	return path
+}
+
+// objectKeys is what an object remembers of its keys to find one repeated:
+// they are s.keys[start:], searched from the last, until there are so many
+// that a map by folded key is cheaper.
+type objectKeys struct {
+	start  int
+	folded map[string][]byte // folded key → the key as last seen
+}
+
+// manyKeys is where an object's keys go into a map: few objects have more,
+// and comparing each key with every other would let one object of a
+// hundred thousand keys take seconds.
+const manyKeys = 32
+
+// previous returns the last key of the object so far that folds like key.
+func (s *keyScan) previous(o *objectKeys, key []byte) ([]byte, bool) {
+	if o.folded != nil {
+		first, ok := o.folded[fold(string(key))]
+		return first, ok
+	}
+	for i := len(s.keys) - 1; i >= o.start; i-- {
+		if foldEqual(s.keys[i], key) {
+			return s.keys[i], true
+		}
+	}
+	return nil, false
+}
+
+func (s *keyScan) remember(o *objectKeys, key []byte) {
+	s.keys = append(s.keys, key)
+	switch {
+	case o.folded != nil:
+		o.folded[fold(string(key))] = key
+	case len(s.keys)-o.start > manyKeys:
+		o.folded = make(map[string][]byte, 2*manyKeys)
+		for _, k := range s.keys[o.start:] {
+			o.folded[fold(string(k))] = k
+		}
+	}
 }
 
 // checkName refuses an envelope key that is not an attribute name, and a
 // data key that matches a field of the schema only when case is ignored.
-func (w keyWalk) checkName(at *path, key, folded string, fields schemaFields, envelope bool) {
-	known := fields.folded[folded]
-	if known == key {
-		known = ""
-	}
+func (s *keyScan) checkName(key []byte, fields schemaFields, envelope bool) {
+	known := s.field(key, fields)
 	switch {
-	case envelope && !attributeName.MatchString(key) && known != "":
-		w.p.add(at.String(), "attribute names are lowercase letters and digits (CloudEvents 1.0): did you mean %q?", known)
-	case envelope && !attributeName.MatchString(key):
-		w.p.add(at.String(), "attribute names are lowercase letters and digits (CloudEvents 1.0)")
+	case envelope && !isAttributeName(key) && known != "":
+		s.p.add(s.where(), "attribute names are lowercase letters and digits (CloudEvents 1.0): did you mean %q?", known)
+	case envelope && !isAttributeName(key):
+		s.p.add(s.where(), "attribute names are lowercase letters and digits (CloudEvents 1.0)")
 	case known != "":
-		w.p.add(at.String(), "is not a field: did you mean %q? (field names are case-sensitive)", known)
+		s.p.add(s.where(), "is not a field: did you mean %q? (field names are case-sensitive)", known)
 	}
+}
+
+// field is the field of the schema that key names only when case is
+// ignored; "" when it names one exactly, or none.
+func (s *keyScan) field(key []byte, fields schemaFields) string {
+	if len(fields.folded) == 0 {
+		return ""
+	}
+	var known string
+	if isASCII(key) {
+		var buf [64]byte
+		known = fields.folded[string(appendUpper(buf[:0], key))]
+	} else {
+		known = fields.folded[fold(string(key))]
+	}
+	if known == string(key) {
+		return ""
+	}
+	return known
+}
+
+// isAttributeName reports what CloudEvents 1.0 allows as an attribute
+// name: lowercase letters and digits, at least one.
+func isAttributeName(key []byte) bool {
+	for _, c := range key {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return len(key) > 0
+}
+
+// foldEqual reports fold(a) == fold(b), folding only keys that are not
+// ASCII: those are rare, and one may fold to an ASCII key ("ſource").
+func foldEqual(a, b []byte) bool {
+	if isASCII(a) && isASCII(b) {
+		return bytes.EqualFold(a, b)
+	}
+	return fold(string(a)) == fold(string(b))
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// appendUpper is fold for an ASCII key, without a new string.
+func appendUpper(dst, key []byte) []byte {
+	for _, c := range key {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// decodesToReplacement reports whether the text of a JSON string, between
+// its quotes, decodes to text holding U+FFFD, as encoding/json decodes it:
+// the character itself, escaped or not, a byte that is not UTF-8, or a \u
+// escape of a surrogate that is not the first of a pair.
+func decodesToReplacement(text []byte) bool {
+	for i := 0; i < len(text); {
+		switch c := text[i]; {
+		case c == '\\' && i+1 < len(text) && text[i+1] == 'u':
+			r := escapedRune(text[i:])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if utf16.DecodeRune(r, escapedRune(text[i:])) == unicode.ReplacementChar {
+					return true
+				}
+				i += 6
+			} else if r == unicode.ReplacementChar {
+				return true
+			}
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRune(text[i:])
+			if r == utf8.RuneError {
+				return true
+			}
+			i += n
+		}
+	}
+	return false
+}
+
+// escapedRune is the rune of a \uXXXX escape at the start of b, or -1.
+func escapedRune(b []byte) rune {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range b[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // schemaFields are a struct's JSON field names: their types, and each name

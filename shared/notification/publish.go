@@ -25,13 +25,31 @@ const AckTimeout = 10 * time.Second
 func Publish(ctx context.Context, js jetstream.JetStream, deliveries []Delivery) ([]*jetstream.PubAck, error) {
 	msgs := make([]*nats.Msg, len(deliveries))
 	for i, d := range deliveries {
-		body, err := json.Marshal(d)
+		msg, err := Msg(d)
 		if err != nil {
 			return nil, err
 		}
-		msgs[i] = nats.NewMsg(Subject(d.Channel, d.Priority, d.Tenant))
-		msgs[i].Data = body
-		msgs[i].Header.Set(jetstream.MsgIDHeader, d.DedupeKey)
+		msgs[i] = msg
 	}
+	return PublishMsgs(ctx, js, msgs)
+}
+
+// Msg is the message a delivery is published as: its JSON, on its
+// subject, with Nats-Msg-Id set to its dedupe key.
+func Msg(d Delivery) (*nats.Msg, error) {
+	body, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	msg := nats.NewMsg(Subject(d.Channel, d.Priority, d.Tenant))
+	msg.Data = body
+	msg.Header.Set(jetstream.MsgIDHeader, d.DedupeKey)
+	return msg, nil
+}
+
+// PublishMsgs is Publish for deliveries already made into messages (Msg),
+// for a caller that has measured them against the max payload: it sends
+// the bytes it measured instead of encoding every delivery again.
+func PublishMsgs(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) ([]*jetstream.PubAck, error) {
 	return telemetry.PublishMsgs(ctx, js, msgs, AckTimeout)
 }
