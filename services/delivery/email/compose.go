@@ -117,7 +117,7 @@ func (c *Composer) compose(d notification.Delivery, content Content, p *custom) 
 		if err != nil {
 			return Message{}, err
 		}
-		r = rendering{subject: m.Subject, body: m.Text, html: m.HTML}
+		r = renderingOf(m)
 		c.shared.put(key, r)
 	}
 	return r.fill(d, content, c.message(d, content))

@@ -1,6 +1,7 @@
 package email_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/heraldhq/herald/services/delivery/email"
@@ -19,6 +20,29 @@ func BenchmarkCompose(b *testing.B) {
 	for b.Loop() {
 		if _, err := c.Compose(d, content); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkComposeDocument is what composing one document's emails costs:
+// Herald's templates rendered once, then its five recipients' messages.
+func BenchmarkComposeDocument(b *testing.B) {
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := purchaseOrder("es", 2)
+	content := email.Content{Attachments: []email.Attachment{{Filename: "PO-2026-0042.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.3")}}}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		d.Order.ID = "PO-" + strconv.Itoa(n) // a document not rendered before
+		for r := range 5 {
+			d.Recipient.Name = "Buyer " + strconv.Itoa(r)
+			if _, err := c.Compose(d, content); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

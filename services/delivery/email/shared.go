@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
@@ -58,29 +60,117 @@ func sharedKeyOf(d notification.Delivery, content Content) sharedKey {
 	return k
 }
 
-// rendering is what Herald's templates rendered for a sharedKey.
-type rendering struct{ subject, body, html string }
+// rendering is what Herald's templates rendered for a sharedKey, each
+// part cut where its placeholders were.
+type rendering struct{ subject, body, html part }
+
+func renderingOf(m Message) rendering {
+	return rendering{subject: cut(m.Subject), body: cut(m.Text), html: cut(m.HTML)}
+}
 
 // fill is m with the rendering's parts, d's name and content's link put
 // in: as written in the text, escaped as html/template escapes them in the
 // HTML.
 func (r rendering) fill(d notification.Delivery, content Content, m Message) (Message, error) {
 	name, link := d.Recipient.Name, content.Unsubscribe
-	m.Subject, m.Text = putIn(r.subject, name, link), tidy(putIn(r.body, name, link))
-	if r.html != "" {
+	m.Subject, m.Text = r.subject.with(name, link), r.body.with(name, link)
+	if r.body.holes&nameHole != 0 && !settled(name) || r.body.holes&linkHole != 0 && !settled(link) {
+		m.Text = tidy(m.Text) // a name across lines, say, as rendering alone would tidy it
+	}
+	if r.html.text != "" {
 		htmlName, htmlLink, err := escaped(name, link)
 		if err != nil {
 			return Message{}, err
 		}
-		m.HTML = putIn(r.html, htmlName, htmlLink)
+		m.HTML = r.html.with(htmlName, htmlLink)
 	}
 	return m, nil
 }
 
-// putIn replaces the placeholders of s: the link's first, so that a name
-// that happens to hold the link's placeholder is left as written.
-func putIn(s, name, link string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, linkPlaceholder, link), namePlaceholder, name)
+// A hole is where a placeholder was in a part of a rendering.
+type hole uint8
+
+const (
+	nameHole hole = 1 << iota
+	linkHole
+)
+
+// part is one part of a rendering, and where in its text its placeholders
+// are: found once, when it is rendered, rather than searched for again for
+// each recipient.
+type part struct {
+	text string
+	// at are the placeholders' offsets in text, in order, and kinds which
+	// each is.
+	at    []int
+	kinds []hole
+	// holes are the kinds there are.
+	holes hole
+}
+
+// cut finds the placeholders in s. They cannot overlap, so each is found
+// where a left-to-right search finds it.
+func cut(s string) part {
+	p := part{text: s}
+	for i := 0; i < len(s); {
+		n, l := strings.Index(s[i:], namePlaceholder), strings.Index(s[i:], linkPlaceholder)
+		switch {
+		case n < 0 && l < 0:
+			return p
+		case l < 0 || n >= 0 && n < l:
+			p.at, p.kinds, p.holes = append(p.at, i+n), append(p.kinds, nameHole), p.holes|nameHole
+			i += n + len(namePlaceholder)
+		default:
+			p.at, p.kinds, p.holes = append(p.at, i+l), append(p.kinds, linkHole), p.holes|linkHole
+			i += l + len(linkPlaceholder)
+		}
+	}
+	return p
+}
+
+// with is the part with name and link in the place of their placeholders.
+// A name or link that holds a placeholder's text is left as written, as
+// rendering for the recipient alone writes it.
+func (p part) with(name, link string) string {
+	if p.holes == 0 {
+		return p.text
+	}
+	size := len(p.text)
+	for _, k := range p.kinds {
+		if k == nameHole {
+			size += len(name) - len(namePlaceholder)
+		} else {
+			size += len(link) - len(linkPlaceholder)
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	from := 0
+	for i, at := range p.at {
+		b.WriteString(p.text[from:at])
+		if p.kinds[i] == nameHole {
+			b.WriteString(name)
+			from = at + len(namePlaceholder)
+		} else {
+			b.WriteString(link)
+			from = at + len(linkPlaceholder)
+		}
+	}
+	b.WriteString(p.text[from:])
+	return b.String()
+}
+
+// settled reports whether s, put into a text tidy already tidied, leaves
+// it as tidy would: without a newline, or space at either end, s neither
+// blanks nor splits a line, nor ends one in space, nor starts or ends the
+// text with space. tidy need not run again then.
+func settled(s string) bool {
+	if s == "" || strings.ContainsRune(s, '\n') {
+		return false
+	}
+	first, _ := utf8.DecodeRuneInString(s)
+	last, _ := utf8.DecodeLastRuneInString(s)
+	return !unicode.IsSpace(first) && !unicode.IsSpace(last)
 }
 
 // escapes renders a name as text and a link as an href, as the HTML

@@ -54,3 +54,43 @@ func TestSharedRenderingsAreWhatRenderingWouldBe(t *testing.T) {
 		}
 	}
 }
+
+// Each recipient's name and link are put in without searching the
+// rendering again, tidying the text again or running html/template,
+// unless they need it: a name with space at an edge or across lines is
+// tidied, a name or link with characters to escape escaped, as rendering
+// for the recipient alone would — and a link that holds the name's
+// placeholder is left as written.
+func TestSharedRenderingsTidyAndEscapeOnlyWhatNeedsIt(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	names := []string{"Olga", " Olga", "Olga ", "Olga\t", "Olga\u00a0", "\u2003Olga Petrova", "Olga\r", "Olga\nPetrova", "Olga\n\n\nPetrova", "Olga \nPetrova", "\n", " ",
+		"Olga\tPetrova", "Olga\u0085", "\xffOlga\xfe", "Olga+1", "%41"}
+	links := []string{"https://herald.example.com/v1/unsubscribe/eyJ0.c2ln ", " https://h.example/u", "https://h.example/u/%41",
+		"https://h.example/u/%4", "HTTPS://H.EXAMPLE/U", "javascript:alert(1)", "https://h.example/u?a=b+c", "https://h.example/u\n",
+		"https://h.example/u/HeraldRecipientName8d2f41", "https://h.example/ü"}
+	for _, template := range append([]string{"low_stock"}, notification.DocumentTypes...) {
+		for _, locale := range []string{"en", "es", "ru"} {
+			for _, link := range links {
+				for _, name := range names {
+					d := purchaseOrder(locale, 1)
+					d.Template, d.Recipient.Name = template, name
+					if template == "low_stock" {
+						d.Document, d.Order = nil, nil
+						d.Stock = &event.Stock{SKU: "MILK-1L", Warehouse: "SEV-01", OnHand: "12", ReorderPoint: "40", Unit: "pcs"}
+					} else {
+						d.Document = &notification.Document{Type: template}
+					}
+					content := email.Content{Unsubscribe: link}
+					shared, err := c.Compose(d, content)
+					require.NoError(t, err)
+					alone, err := c.ComposeAlone(d, content)
+					require.NoError(t, err)
+					shared.Date, alone.Date = time.Time{}, time.Time{}
+					require.Equal(t, alone, shared, "%s %s name %q link %q", template, locale, name, link)
+				}
+			}
+		}
+	}
+}
