@@ -178,8 +178,20 @@ func settled(s string) bool {
 var escapes = htmltemplate.Must(htmltemplate.New("escapes").Parse(`{{.Name}}` + "\x00" + `<a href="{{.Link}}">`))
 
 // escaped is name and link as html/template writes them where the
-// templates put them.
+// templates put them. Most are written as they are — a name without
+// markup characters, an http(s) link of URL characters html/template
+// neither encodes nor escapes — and need no template run to say so
+// (TestPlainNamesAndLinksAreWrittenAsTheyAre proves it, for every
+// character).
 func escaped(name, link string) (string, string, error) {
+	if plainName(name) && plainLink(link) {
+		return name, link, nil
+	}
+	return escapedByTemplate(name, link)
+}
+
+// escapedByTemplate is escaped, by running html/template.
+func escapedByTemplate(name, link string) (string, string, error) {
 	var buf bytes.Buffer
 	if err := escapes.Execute(&buf, struct{ Name, Link string }{name, link}); err != nil {
 		return "", "", err
@@ -187,6 +199,43 @@ func escaped(name, link string) (string, string, error) {
 	n, a, _ := strings.Cut(buf.String(), "\x00")
 	return n, strings.TrimSuffix(strings.TrimPrefix(a, `<a href="`), `">`), nil
 }
+
+// plainName reports whether html/template writes name, as text, as it
+// is: it replaces NUL and escapes " & ' + < > (htmlEscaper), and nothing
+// else, whatever the bytes around them.
+func plainName(name string) bool {
+	return !strings.ContainsAny(name, "\x00\"&'+<>")
+}
+
+// plainLink reports whether html/template writes link, as an href, as it
+// is: an http or https link (its URL filter passes it) of only the
+// characters its URL normalizer leaves alone and its attribute escaper
+// does not escape. A % is left out: whether the normalizer encodes it
+// depends on what follows.
+func plainLink(link string) bool {
+	rest, ok := strings.CutPrefix(link, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(link, "http://"); !ok {
+			return link == ""
+		}
+	}
+	for i := 0; i < len(rest); i++ {
+		if !urlSafe[rest[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// urlSafe are the bytes html/template's URL normalizer and attribute
+// escaper both leave as they are: letters, digits, - . _ ~ and the
+// reserved characters but & and +.
+var urlSafe = func() (safe [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!#$*,/:;=?@[]") {
+		safe[c] = true
+	}
+	return safe
+}()
 
 // sharedParts keeps the latest renderings, a bounded number: a burst of
 // orders to many recipients reuses each while its recipients are served.
