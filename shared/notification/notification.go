@@ -204,25 +204,42 @@ func Decode(b []byte) (Delivery, error) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		return Delivery{}, fmt.Errorf("malformed delivery: %w", err)
 	}
-	required := map[string]string{
-		"id": d.ID, "dedupe_key": d.DedupeKey, "tenant": d.Tenant, "channel": string(d.Channel),
-		"recipient.address": d.Recipient.Address, "template": d.Template,
-	}
-	if d.Message != nil { // written by its caller: no template
-		delete(required, "template")
-		required["message.subject"], required["message.text"] = d.Message.Subject, d.Message.Text
-	}
-	var missing []string
-	for field, v := range required {
-		if v == "" {
-			missing = append(missing, field)
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return Delivery{}, fmt.Errorf("malformed delivery: missing %s", strings.Join(missing, ", "))
+	if missing := missingFields(&d); missing != "" {
+		return Delivery{}, fmt.Errorf("malformed delivery: missing %s", missing)
 	}
 	return d, nil
+}
+
+// missingFields names the fields a worker needs that d lacks, in order of
+// name and comma-separated; "" when it has them all. It runs for every
+// delivery a worker reads: a list kept in order, rather than a map hashed
+// for each delivery and its misses sorted.
+func missingFields(d *Delivery) string {
+	written := d.Message != nil // by its caller: no template
+	var subject, text string
+	if written {
+		subject, text = d.Message.Subject, d.Message.Text
+	}
+	required := [...]struct {
+		field, value string
+		needed       bool
+	}{ // in order of field
+		{"channel", string(d.Channel), true},
+		{"dedupe_key", d.DedupeKey, true},
+		{"id", d.ID, true},
+		{"message.subject", subject, written},
+		{"message.text", text, written},
+		{"recipient.address", d.Recipient.Address, true},
+		{"template", d.Template, !written},
+		{"tenant", d.Tenant, true},
+	}
+	var missing []string
+	for _, r := range required {
+		if r.needed && r.value == "" {
+			missing = append(missing, r.field)
+		}
+	}
+	return strings.Join(missing, ", ")
 }
 
 // Unsubscribable is the category its recipient may unsubscribe from: its
