@@ -314,15 +314,13 @@ type told struct {
 	at     time.Time
 }
 
-// delivered are the deliveries told on STATUS, in order.
+// delivered are the deliveries the ledger's writes told, in order.
 func delivered(t *testing.T, p *pipeline) []told {
 	t.Helper()
 	var out []told
-	for _, m := range heraldtest.StreamMessages(t, p.js, "STATUS") {
-		var st notification.Status
-		require.NoError(t, json.Unmarshal(m.Data, &st))
+	for _, st := range heraldtest.Outcomes(t, p.js) {
 		if st.State == "delivered" {
-			out = append(out, told{st.Tenant, m.Time})
+			out = append(out, told{st.Tenant, st.Time})
 		}
 	}
 	return out

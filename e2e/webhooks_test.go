@@ -146,6 +146,13 @@ func TestAWebhookEndpointReceivesEveryStatusEventOnceSigned(t *testing.T) {
 	for _, st := range got {
 		require.Equal(t, "delivered", st.State)
 		require.Equal(t, "acme", st.Tenant)
+		// Told from the ledger's write, with what a status event said.
+		require.Equal(t, "notification.delivered", st.Type)
+		require.Equal(t, "purchase_order", st.Template)
+		require.Equal(t, "evt-2026-11-30-0001", st.EventID)
+		require.NotEmpty(t, st.Provider)
+		require.NotEmpty(t, st.ProviderMessageID)
+		require.Equal(t, 1, st.Tries)
 		byNotification[st.NotificationID]++
 	}
 	require.Equal(t, map[string]int{notification.ID(olgaKey): 1, notification.ID(comprasKey): 1}, byNotification)

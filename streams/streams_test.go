@@ -112,7 +112,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"ADVISORIES":           {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
 		"DLQ":                  {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
 		"KV_dlq_redrives":      {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
-		"KV_deliveries":        {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, []string{"history"}},
+		"KV_deliveries":        {jetstream.LimitsPolicy, []string{"$KV.deliveries.>"}, []string{"history", "webhooks"}},
 		"KV_delivery_retries":  {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
 		"KV_credentials":       {jetstream.LimitsPolicy, []string{"$KV.credentials.>"}, nil},
 		"KV_tenants":           {jetstream.LimitsPolicy, []string{"$KV.tenants.>"}, nil},
@@ -192,7 +192,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 43)
+	require.Len(t, report, 44)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

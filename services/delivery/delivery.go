@@ -18,9 +18,10 @@
 //     lately is left to it;
 //  3. one try: a pass over the provider chain, skipping providers whose
 //     circuit is open;
-//  4. write the outcome to the ledger (attempts included);
-//  5. publish a status event on notify.status.<tenant>;
-//  6. acknowledge and wait for the server's confirmation; release the lease.
+//  4. write the outcome to the ledger (attempts included): that write is
+//     the outcome event, for whoever follows the ledger's changes (the
+//     webhook status feed, the history; notification.OutcomeOf);
+//  5. acknowledge and wait for the server's confirmation; release the lease.
 //
 // A transient failure of the whole pass is retried with a growing delay (at
 // least the providers' Retry-After); a permanent refusal is dead-lettered

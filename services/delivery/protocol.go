@@ -152,7 +152,6 @@ func (w worker) suppressed(ctx context.Context, j *job) (consumer.Outcome, bool)
 		e.Reason += " (" + s.Detail + ")"
 	}
 	w.record(ctx, j)
-	w.publishStatus(ctx, j)
 	w.metrics.outcome(ctx, j.d, "", "suppressed")
 	j.log.InfoContext(ctx, "recipient suppressed; not sent", "reason", s.Reason, "source", s.Source)
 	return consumer.Done(), true
@@ -198,6 +197,7 @@ func describe(e *ledger.Entry, d notification.Delivery) {
 	}
 	e.RedeliveryOf = d.RedeliveryOf
 	e.Unsubscribable = d.Unsubscribable()
+	e.Template, e.EventID = d.Template, d.Event.ID
 }
 
 // keep is the delivery message an entry keeps once settled: a retryable
@@ -309,7 +309,6 @@ func (w worker) delivered(ctx context.Context, j *job, r provider.Receipt) consu
 		w.metrics.endToEnd.Record(ctx, time.Since(d.Event.StoredAt).Seconds(), w.metrics.attrs(d))
 	}
 	w.record(ctx, j)
-	w.publishStatus(ctx, j)
 	j.log.InfoContext(ctx, "delivered", "provider", r.Provider, "provider_message_id", r.MessageID, "tries", e.Tries)
 	return consumer.Done()
 }
@@ -328,7 +327,6 @@ func (w worker) failed(ctx context.Context, j *job, cause error, retryable bool)
 		outcome = "exhausted"
 	}
 	w.record(ctx, j)
-	w.publishStatus(ctx, j)
 	w.metrics.outcome(ctx, j.d, "", outcome)
 	j.log.ErrorContext(ctx, "delivery failed; dead-lettering", "tries", e.Tries, "error", cause)
 	return consumer.GiveUp(cause)
@@ -350,7 +348,6 @@ func (w worker) fallBack(ctx context.Context, j *job, next notification.Delivery
 	e := &j.entry
 	e.State, e.Reason, e.Retryable, e.FallbackTo = ledger.Failed, fmt.Sprintf("%v; fell back to %s", cause, next.Channel), false, next.ID
 	w.record(ctx, j)
-	w.publishStatus(ctx, j)
 	w.metrics.outcome(ctx, j.d, "", "fallback")
 	j.log.WarnContext(ctx, "delivery failed; falling back to the next channel", "next_channel", next.Channel,
 		"next_notification_id", next.ID, "error", cause)
@@ -370,8 +367,8 @@ func (w worker) retry(ctx context.Context, j *job, cause error) consumer.Outcome
 }
 
 // recordTimeout bounds how long a worker insists on writing a claim (a
-// NATS leader election takes seconds); statusTimeout, the status event that
-// follows an outcome.
+// NATS leader election takes seconds); statusTimeout, an event it tells on
+// notify.status.<tenant> (a quota threshold reached).
 const (
 	recordTimeout = 15 * time.Second
 	statusTimeout = 15 * time.Second
@@ -443,18 +440,3 @@ func sameOutcome(ledgered, ours ledger.Entry) bool {
 		len(ledgered.Attempts) == n && n > 0 && ledgered.Attempts[n-1].Time.Equal(ours.Attempts[n-1].Time)
 }
 
-// publishStatus tells the tenant's status feed. The outcome is recorded:
-// a shutdown that cancels ctx must not cut the status short.
-func (w worker) publishStatus(ctx context.Context, j *job) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusTimeout)
-	defer cancel()
-	d, e := j.d, &j.entry
-	err := notification.PublishStatus(ctx, w.js, notification.Status{
-		NotificationID: d.ID, DedupeKey: d.DedupeKey, Tenant: d.Tenant, Channel: d.Channel, State: string(e.State), Template: d.Template,
-		Provider: e.Provider, ProviderMessageID: e.ProviderMessageID, Reason: e.Reason, Retryable: e.Retryable,
-		Tries: e.Tries, EventID: d.Event.ID, Time: e.UpdatedAt,
-	})
-	if err != nil {
-		j.log.WarnContext(ctx, "status event not published", "state", e.State, "error", err)
-	}
-}

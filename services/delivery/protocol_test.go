@@ -2,7 +2,6 @@ package delivery_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -20,7 +19,6 @@ import (
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
-	"github.com/heraldhq/herald/shared/notification"
 )
 
 // Copies of one delivery that the duplicate window does not catch, handed
@@ -150,7 +148,7 @@ func TestRedisDownSendsNothingUntilItIsBack(t *testing.T) {
 	require.Equal(t, 1, b.calls())
 }
 
-func TestLedgerKeepsTheAttemptsAndStatusIsPublished(t *testing.T) {
+func TestLedgerKeepsTheAttemptsAndItsSettlingWriteIsTheOutcome(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)
 	b.ses.Faults(emailtest.FailFirst(2, sestest.APIError(http.StatusServiceUnavailable, "ServiceUnavailable", "try later")))
@@ -168,12 +166,18 @@ func TestLedgerKeepsTheAttemptsAndStatusIsPublished(t *testing.T) {
 	require.Equal(t, []string{"PO-1", "purchase_order", "olga@zarya.example"}, []string{e.Order, e.Document, e.Recipient},
 		"what the listing shows of it, without its Accepted record")
 
-	require.Eventually(t, func() bool { return len(b.streamMessages(t, "STATUS")) == 1 }, 60*time.Second, 20*time.Millisecond)
-	var st notification.Status
-	require.NoError(t, json.Unmarshal(b.streamMessages(t, "STATUS")[0].Data, &st))
+	// The write that settled it is its outcome event: told once, though the
+	// ledger was written five times (claim, two retries, claim, outcome).
+	outcomes := heraldtest.Outcomes(t, b.nats.JS)
+	require.Len(t, outcomes, 1)
+	st := outcomes[0]
+	require.Equal(t, "notification.delivered", st.Type)
 	require.Equal(t, "delivered", st.State)
 	require.Equal(t, dedupeKey(1), st.DedupeKey)
+	require.Equal(t, "purchase_order", st.Template)
+	require.Equal(t, e.ProviderMessageID, st.ProviderMessageID)
 	require.Equal(t, 3, st.Tries)
+	require.Empty(t, b.streamMessages(t, "STATUS"), "no second write tells it")
 }
 
 func TestPermanentRefusalIsRecordedAsFailed(t *testing.T) {

@@ -75,7 +75,6 @@ func (w worker) overQuota(ctx context.Context, j *job, cause error) consumer.Out
 	e := &j.entry
 	e.State, e.Reason, e.Retryable, e.Delivery = ledger.Failed, cause.Error(), false, keep(j, false)
 	w.record(ctx, j)
-	w.publishStatus(ctx, j)
 	w.metrics.outcome(ctx, j.d, "", "over_quota")
 	j.log.WarnContext(ctx, "over the tenant's monthly quota; dead-lettering unsent", "error", cause)
 	return consumer.GiveUp(cause)

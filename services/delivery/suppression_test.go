@@ -1,7 +1,6 @@
 package delivery_test
 
 import (
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
-	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/suppression"
 )
 
@@ -46,9 +44,7 @@ func TestASuppressedAddressIsNotSentTo(t *testing.T) {
 	require.Contains(t, e.Reason, "suppressed: hard bounce since ")
 	require.Contains(t, e.Reason, "(550 5.1.1 user unknown)")
 	var states []string
-	for _, m := range b.streamMessages(t, "STATUS") {
-		var st notification.Status
-		require.NoError(t, json.Unmarshal(m.Data, &st))
+	for _, st := range heraldtest.Outcomes(t, b.nats.JS) {
 		if st.DedupeKey == e.DedupeKey {
 			states = append(states, st.Type)
 		}

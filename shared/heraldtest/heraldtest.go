@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,7 +24,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -121,6 +124,23 @@ func HTTPClient(t testing.TB) *http.Client {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
+}
+
+// Outcomes are the outcomes the ledger's writes told so far (each write
+// that settled a notification, oldest first), as the webhook status feed
+// reads them.
+func Outcomes(t testing.TB, js jetstream.JetStream) []notification.Status {
+	t.Helper()
+	var out []notification.Status
+	for _, m := range StreamMessages(t, js, "KV_"+ledger.Bucket) {
+		var e ledger.Entry
+		if len(m.Data) > 0 && json.Unmarshal(m.Data, &e) == nil {
+			if st, ok := notification.OutcomeOf(e); ok {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
 }
 
 // StreamMessages reads every message a stream holds, oldest first.

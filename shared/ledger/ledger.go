@@ -115,6 +115,11 @@ type Entry struct {
 	// once, by the first worker that claims it. Empty until then, and for
 	// one refused over quota, so a redrive counts it again.
 	Counted string `json:"counted,omitempty"`
+	// Template and EventID are the notification's template and the event
+	// it came from, which the outcome a reader takes from the entry tells
+	// (notification.OutcomeOf).
+	Template string `json:"template,omitempty"`
+	EventID  string `json:"event_id,omitempty"`
 	// Resends counts the sweep's resends of this notification.
 	Resends int `json:"resends,omitempty"`
 	// Reports are what the provider told of the message after accepting
@@ -122,13 +127,28 @@ type Entry struct {
 	// MaxReports; each is kept once, however often it was told.
 	Reports   []report.Report `json:"reports,omitempty"`
 	UpdatedAt time.Time       `json:"updated_at"`
+	// SettledAt is when the entry took its state, if that is an outcome
+	// (Settled): the write at SettledAt is the outcome's, told to whoever
+	// reads the ledger as a stream; later writes in the same state (a
+	// provider's report kept, a resend counted) are not outcomes.
+	SettledAt time.Time `json:"settled_at,omitzero"`
 
 	revision uint64
+	// stored is the state the ledger holds for the entry, as last read or
+	// written.
+	stored State
 	// indexed: the entry was read (or written) failed-but-retryable, so
 	// the retry index holds its key — at indexRevision, when known.
 	indexed       bool
 	indexRevision uint64
 }
+
+// Settled says whether s is an outcome: delivered, failed or suppressed.
+func (s State) Settled() bool { return s == Delivered || s == Failed || s == Suppressed }
+
+// Outcome says whether this write of the entry is the one that settled
+// it: what a reader of the ledger's changes tells as an outcome.
+func (e *Entry) Outcome() bool { return e.State.Settled() && e.SettledAt.Equal(e.UpdatedAt) }
 
 // retryable is what the sweep resends, and what the retry index names.
 func (e *Entry) retryable() bool { return e.State == Failed && e.Retryable }
@@ -220,7 +240,7 @@ func (l *Ledger) get(ctx context.Context, key string) (Entry, error) {
 	if err := json.Unmarshal(kve.Value(), &e); err != nil {
 		return Entry{}, fmt.Errorf("ledger: entry %s: %w", kve.Key(), err)
 	}
-	e.revision, e.indexed = kve.Revision(), e.retryable()
+	e.revision, e.indexed, e.stored = kve.Revision(), e.retryable(), e.State
 	return e, nil
 }
 
@@ -232,6 +252,9 @@ func (l *Ledger) get(ctx context.Context, key string) (Entry, error) {
 // checks and drops — and never one too few.
 func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 	e.UpdatedAt = time.Now().UTC()
+	if e.State.Settled() && (e.State != e.stored || e.revision == 0) {
+		e.SettledAt = e.UpdatedAt
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -266,7 +289,7 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 		_ = l.retries.Delete(ctx, key, jetstream.LastRevision(e.indexRevision))
 		e.indexRevision = 0
 	}
-	e.revision, e.indexed = rev, retryable
+	e.revision, e.indexed, e.stored = rev, retryable, e.State
 	return nil
 }
 

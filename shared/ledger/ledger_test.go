@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/report"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
@@ -249,4 +250,41 @@ func TestEachRetryableIndexesWhatAnOlderHeraldLeft(t *testing.T) {
 	_, err = kv.Put(ctx, ledger.Key("acme", "other"), []byte(`{"dedupe_key":"other","tenant":"acme","state":"failed","retryable":true}`))
 	require.NoError(t, err)
 	require.Equal(t, []string{key}, retryable(t, l))
+}
+
+// The write that settles an entry is its outcome; claims before it, and
+// writes after it in the same state (a provider's report kept, a resend
+// counted), are not. Failing again after a resend is a new outcome.
+func TestOnlyTheSettlingWriteIsAnOutcome(t *testing.T) {
+	t.Parallel()
+	l, _ := open(t)
+	ctx := heraldtest.Context(t)
+	var outcomes []bool
+	put := func(e *ledger.Entry) {
+		t.Helper()
+		require.NoError(t, l.Put(ctx, e))
+		read, err := l.Get(ctx, "acme", "k1")
+		require.NoError(t, err)
+		require.Equal(t, e.Outcome(), read.Outcome(), "as written, so as read")
+		outcomes = append(outcomes, read.Outcome())
+	}
+	e := ledger.Entry{DedupeKey: "k1", Tenant: "acme", NotificationID: "ntf_1", State: ledger.Sending}
+	put(&e) // claimed
+	e.State, e.Retryable = ledger.Failed, true
+	put(&e) // out of tries
+	e.Resends++
+	put(&e) // the sweep resends it
+	e.State = ledger.Sending
+	put(&e) // claimed again
+	e.State, e.Retryable = ledger.Delivered, false
+	put(&e)
+	delivered := e.SettledAt
+	e.Reports = append(e.Reports, report.Report{Provider: "ses", EventID: "ev1", Kind: report.Delivered})
+	put(&e) // the provider's report, kept
+	require.Equal(t, []bool{false, true, false, false, true, false}, outcomes)
+	require.Equal(t, delivered, e.SettledAt, "settled when delivered, not when the report came")
+
+	created := ledger.Entry{DedupeKey: "k2", Tenant: "acme", NotificationID: "ntf_2", State: ledger.Suppressed}
+	require.NoError(t, l.Put(ctx, &created))
+	require.True(t, created.Outcome(), "settled by the write that created it")
 }

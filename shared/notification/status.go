@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/report"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
@@ -42,6 +43,23 @@ type Status struct {
 	// it, on a report.<kind> event; State is then the report's kind.
 	Report *report.Report `json:"report,omitempty"`
 	Time   time.Time      `json:"time"`
+}
+
+// OutcomeOf is the outcome a write of the ledger tells — a notification
+// delivered, given up or suppressed — when that write is the one that
+// settled it (ledger.Entry.Outcome). Outcomes are not published apart:
+// the ledger's own changes, consumed as a stream (KV_deliveries), are
+// the outcome events.
+func OutcomeOf(e ledger.Entry) (Status, bool) {
+	if !e.Outcome() {
+		return Status{}, false
+	}
+	return Status{
+		Type: "notification." + string(e.State), NotificationID: e.NotificationID, DedupeKey: e.DedupeKey, Tenant: e.Tenant,
+		Channel: event.Channel(e.Channel), State: string(e.State), Template: e.Template, Provider: e.Provider,
+		ProviderMessageID: e.ProviderMessageID, Reason: e.Reason, Retryable: e.Retryable, Tries: e.Tries, EventID: e.EventID,
+		Time: e.SettledAt,
+	}, true
 }
 
 // ReportType is the type of the status event a provider's report makes:

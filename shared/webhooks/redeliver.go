@@ -23,9 +23,10 @@ import (
 // each with --since past the last one's.
 const MaxRedeliveries = 1000
 
-// StatusStream is where a range's webhooks are found: the outcomes on
-// notify.status.<tenant>, kept as long as that stream keeps them (7 days).
-const StatusStream = "STATUS"
+// OutcomeStream is where a range's webhooks are found: the ledger's
+// writes, each settling write an outcome, kept as long as the ledger keeps
+// its entries (ledger.retention, 90 days).
+const OutcomeStream = "KV_" + ledger.Bucket
 
 // BadRedelivery is a redelivery that cannot be done as asked: the request
 // itself, not Herald's stores, is at fault.
@@ -231,17 +232,17 @@ func (s *Store) redelivery(ctx context.Context, l *ledger.Ledger, r Redelivery, 
 // returns the webhooks among them, oldest first, each once (a
 // redelivery's outcome names the webhook it sent again).
 func rangeOf(ctx context.Context, js jetstream.JetStream, r Redelivery, progress func(int)) ([]string, error) {
-	stream, err := js.Stream(ctx, StatusStream)
+	stream, err := js.Stream(ctx, OutcomeStream)
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: stream %s: %w", StatusStream, err)
+		return nil, fmt.Errorf("webhooks: stream %s: %w", OutcomeStream, err)
 	}
 	since := r.Since
 	c, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{notification.StatusSubject(r.Tenant)},
+		FilterSubjects: []string{"$KV." + ledger.Bucket + "." + r.Tenant + ".>"},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &since,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: reading %s: %w", StatusStream, err)
+		return nil, fmt.Errorf("webhooks: reading %s: %w", OutcomeStream, err)
 	}
 	var (
 		ids  []string
@@ -249,7 +250,7 @@ func rangeOf(ctx context.Context, js jetstream.JetStream, r Redelivery, progress
 		read int
 	)
 	for {
-		done, err := fetchStatuses(ctx, c, r.Until, func(st notification.Status) error {
+		done, err := fetchOutcomes(ctx, c, r.Until, func(st notification.Status) error {
 			read++
 			if st.Channel != event.ChannelWebhook || seen[st.NotificationID] {
 				return nil
@@ -269,14 +270,15 @@ func rangeOf(ctx context.Context, js jetstream.JetStream, r Redelivery, progress
 	}
 }
 
-// fetchStatuses reads one batch of outcomes; done is whether the range
-// ended in it: past until, or nothing left to read.
-func fetchStatuses(ctx context.Context, c jetstream.Consumer, until time.Time, fn func(notification.Status) error) (done bool, err error) {
+// fetchOutcomes reads one batch of the ledger's writes and passes on the
+// outcomes among them; done is whether the range ended in it: past until,
+// or nothing left to read.
+func fetchOutcomes(ctx context.Context, c jetstream.Consumer, until time.Time, fn func(notification.Status) error) (done bool, err error) {
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	batch, err := c.Fetch(256, jetstream.FetchContext(fctx))
 	if err != nil {
-		return false, fmt.Errorf("webhooks: reading %s: %w", StatusStream, err)
+		return false, fmt.Errorf("webhooks: reading %s: %w", OutcomeStream, err)
 	}
 	done = true
 	for msg := range batch.Messages() {
@@ -287,12 +289,12 @@ func fetchStatuses(ctx context.Context, c jetstream.Consumer, until time.Time, f
 		if md.Timestamp.After(until) {
 			return true, nil
 		}
-		var st notification.Status
-		// The subject holds other events too (webhook.endpoint_disabled);
-		// an outcome has a notification and a state.
-		if json.Unmarshal(msg.Data(), &st) == nil && st.NotificationID != "" && st.State != "" {
-			if err := fn(st); err != nil {
-				return false, err
+		var e ledger.Entry
+		if json.Unmarshal(msg.Data(), &e) == nil {
+			if st, ok := notification.OutcomeOf(e); ok {
+				if err := fn(st); err != nil {
+					return false, err
+				}
 			}
 		}
 		if done = md.NumPending == 0; done {
@@ -300,7 +302,7 @@ func fetchStatuses(ctx context.Context, c jetstream.Consumer, until time.Time, f
 		}
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-		return false, fmt.Errorf("webhooks: reading %s: %w", StatusStream, err)
+		return false, fmt.Errorf("webhooks: reading %s: %w", OutcomeStream, err)
 	}
 	return done, ctx.Err()
 }

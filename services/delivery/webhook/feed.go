@@ -17,15 +17,18 @@ import (
 
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/shared/webhooks"
 )
 
-// FeedStream and FeedDurable are where the status feed reads outcomes.
+// The status feed reads outcomes from the ledger's stream (OutcomeStream),
+// and the tenants' other events from FeedStream, both through FeedDurable.
 const (
-	FeedStream  = "STATUS"
-	FeedDurable = "webhooks"
+	FeedStream    = "STATUS"
+	OutcomeStream = "KV_" + ledger.Bucket
+	FeedDurable   = "webhooks"
 )
 
 // Lister is the registry as the feed uses it (webhooks.Store).
@@ -45,7 +48,8 @@ type FeedConfig struct {
 }
 
 // Feed turns each tenant's status events into webhooks: for every outcome
-// on notify.status.<tenant>, one notification on the webhook channel per
+// — a write of the ledger that settles a notification, or an event on
+// notify.status.<tenant> — one notification on the webhook channel per
 // endpoint that wants its type ("notification.delivered",
 // "notification.failed", "report.bounced"…), carrying the status event as
 // its data; and for
@@ -73,19 +77,47 @@ func NewFeed(js jetstream.JetStream, cfg FeedConfig) *Feed {
 	return &Feed{cfg: cfg, js: js}
 }
 
-// Start consumes the outcomes.
+// Start consumes the outcomes and the other events.
 func (f *Feed) Start(ctx context.Context) error {
 	f.loops.Config = consumer.Config{JetStream: f.js, Concurrency: f.cfg.Concurrency, Logger: f.cfg.Logger,
 		TracerProvider: f.cfg.TracerProvider, MeterProvider: f.cfg.MeterProvider}
-	c, err := consumer.Lookup(ctx, f.js, FeedStream, FeedDurable)
-	if err != nil {
-		return fmt.Errorf("webhook feed: %w", err)
+	for _, s := range []struct {
+		stream string
+		handle consumer.Handler
+	}{{OutcomeStream, f.handleOutcome}, {FeedStream, f.handle}} {
+		c, err := consumer.Lookup(ctx, f.js, s.stream, FeedDurable)
+		if err == nil {
+			err = f.loops.Start(ctx, c, s.handle)
+		}
+		if err != nil {
+			_ = f.loops.Stop(ctx)
+			return fmt.Errorf("webhook feed: %w", err)
+		}
 	}
-	return f.loops.Start(ctx, c, f.handle)
+	return nil
 }
 
 // Stop drains.
 func (f *Feed) Stop(ctx context.Context) error { return f.loops.Stop(ctx) }
+
+// handleOutcome feeds a write of the ledger that settled a notification;
+// any other write — a claim, a report kept — is passed over.
+func (f *Feed) handleOutcome(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+	if len(msg.Data()) == 0 { // a key's deletion or purge
+		return consumer.Done()
+	}
+	var e ledger.Entry
+	if err := json.Unmarshal(msg.Data(), &e); err != nil {
+		return consumer.GiveUp(fmt.Errorf("not a ledger entry: %w", err))
+	}
+	st, ok := notification.OutcomeOf(e)
+	if !ok || st.Template == notification.FeedTemplate {
+		return consumer.Done() // a webhook's own outcome would feed the feed forever
+	}
+	return f.send(ctx, st.Tenant, func(endpoints []webhooks.Endpoint) ([]notification.Delivery, error) {
+		return feed(st, endpoints, time.Now().UTC())
+	})
+}
 
 func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	var kind struct {
@@ -130,6 +162,11 @@ func (f *Feed) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 		tenant = st.Tenant
 		build = func(endpoints []webhooks.Endpoint) ([]notification.Delivery, error) { return feed(st, endpoints, now) }
 	}
+	return f.send(ctx, tenant, build)
+}
+
+// send publishes the webhooks build makes of the tenant's endpoints.
+func (f *Feed) send(ctx context.Context, tenant string, build func([]webhooks.Endpoint) ([]notification.Delivery, error)) consumer.Outcome {
 	endpoints, err := f.cfg.Endpoints.List(ctx, tenant)
 	if err != nil {
 		return consumer.Retry(err, time.Second, time.Minute)

@@ -104,11 +104,12 @@ var servicePermissions = map[string][]string{
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
 		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
-	// (read, and written to record an endpoint's health), outcomes in,
-	// webhooks out.
+	// (read, and written to record an endpoint's health), outcomes (the
+	// ledger's writes) and the tenants' other events in, webhooks out.
 	"webhook": join(jsCommon, consume("NOTIFY", "webhook-critical"), consume("NOTIFY", "webhook-normal"),
-		consume("NOTIFY", "webhook-low"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants, webhookEndpoints, countQuotas,
-		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.STATUS.webhooks"}),
+		consume("NOTIFY", "webhook-low"), consume("KV_deliveries", "webhooks"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants,
+		webhookEndpoints, countQuotas,
+		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.KV_deliveries.webhooks", "dlq.STATUS.webhooks"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
 		// DLQ; the sweep watches its index (once, after an upgrade, lists
@@ -153,8 +154,10 @@ var servicePermissions = map[string][]string{
 		// The tenants' own templates, checked, stored and listed.
 		"$KV.templates.>", "$JS.API.DIRECT.GET.KV_templates.>", "$JS.API.CONSUMER.CREATE.KV_templates.>",
 		"$JS.API.CONSUMER.DELETE.KV_templates.>", "$JS.FC.KV_templates.>",
-		// A webhook redelivery's range, read from the tenant's outcomes.
-		"$JS.API.CONSUMER.CREATE.STATUS.>", "$JS.API.CONSUMER.DELETE.STATUS.>", "$JS.API.CONSUMER.MSG.NEXT.STATUS.*", "$JS.FC.STATUS.>"}),
+		// A webhook redelivery's range, read from the tenant's outcomes:
+		// the ledger's writes.
+		"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
+		"$JS.API.CONSUMER.MSG.NEXT.KV_deliveries.*", "$JS.FC.KV_deliveries.>"}),
 }
 
 func join(lists ...[]string) []string {
@@ -476,7 +479,7 @@ func runWithPermissions(t *testing.T, fair bool) {
 		status, answer := call(adminKey, c.method, c.path, c.body)
 		require.Equal(t, c.want, status, "%s %s: %s", c.method, c.path, answer)
 	}
-	// A webhook redelivery reads the tenant's outcomes from STATUS.
+	// A webhook redelivery reads the tenant's outcomes from the ledger's stream.
 	status, answer = call(adminKey, http.MethodPost, "/v1/webhooks/endpoints?tenant=acme",
 		`{"url":"https://erp.acme.example/herald","events":["webhook.*"]}`)
 	require.Equal(t, http.StatusCreated, status, "%s", answer)
