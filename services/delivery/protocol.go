@@ -439,4 +439,3 @@ func sameOutcome(ledgered, ours ledger.Entry) bool {
 	return ledgered.State == ours.State && ledgered.ProviderMessageID == ours.ProviderMessageID &&
 		len(ledgered.Attempts) == n && n > 0 && ledgered.Attempts[n-1].Time.Equal(ours.Attempts[n-1].Time)
 }
-
