@@ -28,7 +28,7 @@ const rateUnchecked = time.Second
 // ready is the fair loop's Ready: how many of this tenant's deliveries
 // may go now — any number without a rate, one at a time with one — and if
 // none, when to ask again.
-func (s *Service) ready(ctx context.Context, _, tenant string) (int, time.Time) {
+func (s *Service) ready(ctx context.Context, _, tenant string, _ int) (int, time.Time) {
 	r := s.cfg.Rates
 	limit, limited := r.Rate(tenant)
 	if !limited {
