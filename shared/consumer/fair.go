@@ -556,8 +556,11 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 
 // want is how many k's next pull would take, for Ready: at most Batch and
 // the room left in bufs, and no more than k is known to hold (at least
-// one), so that an allowance Ready spends is pulled — one a pull would be
-// a Redis round trip, a pull and a turn per message. A message heard of a
+// one), so that an allowance Ready spends is pulled — asking for one at a
+// time would cost a Redis round trip, a pull and a turn per message. What
+// k is known to hold can be stale (another replica's loop pulls from the
+// same consumer): a pull then brings fewer than granted, and the rest of
+// the grant is lost. A message heard of a
 // moment ago and not yet pulled may not be stored yet: the pull waits for
 // it until waitUntil, and takes only it. Decided before Ready answers, so
 // that a sighting meanwhile does not turn a pull of what was granted into
