@@ -15,7 +15,7 @@ import (
 type Rates struct {
 	// Limiter counts in Redis (ratelimit.Limiter).
 	Limiter interface {
-		Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Decision, error)
+		AllowUpTo(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Decision, error)
 	}
 	// Rate is a tenant's plan's rate; false when it has none.
 	Rate func(tenant string) (ratelimit.Limit, bool)
@@ -26,15 +26,16 @@ type Rates struct {
 const rateUnchecked = time.Second
 
 // ready is the fair loop's Ready: how many of this tenant's deliveries
-// may go now — any number without a rate, one at a time with one — and if
+// may go now — any number without a rate; with one, up to the want the
+// pull would take, from the allowance in one Redis round trip — and if
 // none, when to ask again.
-func (s *Service) ready(ctx context.Context, _, tenant string) (int, time.Time) {
+func (s *Service) ready(ctx context.Context, _, tenant string, want int) (int, time.Time) {
 	r := s.cfg.Rates
 	limit, limited := r.Rate(tenant)
 	if !limited {
 		return math.MaxInt, time.Time{}
 	}
-	d, err := r.Limiter.Allow(ctx, "send:"+tenant, limit)
+	d, err := r.Limiter.AllowUpTo(ctx, "send:"+tenant, limit, want)
 	switch {
 	case err != nil:
 		s.metrics.rateHeld(ctx, tenant, "unchecked")
@@ -44,5 +45,5 @@ func (s *Service) ready(ctx context.Context, _, tenant string) (int, time.Time) 
 		s.metrics.rateHeld(ctx, tenant, "over_rate")
 		return 0, time.Now().Add(d.RetryAfter)
 	}
-	return 1, time.Time{}
+	return d.Granted, time.Time{}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -46,8 +47,14 @@ type FairConfig struct {
 	Classes []Class
 	// Ready, when set, is asked before a key's messages are pulled: it
 	// answers how many may be served now (n > 0), or holds the key back
-	// until the time it gives (n = 0: a tenant over its rate).
-	Ready func(ctx context.Context, class, key string) (n int, until time.Time)
+	// until the time it gives (n = 0: a tenant over its rate). want is
+	// how many the pull would take: at most Batch, the room left in
+	// memory, and what the key is known to hold (at least 1). A Ready that
+	// spends an allowance grants up to want, in one go; an n above want
+	// lets the pull take as many as it would without Ready. An allowance
+	// granted and not pulled (the key held fewer, or the room went to
+	// another key meanwhile) is not given back.
+	Ready func(ctx context.Context, class, key string, want int) (n int, until time.Time)
 	// Batch is how many of a key's messages one pull may take: the first
 	// is handled at once, the others wait in memory — ack wait running —
 	// and are handed out one a turn, as if pulled. At most Concurrency
@@ -183,6 +190,11 @@ type keyState struct {
 	// empty answer is final, and no worker waits on a key that has none.
 	seenAt   time.Time
 	unpulled int
+	// pending is how many more the server held for k's consumer at the
+	// last pull (its last message's NumPending): with unpulled, what the
+	// key is known to hold, for Ready's want — a backlog found by a
+	// discovery is never heard of.
+	pending int
 }
 
 // storeLag bounds how long after a message is heard of on the core
@@ -477,9 +489,12 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 // fetch pulls k's next messages: the first to handle, the others to k's
 // buf. k is back in line after, unless it ran dry or was held back.
 func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.Msg {
+	f.mu.Lock()
+	want, waitUntil := f.want(k)
+	f.mu.Unlock()
 	n := f.cfg.Batch
 	if f.cfg.Ready != nil {
-		ready, until := f.cfg.Ready(ctx, c.Name, k.key)
+		ready, until := f.cfg.Ready(ctx, c.Name, k.key, want)
 		if ready <= 0 {
 			f.hold(c, k, until)
 			return nil
@@ -487,12 +502,14 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		n = min(n, ready)
 	}
 	// At most Concurrency wait in bufs: room for what this pull brings
-	// beyond the first is taken before it is made.
+	// beyond the first is taken before it is made. (Room taken by others
+	// while Ready answered makes this pull smaller than its grant: rare,
+	// with Concurrency to spare.)
 	f.mu.Lock()
 	n = max(min(n, f.cfg.Concurrency-f.buffered+1), 1)
 	f.buffered += n - 1
 	f.mu.Unlock()
-	msgs, err := f.pull(k, n)
+	msgs, err := f.pull(k, n, waitUntil)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.buffered -= n - 1
@@ -503,6 +520,7 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 	switch {
 	case len(msgs) > 0:
 		k.unpulled = max(k.unpulled-len(msgs), 0)
+		k.pending = numPending(msgs[len(msgs)-1])
 		k.served += len(msgs)
 		k.run += len(msgs)
 		k.buf = append(k.buf, msgs[1:]...)
@@ -517,6 +535,7 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		f.signal()
 		return msgs[0]
 	case err == nil:
+		k.pending = 0
 		if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
 			k.empty, k.unpulled, k.fresh, k.dryAt = true, 0, false, time.Now()
 			if len(c.waiting) > 0 {
@@ -535,20 +554,33 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 	return nil
 }
 
-// pull asks k's consumer for up to n messages. A message heard of a
+// want is how many k's next pull would take, for Ready: at most Batch and
+// the room left in bufs, and no more than k is known to hold (at least
+// one), so that an allowance Ready spends is pulled — asking for one at a
+// time would cost a Redis round trip, a pull and a turn per message. What
+// k is known to hold can be stale (another replica's loop pulls from the
+// same consumer): a pull then brings fewer than granted, and the rest of
+// the grant is lost. A message heard of a
 // moment ago and not yet pulled may not be stored yet: the pull waits for
-// it, up to storeLag, and the server hands it over as soon as it is
-// stored; otherwise the pull answers at once, with what there is.
-func (f *Fair) pull(k *keyState, n int) ([]jetstream.Msg, error) {
-	f.mu.Lock()
-	wait := storeLag - time.Since(k.seenAt)
-	waiting := k.unpulled > 0
-	f.mu.Unlock()
+// it until waitUntil, and takes only it. Decided before Ready answers, so
+// that a sighting meanwhile does not turn a pull of what was granted into
+// a wait for one. f.mu is held.
+func (f *Fair) want(k *keyState) (n int, waitUntil time.Time) {
+	if k.unpulled > 0 && time.Since(k.seenAt) < storeLag-time.Millisecond {
+		return 1, k.seenAt.Add(storeLag)
+	}
+	return max(min(f.cfg.Batch, f.cfg.Concurrency-f.buffered+1, max(k.unpulled, k.pending)), 1), time.Time{}
+}
+
+// pull asks k's consumer for up to n messages, or, until waitUntil, for
+// one not yet stored: the server hands it over as soon as it is stored;
+// otherwise the pull answers at once, with what there is.
+func (f *Fair) pull(k *keyState, n int, waitUntil time.Time) ([]jetstream.Msg, error) {
 	var (
 		batch jetstream.MessageBatch
 		err   error
 	)
-	if waiting && wait > time.Millisecond {
+	if wait := time.Until(waitUntil); wait > time.Millisecond {
 		batch, err = k.consumer.Fetch(1, jetstream.FetchMaxWait(wait))
 	} else {
 		batch, err = k.consumer.FetchNoWait(n)
@@ -561,6 +593,16 @@ func (f *Fair) pull(k *keyState, n int) ([]jetstream.Msg, error) {
 		msgs = append(msgs, m)
 	}
 	return msgs, batch.Error()
+}
+
+// numPending is how many more messages msg's consumer held when it was
+// delivered; 0 if its metadata does not say.
+func numPending(msg jetstream.Msg) int {
+	md, err := msg.Metadata()
+	if err != nil {
+		return 0
+	}
+	return int(min(md.NumPending, uint64(math.MaxInt)))
 }
 
 // hold keeps k out of line until until.

@@ -192,7 +192,7 @@ func TestReadyHoldsAKeyBackAndNewKeysAreServedAtOnce(t *testing.T) {
 		open bool
 	)
 	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Discover: time.Hour,
-		Ready: func(_ context.Context, _, key string) (int, time.Time) {
+		Ready: func(_ context.Context, _, key string, _ int) (int, time.Time) {
 			mu.Lock()
 			defer mu.Unlock()
 			if key != "a" || open {
@@ -209,6 +209,64 @@ func TestReadyHoldsAKeyBackAndNewKeysAreServedAtOnce(t *testing.T) {
 	open = true
 	mu.Unlock()
 	require.Equal(t, []string{"q.low.b", "q.low.a", "q.low.a", "q.low.a"}, h.wait(t, 4))
+}
+
+// allowance is a Ready that spends an allowance as a rate limiter would:
+// it grants what the loop wants, and counts the calls and the grants.
+type allowance struct {
+	mu             sync.Mutex
+	calls, granted int
+}
+
+func (a *allowance) ready(_ context.Context, _, _ string, want int) (int, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls++
+	a.granted += want
+	return want, time.Time{}
+}
+
+func (a *allowance) spent() (calls, granted int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls, a.granted
+}
+
+// A key that Ready grants an allowance to is asked once a pull, for as
+// many as the pull takes: a backlog of 500 found by a discovery and 500
+// more heard of while served cost a few dozen Ready calls, not one per
+// message; each message is handled once, and all but a few of what was
+// granted is pulled.
+func TestReadyIsAskedOncePerPullForWhatThePullTakes(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 500})
+	a := &allowance{}
+	got := map[string]int{}
+	var mu sync.Mutex
+	startFair(t, n, func(_ context.Context, msg jetstream.Msg) consumer.Outcome {
+		mu.Lock()
+		defer mu.Unlock()
+		got[string(msg.Data())]++
+		return consumer.Done()
+	}, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Batch: 16, Config: consumer.Config{Concurrency: 16}, Ready: a.ready})
+	for i := range 500 {
+		_, err := n.JS.PublishAsync("q.low.a", []byte(fmt.Sprint(500+i)))
+		require.NoError(t, err)
+	}
+	<-n.JS.PublishAsyncComplete()
+	handledAll := func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1000 }
+	require.Eventually(t, handledAll, 30*time.Second, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	for i := range 1000 {
+		require.Equal(t, 1, got[fmt.Sprint(i)], "message %d, once", i)
+	}
+	mu.Unlock()
+	calls, granted := a.spent()
+	t.Logf("1000 messages: %d Ready calls, %d granted", calls, granted)
+	require.Less(t, calls, 200, "a pull's worth a call, not one a message")
+	require.GreaterOrEqual(t, granted, 1000)
+	require.Less(t, granted-1000, calls/4+16, "what is granted is pulled, but for a few misses")
 }
 
 // The loop's gauges say, per class, how many messages wait and for how

@@ -28,7 +28,11 @@ type Limit struct {
 
 // Decision is one request's answer.
 type Decision struct {
+	// Allowed: at least one was taken.
 	Allowed bool
+	// Granted is how many were taken: 0 or 1 for Allow, up to n for
+	// AllowUpTo.
+	Granted int
 	Limit   Limit
 	// Remaining is how many more would be allowed now.
 	Remaining int
@@ -56,11 +60,28 @@ func New(rdb *redis.Client, prefix string) *Limiter {
 func (l *Limiter) Allow(ctx context.Context, key string, limit Limit) (Decision, error) {
 	burst := max(limit.Burst, 1)
 	res, err := l.rl.Allow(ctx, l.prefix+key, redis_rate.Limit{Rate: limit.PerMinute, Burst: burst, Period: time.Minute})
+	return decide(res, limit, err)
+}
+
+// AllowUpTo takes as many of n (at least 1) from key's allowance as there
+// are, in one round trip: a worker about to take a batch asks once for the
+// batch, not once for each. Granted says how many; none, and RetryAfter
+// says when one more will be. The script charges what is left when it is
+// less than n, a fraction included, and grants the whole number: a partial
+// grant forgoes less than one.
+func (l *Limiter) AllowUpTo(ctx context.Context, key string, limit Limit, n int) (Decision, error) {
+	burst := max(limit.Burst, 1)
+	res, err := l.rl.AllowAtMost(ctx, l.prefix+key, redis_rate.Limit{Rate: limit.PerMinute, Burst: burst, Period: time.Minute}, max(n, 1))
+	return decide(res, limit, err)
+}
+
+// decide is redis_rate's answer as a Decision.
+func decide(res *redis_rate.Result, limit Limit, err error) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("rate limit: %w", err)
 	}
-	d := Decision{Allowed: res.Allowed > 0, Limit: Limit{PerMinute: limit.PerMinute, Burst: burst}, Remaining: res.Remaining,
-		ResetAfter: max(res.ResetAfter, 0)}
+	d := Decision{Allowed: res.Allowed > 0, Granted: max(res.Allowed, 0), Limit: Limit{PerMinute: limit.PerMinute, Burst: max(limit.Burst, 1)},
+		Remaining: res.Remaining, ResetAfter: max(res.ResetAfter, 0)}
 	if !d.Allowed {
 		d.RetryAfter = max(res.RetryAfter, time.Millisecond)
 	}

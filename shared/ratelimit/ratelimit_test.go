@@ -34,6 +34,7 @@ func TestAPlanOfFiveAMinute(t *testing.T) {
 				d, err := l.Allow(ctx, "intake:free-co", five)
 				require.NoError(t, err)
 				require.True(t, d.Allowed, "request %d", i+1)
+				require.Equal(t, 1, d.Granted)
 				require.Equal(t, 4-i, d.Remaining)
 			}
 			d, err := l.Allow(ctx, "intake:free-co", five)
@@ -49,6 +50,39 @@ func TestAPlanOfFiveAMinute(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, d.Allowed, "each tenant has its own allowance")
 			require.NotContains(t, d.Headers("free"), "Retry-After")
+		})
+	}
+}
+
+// A worker taking a batch asks once for up to what it wants: of five a
+// minute, three, then the two left of five asked, then none, with when
+// the next one is — the same GCRA the single requests draw on.
+func TestAllowUpToTakesWhatThereIs(t *testing.T) {
+	t.Parallel()
+	for name, url := range map[string]string{"redis": heraldtest.RedisURL(t), "embedded": embeddedURL(t)} {
+		t.Run(name, func(t *testing.T) {
+			l := limiter(t, url)
+			ctx := heraldtest.Context(t)
+			five := ratelimit.Limit{PerMinute: 5, Burst: 5}
+			d, err := l.AllowUpTo(ctx, "send:free-co", five, 3)
+			require.NoError(t, err)
+			require.Equal(t, ratelimit.Decision{Allowed: true, Granted: 3, Limit: five, Remaining: 2, ResetAfter: d.ResetAfter}, d)
+			d, err = l.AllowUpTo(ctx, "send:free-co", five, 5)
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			require.Equal(t, 2, d.Granted, "what was left, not what was asked")
+			d, err = l.AllowUpTo(ctx, "send:free-co", five, 5)
+			require.NoError(t, err)
+			require.False(t, d.Allowed)
+			require.Zero(t, d.Granted)
+			require.InDelta(t, 12*time.Second, d.RetryAfter, float64(2*time.Second))
+			d, err = l.Allow(ctx, "send:free-co", five)
+			require.NoError(t, err)
+			require.False(t, d.Allowed, "one allowance, however it is asked for")
+
+			d, err = l.AllowUpTo(ctx, "send:other-co", five, 0)
+			require.NoError(t, err)
+			require.Equal(t, 1, d.Granted, "asking for none asks for one")
 		})
 	}
 }
