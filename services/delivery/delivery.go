@@ -21,7 +21,7 @@
 //  4. write the outcome to the ledger (attempts included): that write is
 //     the outcome event, for whoever follows the ledger's changes (the
 //     webhook status feed, the history; notification.OutcomeOf);
-//  5. acknowledge and wait for the server's confirmation; release the lease.
+//  5. release the lease, acknowledge.
 //
 // A transient failure of the whole pass is retried with a growing delay (at
 // least the providers' Retry-After); a permanent refusal is dead-lettered
