@@ -13,10 +13,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -79,6 +81,9 @@ type Config struct {
 	// during which nothing may be delivered, so that notifications waiting
 	// out an open circuit are not counted as lost.
 	Timeout time.Duration
+	// HeapProfile, when set, receives a pprof heap profile taken once the
+	// run is over, before its services stop: what the run keeps.
+	HeapProfile io.Writer
 	// Logger receives the services' warnings. Defaults to discarding.
 	Logger *slog.Logger
 }
@@ -183,6 +188,12 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	report, err := w.wait(ctx, got, cfg.Timeout, progress)
 	if perr := <-done; err == nil {
 		err = perr
+	}
+	if cfg.HeapProfile != nil {
+		runtime.GC() // the profile's in-use figures are as of the last collection
+		if herr := pprof.WriteHeapProfile(cfg.HeapProfile); err == nil {
+			err = herr
+		}
 	}
 	report.Channel, report.Scheduling = string(cfg.Channel), "fair"
 	if cfg.FIFO {

@@ -74,6 +74,7 @@ beside small, and their ratios (issue 14's targets: at most 2×, at least 90 %).
 	f.Bool("json", false, "print the report as JSON")
 	f.String("plot", "", "write the latency percentile plot to this .svg or .png file")
 	f.String("cpuprofile", "", "write a pprof CPU profile of the run to this file")
+	f.String("memprofile", "", "write a pprof heap profile to this file once the run is over, before its services stop")
 	f.Bool("tenants", false, "measure fairness across tenants: a bulk tenant's burst beside a small tenant's trickle, fair scheduling off and on")
 	f.Int("bulk", 50_000, "with --tenants: the bulk tenant's burst")
 	f.Int("bulk-tenants", 1, "with --tenants: spread the burst over this many tenants, each with a backlog at once (bulk0, bulk1, …)")
@@ -118,6 +119,14 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	bc.Concurrency, _ = f.GetInt("concurrency")
 	bc.FIFO, _ = f.GetBool("fifo")
 	bc.Plain, _ = f.GetBool("plain")
+	if path, _ := f.GetString("memprofile"); path != "" {
+		out, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		bc.HeapProfile = out
+	}
 	if os.Getenv("NATS_URL") != "" {
 		bc.NATSURL = cfg.NATS.URL
 	}
