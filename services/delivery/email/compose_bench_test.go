@@ -5,17 +5,13 @@ import (
 	"testing"
 
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/notification"
 )
 
 // BenchmarkCompose is what composing one email costs the delivery path:
 // the text part and the HTML part, with the PDF attached.
 func BenchmarkCompose(b *testing.B) {
-	c, err := email.NewComposer("Orders <orders@acme.example>")
-	if err != nil {
-		b.Fatal(err)
-	}
-	d := purchaseOrder("es", 2)
-	content := email.Content{Attachments: []email.Attachment{{Filename: "PO-2026-0042.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.3")}}}
+	c, d, content := benchCompose(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.Compose(d, content); err != nil {
@@ -27,12 +23,7 @@ func BenchmarkCompose(b *testing.B) {
 // BenchmarkComposeDocument is what composing one document's emails costs:
 // Herald's templates rendered once, then its five recipients' messages.
 func BenchmarkComposeDocument(b *testing.B) {
-	c, err := email.NewComposer("Orders <orders@acme.example>")
-	if err != nil {
-		b.Fatal(err)
-	}
-	d := purchaseOrder("es", 2)
-	content := email.Content{Attachments: []email.Attachment{{Filename: "PO-2026-0042.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.3")}}}
+	c, d, content := benchCompose(b)
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
@@ -45,4 +36,16 @@ func BenchmarkComposeDocument(b *testing.B) {
 			}
 		}
 	}
+}
+
+// benchCompose is a composer and a purchase order to compose, its PDF
+// attached.
+func benchCompose(b *testing.B) (*email.Composer, notification.Delivery, email.Content) {
+	b.Helper()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	if err != nil {
+		b.Fatal(err)
+	}
+	content := email.Content{Attachments: []email.Attachment{{Filename: "PO-2026-0042.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.3")}}}
+	return c, purchaseOrder("es", 2), content
 }

@@ -29,14 +29,7 @@ func TestSharedRenderingsAreWhatRenderingWouldBe(t *testing.T) {
 			for _, link := range links {
 				for _, linked := range []bool{false, true} {
 					for _, name := range names {
-						d := purchaseOrder(locale, 2)
-						d.Template, d.Recipient.Name = template, name
-						if template == "low_stock" {
-							d.Document, d.Order = nil, nil
-							d.Stock = &event.Stock{SKU: "MILK-1L", Warehouse: "SEV-01", OnHand: "12", ReorderPoint: "40", Unit: "pcs"}
-						} else {
-							d.Document = &notification.Document{Type: template}
-						}
+						d := templated(template, locale, 2, name)
 						content := email.Content{Unsubscribe: link, Attachments: []email.Attachment{{Filename: "x.pdf"}}}
 						if linked {
 							content = email.Content{Unsubscribe: link, Link: "https://herald.example.com/v1/documents/x?sig=a&b",
@@ -74,14 +67,7 @@ func TestSharedRenderingsTidyAndEscapeOnlyWhatNeedsIt(t *testing.T) {
 		for _, locale := range []string{"en", "es", "ru"} {
 			for _, link := range links {
 				for _, name := range names {
-					d := purchaseOrder(locale, 1)
-					d.Template, d.Recipient.Name = template, name
-					if template == "low_stock" {
-						d.Document, d.Order = nil, nil
-						d.Stock = &event.Stock{SKU: "MILK-1L", Warehouse: "SEV-01", OnHand: "12", ReorderPoint: "40", Unit: "pcs"}
-					} else {
-						d.Document = &notification.Document{Type: template}
-					}
+					d := templated(template, locale, 1, name)
 					content := email.Content{Unsubscribe: link}
 					shared, err := c.Compose(d, content)
 					require.NoError(t, err)
@@ -93,4 +79,19 @@ func TestSharedRenderingsTidyAndEscapeOnlyWhatNeedsIt(t *testing.T) {
 			}
 		}
 	}
+}
+
+// templated is a delivery of Herald's template to name, in locale: the
+// purchase order at revision, as the template's document — or, for
+// low_stock, a stock alert.
+func templated(template, locale string, revision int, name string) notification.Delivery {
+	d := purchaseOrder(locale, revision)
+	d.Template, d.Recipient.Name = template, name
+	if template == "low_stock" {
+		d.Document, d.Order = nil, nil
+		d.Stock = &event.Stock{SKU: "MILK-1L", Warehouse: "SEV-01", OnHand: "12", ReorderPoint: "40", Unit: "pcs"}
+	} else {
+		d.Document = &notification.Document{Type: template}
+	}
+	return d
 }
