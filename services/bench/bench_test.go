@@ -119,3 +119,23 @@ func TestRunTenantsServesTheSmallTenantDuringTheBurstOnlyWhenFair(t *testing.T) 
 	require.Greater(t, r.Fair.Together.BulkLeft, 0, "fair: the small tenant's last delivery was accepted while the burst drained")
 	require.LessOrEqual(t, r.FIFO.Together.BulkLeft, concurrency, "first come, first served: only sends already under way finished after it")
 }
+
+// A run counts JetStream's writes: without faults, duplicates or tenant
+// checks, each order is its event and its accepted record, and each
+// delivery its message on NOTIFY, its ledger claim and its outcome — the
+// outcome's write is the status event. With the checks, the quota's
+// counter adds at most one write per delivery.
+func TestRunCountsTheWritesOfEachDelivery(t *testing.T) {
+	t.Parallel()
+	plain, err := bench.Run(context.Background(), bench.Config{Orders: 20, Recipients: 3, Concurrency: 8, Plain: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 60, plain.Delivered)
+	require.EqualValues(t, 2*20+3*60, plain.Writes)
+	require.InDelta(t, float64(2*20+3*60)/60, plain.WritesPerDelivery, 1e-9)
+
+	checked, err := bench.Run(context.Background(), bench.Config{Orders: 20, Recipients: 3, Concurrency: 8}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 60, checked.Delivered)
+	require.Greater(t, checked.Writes, plain.Writes, "the quota was counted")
+	require.LessOrEqual(t, checked.Writes, plain.Writes+60, "at most a counter write a delivery")
+}
