@@ -26,7 +26,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/report"
@@ -191,7 +190,6 @@ var ErrConflict = errors.New("ledger: entry changed since it was read")
 
 // Ledger reads and writes entries.
 type Ledger struct {
-	js      jetstream.Publisher
 	kv      jetstream.KeyValue
 	retries jetstream.KeyValue
 	// settle is how old an index key must be before EachRetryable drops it
@@ -210,7 +208,7 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: bucket %s: %w", RetryBucket, err)
 	}
-	return &Ledger{js: js, kv: kv, retries: retries, settle: time.Minute}, nil
+	return &Ledger{kv: kv, retries: retries, settle: time.Minute}, nil
 }
 
 // Key is where a dedupe key is kept: the tenant, then a digest of the key
@@ -270,20 +268,19 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 		}
 		e.indexRevision = rev
 	}
-	// What KeyValue.Create and Update publish — the key's subject, the
-	// revision it was read at as the expected last sequence (0: none) —
-	// without their check of a key this package made (a regular
-	// expression per write, a fiftieth of a delivery's CPU), and without
-	// Create's second look for a deleted key: this bucket denies deletes.
-	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: "$KV." + Bucket + "." + key, Data: b, Header: nats.Header{}},
-		jetstream.WithExpectLastSequencePerSubject(e.revision))
-	if wrongLastSequence(err) {
+	var rev uint64
+	if e.revision == 0 {
+		rev, err = l.kv.Create(ctx, key, b)
+	} else {
+		rev, err = l.kv.Update(ctx, key, b, e.revision)
+	}
+	var apiErr *jetstream.APIError
+	if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
 		return ErrConflict
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	rev := ack.Sequence
 	if !retryable && e.indexed {
 		// The outcome is written; an index key left behind by a failed
 		// delete only costs the sweep a look, and it drops the key then.
@@ -294,14 +291,6 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 	}
 	e.revision, e.indexed, e.stored = rev, retryable, e.State
 	return nil
-}
-
-// wrongLastSequence says whether err is a revision-checked write's
-// conflict: 10071, or 10164 from a replicated stream.
-func wrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // EachRetryable calls fn with every failed-but-retryable entry, until fn
@@ -398,7 +387,8 @@ func (l *Ledger) Retire(ctx context.Context, e Entry) error {
 		return fmt.Errorf("ledger: retiring %s: the entry was not read from %s", e.NotificationID, RetryBucket)
 	}
 	err := l.retries.Delete(ctx, Key(e.Tenant, e.DedupeKey), jetstream.LastRevision(e.indexRevision))
-	if wrongLastSequence(err) {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
 		return nil
 	}
 	if err != nil {
