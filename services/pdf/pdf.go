@@ -290,10 +290,11 @@ func (s *Service) release(ctx context.Context, req documents.Request, ref notifi
 	for i := range req.Deliveries {
 		req.Deliveries[i].Document = &ref
 	}
-	if err := documents.FitDeliveries(req.Deliveries, s.js.Conn().MaxPayload()); err != nil {
+	msgs, err := documents.FitDeliveries(req.Deliveries, s.js.Conn().MaxPayload())
+	if err != nil {
 		return err
 	}
-	_, err := notification.Publish(ctx, s.js, req.Deliveries)
+	_, err = notification.PublishMsgs(ctx, s.js, msgs)
 	return err
 }
 

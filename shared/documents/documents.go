@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/nats-io/nats.go"
 )
 
 // Bucket is the object store declared in streams/OBJ_documents.
@@ -95,18 +96,22 @@ func Fit(what string, body []byte, maxPayload int64) error {
 	return nil
 }
 
-// FitDeliveries checks that each delivery, as JSON, fits maxPayload.
-func FitDeliveries(deliveries []notification.Delivery, maxPayload int64) error {
-	for _, d := range deliveries {
-		body, err := json.Marshal(d)
+// FitDeliveries makes each delivery into the message it is published as
+// (notification.Msg) and checks that each fits maxPayload: the messages are
+// what to publish (notification.PublishMsgs), encoded once.
+func FitDeliveries(deliveries []notification.Delivery, maxPayload int64) ([]*nats.Msg, error) {
+	msgs := make([]*nats.Msg, len(deliveries))
+	for i, d := range deliveries {
+		msg, err := notification.Msg(d)
 		if err != nil {
-			return fmt.Errorf("delivery %s: %w", d.ID, err)
+			return nil, fmt.Errorf("delivery %s: %w", d.ID, err)
 		}
-		if err := Fit("delivery "+d.ID, body, maxPayload); err != nil {
-			return err
+		if err := Fit("delivery "+d.ID, msg.Data, maxPayload); err != nil {
+			return nil, err
 		}
+		msgs[i] = msg
 	}
-	return nil
+	return msgs, nil
 }
 
 func tooLarge(what string, size, maxPayload int64) error {
