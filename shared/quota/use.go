@@ -54,8 +54,9 @@ func (u Use) Err() error {
 // mid-flight applies from the next).
 //
 // Each write is retried under its own Nats-Msg-Id until it is answered or
-// the counter gives up (ctx's deadline, or a few seconds), so an
-// acknowledgement lost on the way back never counts a group twice. A
+// the counter gives up (a few seconds), so an acknowledgement lost on the
+// way back does not count a group twice — unless the counter gives up on
+// a write that had landed, and its callers count again later. A
 // notification is counted once only if its caller records that it was
 // (the ledger's Counted) and does not count it again: see
 // services/delivery.
