@@ -22,7 +22,7 @@ import (
 // one ledger write, and notifications counted at once share a counter
 // write (quota.Counter.Count). A worker that crashes between its claim and
 // its count leaves the notification uncounted: the count errs in the
-// tenant's favour, never twice. A notification that is not sent after all
+// tenant's favour. A notification that is not sent after all
 // — suppressed, refused over quota, or its claim given back — is recorded
 // uncounted. A redriven copy of one refused is counted, and may be sent,
 // then.
