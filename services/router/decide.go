@@ -86,7 +86,7 @@ func (d Decision) all() []notification.Delivery {
 // the event's one Accepted record. A message that can never be published
 // makes the event invalid at once: retrying cannot shrink it.
 func (d *Decision) fit(maxPayload int64) error {
-	sends, err := encode(d.Deliveries, maxPayload)
+	sends, err := documents.FitDeliveries(d.Deliveries, maxPayload)
 	var parts []documents.Request
 	if err == nil {
 		parts, err = d.split(maxPayload)
@@ -97,24 +97,6 @@ func (d *Decision) fit(maxPayload int64) error {
 	}
 	d.sends, d.Renders = sends, parts
 	return nil
-}
-
-// encode makes each delivery the message it is published as, and checks
-// that it fits maxPayload: the bytes measured are the bytes sent, encoded
-// once.
-func encode(deliveries []notification.Delivery, maxPayload int64) ([]*nats.Msg, error) {
-	msgs := make([]*nats.Msg, len(deliveries))
-	for i, del := range deliveries {
-		msg, err := notification.Msg(del)
-		if err != nil {
-			return nil, fmt.Errorf("delivery %s: %w", del.ID, err)
-		}
-		if err := documents.Fit("delivery "+del.ID, msg.Data, maxPayload); err != nil {
-			return nil, err
-		}
-		msgs[i] = msg
-	}
-	return msgs, nil
 }
 
 // split divides the render requests into parts that fit maxPayload, and
