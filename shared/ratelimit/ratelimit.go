@@ -58,8 +58,8 @@ func New(rdb *redis.Client, prefix string) *Limiter {
 // error means Redis did not answer: the caller decides whether that fails
 // open or closed.
 func (l *Limiter) Allow(ctx context.Context, key string, limit Limit) (Decision, error) {
-	burst := max(limit.Burst, 1)
-	res, err := l.rl.Allow(ctx, l.prefix+key, redis_rate.Limit{Rate: limit.PerMinute, Burst: burst, Period: time.Minute})
+	limit.Burst = max(limit.Burst, 1)
+	res, err := l.rl.Allow(ctx, l.prefix+key, limit.gcra())
 	return decide(res, limit, err)
 }
 
@@ -70,17 +70,23 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit Limit) (Decision,
 // less than n, a fraction included, and grants the whole number: a partial
 // grant forgoes less than one.
 func (l *Limiter) AllowUpTo(ctx context.Context, key string, limit Limit, n int) (Decision, error) {
-	burst := max(limit.Burst, 1)
-	res, err := l.rl.AllowAtMost(ctx, l.prefix+key, redis_rate.Limit{Rate: limit.PerMinute, Burst: burst, Period: time.Minute}, max(n, 1))
+	limit.Burst = max(limit.Burst, 1)
+	res, err := l.rl.AllowAtMost(ctx, l.prefix+key, limit.gcra(), max(n, 1))
 	return decide(res, limit, err)
 }
 
-// decide is redis_rate's answer as a Decision.
+// gcra is the limit as redis_rate takes it.
+func (limit Limit) gcra() redis_rate.Limit {
+	return redis_rate.Limit{Rate: limit.PerMinute, Burst: limit.Burst, Period: time.Minute}
+}
+
+// decide is redis_rate's answer to a request under limit (its burst at
+// least 1) as a Decision.
 func decide(res *redis_rate.Result, limit Limit, err error) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("rate limit: %w", err)
 	}
-	d := Decision{Allowed: res.Allowed > 0, Granted: max(res.Allowed, 0), Limit: Limit{PerMinute: limit.PerMinute, Burst: max(limit.Burst, 1)},
+	d := Decision{Allowed: res.Allowed > 0, Granted: max(res.Allowed, 0), Limit: limit,
 		Remaining: res.Remaining, ResetAfter: max(res.ResetAfter, 0)}
 	if !d.Allowed {
 		d.RetryAfter = max(res.RetryAfter, time.Millisecond)
