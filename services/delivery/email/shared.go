@@ -95,6 +95,14 @@ const (
 	linkHole
 )
 
+// placeholder is what a rendering holds where the hole is.
+func (h hole) placeholder() string {
+	if h == nameHole {
+		return namePlaceholder
+	}
+	return linkPlaceholder
+}
+
 // part is one part of a rendering, and where in its text its placeholders
 // are: found once, when it is rendered, rather than searched for again for
 // each recipient.
@@ -114,16 +122,15 @@ func cut(s string) part {
 	p := part{text: s}
 	for i := 0; i < len(s); {
 		n, l := strings.Index(s[i:], namePlaceholder), strings.Index(s[i:], linkPlaceholder)
+		k, at := nameHole, n
 		switch {
 		case n < 0 && l < 0:
 			return p
-		case l < 0 || n >= 0 && n < l:
-			p.at, p.kinds, p.holes = append(p.at, i+n), append(p.kinds, nameHole), p.holes|nameHole
-			i += n + len(namePlaceholder)
-		default:
-			p.at, p.kinds, p.holes = append(p.at, i+l), append(p.kinds, linkHole), p.holes|linkHole
-			i += l + len(linkPlaceholder)
+		case n < 0 || l >= 0 && l < n:
+			k, at = linkHole, l
 		}
+		p.at, p.kinds, p.holes = append(p.at, i+at), append(p.kinds, k), p.holes|k
+		i += at + len(k.placeholder())
 	}
 	return p
 }
@@ -135,26 +142,23 @@ func (p part) with(name, link string) string {
 	if p.holes == 0 {
 		return p.text
 	}
+	value := func(k hole) string {
+		if k == nameHole {
+			return name
+		}
+		return link
+	}
 	size := len(p.text)
 	for _, k := range p.kinds {
-		if k == nameHole {
-			size += len(name) - len(namePlaceholder)
-		} else {
-			size += len(link) - len(linkPlaceholder)
-		}
+		size += len(value(k)) - len(k.placeholder())
 	}
 	var b strings.Builder
 	b.Grow(size)
 	from := 0
 	for i, at := range p.at {
 		b.WriteString(p.text[from:at])
-		if p.kinds[i] == nameHole {
-			b.WriteString(name)
-			from = at + len(namePlaceholder)
-		} else {
-			b.WriteString(link)
-			from = at + len(linkPlaceholder)
-		}
+		b.WriteString(value(p.kinds[i]))
+		from = at + len(p.kinds[i].placeholder())
 	}
 	b.WriteString(p.text[from:])
 	return b.String()

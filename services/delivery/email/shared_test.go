@@ -35,12 +35,7 @@ func TestSharedRenderingsAreWhatRenderingWouldBe(t *testing.T) {
 							content = email.Content{Unsubscribe: link, Link: "https://herald.example.com/v1/documents/x?sig=a&b",
 								LinkExpires: time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC)}
 						}
-						shared, err := c.Compose(d, content)
-						require.NoError(t, err)
-						alone, err := c.ComposeAlone(d, content)
-						require.NoError(t, err)
-						shared.Date, alone.Date = time.Time{}, time.Time{}
-						require.Equal(t, alone, shared, "%s %s name %q link %q", template, locale, name, link)
+						requireSharedIsAlone(t, c, d, content)
 					}
 				}
 			}
@@ -69,12 +64,7 @@ func TestSharedRenderingsTidyAndEscapeOnlyWhatNeedsIt(t *testing.T) {
 				for _, name := range names {
 					d := templated(template, locale, 1, name)
 					content := email.Content{Unsubscribe: link}
-					shared, err := c.Compose(d, content)
-					require.NoError(t, err)
-					alone, err := c.ComposeAlone(d, content)
-					require.NoError(t, err)
-					shared.Date, alone.Date = time.Time{}, time.Time{}
-					require.Equal(t, alone, shared, "%s %s name %q link %q", template, locale, name, link)
+					requireSharedIsAlone(t, c, d, content)
 				}
 			}
 		}
@@ -94,4 +84,16 @@ func templated(template, locale string, revision int, name string) notification.
 		d.Document = &notification.Document{Type: template}
 	}
 	return d
+}
+
+// requireSharedIsAlone checks that composing d from a shared rendering
+// makes the message rendering it alone makes, but for its date.
+func requireSharedIsAlone(t *testing.T, c *email.Composer, d notification.Delivery, content email.Content) {
+	t.Helper()
+	shared, err := c.Compose(d, content)
+	require.NoError(t, err)
+	alone, err := c.ComposeAlone(d, content)
+	require.NoError(t, err)
+	shared.Date, alone.Date = time.Time{}, time.Time{}
+	require.Equal(t, alone, shared, "%s %s name %q link %q", d.Template, d.Locale, d.Recipient.Name, content.Unsubscribe)
 }
