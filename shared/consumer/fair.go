@@ -560,11 +560,10 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 // time would cost a Redis round trip, a pull and a turn per message. What
 // k is known to hold can be stale (another replica's loop pulls from the
 // same consumer): a pull then brings fewer than granted, and the rest of
-// the grant is lost. A message heard of a
-// moment ago and not yet pulled may not be stored yet: the pull waits for
-// it until waitUntil, and takes only it. Decided before Ready answers, so
-// that a sighting meanwhile does not turn a pull of what was granted into
-// a wait for one. f.mu is held.
+// the grant is lost. A message heard of a moment ago and not yet pulled
+// may not be stored yet: the pull waits for it until waitUntil, and takes
+// only it. Decided before Ready answers, so that a sighting meanwhile does
+// not turn a pull of what was granted into a wait for one. f.mu is held.
 func (f *Fair) want(k *keyState) (n int, waitUntil time.Time) {
 	if k.unpulled > 0 && time.Since(k.seenAt) < storeLag-time.Millisecond {
 		return 1, k.seenAt.Add(storeLag)
