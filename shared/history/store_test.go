@@ -54,24 +54,8 @@ func sqliteRaw(tb testing.TB, url string) *sql.DB {
 	return db
 }
 
-// postgresURL is POSTGRES_URL with a schema of this test's own first on
-// the search path; the schema is dropped when the test ends.
-func postgresURL(tb testing.TB) string {
-	base := os.Getenv("POSTGRES_URL")
-	schema := "t_" + strings.ToLower(rand.Text()[:12])
-	admin := postgresRaw(tb, base)
-	_, err := admin.Exec("CREATE SCHEMA " + schema)
-	require.NoError(tb, err)
-	tb.Cleanup(func() {
-		_, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		require.NoError(tb, err)
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "search_path=" + schema
-}
+// postgresURL is a database of the test's own: a schema, dropped at its end.
+func postgresURL(tb testing.TB) string { return heraldtest.PostgresURL(tb) }
 
 func postgresRaw(tb testing.TB, url string) *sql.DB {
 	db, err := sql.Open("pgx", url)
