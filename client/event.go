@@ -129,7 +129,7 @@ func newEvent(family, eventType string, env Envelope, data any) *Event {
 // event.Subject says, refusing a type of the other family.
 func subjectOf(family, eventType string, env Envelope) (string, error) {
 	if f, _, _ := strings.Cut(eventType, "."); f != family {
-		return "", &event.ValidationError{Problems: []string{fmt.Sprintf("type: %q is not a %s.<name> type", eventType, family)}}
+		return "", &event.ValidationError{Problems: []string{fmt.Sprintf("type: %q is not an %s event (want %s.<name>)", eventType, family, family)}}
 	}
 	subject, err := event.Subject(eventType)
 	if err != nil {
