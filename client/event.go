@@ -1,0 +1,219 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/heraldhq/herald/shared/event"
+)
+
+// ContentType is the media type of a structured-mode CloudEvent in JSON,
+// sent as the content-type of every message and request.
+const ContentType = "application/cloudevents+json"
+
+// Envelope is what every event says besides its data.
+type Envelope struct {
+	// Tenant the event belongs to: 1-64 letters, digits, '-' or '_'.
+	// Required.
+	Tenant string
+	// Source names the system that publishes, a URI reference such as
+	// "/erp/orders". Required.
+	Source string
+	// ID identifies the event and is its dedupe key: letters, digits, '-',
+	// '_' and '.', not starting with '.', at most 256 bytes. Give the same
+	// id to what is the same business event (a retry after a crash), so
+	// Herald drops the copy. Defaults to a new unique id ("evt-" and a nuid).
+	ID string
+	// Time is when it happened. Defaults to when the event is made.
+	Time time.Time
+	// TenantSubject publishes on the subject bound to the tenant
+	// (orders.created.acme), as a publisher whose NATS user may publish
+	// only its own tenant's subjects must. Defaults to false: the subject
+	// of trusted publishers (orders.created).
+	TenantSubject bool
+}
+
+// Event is one event, encoded and validated, ready to publish any number of
+// times: its id and time are fixed when it is made, so every publish sends
+// the same bytes and the copies are recognised as duplicates. Make one with
+// OrderCreated, LowStock or another constructor.
+type Event struct {
+	id      string
+	subject string
+	payload []byte
+	err     error
+}
+
+// The order events Herald's default routes read.
+const (
+	TypeOrderCreated  = "order.created"
+	TypeOrderUpdated  = "order.updated"
+	TypeOrderShipped  = "order.shipped"
+	TypeOrderReceived = "order.received"
+	TypeOrderInvoiced = "order.invoiced"
+	TypeLowStock      = "inventory.low_stock"
+)
+
+// OrderCreated is an order issued: the purchase or sales order goes to the
+// other party (and, for a purchase, the buyer's own copy).
+func OrderCreated(env Envelope, order event.Order, recipients ...event.Recipient) *Event {
+	return NewOrderEvent(TypeOrderCreated, env, order, recipients...)
+}
+
+// OrderUpdated is an order edited; a new Revision makes a new document.
+func OrderUpdated(env Envelope, order event.Order, recipients ...event.Recipient) *Event {
+	return NewOrderEvent(TypeOrderUpdated, env, order, recipients...)
+}
+
+// OrderShipped is goods sent: a delivery note for the buyer or customer.
+func OrderShipped(env Envelope, order event.Order, recipients ...event.Recipient) *Event {
+	return NewOrderEvent(TypeOrderShipped, env, order, recipients...)
+}
+
+// OrderReceived is goods taken in: a goods received note for the supplier
+// or seller.
+func OrderReceived(env Envelope, order event.Order, recipients ...event.Recipient) *Event {
+	return NewOrderEvent(TypeOrderReceived, env, order, recipients...)
+}
+
+// OrderInvoiced is an invoice issued, for the buyer or customer.
+func OrderInvoiced(env Envelope, order event.Order, recipients ...event.Recipient) *Event {
+	return NewOrderEvent(TypeOrderInvoiced, env, order, recipients...)
+}
+
+// LowStock is a stock level below its reorder point, for the warehouse.
+func LowStock(env Envelope, stock event.Stock, recipients ...event.Recipient) *Event {
+	return NewStockEvent(TypeLowStock, env, stock, recipients...)
+}
+
+// NewOrderEvent makes an order event of any type order.<name> — one an
+// operator's own routes read, say. The typed constructors are this with
+// their type.
+func NewOrderEvent(eventType string, env Envelope, order event.Order, recipients ...event.Recipient) *Event {
+	return newEvent("order", eventType, env, event.OrderData{Order: order, Recipients: recipients})
+}
+
+// NewStockEvent makes an inventory event of any type inventory.<name>.
+func NewStockEvent(eventType string, env Envelope, stock event.Stock, recipients ...event.Recipient) *Event {
+	return newEvent("inventory", eventType, env, event.StockData{Stock: stock, Recipients: recipients})
+}
+
+func newEvent(family, eventType string, env Envelope, data any) *Event {
+	if env.ID == "" {
+		env.ID = "evt-" + nuid.Next()
+	}
+	if env.Time.IsZero() {
+		env.Time = time.Now().UTC()
+	}
+	e := &Event{id: env.ID}
+	subject, err := subjectOf(family, eventType, env)
+	if err != nil {
+		e.err = err
+		return e
+	}
+	e.subject = subject
+	e.payload, e.err = encode(eventType, env, data)
+	return e
+}
+
+// subjectOf is the subject Herald reads events of this type on, as
+// event.Subject says, refusing a type of the other family.
+func subjectOf(family, eventType string, env Envelope) (string, error) {
+	if f, _, _ := strings.Cut(eventType, "."); f != family {
+		return "", &event.ValidationError{Problems: []string{fmt.Sprintf("type: %q is not an %s event (want %s.<name>)", eventType, family, family)}}
+	}
+	subject, err := event.Subject(eventType)
+	if err != nil {
+		return "", &event.ValidationError{Problems: []string{"type: " + strings.TrimPrefix(err.Error(), "event type ")}}
+	}
+	if env.TenantSubject {
+		subject += "." + env.Tenant
+	}
+	return subject, nil
+}
+
+// encode returns the structured-mode JSON of the event, or why the router
+// would refuse it: the bytes go through the router's own decoding and
+// validation, so the two can never disagree.
+func encode(eventType string, env Envelope, data any) ([]byte, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding the data of %s: %w", eventType, err)
+	}
+	payload, err := json.Marshal(event.Event{
+		SpecVersion: event.SpecVersion, ID: env.ID, Source: env.Source, Type: eventType, Time: env.Time,
+		DataContentType: "application/json", Tenant: env.Tenant, Data: raw,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding %s: %w", eventType, err)
+	}
+	return payload, validate(payload)
+}
+
+// validate runs what the router runs on an event's bytes, in its order:
+// the envelope (a bad one is the whole answer, as in the router), then the
+// data by the event's family.
+func validate(payload []byte) error {
+	ev, err := event.Decode(payload)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(ev.Type, "inventory.") {
+		_, err = ev.StockData()
+	} else {
+		_, err = ev.OrderData()
+	}
+	return err
+}
+
+// errNotMade is the error of an Event that no constructor made.
+var errNotMade = errors.New("client: an Event must be made by a constructor such as OrderCreated")
+
+// Build returns the event as Herald reads it — structured-mode CloudEvents
+// JSON — or, for an invalid event, the *event.ValidationError that says
+// every reason the router would dead-letter it.
+func (e *Event) Build() ([]byte, error) {
+	switch {
+	case e == nil || (e.payload == nil && e.err == nil):
+		return nil, errNotMade
+	case e.err != nil:
+		return nil, e.err
+	}
+	return bytes.Clone(e.payload), nil
+}
+
+// ID is the event id, the dedupe key of every publish of it.
+func (e *Event) ID() string { return e.id }
+
+// Subject is the NATS subject the event is published on: orders.<name> for
+// order.<name>, inventory.<name> for inventory.<name>, with the tenant as a
+// third token when Envelope.TenantSubject is set.
+func (e *Event) Subject() string { return e.subject }
+
+// Msg returns the NATS message that publishes the event: the structured
+// JSON body, Nats-Msg-Id set to the event id (the stream's duplicate window
+// drops a second copy), content-type application/cloudevents+json, and
+// the trace context of ctx's span in W3C traceparent and tracestate
+// headers, as Herald's router reads them. An invalid event is the error
+// Build returns.
+func (e *Event) Msg(ctx context.Context) (*nats.Msg, error) {
+	payload, err := e.Build()
+	if err != nil {
+		return nil, err
+	}
+	msg := nats.NewMsg(e.subject)
+	msg.Data = payload
+	msg.Header.Set(jetstream.MsgIDHeader, e.id)
+	msg.Header.Set("content-type", ContentType)
+	injectTrace(ctx, natsHeader(msg.Header))
+	return msg, nil
+}
