@@ -26,6 +26,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(relayProcess) != "" {
+		os.Exit(runRelayProcess())
+	}
 	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
 }
 

@@ -108,9 +108,29 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return db, nil
 }
 
-func open(ctx context.Context, url string) (*DB, error) {
+// CheckURL reports whether url has a form Open takes, without connecting:
+// for a configuration to be refused before anything starts. The error does
+// not quote url, which may hold a password.
+func CheckURL(url string) error {
+	if kindOf(url) == "" {
+		return fmt.Errorf("outbox: database URL is not one of %s", accepted)
+	}
+	return nil
+}
+
+func kindOf(url string) string {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return "postgres"
+	case strings.HasPrefix(url, "sqlite:"):
+		return "sqlite"
+	}
+	return ""
+}
+
+func open(ctx context.Context, url string) (*DB, error) {
+	switch kindOf(url) {
+	case "postgres":
 		cfg, err := pgxpool.ParseConfig(url)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: postgres URL: %w", err)
@@ -122,7 +142,7 @@ func open(ctx context.Context, url string) (*DB, error) {
 		db := Postgres(pool)
 		db.close = pool.Close
 		return db, nil
-	case strings.HasPrefix(url, "sqlite:"):
+	case "sqlite":
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
 		if path == "" || strings.ContainsRune(path, '?') {
 			return nil, errors.New("outbox: sqlite URL needs a file path without '?': sqlite:PATH")
@@ -138,7 +158,7 @@ func open(ctx context.Context, url string) (*DB, error) {
 		db.close = func() { _ = sqldb.Close() }
 		return db, nil
 	}
-	return nil, fmt.Errorf("outbox: database URL is not one of %s", accepted)
+	return nil, CheckURL(url)
 }
 
 // Postgres is the outbox in pool's database; Close leaves pool open.

@@ -13,8 +13,8 @@ import (
 )
 
 // loadConfig is the one place configuration is read: the YAML file
-// (--config or HERALD_CONFIG), then the environment (NATS_URL, REDIS_URL, HISTORY_URL),
-// then the command's own flags (--http-listen, --api-listen).
+// (--config or HERALD_CONFIG), then the environment (NATS_URL, REDIS_URL, HISTORY_URL,
+// OUTBOX_URL), then the command's own flags (--http-listen, --api-listen, --postgres).
 func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	path, _ := cmd.Flags().GetString("config")
 	cfg, err := app.Load(cmp.Or(path, os.Getenv("HERALD_CONFIG")))
@@ -24,12 +24,16 @@ func loadConfig(cmd *cobra.Command) (app.Config, error) {
 	cfg.NATS.URL = cmp.Or(os.Getenv("NATS_URL"), cfg.NATS.URL)
 	cfg.Redis.URL = cmp.Or(os.Getenv("REDIS_URL"), cfg.Redis.URL)
 	cfg.History.URL = cmp.Or(os.Getenv("HISTORY_URL"), cfg.History.URL)
+	cfg.Outbox.URL = cmp.Or(os.Getenv("OUTBOX_URL"), cfg.Outbox.URL)
 	cfg.Getenv = os.Getenv
 	if f := cmd.Flags().Lookup("http-listen"); f != nil && f.Changed {
 		cfg.HTTP.Listen = f.Value.String()
 	}
 	if f := cmd.Flags().Lookup("api-listen"); f != nil && f.Changed {
 		cfg.API.Listen = f.Value.String()
+	}
+	if f := cmd.Flags().Lookup("postgres"); f != nil && f.Changed {
+		cfg.Outbox.URL = f.Value.String()
 	}
 	return cfg.WithDefaults(), nil
 }

@@ -27,6 +27,7 @@ func rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().String("config", "", "YAML configuration file (env HERALD_CONFIG)")
 	root.AddCommand(devCommand(), runCommand(), streamsCommand(), publishCommand(), dlqCommand(), benchCommand(),
-		tenantsCommand(), keysCommand(), vaultCommand(), providersCommand(), webhooksCommand(), suppressionsCommand(), domainsCommand())
+		tenantsCommand(), keysCommand(), vaultCommand(), providersCommand(), webhooksCommand(), suppressionsCommand(), domainsCommand(),
+		outboxCommand())
 	return root
 }

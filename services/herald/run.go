@@ -16,8 +16,9 @@ func runCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [service...]",
 		Short: "Run Herald services against NATS_URL (and REDIS_URL)",
-		Long: `Run the named services in this process: router, pdf, delivery, dlq, api.
-With no names, all of them run. Each process serves /healthz, /readyz and
+		Long: `Run the named services in this process: router, pdf, delivery, dlq, api,
+history, outbox-relay… With no names, all of them run (history and
+outbox-relay only when their database is configured). Each process serves /healthz, /readyz and
 /metrics on --http-listen (operations: keep it private), and the HTTP API
 (when api runs) and signed document links on --api-listen (public: put this
 one behind your ingress). SIGINT or
@@ -55,6 +56,7 @@ Traces are exported over OTLP when the standard variables ask for them
 	}
 	listenFlags(cmd)
 	cmd.Flags().Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may spend finishing in-flight messages")
+	cmd.Flags().String("postgres", "", "outbox-relay: the database of the outbox it publishes, postgres://… (sets outbox.url; OUTBOX_URL)")
 	return cmd
 }
 

@@ -125,6 +125,22 @@ type Config struct {
 		URL string `yaml:"url"`
 	} `yaml:"history"`
 
+	// Outbox is the transactional outbox the outbox-relay service
+	// publishes from (README, "Publishing through an outbox").
+	Outbox struct {
+		// URL of the database holding herald_outbox: postgres://… or
+		// sqlite:PATH. OUTBOX_URL overrides it. Required by the
+		// outbox-relay service, which runs only when it is set or named.
+		URL string `yaml:"url"`
+		// Batch is how many rows one transaction publishes. Defaults to 500.
+		Batch int `yaml:"batch"`
+		// Poll is how long the relay waits for a notification before it
+		// looks anyway (SQLite always waits this long). Defaults to 1s.
+		Poll time.Duration `yaml:"poll"`
+		// Retention is how long published rows are kept. Defaults to 24h.
+		Retention time.Duration `yaml:"retention"`
+	} `yaml:"outbox"`
+
 	// Scheduling is how deliveries are taken from NOTIFY.
 	Scheduling struct {
 		// Fair serves tenants in turn: each tenant with a backlog gets a
@@ -408,7 +424,8 @@ func (c Config) WithDefaults() Config {
 		// so that `herald run` needs no database; asked for by name, it
 		// refuses to start without one.
 		c.Services = slices.DeleteFunc(slices.Clone(Targets), func(s string) bool {
-			return s == "history" && c.History.URL == "" || s == "sms" && len(c.SMS.Providers) == 0 ||
+			return s == "history" && c.History.URL == "" || s == "outbox-relay" && c.Outbox.URL == "" ||
+				s == "sms" && len(c.SMS.Providers) == 0 ||
 				s == "whatsapp" && len(c.WhatsApp.Providers) == 0
 		})
 	}

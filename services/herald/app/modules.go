@@ -43,6 +43,7 @@ var modules = []module{
 	{"dlq", (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
 	{"api", (*App).configureAPI, (*App).buildAPI},
 	{"history", (*App).configureHistory, (*App).buildHistory},
+	{"outbox-relay", (*App).configureOutbox, (*App).buildOutbox},
 }
 
 // Targets are the services one herald process can run.

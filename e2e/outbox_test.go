@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/heraldtest"
+)
+
+// relayProcess, set in a child's environment, makes the test binary an
+// outbox relay process (TestMain): `herald run outbox-relay` as a process
+// the test can kill with SIGKILL, mid-batch.
+const relayProcess = "HERALD_E2E_OUTBOX_RELAY"
+
+// runRelayProcess runs the outbox-relay service as `herald run
+// outbox-relay` does, on NATS_URL and OUTBOX_URL, until it is killed.
+func runRelayProcess() int {
+	var cfg app.Config
+	cfg.Services = []string{"outbox-relay"}
+	cfg.NATS.URL, cfg.Outbox.URL = os.Getenv("NATS_URL"), os.Getenv("OUTBOX_URL")
+	cfg.Outbox.Batch, cfg.Outbox.Poll = 50, 50*time.Millisecond
+	cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Streams.SkipApply = true
+	a, err := app.New(cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err == nil {
+		err = a.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	select {} // until killed
+}
+
+// relays starts relay processes and kills them.
+type relays struct {
+	t        *testing.T
+	env      []string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	logs     []string
+	started  int
+	finished sync.WaitGroup
+}
+
+func (r *relays) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started++
+	log := filepath.Join(r.t.TempDir(), fmt.Sprintf("relay-%d.log", r.started))
+	f, err := os.Create(log)
+	require.NoError(r.t, err)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), r.env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	require.NoError(r.t, cmd.Start())
+	r.cmd, r.logs = cmd, append(r.logs, log)
+	r.finished.Go(func() {
+		_ = cmd.Wait()
+		_ = f.Close()
+	})
+}
+
+// kill kills the running relay at once: no drain, no last commit.
+func (r *relays) kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.cmd.Process.Kill()
+}
+
+func (r *relays) stop() {
+	r.kill()
+	r.finished.Wait()
+	if r.t.Failed() {
+		for _, l := range r.logs {
+			b, _ := os.ReadFile(l)
+			r.t.Logf("%s:\n%s", filepath.Base(l), b)
+		}
+	}
+}
+
+// A thousand business transactions write an order and its event in one
+// transaction, while the relay process is killed three times mid-stream and
+// the database crashes and restarts once; a hundred more transactions roll
+// back. Published rows a killed relay had not marked are published again —
+// JetStream's duplicate window (shrunk to a second here) or Herald's ledger
+// stops the copy: each recipient of each committed order receives exactly
+// one email, and no rolled-back order sends anything.
+func TestOutboxEventsAreDeliveredOnceThroughRelayKillsAndADatabaseRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("outbox chaos")
+	}
+	t.Parallel()
+	p := startPipeline(t, withoutDocuments)
+	shrinkDuplicateWindows(t, p, time.Second)
+	pg := heraldtest.StartPostgresServer(t)
+	ctx := context.Background()
+	db, err := outbox.Open(ctx, pg.URL())
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	require.NoError(t, db.Init(ctx))
+	pool, err := pgxpool.New(ctx, pg.URL())
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(ctx, `CREATE TABLE purchase_orders (id text PRIMARY KEY, supplier text NOT NULL)`)
+	require.NoError(t, err)
+
+	r := &relays{t: t, env: []string{relayProcess + "=1", "NATS_URL=" + p.dev.NATS.URL(), "OUTBOX_URL=" + pg.URL()}}
+	r.start()
+	defer r.stop()
+
+	const orders, rolledBack = 1000, 100
+	var committed atomic.Int64
+	// place is the service's code: the order and its event, one transaction,
+	// tried again after a failure — which may have committed (a connection
+	// cut during COMMIT), so an order already there is not placed twice.
+	place := func(id string, commit bool) {
+		payload := sample(t, "order.created.json", func(m map[string]any) {
+			m["id"] = "evt-" + id
+			m["data"].(map[string]any)["order"].(map[string]any)["id"] = id
+		})
+		m := nats.NewMsg("orders.created")
+		m.Header.Set(nats.MsgIdHdr, "evt-"+id)
+		m.Data = payload
+		for try := 0; ; try++ {
+			require.Less(t, try, 600, "order %s: the database did not come back", id)
+			err := func() error {
+				tx, err := pool.Begin(ctx)
+				if err != nil {
+					return err
+				}
+				defer func() { _ = tx.Rollback(ctx) }()
+				tag, err := tx.Exec(ctx, `INSERT INTO purchase_orders VALUES ($1, 'Zarya') ON CONFLICT DO NOTHING`, id)
+				if err != nil || tag.RowsAffected() == 0 {
+					return err // placed by a try whose answer was lost
+				}
+				if err := outbox.Add(ctx, tx, outbox.Msg(m)); err != nil {
+					return err
+				}
+				if !commit {
+					return nil // the deferred rollback
+				}
+				return tx.Commit(ctx)
+			}()
+			if err == nil {
+				if commit {
+					committed.Add(1)
+				}
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// The chaos, at points in the stream of commits.
+	done := make(chan struct{})
+	var chaos sync.WaitGroup
+	chaos.Go(func() {
+		at := func(n int64) bool {
+			for committed.Load() < n {
+				select {
+				case <-done:
+					return false
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			return true
+		}
+		for i, n := range []int64{150, 400, 650} {
+			if !at(n) {
+				return
+			}
+			time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond)
+			r.kill()
+			time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
+			r.start()
+			if i == 1 {
+				if !at(500) {
+					return
+				}
+				pg.Restart()
+			}
+		}
+	})
+
+	work := make(chan int)
+	var writers sync.WaitGroup
+	for range 4 {
+		writers.Go(func() {
+			for i := range work {
+				place(fmt.Sprintf("PO-OUTBOX-%04d", i), true)
+				if i%10 == 0 {
+					place(fmt.Sprintf("PO-ROLLEDBACK-%04d", i), false)
+				}
+			}
+		})
+	}
+	for i := range orders {
+		work <- i
+	}
+	close(work)
+	writers.Wait()
+	close(done)
+	chaos.Wait()
+	require.EqualValues(t, orders, committed.Load())
+
+	require.Eventually(t, func() bool {
+		st, err := db.Status(ctx)
+		return err == nil && st.Backlog == 0 && st.Failed == 0 && st.Published == orders
+	}, 2*time.Minute, 100*time.Millisecond, "the relay published every committed event")
+	p.settle(t)
+
+	sent := map[string]int{}
+	for _, m := range p.mail(t) {
+		order := m.Subject[strings.Index(m.Subject, "PO-"):][:len("PO-OUTBOX-0000")]
+		sent[order+" "+m.To]++
+	}
+	for key, n := range sent {
+		require.True(t, strings.HasPrefix(key, "PO-OUTBOX-"), "a rolled-back order sent nothing: %s", key)
+		require.Equal(t, 1, n, "exactly one email: %s", key)
+	}
+	require.Len(t, sent, orders*2, "each of the two recipients of every order received it")
+	t.Logf("relays started %d times; %d orders, %d rolled back", r.started, orders, rolledBack)
+}
