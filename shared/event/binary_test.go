@@ -285,3 +285,22 @@ func TestBinaryConvertsAttributes(t *testing.T) {
 		require.ErrorContains(t, err, reason, payload)
 	}
 }
+
+// BenchmarkDecodeBinaryOrder is BenchmarkDecodeOrder for the same event in
+// binary mode: the attributes from headers, the data from the body.
+func BenchmarkDecodeBinaryOrder(b *testing.B) {
+	payload, err := os.ReadFile("../../examples/events/order.created.json")
+	require.NoError(b, err)
+	header, body, err := event.Binary(payload)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		ev, err := event.DecodeMsg(header, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ev.OrderData(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
