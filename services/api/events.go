@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -61,6 +62,49 @@ type EventAccepted struct {
 type eventInput struct {
 	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" pattern:"^[ -~]+$" doc:"Repeating a request with the same key and body answers as the first did, for 24 hours, and publishes nothing new. Defaults to the event id."`
 	RawBody        []byte `contentType:"application/cloudevents+json"`
+	// binary is the event's ce- headers and Content-Type, by their names in
+	// lower case, when the request is in binary content mode; nil when the
+	// body is the whole event.
+	binary http.Header
+}
+
+// Resolve tells the content mode as the CloudEvents HTTP binding does: a
+// Content-Type of an event format (application/cloudevents+json) means
+// structured mode whatever the headers, else a ce-specversion header means
+// binary mode, else the body is the whole event (structured, as sent with
+// application/json). Header names are matched ignoring case, as HTTP's are.
+func (in *eventInput) Resolve(ctx huma.Context) []error {
+	if strings.HasPrefix(strings.ToLower(ctx.Header("Content-Type")), "application/cloudevents") {
+		return nil
+	}
+	h := http.Header{}
+	ctx.EachHeader(func(name, value string) {
+		if lower := strings.ToLower(name); lower == "content-type" || strings.HasPrefix(lower, "ce-") {
+			h[lower] = append(h[lower], value)
+		}
+	})
+	if event.IsBinary(h) {
+		in.binary = h
+	}
+	return nil
+}
+
+// request is what the Idempotency-Key is bound to: the body, and in binary
+// mode the attributes, so the same key with another ce-type is another
+// request.
+func (in *eventInput) request() []byte {
+	if in.binary == nil {
+		return in.RawBody
+	}
+	var b bytes.Buffer
+	for _, name := range slices.Sorted(maps.Keys(in.binary)) {
+		for _, v := range in.binary[name] {
+			fmt.Fprintf(&b, "%s: %s\n", name, v)
+		}
+	}
+	b.WriteByte('\n')
+	b.Write(in.RawBody)
+	return b.Bytes()
 }
 
 type eventOutput struct {
@@ -71,11 +115,15 @@ type eventOutput struct {
 
 func registerEvents(s *Service) {
 	op := huma.Operation{
-		OperationID:   "publish-event",
-		Method:        http.MethodPost,
-		Path:          "/v1/events",
-		Summary:       "Publish an event",
-		Description:   "Publishes a CloudEvent (structured JSON) for the key's tenant. Answers 202 once JetStream stored it.",
+		OperationID: "publish-event",
+		Method:      http.MethodPost,
+		Path:        "/v1/events",
+		Summary:     "Publish an event",
+		Description: "Publishes a CloudEvent for the key's tenant. Answers 202 once JetStream stored it. " +
+			"Structured mode: the body is the event (Content-Type application/cloudevents+json, or application/json without a ce-specversion header). " +
+			"Binary mode: the attributes are ce- headers (ce-specversion, ce-id, ce-source, ce-type, ce-tenant…, names in any case), " +
+			"the body is the data and Content-Type its media type (application/json).",
+		Parameters:    binaryModeHeaders(),
 		Tags:          []string{"Events"},
 		DefaultStatus: http.StatusAccepted,
 		Security:      needs(ScopeSend),
@@ -85,6 +133,32 @@ func registerEvents(s *Service) {
 	}
 	huma.Register(s.api, op, s.publishEvent)
 	documentBody(s.api, op.Path, reflect.TypeFor[CloudEvent](), "application/cloudevents+json", "application/json")
+	// application/json is also binary mode's data, whose shape the type says.
+	body := s.api.OpenAPI().Paths[op.Path].Post.RequestBody.Content["application/json"]
+	body.Schema = &huma.Schema{AnyOf: []*huma.Schema{body.Schema, {Type: "object",
+		Description: "Binary mode (a ce-specversion header): the event's data, the order (order.*: order, recipients) or the stock level (inventory.*: stock, recipients)."}}}
+}
+
+// binaryModeHeaders documents the ce- headers of binary content mode; the
+// attributes are checked as a structured event's are, by shared/event.
+func binaryModeHeaders() []*huma.Param {
+	doc := map[string]string{
+		"ce-specversion": "Binary content mode: its presence makes the body the event's data. 1.0.",
+		"ce-id":          "Binary mode: the event id, the default Idempotency-Key.",
+		"ce-source":      "Binary mode: the event's source.",
+		"ce-type":        "Binary mode: the event's type, order.<name> or inventory.<name>.",
+		"ce-time":        "Binary mode: when it happened, RFC 3339.",
+		"ce-tenant":      "Binary mode: the tenant; filled in from the API key when absent, another tenant's is refused (403).",
+		"ce-subject":     "Binary mode: the CloudEvents subject.",
+		"ce-dataschema":  "Binary mode: the CloudEvents dataschema.",
+		"ce-traceparent": "Binary mode: W3C trace context (CloudEvents distributed tracing extension).",
+		"ce-tracestate":  "Binary mode: W3C trace state.",
+	}
+	params := make([]*huma.Param, 0, len(doc))
+	for _, name := range slices.Sorted(maps.Keys(doc)) {
+		params = append(params, &huma.Param{Name: name, In: "header", Description: doc[name], Schema: &huma.Schema{Type: "string"}})
+	}
+	return params
 }
 
 // documentBody describes a raw body in the OpenAPI document: huma records
@@ -104,7 +178,7 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 		return nil, err
 	}
 	p := principal(ctx)
-	body, ev, err := s.decodeEvent(p, in.RawBody)
+	header, body, ev, err := decodeEvent(p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +188,7 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 	subject += "." + ev.Tenant
 	noteTenant(ctx, ev.Tenant)
 	key := cmp.Or(in.IdempotencyKey, ev.ID)
-	c, prev, err := s.claim(ctx, st, ev.Tenant, key, requestHash(eventsRoute, in.RawBody))
+	c, prev, err := s.claim(ctx, st, ev.Tenant, key, requestHash(eventsRoute, in.request()))
 	switch {
 	case err != nil:
 		return nil, err
@@ -122,7 +196,7 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 		out := &eventOutput{Status: prev.Status, Replayed: "true"}
 		return out, s.replayed(ctx, eventsRoute, ev.Tenant, prev, &out.Body)
 	}
-	ack, err := s.publish(ctx, subject, ev.Tenant+":"+key, body)
+	ack, err := s.publish(ctx, subject, ev.Tenant+":"+key, header, body)
 	if err != nil {
 		s.release(ctx, c)
 		return nil, err
@@ -133,36 +207,87 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 	return out, nil
 }
 
-// decodeEvent returns the body to publish — with the key's tenant filled
-// in when absent — and the event it decodes to, or the problem to answer.
-func (s *Service) decodeEvent(p Principal, raw []byte) ([]byte, event.Event, error) {
-	body, err := withTenant(p, raw)
+// decodeEvent returns the message to publish — with the key's tenant
+// filled in when absent — and the event it decodes to, or the problem to
+// answer. A binary-mode event is published in binary mode, its ce- headers
+// and Content-Type forwarded (named in lower case, as the NATS binding
+// writes them), and nothing else of the request.
+func decodeEvent(p Principal, in *eventInput) (nats.Header, []byte, event.Event, error) {
+	if in.binary != nil {
+		header, err := binaryWithTenant(p, in.binary)
+		if err != nil {
+			return nil, nil, event.Event{}, err
+		}
+		ev, err := event.DecodeBinary(header, in.RawBody)
+		if err == nil {
+			err = checkBinaryEvent(ev, header)
+		}
+		return header, in.RawBody, ev, refusal(err, true)
+	}
+	body, err := withTenant(p, in.RawBody)
 	if err != nil {
-		return nil, event.Event{}, err
+		return nil, nil, event.Event{}, err
 	}
 	ev, err := event.Decode(body)
 	if err == nil {
 		err = checkEvent(ev, body)
 	}
-	var invalid *event.ValidationError
-	switch {
-	case errors.Is(err, event.ErrMalformed):
-		return nil, event.Event{}, huma.Error400BadRequest(err.Error())
-	case errors.As(err, &invalid):
-		return nil, event.Event{}, huma.Error422UnprocessableEntity("invalid event", problems(invalid.Problems)...)
-	case err != nil:
-		return nil, event.Event{}, huma.Error422UnprocessableEntity("invalid event", err)
-	}
-	return body, ev, nil
+	return nil, body, ev, refusal(err, false)
 }
 
-func problems(list []string) []error {
+// refusal is the problem to answer for an event the decoder or the checks
+// refused; nil for none.
+func refusal(err error, binary bool) error {
+	var invalid *event.ValidationError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, event.ErrMalformed):
+		return huma.Error400BadRequest(err.Error())
+	case errors.As(err, &invalid):
+		return huma.Error422UnprocessableEntity("invalid event", problems(invalid.Problems, binary)...)
+	}
+	return huma.Error422UnprocessableEntity("invalid event", err)
+}
+
+// problems locates each problem where the client sent it: a structured
+// event's fields in the body; in binary mode, attributes in their headers
+// and the data's fields in the body, which is the data.
+func problems(list []string, binary bool) []error {
 	errs := make([]error, len(list))
 	for i, p := range list {
 		field, msg, _ := strings.Cut(p, ": ")
-		errs[i] = &huma.ErrorDetail{Location: "body." + field, Message: msg}
+		location := "body." + field
+		switch {
+		case binary && (strings.HasPrefix(field, "ce-") || field == "content-type"):
+			location = "header." + field
+		case binary && field == "data":
+			location = "body"
+		case binary && strings.HasPrefix(field, "data"):
+			location = "body" + strings.TrimPrefix(field, "data")
+		}
+		errs[i] = &huma.ErrorDetail{Location: location, Message: msg}
 	}
 	return errs
+}
+
+// binaryWithTenant is withTenant for binary mode: the headers to publish,
+// with ce-tenant filled in from the key when absent, or the refusal of
+// another tenant's event.
+func binaryWithTenant(p Principal, h http.Header) (nats.Header, error) {
+	header := nats.Header(maps.Clone(h))
+	if tenants := header["ce-tenant"]; len(tenants) > 0 {
+		for _, t := range tenants {
+			if !p.Reaches(t) {
+				return nil, huma.Error403Forbidden(fmt.Sprintf("the event's tenant %q is not the API key's", t))
+			}
+		}
+		return header, nil
+	}
+	if p.Tenant != "" {
+		header["ce-tenant"] = []string{p.Tenant}
+	}
+	return header, nil
 }
 
 // withTenant returns the body with the key's tenant filled in when it names
@@ -196,8 +321,8 @@ func withTenant(p Principal, raw []byte) ([]byte, error) {
 // with a stream, data of its type's shape, and no member Herald would
 // silently ignore.
 func checkEvent(ev event.Event, body []byte) error {
-	if _, err := event.Subject(ev.Type); err != nil {
-		return &event.ValidationError{Problems: []string{"type: " + strings.TrimPrefix(err.Error(), "event type ")}}
+	if err := checkType(ev, "type"); err != nil {
+		return err
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil {
@@ -214,6 +339,33 @@ func checkEvent(ev event.Event, body []byte) error {
 		return &event.ValidationError{Problems: unknown}
 	}
 	return checkData(ev)
+}
+
+// checkBinaryEvent is checkEvent for binary mode: the attributes are the
+// ce- headers.
+func checkBinaryEvent(ev event.Event, header nats.Header) error {
+	if err := checkType(ev, "ce-type"); err != nil {
+		return err
+	}
+	var unknown []string
+	for name := range header {
+		if attr, ok := strings.CutPrefix(name, "ce-"); ok && !attributes[attr] {
+			unknown = append(unknown, name+": is not an attribute Herald reads (a typo, or an extension other than tenant, traceparent, tracestate)")
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return &event.ValidationError{Problems: unknown}
+	}
+	return checkData(ev)
+}
+
+// checkType refuses a type with no stream, naming the field it came in.
+func checkType(ev event.Event, field string) error {
+	if _, err := event.Subject(ev.Type); err != nil {
+		return &event.ValidationError{Problems: []string{field + ": " + strings.TrimPrefix(err.Error(), "event type ")}}
+	}
+	return nil
 }
 
 // checkData validates the data by the event's family, as the router will,
@@ -257,9 +409,12 @@ func (s *Service) claim(ctx context.Context, st *stores, tenant, key, request st
 	return c, prev, nil
 }
 
-// publish publishes body and waits for JetStream's acknowledgement.
-func (s *Service) publish(ctx context.Context, subject, msgID string, body []byte) (*jetstream.PubAck, error) {
+// publish publishes body, with header (the attributes of a binary-mode
+// event; nil for a structured one), and waits for JetStream's
+// acknowledgement.
+func (s *Service) publish(ctx context.Context, subject, msgID string, header nats.Header, body []byte) (*jetstream.PubAck, error) {
 	msg := nats.NewMsg(subject)
+	maps.Copy(msg.Header, header)
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,4 +175,88 @@ func TestAStockEventGoesToINVENTORY(t *testing.T) {
 	got = b.do(t, http.MethodPost, "/v1/events", acmeSend, edit(t, stock, `"warehouse": "SEV-01"`, `"warehous": "SEV-01"`))
 	require.Equal(t, http.StatusUnprocessableEntity, got.status, got.body)
 	require.Contains(t, got.body, `{"message":"is required","location":"body.data.stock.warehouse"}`)
+}
+
+// binaryOrder is the sample order in binary content mode over HTTP: its
+// attributes as ce- headers (spelt as Go's http.Header spells them, Ce-Id),
+// without a tenant, and its data as the body.
+func binaryOrder(t *testing.T) ([]string, []byte) {
+	t.Helper()
+	var structured struct {
+		Data json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(sampleOrder(t), &structured))
+	return []string{"Content-Type", "application/json", "Ce-Specversion", "1.0", "Ce-Id", "evt-2026-11-30-0001",
+		"Ce-Source", "/erp/purchasing", "Ce-Type", "order.created", "Ce-Time", "2026-11-30T09:00:00Z"}, structured.Data
+}
+
+// An event in binary mode is published in binary mode, to the same subject
+// and under the same Nats-Msg-Id as the same event in structured mode, with
+// the key's tenant filled in, and decodes to the same event. Its
+// Nats-Msg-Id is the structured event's (TestPublishedEventCarriesTheKeysTenant).
+func TestABinaryModeEventIsPublishedAsSent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	headers, data := binaryOrder(t)
+	got := b.do(t, http.MethodPost, "/v1/events", acmeSend, data, headers...)
+	require.Equal(t, http.StatusAccepted, got.status, got.body)
+	require.JSONEq(t, `{"id":"evt-2026-11-30-0001","tenant":"acme","subject":"orders.created.acme","stream":"ORDERS",
+		"sequence":1,"duplicate":false}`, got.body)
+
+	msgs := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
+	require.Len(t, msgs, 1)
+	msg := msgs[0]
+	require.Equal(t, "orders.created.acme", msg.Subject)
+	require.Equal(t, "acme:evt-2026-11-30-0001", msg.Header.Get(jetstream.MsgIDHeader))
+	require.Equal(t, "acme", msg.Header.Get("ce-tenant"))
+	require.Equal(t, "application/json", msg.Header.Get("content-type"))
+	require.Empty(t, msg.Header.Get("Authorization"), "nothing but the event's headers is forwarded")
+	require.Equal(t, data, msg.Data, "the data as sent")
+	got2, err := event.DecodeMsg(msg.Header, msg.Data)
+	require.NoError(t, err)
+	want, err := event.Decode(sampleOrder(t))
+	require.NoError(t, err)
+	require.Equal(t, want, got2)
+
+}
+
+func TestBinaryModeEventsAreRefusedWithAProblem(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	headers, data := binaryOrder(t)
+	with := func(extra ...string) []string { return append(slices.Clone(headers), extra...) }
+	for _, c := range []struct {
+		name    string
+		key     string
+		headers []string
+		body    []byte
+		status  int
+		says    string
+	}{
+		{"no id", acmeSend, with("Ce-Id", ""), data, http.StatusUnprocessableEntity, `{"message":"is required","location":"header.ce-id"}`},
+		{"another tenant's event", acmeSend, with("Ce-Tenant", "globex"), data, http.StatusForbidden, `the event's tenant \"globex\" is not the API key's`},
+		{"an unknown attribute", acmeSend, with("Ce-Partitionkey", "x"), data, http.StatusUnprocessableEntity, `"location":"header.ce-partitionkey"`},
+		{"a type without a stream", acmeSend, with("Ce-Type", "invoice.paid"), data, http.StatusUnprocessableEntity, `family \"invoice\" has no stream`},
+		{"an unknown data member", acmeSend, headers, edit(t, data, `"currency": "EUR",`, `"currency": "EUR", "colour": "red",`),
+			http.StatusUnprocessableEntity, `unknown field \"colour\"`},
+		{"an invalid order", acmeSend, headers, edit(t, data, `"kind": "purchase"`, `"kind": "barter"`),
+			http.StatusUnprocessableEntity, `"location":"body.order.kind"`},
+		{"a body that is not JSON", acmeSend, headers, []byte(`order=42`), http.StatusUnprocessableEntity,
+			`the message body is not JSON (content-type application/json): not valid JSON at byte 1`},
+		{"XML data", acmeSend, with("Content-Type", "application/xml"), data, http.StatusUnprocessableEntity, `"location":"header.content-type"`},
+		{"ce- headers with a structured Content-Type: the body is the event", acmeSend, with("Content-Type", "application/cloudevents+json"), data,
+			http.StatusUnprocessableEntity, `{"message":"is required (want \"1.0\")","location":"body.specversion"}`},
+	} {
+		got := b.do(t, http.MethodPost, "/v1/events", c.key, c.body, c.headers...)
+		require.Equal(t, c.status, got.status, "%s: %s", c.name, got.body)
+		require.Contains(t, got.body, c.says, c.name)
+	}
+	require.Empty(t, heraldtest.StreamMessages(t, b.nats.JS, "ORDERS"), "nothing refused is published")
+
+	// An Idempotency-Key is bound to the attributes too, not only the body.
+	first := b.do(t, http.MethodPost, "/v1/events", acmeSend, data, with("Idempotency-Key", "k1")...)
+	require.Equal(t, http.StatusAccepted, first.status, first.body)
+	other := b.do(t, http.MethodPost, "/v1/events", acmeSend, data, with("Idempotency-Key", "k1", "Ce-Type", "order.updated")...)
+	require.Equal(t, http.StatusUnprocessableEntity, other.status, other.body)
+	require.Contains(t, other.body, "Idempotency-Key was used with another request")
 }

@@ -97,6 +97,27 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	out, err = herald(t, "publish", "--count", "5", "../../examples/events/order.created.json")
 	require.NoError(t, err)
 	require.Contains(t, out, "5 duplicates", "copies are derived the same way every time")
+
+	// --binary: the same event in binary content mode, the same Nats-Msg-Id.
+	out, err = herald(t, "publish", "--binary", "../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	require.Equal(t, "published evt-2026-11-30-0100 to inventory.low_stock (stream INVENTORY, sequence 1)\n", out)
+	inventory, err := n.JS.Stream(ctx, "INVENTORY")
+	require.NoError(t, err)
+	m, err := inventory.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, "evt-2026-11-30-0100", m.Header.Get(jetstream.MsgIDHeader))
+	require.Equal(t, "acme", m.Header.Get("ce-tenant"))
+	raw, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	want, err := event.Decode(raw)
+	require.NoError(t, err)
+	got, err := event.DecodeMsg(m.Header, m.Data)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	out, err = herald(t, "publish", "--binary", "../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	require.Contains(t, out, "duplicate: evt-2026-11-30-0100 was already published")
 }
 
 // The configured retentions reach the server, and one too short for the

@@ -29,13 +29,18 @@ with Nats-Msg-Id set to the event id, so publishing it again is a duplicate.
 
 With --count N, publish N distinct copies: each gets a derived event id
 (<id>-000001…) and, for orders, a derived order id, so each copy is a new
-order that notifies its recipients. A progress bar shows the acknowledgements.`,
+order that notifies its recipients. A progress bar shows the acknowledgements.
+
+With --binary, publish in CloudEvents binary content mode, as SDKs do by
+default: the attributes as ce- headers, datacontenttype as content-type,
+the data as the body.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runPublish,
 	}
 	cmd.Flags().Int("count", 1, "publish this many distinct copies")
 	cmd.Flags().String("subject", "", "publish on this subject instead of the one the type implies")
 	cmd.Flags().Bool("no-validate", false, "publish even if the event is invalid (to try dead-lettering)")
+	cmd.Flags().Bool("binary", false, "publish in CloudEvents binary content mode (attributes as ce- headers, the data as the body)")
 	return cmd
 }
 
@@ -47,6 +52,7 @@ func runPublish(cmd *cobra.Command, args []string) error {
 	count, _ := cmd.Flags().GetInt("count")
 	subject, _ := cmd.Flags().GetString("subject")
 	noValidate, _ := cmd.Flags().GetBool("no-validate")
+	binary, _ := cmd.Flags().GetBool("binary")
 	raw, err := os.ReadFile(args[0])
 	if err != nil {
 		return err
@@ -69,14 +75,38 @@ func runPublish(cmd *cobra.Command, args []string) error {
 	}
 	defer closeNATS()
 	if count == 1 {
-		return publishOne(cmd, cfg, js, subject, ev.ID, raw)
+		msg, err := eventMsg(subject, ev.ID, raw, binary)
+		if err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+		return publishOne(cmd, cfg, js, msg, ev.ID)
 	}
-	return publishCopies(cmd, js, subject, raw, count)
+	return publishCopies(cmd, js, subject, raw, count, binary)
+}
+
+// eventMsg is the message that carries an event, in structured mode or, if
+// binary, in binary content mode, with Nats-Msg-Id set to id when it has one.
+func eventMsg(subject, id string, raw []byte, binary bool) (*nats.Msg, error) {
+	msg := nats.NewMsg(subject)
+	msg.Data = raw
+	if binary {
+		header, body, err := event.Binary(raw)
+		if err != nil {
+			return nil, fmt.Errorf("--binary: %w", err)
+		}
+		maps.Copy(msg.Header, header)
+		msg.Data = body
+	}
+	if id != "" {
+		msg.Header.Set(jetstream.MsgIDHeader, id)
+	}
+	return msg, nil
 }
 
 // publishOne publishes one event. When the OTEL_* variables ask for traces,
 // the trace starts here, and its id is printed.
-func publishOne(cmd *cobra.Command, cfg app.Config, js jetstream.JetStream, subject, id string, raw []byte) error {
+func publishOne(cmd *cobra.Command, cfg app.Config, js jetstream.JetStream, msg *nats.Msg, id string) error {
+	subject := msg.Subject
 	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 	defer cancel()
 	if telemetry.TracingEnabled(cfg.Getenv) {
@@ -89,11 +119,6 @@ func publishOne(cmd *cobra.Command, cfg app.Config, js jetstream.JetStream, subj
 		ctx, span = tp.Tracer(telemetry.Scope).Start(ctx, "herald publish")
 		defer span.End()
 		fmt.Fprintf(cmd.OutOrStdout(), "trace %s\n", span.SpanContext().TraceID())
-	}
-	msg := nats.NewMsg(subject)
-	msg.Data = raw
-	if id != "" {
-		msg.Header.Set(jetstream.MsgIDHeader, id)
 	}
 	ack, err := telemetry.PublishMsg(ctx, js, msg)
 	if err != nil {
@@ -110,7 +135,7 @@ func publishOne(cmd *cobra.Command, cfg app.Config, js jetstream.JetStream, subj
 	return nil
 }
 
-func publishCopies(cmd *cobra.Command, js jetstream.JetStream, subject string, raw []byte, count int) error {
+func publishCopies(cmd *cobra.Command, js jetstream.JetStream, subject string, raw []byte, count int, binary bool) error {
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("--count needs a JSON object to derive copies from: %w", err)
@@ -149,9 +174,12 @@ func publishCopies(cmd *cobra.Command, js jetstream.JetStream, subject string, r
 			close(pending)
 			return err
 		}
-		msg := nats.NewMsg(subject)
-		msg.Data = body
-		msg.Header.Set(jetstream.MsgIDHeader, id)
+		msg, err := eventMsg(subject, id, body, binary)
+		if err != nil {
+			close(pending)
+			<-done
+			return err
+		}
 		f, err := js.PublishMsgAsync(msg)
 		if err != nil {
 			close(pending)

@@ -120,11 +120,12 @@ func (d Decision) split(maxPayload int64) ([]documents.Request, error) {
 	return parts, nil
 }
 
-// decide parses an event and plans its deliveries. It does no I/O, so every
-// routing rule can be tested as a table. The error, when set, says why the
-// event is invalid.
-func (c Config) decide(payload []byte, now time.Time) (Decision, error) {
-	ev, err := event.Decode(payload)
+// decide parses an event, in structured or binary content mode (header
+// says which), and plans its deliveries. It does no I/O, so every routing
+// rule can be tested as a table. The error, when set, says why the event is
+// invalid.
+func (c Config) decide(header nats.Header, payload []byte, now time.Time) (Decision, error) {
+	ev, err := event.DecodeMsg(header, payload)
 	if err != nil {
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/shared/documents"
@@ -56,7 +57,7 @@ func keys(d Decision) []string {
 
 func TestDecideSample(t *testing.T) {
 	t.Parallel()
-	d, err := Config{}.WithDefaults().decide(sampleEvent(t, nil), now)
+	d, err := Config{}.WithDefaults().decide(nil, sampleEvent(t, nil), now)
 	require.NoError(t, err)
 	require.Equal(t, Routed, d.Outcome)
 	require.Equal(t, []string{
@@ -178,7 +179,7 @@ func TestDecideRoutes(t *testing.T) {
 			t.Parallel()
 			cfg := tt.cfg.WithDefaults()
 			require.NoError(t, cfg.Validate())
-			d, err := cfg.decide(sampleEvent(t, tt.edit), now)
+			d, err := cfg.decide(nil, sampleEvent(t, tt.edit), now)
 			require.NoError(t, err)
 			require.Equal(t, tt.outcome, d.Outcome)
 			require.Equal(t, tt.keys, keys(d))
@@ -196,7 +197,7 @@ func TestDecideInvalid(t *testing.T) {
 		"missing recipients": sampleEvent(t, func(m map[string]any) { delete(m["data"].(map[string]any), "recipients") }),
 		"missing revision":   sampleEvent(t, func(m map[string]any) { delete(order(m), "revision") }),
 	} {
-		d, err := cfg.decide(payload, now)
+		d, err := cfg.decide(nil, payload, now)
 		require.Error(t, err, name)
 		require.Equal(t, Invalid, d.Outcome, name)
 		require.Empty(t, d.Deliveries, name)
@@ -223,20 +224,20 @@ func TestDecideCapsRecipientsPerEvent(t *testing.T) {
 	require.NoError(t, err)
 	cfg := Config{Channels: []event.Channel{event.ChannelSMS}, MaxRecipients: 1}.WithDefaults()
 
-	d, err := cfg.decide(sampleEvent(t, nil), now)
+	d, err := cfg.decide(nil, sampleEvent(t, nil), now)
 	require.EqualError(t, err, "data.recipients: 2 recipients, more than router.max_recipients (1)")
 	require.Equal(t, Invalid, d.Outcome)
 	require.Empty(t, keys(d))
 
-	d, err = cfg.decide(stock, now)
+	d, err = cfg.decide(nil, stock, now)
 	require.NoError(t, err, "a stock alert with one recipient is within the cap")
 	require.Equal(t, Routed, d.Outcome)
 
 	defaults := Config{}.WithDefaults()
 	require.Equal(t, 500, defaults.MaxRecipients)
-	_, err = defaults.decide(sampleEvent(t, withContacts(500)), now)
+	_, err = defaults.decide(nil, sampleEvent(t, withContacts(500)), now)
 	require.NoError(t, err)
-	_, err = defaults.decide(sampleEvent(t, withContacts(501)), now)
+	_, err = defaults.decide(nil, sampleEvent(t, withContacts(501)), now)
 	require.EqualError(t, err, "data.recipients: 501 recipients, more than router.max_recipients (500)")
 }
 
@@ -247,7 +248,7 @@ func TestFitSplitsARenderRequestToFitTheMaxPayload(t *testing.T) {
 	cfg := Config{MaxRecipients: 1400}.WithDefaults()
 	payload := sampleEvent(t, withContacts(1400))
 	decide := func() Decision {
-		d, err := cfg.decide(payload, now)
+		d, err := cfg.decide(nil, payload, now)
 		require.NoError(t, err)
 		d.stamp(now)
 		require.NoError(t, d.fit(maxPayload))
@@ -288,7 +289,7 @@ func TestFitRefusesMessagesThatCanNeverFit(t *testing.T) {
 	longLine := sampleEvent(t, func(m map[string]any) {
 		order(m)["lines"].([]any)[0].(map[string]any)["description"] = strings.Repeat("Leche ", 1000)
 	})
-	d, err := Config{}.WithDefaults().decide(longLine, now)
+	d, err := Config{}.WithDefaults().decide(nil, longLine, now)
 	require.NoError(t, err)
 	err = d.fit(small)
 	require.ErrorIs(t, err, documents.ErrTooLarge)
@@ -299,7 +300,7 @@ func TestFitRefusesMessagesThatCanNeverFit(t *testing.T) {
 	stock, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
 	require.NoError(t, err)
 	cfg := Config{Channels: []event.Channel{event.ChannelSMS}}.WithDefaults()
-	d, err = cfg.decide(stock, now)
+	d, err = cfg.decide(nil, stock, now)
 	require.NoError(t, err)
 	require.NoError(t, d.fit(small))
 	err = d.fit(documents.Headroom + 100)
@@ -310,13 +311,13 @@ func TestFitRefusesMessagesThatCanNeverFit(t *testing.T) {
 	// Render requests split; the one record naming every notification
 	// does not.
 	crowd := sampleEvent(t, withContacts(100))
-	d, err = Config{}.WithDefaults().decide(crowd, now)
+	d, err = Config{}.WithDefaults().decide(nil, crowd, now)
 	require.NoError(t, err)
 	err = d.fit(small)
 	require.ErrorIs(t, err, documents.ErrTooLarge)
 	require.ErrorContains(t, err, "the accepted record is ")
 	require.Equal(t, Invalid, d.Outcome)
-	d, err = Config{}.WithDefaults().decide(crowd, now)
+	d, err = Config{}.WithDefaults().decide(nil, crowd, now)
 	require.NoError(t, err)
 	require.NoError(t, d.fit(maxPayload))
 }
@@ -326,7 +327,7 @@ func TestDecideStockAlert(t *testing.T) {
 	b, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
 	require.NoError(t, err)
 	cfg := Config{Channels: []event.Channel{event.ChannelSMS}}.WithDefaults()
-	d, err := cfg.decide(b, now)
+	d, err := cfg.decide(nil, b, now)
 	require.NoError(t, err)
 	require.Equal(t, []string{"acme:evt-2026-11-30-0100:0:low_stock:sms:+34600111222"}, keys(d))
 	require.Equal(t, 1, d.Skipped, "whatsapp is not deployed")
@@ -395,7 +396,7 @@ func BenchmarkRoute(b *testing.B) {
 	payload := sampleEvent(b, withContacts(5))
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := cfg.decide(payload, now)
+		d, err := cfg.decide(nil, payload, now)
 		if err != nil || len(d.Deliveries) != 5 {
 			b.Fatalf("%d deliveries, %v", len(d.Deliveries), err)
 		}
@@ -407,4 +408,26 @@ func BenchmarkRoute(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// An event in binary content mode is routed as the same event in
+// structured mode is, and one missing an attribute is invalid with the
+// header named.
+func TestDecideBinaryMode(t *testing.T) {
+	t.Parallel()
+	cfg := Config{}.WithDefaults()
+	payload := sampleEvent(t, nil)
+	want, err := cfg.decide(nats.Header{"Nats-Msg-Id": {"evt-2026-11-30-0001"}}, payload, now)
+	require.NoError(t, err)
+
+	header, body, err := event.Binary(payload)
+	require.NoError(t, err)
+	got, err := cfg.decide(nats.Header(header), body, now)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	delete(header, "ce-tenant")
+	got, err = cfg.decide(nats.Header(header), body, now)
+	require.EqualError(t, err, "invalid event: ce-tenant: is required")
+	require.Equal(t, Invalid, got.Outcome)
 }

@@ -37,7 +37,7 @@ func FuzzRoutes(f *testing.F) {
 		if cfg.Validate() != nil {
 			return
 		}
-		d, err := cfg.decide(sample, time.Unix(0, 0))
+		d, err := cfg.decide(nil, sample, time.Unix(0, 0))
 		if err != nil {
 			t.Fatalf("a valid configuration rejected the sample event: %v", err)
 		}

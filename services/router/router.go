@@ -101,7 +101,7 @@ func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
-	d, invalid := s.cfg.decide(msg.Data(), time.Now().UTC())
+	d, invalid := s.cfg.decide(msg.Headers(), msg.Data(), time.Now().UTC())
 	if md, err := msg.Metadata(); err == nil {
 		d.stamp(md.Timestamp.UTC())
 	}

@@ -98,7 +98,8 @@ func Decode(payload []byte) (Event, error) {
 	if err := checkEnvelopeKeys(&p, payload); err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	ev.validate(&p)
+	ev.validate(&p, structured)
+	checkContentType(&p, "datacontenttype", ev.DataContentType)
 	return ev, p.err()
 }
 
@@ -114,26 +115,40 @@ func whyMalformed(payload []byte) error {
 	return fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
 }
 
-func (ev Event) validate(p *problems) {
+// naming says where an attribute sits in the message, for a problem to
+// name it as the publisher wrote it: a JSON member in structured mode
+// ("tenant"), a ce- header in binary mode ("ce-tenant").
+type naming struct{ prefix string }
+
+var structured = naming{}
+
+func (ev Event) validate(p *problems, n naming) {
 	switch {
 	case ev.SpecVersion == "":
-		p.add("specversion", "is required (want %q)", SpecVersion)
+		p.add(n.prefix+"specversion", "is required (want %q)", SpecVersion)
 	case ev.SpecVersion != SpecVersion:
-		p.add("specversion", "%s is not supported (want %q)", quote(ev.SpecVersion), SpecVersion)
+		p.add(n.prefix+"specversion", "%s is not supported (want %q)", quote(ev.SpecVersion), SpecVersion)
 	}
-	checkID(p, "id", ev.ID, 256)
-	requireText(p, "source", ev.Source, 1024)
-	requireText(p, "type", ev.Type, 256)
+	checkID(p, n.prefix+"id", ev.ID, 256)
+	requireText(p, n.prefix+"source", ev.Source, 1024)
+	requireText(p, n.prefix+"type", ev.Type, 256)
 	switch {
 	case ev.Tenant == "":
-		p.add("tenant", "is required")
+		p.add(n.prefix+"tenant", "is required")
 	case !ValidTenant(ev.Tenant):
-		p.add("tenant", "%s must be 1-64 letters, digits, '-' or '_'", quote(ev.Tenant))
-	}
-	if ct := ev.DataContentType; ct != "" && !strings.HasPrefix(ct, "application/json") {
-		p.add("datacontenttype", "%s is not supported (want application/json)", quote(ct))
+		p.add(n.prefix+"tenant", "%s must be 1-64 letters, digits, '-' or '_'", quote(ev.Tenant))
 	}
 }
+
+// checkContentType refuses data Herald cannot read: it reads JSON only.
+// No content type means JSON, as it does in the CloudEvents JSON format.
+func checkContentType(p *problems, field, ct string) {
+	if !dataIsJSON(ct) {
+		p.add(field, "%s is not supported (want application/json)", quote(ct))
+	}
+}
+
+func dataIsJSON(ct string) bool { return ct == "" || strings.HasPrefix(ct, "application/json") }
 
 // requireText checks a required single-line text: present, bounded, free
 // of control characters.

@@ -2,10 +2,13 @@ package event_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/shared/event"
 )
@@ -81,5 +84,45 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		_, _ = ev.StockData()
+	})
+}
+
+// FuzzBinaryAgrees: an event structured mode accepts, converted to binary
+// mode, is accepted as the same event, and its data reads the same — so a
+// publisher may pick either mode and Herald routes alike.
+func FuzzBinaryAgrees(f *testing.F) {
+	files, _ := filepath.Glob("../../examples/events/*.json")
+	for _, file := range files {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"/s","type":"order.created","tenant":"t","time":"2026-11-30T09:00:00+01:00","ext":7,"data":null}`))
+	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"/s","type":"inventory.low","tenant":"t","datacontenttype":"","data":"text"}`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		want, err := event.Decode(payload)
+		if err != nil {
+			return
+		}
+		header, body, err := event.Binary(payload)
+		if err != nil {
+			return // an extension whose value no header can carry
+		}
+		got, err := event.DecodeBinary(header, body)
+		if err != nil {
+			t.Fatalf("structured mode accepts the event, binary mode refuses it: %v", err)
+		}
+		if !want.Time.Equal(got.Time) {
+			t.Fatalf("time %v in structured mode, %v in binary mode", want.Time, got.Time)
+		}
+		want.Time, got.Time = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("structured mode reads %+v, binary mode %+v", want, got)
+		}
+		_, wantErr := want.OrderData()
+		_, gotErr := got.OrderData()
+		if fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
+			t.Fatalf("order data: %v in structured mode, %v in binary mode", wantErr, gotErr)
+		}
 	})
 }
