@@ -35,6 +35,10 @@ func (a *App) buildOutbox(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox.url: %w", err)
 	}
+	if _, err := db.Status(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("outbox.url: %s: reading herald_outbox (herald outbox init creates it): %w", redact.URL(a.cfg.Outbox.URL), err)
+	}
 	a.checks.Add("outbox", db.Ping)
 	r, err := outbox.NewRelay(db, a.js, a.relayConfig())
 	if err != nil {

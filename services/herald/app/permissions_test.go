@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/outbox"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/services/delivery/sms/twilio/twiliotest"
 	"github.com/heraldhq/herald/services/herald/app"
@@ -125,6 +127,9 @@ var servicePermissions = map[string][]string{
 	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history"), consume("REPORTS", "history"),
 		dlqPayloads, ledger, []string{"$KV.suppressions.>", "notify.status.*",
 			"dlq.KV_deliveries.history", "dlq.STATUS.history", "dlq.REPORTS.history"}),
+	// The outbox relay publishes events as a trusted publisher, on the
+	// subjects its services' rows name.
+	"outbox-relay": join(jsCommon, []string{"orders.*", "inventory.*", "orders.*.*", "inventory.*.*"}),
 	// The HTTP API publishes events as a trusted publisher, sends the
 	// notifications its callers write (recording them as accepted), keeps
 	// each Idempotency-Key's answer, reads notifications from the ledger (and
@@ -227,7 +232,8 @@ func (v *violations) list() []string {
 
 // The permissions README.md documents are enough: each service runs as its
 // own NATS user with only those, an order goes through to its emails — one
-// published on NATS, one through the HTTP API — as does a notification
+// published on NATS, one through the HTTP API, one through the outbox
+// relay — as does a notification
 // written through the API, each recorded as accepted on the way, and an
 // invalid order goes to the DLQ, and no service was denied anything. A publisher with its
 // permissions can publish events and nothing else.
@@ -306,6 +312,11 @@ func runWithPermissions(t *testing.T, fair bool) {
 	client := heraldtest.HTTPClient(t)
 	apps := map[string]*app.App{}
 	historyDB := "sqlite:" + filepath.Join(t.TempDir(), "history.db")
+	outboxDB := "sqlite:" + filepath.Join(t.TempDir(), "outbox.db")
+	outboxTable, err := outbox.Open(ctx, outboxDB)
+	require.NoError(t, err)
+	require.NoError(t, outboxTable.Init(ctx))
+	outboxTable.Close()
 	ses := sestest.New(t)
 	for _, name := range app.Targets {
 		var cfg app.Config
@@ -321,6 +332,9 @@ func runWithPermissions(t *testing.T, fair bool) {
 		cfg.Vault.MasterKeyFile = masterKey
 		if name == "history" || name == "api" {
 			cfg.History.URL = historyDB
+		}
+		if name == "outbox-relay" {
+			cfg.Outbox.URL = outboxDB
 		}
 		if name == "api" {
 			// The api verifies Twilio's callbacks with the platform
@@ -400,6 +414,18 @@ func runWithPermissions(t *testing.T, fair bool) {
 		`{"channel":"email","recipient":{"address":"olga@zarya.example"},"subject":"Terms","text":"Our terms.\n"}`)
 	require.Equal(t, http.StatusAccepted, status)
 
+	// And a third order through the outbox relay, as a service's
+	// transaction wrote it.
+	viaOutbox := strings.NewReplacer("evt-2026-11-30-0001", "evt-outbox-1", "PO-2026-0042", "PO-2026-0044").Replace(string(order))
+	service, err := sql.Open("sqlite", strings.TrimPrefix(outboxDB, "sqlite:")+"?_txlock=immediate&_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	defer service.Close()
+	tx, err := service.Begin()
+	require.NoError(t, err)
+	require.NoError(t, outbox.Add(ctx, tx, outbox.Msg(&nats.Msg{Subject: "orders.created",
+		Header: nats.Header{nats.MsgIdHdr: {"evt-outbox-1"}}, Data: []byte(viaOutbox)})))
+	require.NoError(t, tx.Commit())
+
 	mails := func() []string {
 		files, err := filepath.Glob(filepath.Join(mailDir, "*.eml"))
 		require.NoError(t, err)
@@ -415,11 +441,11 @@ func runWithPermissions(t *testing.T, fair bool) {
 		return n
 	}
 	require.Eventually(t, func() bool {
-		return len(denied.list()) > 0 || len(mails()) == 5 && len(heraldtest.StreamMessages(t, adminJS, "DLQ")) == 2 && accepted() == 3
+		return len(denied.list()) > 0 || len(mails()) == 7 && len(heraldtest.StreamMessages(t, adminJS, "DLQ")) == 2 && accepted() == 4
 	}, 60*time.Second, 50*time.Millisecond)
 	require.Empty(t, denied.list(), "the server denied a service")
-	require.Len(t, mails(), 5, "the two orders' two emails each, and the API's own")
-	require.Equal(t, 3, accepted(), "one record per order, one for the API's notification")
+	require.Len(t, mails(), 7, "the three orders' two emails each, and the API's own")
+	require.Equal(t, 4, accepted(), "one record per order, one for the API's notification")
 	id := regexp.MustCompile(`ntf_[0-9a-f]{64}`).FindString(mails()[0])
 	status, _ = call(apiKey, http.MethodGet, "/v1/notifications/"+id, "")
 	require.Equal(t, http.StatusOK, status, "the API reads a notification from the ledger")
@@ -428,8 +454,8 @@ func runWithPermissions(t *testing.T, fair bool) {
 		_, answer := call(apiKey, http.MethodGet, "/v1/notifications?state=delivered", "")
 		var listed struct{ Notifications []json.RawMessage }
 		require.NoError(t, json.Unmarshal(answer, &listed))
-		return len(listed.Notifications) == 5
-	}, 30*time.Second, 50*time.Millisecond, "the API lists the five notifications delivered")
+		return len(listed.Notifications) == 7
+	}, 30*time.Second, 50*time.Millisecond, "the API lists the seven notifications delivered")
 	// A provider's report, verified by the api, joined by the history
 	// service: kept in the notification's ledger entry, told, and the
 	// address suppressed.
