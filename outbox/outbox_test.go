@@ -29,9 +29,9 @@ type database struct {
 	url  string
 	db   *outbox.DB
 	// begin starts a business transaction; Add takes what it returns.
-	begin func(t *testing.T) (tx any, commit, rollback func())
+	begin func(t testing.TB) (tx any, commit, rollback func())
 	// exec runs plain SQL, as a service in another language would.
-	exec func(t *testing.T, q string, args ...any)
+	exec func(t testing.TB, q string, args ...any)
 }
 
 // eachDatabase runs test on SQLite, and on PostgreSQL when POSTGRES_URL is
@@ -52,45 +52,45 @@ func eachDatabase(t *testing.T, test func(t *testing.T, d database)) {
 	})
 }
 
-func openSQLite(t *testing.T) database {
+func openSQLite(t testing.TB) database {
 	url := "sqlite:" + filepath.Join(t.TempDir(), "service.db")
 	d := database{kind: "sqlite", url: url, db: open(t, url)}
 	raw, err := sql.Open("sqlite", strings.TrimPrefix(url, "sqlite:")+"?_txlock=immediate&_pragma=busy_timeout(10000)")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = raw.Close() })
-	d.begin = func(t *testing.T) (any, func(), func()) {
+	d.begin = func(t testing.TB) (any, func(), func()) {
 		tx, err := raw.Begin()
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = tx.Rollback() }) // a test that fails midway
 		return tx, func() { require.NoError(t, tx.Commit()) }, func() { require.NoError(t, tx.Rollback()) }
 	}
-	d.exec = func(t *testing.T, q string, args ...any) {
+	d.exec = func(t testing.TB, q string, args ...any) {
 		_, err := raw.Exec(q, args...)
 		require.NoError(t, err)
 	}
 	return d
 }
 
-func openPostgres(t *testing.T, url string) database {
+func openPostgres(t testing.TB, url string) database {
 	d := database{kind: "postgres", url: url, db: open(t, url)}
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	d.begin = func(t *testing.T) (any, func(), func()) {
+	d.begin = func(t testing.TB) (any, func(), func()) {
 		tx, err := pool.Begin(context.Background())
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // a test that fails midway
 		return tx, func() { require.NoError(t, tx.Commit(context.Background())) },
 			func() { require.NoError(t, tx.Rollback(context.Background())) }
 	}
-	d.exec = func(t *testing.T, q string, args ...any) {
+	d.exec = func(t testing.TB, q string, args ...any) {
 		_, err := pool.Exec(context.Background(), q, args...)
 		require.NoError(t, err)
 	}
 	return d
 }
 
-func open(t *testing.T, url string) *outbox.DB {
+func open(t testing.TB, url string) *outbox.DB {
 	db, err := outbox.Open(heraldtest.Context(t), url)
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
@@ -109,7 +109,7 @@ func event(id string) outbox.Event {
 }
 
 // stream is an ORDERS stream on a server of the test's own.
-func stream(t *testing.T) jetstream.JetStream {
+func stream(t testing.TB) jetstream.JetStream {
 	n := heraldtest.StartNATS(t)
 	_, err := n.JS.CreateStream(heraldtest.Context(t), jetstream.StreamConfig{
 		Name: "ORDERS", Subjects: []string{"orders.*"}, Duplicates: 10 * time.Minute,
@@ -120,7 +120,7 @@ func stream(t *testing.T) jetstream.JetStream {
 
 // startRelay runs a relay until the test ends; its metrics go to the
 // returned reader.
-func startRelay(t *testing.T, db *outbox.DB, js jetstream.JetStream, cfg outbox.RelayConfig) *sdkmetric.ManualReader {
+func startRelay(t testing.TB, db *outbox.DB, js jetstream.JetStream, cfg outbox.RelayConfig) *sdkmetric.ManualReader {
 	reader := sdkmetric.NewManualReader()
 	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	r, err := outbox.NewRelay(db, js, cfg)
@@ -131,7 +131,7 @@ func startRelay(t *testing.T, db *outbox.DB, js jetstream.JetStream, cfg outbox.
 }
 
 // ids are the Nats-Msg-Ids of the stream's messages, in stream order.
-func ids(t *testing.T, js jetstream.JetStream) []string {
+func ids(t testing.TB, js jetstream.JetStream) []string {
 	var out []string
 	for _, m := range heraldtest.StreamMessages(t, js, "ORDERS") {
 		out = append(out, m.Header.Get(nats.MsgIdHdr))
@@ -139,7 +139,7 @@ func ids(t *testing.T, js jetstream.JetStream) []string {
 	return out
 }
 
-func waitForStatus(t *testing.T, db *outbox.DB, done func(outbox.Status) bool) outbox.Status {
+func waitForStatus(t testing.TB, db *outbox.DB, done func(outbox.Status) bool) outbox.Status {
 	t.Helper()
 	var st outbox.Status
 	require.Eventually(t, func() bool {

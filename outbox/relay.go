@@ -21,7 +21,8 @@ type RelayConfig struct {
 	// Batch is how many rows one transaction publishes. Defaults to 500.
 	Batch int
 	// Poll is how long the relay waits for a notification before it looks
-	// anyway (SQLite always waits this long). Defaults to 1s.
+	// anyway. SQLite has no notifications: its relay waits this long each
+	// time it finds nothing. Defaults to 1s on PostgreSQL, 100ms on SQLite.
 	Poll time.Duration
 	// Retention is how long published rows are kept before they are
 	// deleted. Defaults to 24h.
@@ -82,6 +83,9 @@ type Relay struct {
 
 // NewRelay is a relay of db's rows to js.
 func NewRelay(db *DB, js jetstream.JetStream, cfg RelayConfig) (*Relay, error) {
+	if cfg.Poll == 0 && db.s.kind() == "sqlite" {
+		cfg.Poll = 100 * time.Millisecond // a look costs one indexed query
+	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -135,7 +135,8 @@ type Config struct {
 		// Batch is how many rows one transaction publishes. Defaults to 500.
 		Batch int `yaml:"batch"`
 		// Poll is how long the relay waits for a notification before it
-		// looks anyway (SQLite always waits this long). Defaults to 1s.
+		// looks anyway; SQLite, which has none, waits this long whenever
+		// it finds nothing. Defaults to 1s on PostgreSQL, 100ms on SQLite.
 		Poll time.Duration `yaml:"poll"`
 		// Retention is how long published rows are kept. Defaults to 24h.
 		Retention time.Duration `yaml:"retention"`

@@ -19,13 +19,13 @@ func (a *App) configureOutbox() error {
 	if err := outbox.CheckURL(c.URL); err != nil {
 		return fmt.Errorf("outbox.url: %q: %w", redact.URL(c.URL), err)
 	}
-	return a.relayConfig().Validate()
+	return a.relayConfig().WithDefaults().Validate()
 }
 
 func (a *App) relayConfig() outbox.RelayConfig {
 	c := a.cfg.Outbox
 	return outbox.RelayConfig{Batch: c.Batch, Poll: c.Poll, Retention: c.Retention,
-		Logger: a.logger.With("service", "outbox-relay"), MeterProvider: a.tel.MeterProvider()}.WithDefaults()
+		Logger: a.logger.With("service", "outbox-relay"), MeterProvider: a.tel.MeterProvider()}
 }
 
 // buildOutbox opens the outbox's database; the process is unready while
