@@ -260,14 +260,16 @@ func TestRowsInsertedWithPlainSQL(t *testing.T) {
 		d.exec(t, insert, "orders.created", `{"ce-id": "evt-c", "ce-specversion": "1.0"}`, []byte(`{"n":1}`))
 		d.exec(t, insert, "orders.created", `{}`, []byte(`not json`))
 		d.exec(t, insert, "orders.created", `{"Nats-Msg-Id": 7}`, []byte(`{}`))
+		d.exec(t, insert, "orders created", `{"Nats-Msg-Id": "evt-g"}`, []byte(`{}`))
+		d.exec(t, insert, "orders.>", `{"Nats-Msg-Id": "evt-h"}`, []byte(`{}`))
 		d.exec(t, insert, "orders.created", `{"Nats-Msg-Id": "evt-f"}`, []byte(`{}`))
 		reader := startRelay(t, d.db, js, outbox.RelayConfig{Poll: 20 * time.Millisecond})
 
-		st := waitForStatus(t, d.db, func(s outbox.Status) bool { return s.Published == 4 && s.Failed == 2 })
+		st := waitForStatus(t, d.db, func(s outbox.Status) bool { return s.Published == 4 && s.Failed == 4 })
 		require.Zero(t, st.Backlog)
 		require.Equal(t, []string{"evt-a", "evt-b", "evt-c", "evt-f"}, ids(t, js))
 		require.Equal(t, []string{"one", "two"}, heraldtest.StreamMessages(t, js, "ORDERS")[0].Header.Values("x-tags"))
-		require.Equal(t, map[string]int64{"permanent": 2}, heraldtest.Counts(t, reader, "herald.outbox.publish_errors", "class"))
+		require.Equal(t, map[string]int64{"permanent": 4}, heraldtest.Counts(t, reader, "herald.outbox.publish_errors", "class"))
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -243,6 +244,9 @@ func await(ctx context.Context, f jetstream.PubAckFuture) (*jetstream.PubAck, er
 // without one (added with plain SQL) takes its CloudEvent's id, from a
 // ce-id header or a structured event's "id".
 func (w row) msg() (*nats.Msg, error) {
+	if !validSubject(w.subject) {
+		return nil, errBadRow{fmt.Errorf("subject %q is not one a message can be published on", w.subject)}
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(w.headers, &raw); err != nil {
 		return nil, errBadRow{fmt.Errorf("headers are not a JSON object: %w", err)}
@@ -275,6 +279,21 @@ func (w row) msg() (*nats.Msg, error) {
 		h.Set(nats.MsgIdHdr, id)
 	}
 	return &nats.Msg{Subject: w.subject, Header: h, Data: w.payload}, nil
+}
+
+// validSubject is a subject a message can be published on: dot-separated
+// tokens, none empty or a wildcard, no spaces or control characters (which
+// would break the protocol line).
+func validSubject(s string) bool {
+	if s == "" || len(s) > 1024 {
+		return false
+	}
+	for tok := range strings.SplitSeq(s, ".") {
+		if tok == "" || tok == "*" || tok == ">" {
+			return false
+		}
+	}
+	return !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f })
 }
 
 // errBadRow is a row no number of tries can publish.
