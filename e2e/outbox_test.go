@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -237,4 +238,52 @@ func TestOutboxEventsAreDeliveredOnceThroughRelayKillsAndADatabaseRestart(t *tes
 	}
 	require.Len(t, sent, orders*2, "each of the two recipients of every order received it")
 	t.Logf("relays started %d times; %d orders, %d rolled back", r.started, orders, rolledBack)
+}
+
+// A relay that stopped before marking, with its rows published again only
+// after the stream's duplicate window has passed (a long outage): JetStream
+// stores the copy, and Herald's ledger is what stops a second email.
+func TestAnOutboxEventPublishedAgainPastTheDuplicateWindowSendsNothingTwice(t *testing.T) {
+	t.Parallel()
+	p := startPipeline(t, withoutDocuments)
+	shrinkDuplicateWindows(t, p, time.Second)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "service.db")
+	db, err := outbox.Open(ctx, "sqlite:"+path)
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	require.NoError(t, db.Init(ctx))
+	relay := func() (stop func()) {
+		r, err := outbox.NewRelay(db, p.js, outbox.RelayConfig{Poll: 20 * time.Millisecond})
+		require.NoError(t, err)
+		require.NoError(t, r.Start(ctx))
+		return func() { require.NoError(t, r.Stop(ctx)) }
+	}
+
+	service, err := sql.Open("sqlite", path+"?_txlock=immediate&_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = service.Close() })
+	tx, err := service.Begin()
+	require.NoError(t, err)
+	m := nats.NewMsg("orders.created")
+	m.Header.Set(nats.MsgIdHdr, "evt-late-1")
+	m.Data = sample(t, "order.created.json", func(m map[string]any) { m["id"] = "evt-late-1" })
+	require.NoError(t, outbox.Add(ctx, tx, outbox.Msg(m)))
+	require.NoError(t, tx.Commit())
+
+	stop := relay()
+	require.Eventually(t, func() bool { return len(p.mail(t)) == 2 }, 30*time.Second, 20*time.Millisecond)
+	stop()
+	// What a relay killed after publishing leaves: the row unmarked.
+	_, err = service.Exec(`UPDATE herald_outbox SET published_at = NULL`)
+	require.NoError(t, err)
+	time.Sleep(1500 * time.Millisecond) // past the one-second window
+	defer relay()()
+	require.Eventually(t, func() bool {
+		st, err := db.Status(ctx)
+		return err == nil && st.Published == 1
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Len(t, p.streamMessages(t, "ORDERS"), 2, "past the window, JetStream stored the copy")
+	p.settle(t)
+	require.Len(t, p.mail(t), 2, "the ledger stopped a second email to each recipient")
 }
