@@ -398,6 +398,7 @@ func TestConfigMapIsAConfigHeraldLoads(t *testing.T) {
 	require.Empty(t, cfg.NATS.URL, "NATS_URL comes from the environment")
 	require.Empty(t, cfg.Redis.URL, "REDIS_URL comes from the environment")
 	require.Empty(t, cfg.History.URL, "HISTORY_URL comes from the environment")
+	require.Empty(t, cfg.Outbox.URL, "OUTBOX_URL comes from the environment")
 	require.NoError(t, cfg.WithDefaults().Validate())
 }
 
@@ -442,10 +443,13 @@ config:
   log: {format: text}
   streams: {skip_apply: false}
   history: {url: "postgres://herald:hunter2@pg/herald"}
+  outbox: {url: "postgres://orders:hunter2@pg/orders", batch: 200}
 `))
 	require.NoError(t, err)
 	cfg := loadConfig(t, r)
 	require.Empty(t, cfg.History.URL, "a URL with a password never goes in the ConfigMap")
+	require.Empty(t, cfg.Outbox.URL, "a URL with a password never goes in the ConfigMap")
+	require.Equal(t, 200, cfg.Outbox.Batch, "the relay's other settings stay")
 	require.Equal(t, "0.0.0.0:8080", cfg.HTTP.Listen)
 	require.Equal(t, "0.0.0.0:8081", cfg.API.Listen)
 	require.Equal(t, "json", cfg.Log.Format)
@@ -919,6 +923,16 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{`history: {existingSecret: Not_A_Name}`, "/history/existingSecret"},
 		{`history: {existingSecretKey: ""}`, "/history/existingSecretKey"},
 		{`history: {uri: "postgres://x/db"}`, "uri"},
+		{`config: {outbox: {url: "postgres://x/db"}}`, "'/config/outbox': additional properties 'url'"},
+		{`outbox: {url: "sqlite:/tmp/outbox.db"}`, "/outbox/url"},
+		{`outbox: {url: "mysql://x/db"}`, "/outbox/url"},
+		{`outbox: {existingSecret: Not_A_Name}`, "/outbox/existingSecret"},
+		{`outbox: {existingSecretKey: ""}`, "/outbox/existingSecretKey"},
+		{`config: {outbox: {batch: 0}}`, "/config/outbox/batch"},
+		{`config: {outbox: {batch: 20000}}`, "/config/outbox/batch"},
+		{`config: {outbox: {poll: "1 second"}}`, "/config/outbox/poll"},
+		{`config: {outbox: {retention: 1d}}`, "/config/outbox/retention"},
+		{`config: {outbox: {batches: 5}}`, "batches"},
 		{`services: {history: {replica: 2}}`, "replica"},
 		{`services: {delivery-sms: {replicas: "two"}}`, "/services/delivery-sms/replicas"},
 		{`services: {delivery-whatsapp: {enabled: "yes"}}`, "/services/delivery-whatsapp/enabled"},
@@ -1007,7 +1021,7 @@ func TestSchemaMirrorsHeraldConfig(t *testing.T) {
 	walk("", schema["properties"].(map[string]any)["config"].(map[string]any))
 
 	inHerald := yamlKeys("", reflect.TypeFor[app.Config]())
-	chartOwned := []string{"nats", "nats.url", "redis.url", "history", "history.url", "http", "http.listen", "api.listen", "streams.skip_apply", "log.format"}
+	chartOwned := []string{"nats", "nats.url", "redis.url", "history", "history.url", "outbox.url", "http", "http.listen", "api.listen", "streams.skip_apply", "log.format"}
 	for _, k := range chartOwned {
 		require.Contains(t, inHerald, k, "Herald no longer has %s: update the chart", k)
 	}

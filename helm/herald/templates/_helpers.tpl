@@ -129,8 +129,10 @@ Herald's configuration file: the values' config, with what the chart owns
 laid over it. The services listen on every interface (Kubernetes probes and
 scrapes come from outside the pod): operations on 8080 (port "http"), the
 public listener on 8081 (port "public"). They log JSON, and leave the streams
-to the hook Job. history: is dropped: its URL carries a password, and comes
-from history.* as HISTORY_URL to the services that use it.
+to the hook Job. history: is dropped, and outbox.url: both URLs carry a
+password, and come from history.* and outbox.* as HISTORY_URL and OUTBOX_URL
+to the services that use them. outbox's other keys (batch, poll, retention)
+stay.
 */}}
 {{- define "herald.config" -}}
 {{- $owned := dict
@@ -139,7 +141,16 @@ from history.* as HISTORY_URL to the services that use it.
   "log" (dict "format" "json")
   "streams" (dict "skip_apply" .Values.streamsJob.enabled)
 }}
-{{- $config := mustMergeOverwrite (omit (deepCopy .Values.config) "history") $owned }}
+{{- $values := omit (deepCopy .Values.config) "history" }}
+{{- with $values.outbox }}
+{{- $outbox := omit . "url" }}
+{{- if $outbox }}
+{{- $_ := set $values "outbox" $outbox }}
+{{- else }}
+{{- $_ := unset $values "outbox" }}
+{{- end }}
+{{- end }}
+{{- $config := mustMergeOverwrite $values $owned }}
 {{- toYaml $config }}
 {{- end }}
 
