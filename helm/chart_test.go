@@ -77,6 +77,11 @@ var usesRedis = []string{"delivery-email", "delivery-sms", "delivery-whatsapp", 
 // usesHistory lists the services given HISTORY_URL when the index is configured.
 var usesHistory = []string{"api", "history"}
 
+// relay is the outbox relay's service, deployed only when enabled, on an
+// outbox (outbox.*) in the publishers' own database: the only service given
+// OUTBOX_URL. The production example publishes directly, and runs none.
+const relay = "outbox-relay"
+
 // ServiceMonitor and PrometheusRule have no k8s.io types; these hold the
 // fields the chart may use, so a misspelt one fails decoding.
 type serviceMonitor struct {
@@ -282,7 +287,7 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 	r := mustInstall(t, nil)
 
 	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router"},
-		r.ofKind("Deployment"), "the text channels' workers wait for their providers")
+		r.ofKind("Deployment"), "the text channels' workers wait for their providers, the outbox relay for its database")
 	require.ElementsMatch(t, append(r.ofKind("Deployment"), "herald-public"), r.ofKind("Service"))
 	require.Equal(t, []string{"herald"}, r.ofKind("ServiceAccount"))
 	for _, kind := range []string{"HorizontalPodAutoscaler", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Secret", "Ingress"} {
@@ -337,6 +342,8 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 			require.Equal(t, slices.Contains(usesRedis, svc), hasRedis, "REDIS_URL only where Redis is used: /readyz checks it")
 			_, hasHistory := env(c, "HISTORY_URL")
 			require.False(t, hasHistory, "no index configured: the api answers listings with 503")
+			_, hasOutbox := env(c, "OUTBOX_URL")
+			require.False(t, hasOutbox, "no outbox configured, and only its relay would read it")
 
 			s := get[corev1.Service](t, r, "Service", "herald-"+svc)
 			require.Len(t, s.Spec.Ports, 1, "the service's own Service carries the operations port only")
@@ -656,8 +663,14 @@ secrets:
   create: true
   values: {SENDGRID_API_KEY: %q, HERALD_LINK_SECRET: %q}
 redis: {existingSecret: redis-url}
+outbox: {existingSecret: herald-outbox, url: "postgres://orders:hunter2@pg/orders"}
+services: {outbox-relay: {enabled: true}}
 `, apiKey, linkKey)))
 	require.NotContains(t, mustInstall(t, nil).names(), "Secret/herald-secrets")
+	outbox, ok := env(container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-"+relay)), "OUTBOX_URL")
+	require.True(t, ok)
+	require.Empty(t, outbox.Value, "existingSecret wins over url")
+	require.Equal(t, "herald-outbox", outbox.ValueFrom.SecretKeyRef.Name)
 
 	secret := get[corev1.Secret](t, r, "Secret", "herald-secrets")
 	require.Equal(t, apiKey, secret.StringData["SENDGRID_API_KEY"])
@@ -674,7 +687,7 @@ redis: {existingSecret: redis-url}
 	cfg := loadConfig(t, r)
 	require.Equal(t, "SENDGRID_API_KEY", cfg.Email.Providers[0].APIKeyEnv)
 
-	for svc := range targets {
+	for _, svc := range append(keys(targets), relay) {
 		d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
 		var refs []string
 		for _, e := range container(t, d).EnvFrom {
@@ -850,6 +863,87 @@ func TestTheAPIListsFromAnIndexWhateverFillsIt(t *testing.T) {
 	require.Equal(t, "herald-history", url.ValueFrom.SecretKeyRef.Name)
 }
 
+// The outbox's URL carries the publishers' database password: only the
+// relay, which publishes its rows, reads it, from the Secret; no other pod
+// holds it, and none depends on that database's health. The relay needs
+// NATS alone besides, through a user of its own that may publish the rows'
+// subjects, and Herald accepts the configuration file it shares.
+func TestOutboxURLReachesOnlyTheRelay(t *testing.T) {
+	t.Parallel()
+	r := mustInstall(t, values(t, `
+outbox: {existingSecret: herald-outbox, existingSecretKey: dsn}
+history: {existingSecret: herald-history}
+config:
+  sms: {providers: [{type: awssms, region: eu-west-1}]}
+  whatsapp: {providers: [{type: textdir, dir: /tmp/wa}]}
+  outbox: {batch: 200, poll: 2s, retention: 48h}
+services:
+  history: {enabled: true}
+  delivery-sms: {enabled: true}
+  delivery-whatsapp: {enabled: true}
+  outbox-relay: {enabled: true, replicas: 2, natsExistingSecret: herald-nats-outbox}
+`))
+
+	d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+relay)
+	c := container(t, d)
+	require.Equal(t, []string{"run", "outbox-relay", "--shutdown-timeout=30s"}, c.Args)
+	require.Equal(t, int32(2), *d.Spec.Replicas, "relays take turns on one table")
+	require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	mountsConfig(t, d, "herald")
+	selects(t, get[corev1.Service](t, r, "Service", "herald-"+relay).Spec.Selector, d)
+	selects(t, get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "herald-"+relay).Spec.Selector.MatchLabels, d)
+	nats, ok := env(c, "NATS_URL")
+	require.True(t, ok)
+	require.Empty(t, nats.Value)
+	require.Equal(t, "herald-nats-outbox", nats.ValueFrom.SecretKeyRef.Name, "its own user, allowed orders.* and inventory.*")
+	require.Contains(t, r.notes, "outbox-relay      herald run outbox-relay   2 replica(s)")
+
+	for _, svc := range append(keys(everyTarget), relay) {
+		c := container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc))
+		url, ok := env(c, "OUTBOX_URL")
+		require.Equalf(t, svc == relay, ok, "%s: OUTBOX_URL only for the relay", svc)
+		if ok {
+			require.Empty(t, url.Value, "never in the manifest")
+			require.Equal(t, &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "herald-outbox"}, Key: "dsn"}, url.ValueFrom.SecretKeyRef)
+		}
+		_, ok = env(c, "REDIS_URL")
+		require.Equal(t, slices.Contains(usesRedis, svc), ok, svc)
+		_, ok = env(c, "HISTORY_URL")
+		require.Equal(t, slices.Contains(usesHistory, svc), ok, svc)
+	}
+	_, ok = env(get[batchv1.Job](t, r, "Job", "herald-streams").Spec.Template.Spec.Containers[0], "OUTBOX_URL")
+	require.False(t, ok, "streams apply never touches the outbox")
+
+	// The relay starts on the file, given OUTBOX_URL; nothing connects.
+	cfg := loadConfig(t, r)
+	require.Empty(t, cfg.Outbox.URL)
+	require.Equal(t, 200, cfg.Outbox.Batch)
+	require.Equal(t, 2*time.Second, cfg.Outbox.Poll)
+	require.Equal(t, 48*time.Hour, cfg.Outbox.Retention)
+	cfg.Outbox.URL = "postgres://orders@127.0.0.1:1/orders"
+	cfg.Services = []string{relay}
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, a.Stop(t.Context()))
+}
+
+func TestOutboxURLFromValuesForDevelopment(t *testing.T) {
+	t.Parallel()
+	const url = "postgres://orders:dev@postgres.dev.svc:5432/orders?sslmode=disable"
+	r := mustInstall(t, values(t, fmt.Sprintf("outbox: {url: %q}\nservices: {outbox-relay: {enabled: true}}", url)))
+	for _, svc := range append(keys(targets), relay) {
+		got, ok := env(container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)), "OUTBOX_URL")
+		require.Equal(t, svc == relay, ok, svc)
+		if ok {
+			require.Equal(t, url, got.Value)
+		}
+	}
+	cm := get[corev1.ConfigMap](t, r, "ConfigMap", "herald")
+	require.NotContains(t, cm.Data["herald.yaml"], "postgres://", "the ConfigMap is readable more widely than the Deployment")
+	require.NotContains(t, cm.Data["herald.yaml"], "outbox")
+}
+
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	r := mustInstall(t, values(t, "prometheusRule: {enabled: true}\nservices: {pdf: {enabled: false}}"))
@@ -978,6 +1072,8 @@ func TestTemplatesRefuseWhatTheSchemaCannotSee(t *testing.T) {
 	require.ErrorContains(t, err, "public.ingress.host is required")
 	_, err = install(values(t, "services: {history: {enabled: true}}"))
 	require.ErrorContains(t, err, "services.history.enabled needs history.existingSecret (or history.url)")
+	_, err = install(values(t, "services: {outbox-relay: {enabled: true}}\nhistory: {existingSecret: herald-history}"))
+	require.ErrorContains(t, err, "services.outbox-relay.enabled needs outbox.existingSecret (or outbox.url)", "the index is not the outbox")
 	_, err = install(values(t, "services: {delivery-sms: {enabled: true}}"))
 	require.ErrorContains(t, err, "services.delivery-sms.enabled needs config.sms.providers")
 	_, err = install(values(t, "services: {delivery-whatsapp: {enabled: true}}\nconfig: {sms: {providers: [{type: awssms, region: eu-west-1}]}}"))
@@ -1225,7 +1321,8 @@ func TestLongReleaseNamesFit(t *testing.T) {
 	r := mustInstall(t, values(t, fmt.Sprintf(`
 fullnameOverride: %s
 config: {sms: {providers: [{type: awssms, region: eu-west-1}]}, whatsapp: {providers: [{type: textdir, dir: /tmp/wa}]}}
-services: {delivery-sms: {enabled: true}, delivery-whatsapp: {enabled: true}}
+outbox: {existingSecret: herald-outbox}
+services: {delivery-sms: {enabled: true}, delivery-whatsapp: {enabled: true}, outbox-relay: {enabled: true}}
 `, long)))
 	for _, kind := range []string{"Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler"} {
 		for _, name := range r.ofKind(kind) {
@@ -1234,7 +1331,7 @@ services: {delivery-sms: {enabled: true}, delivery-whatsapp: {enabled: true}}
 			}
 		}
 	}
-	for svc := range everyTarget {
+	for _, svc := range append(keys(everyTarget), relay) {
 		if svc == "history" {
 			continue
 		}
@@ -1243,6 +1340,7 @@ services: {delivery-sms: {enabled: true}, delivery-whatsapp: {enabled: true}}
 	}
 	require.True(t, r.has("Deployment", long[:48]+"-delivery-email"), "as before")
 	require.True(t, r.has("Deployment", long[:45]+"-delivery-whatsapp"))
+	require.True(t, r.has("Deployment", long[:48]+"-outbox-relay"))
 }
 
 func TestNATSValuesDescribeAThreeNodeJetStreamCluster(t *testing.T) {

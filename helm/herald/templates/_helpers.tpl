@@ -53,7 +53,9 @@ the service uses Redis (delivery's leases, the DLQ sweeper's election), and
 whether it uses the notification index: "required" (the history service
 fills it and refuses to start without it), "optional" (the api lists from it
 when history.* is set, and answers listings with 503 otherwise) or "none".
-A service is given REDIS_URL or HISTORY_URL only if it uses them: its
+outbox is whether it publishes from the transactional outbox (outbox.*):
+only the outbox relay, which refuses to start without it. A service is
+given REDIS_URL, HISTORY_URL or OUTBOX_URL only if it uses them: its
 readiness must not depend on a server it never talks to, nor its
 environment hold a password it does not need. providers names the config
 section whose providers a text channel's workers need (they refuse to start
@@ -64,40 +66,54 @@ router:
   target: router
   redis: false
   history: none
+  outbox: false
 delivery-email:
   target: delivery
   redis: true
   history: none
+  outbox: false
 pdf:
   target: pdf
   redis: false
   history: none
+  outbox: false
 dlq:
   target: dlq
   redis: true
   history: none
+  outbox: false
 api:
   target: api
   redis: false
   history: optional
+  outbox: false
 history:
   target: history
   redis: false
   history: required
+  outbox: false
 delivery-sms:
   target: sms
   redis: true
   history: none
+  outbox: false
   providers: sms
 delivery-whatsapp:
   target: whatsapp
   redis: true
   history: none
+  outbox: false
   providers: whatsapp
 delivery-webhook:
   target: webhook
   redis: true
   history: none
+  outbox: false
+outbox-relay:
+  target: outbox-relay
+  redis: false
+  history: none
+  outbox: true
 {{- end }}
 
 {{- define "herald.serviceAccountName" -}}
@@ -207,6 +223,31 @@ fails the release when the index is missing, optional leaves it out.
 {{- else }}
   value: {{ $history.url | quote }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Whether outbox.* names the transactional outbox. */}}
+{{- define "herald.outboxConfigured" -}}
+{{- if or .Values.outbox.existingSecret .Values.outbox.url }}true{{ end }}
+{{- end }}
+
+{{/*
+OUTBOX_URL, for the outbox relay only (its "outbox" in herald.targets): from
+the Secret or the value. The relay refuses to start without it, so the
+release fails instead.
+*/}}
+{{- define "herald.outboxEnv" -}}
+{{- if not (include "herald.outboxConfigured" .) }}
+{{- fail "services.outbox-relay.enabled needs outbox.existingSecret (or outbox.url): the relay publishes the rows of herald_outbox, in the publishers' PostgreSQL database (README.md, Through a transactional outbox)" }}
+{{- end }}
+- name: OUTBOX_URL
+{{- if .Values.outbox.existingSecret }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.outbox.existingSecret }}
+      key: {{ .Values.outbox.existingSecretKey }}
+{{- else }}
+  value: {{ .Values.outbox.url | quote }}
 {{- end }}
 {{- end }}
 
