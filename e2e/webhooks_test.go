@@ -181,7 +181,7 @@ func TestAWebhookEndpointOnLoopbackIsRefusedOutsideDevMode(t *testing.T) {
 	t.Parallel()
 	r := newReceiver(t)
 	p := startPipeline(t, func(c *app.Config) {
-		c.Services = slices.DeleteFunc(slices.Clone(app.Targets), func(s string) bool { return s == "history" || s == "webhook" })
+		c.Services = slices.DeleteFunc(slices.Clone(app.Targets), func(s string) bool { return s == "history" || s == "outbox-relay" || s == "webhook" })
 	})
 	p.cfg.Vault.MasterKeyFile = p.dev.MasterKey // dev's, to open the secrets dev sealed
 	p.startApp(t, "webhook")                    // as in production: allow_private_networks off

@@ -126,7 +126,7 @@ type Config struct {
 	} `yaml:"history"`
 
 	// Outbox is the transactional outbox the outbox-relay service
-	// publishes from (README, "Publishing through an outbox").
+	// publishes from (README, "Through a transactional outbox").
 	Outbox struct {
 		// URL of the database holding herald_outbox: postgres://… or
 		// sqlite:PATH. OUTBOX_URL overrides it. Required by the
