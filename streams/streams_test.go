@@ -126,6 +126,10 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"QUOTAS":               {jetstream.LimitsPolicy, []string{"quota.*.*.*", "quota.*.*.*.refused"}, nil},
 		"OBJ_documents":        {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
+		// The web console's sessions, and what operators did in it.
+		"KV_console_sessions": {jetstream.LimitsPolicy, []string{"$KV.console_sessions.>"}, nil},
+		"AUDIT":               {jetstream.LimitsPolicy, []string{"audit.>"}, nil},
+
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
 	}
@@ -192,7 +196,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 44)
+	require.Len(t, report, 46)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/heraldhq/herald/services/api"
+	"github.com/heraldhq/herald/services/api/console"
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/shared/apikey"
@@ -116,6 +117,11 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 	auth.svc = svc
 	// Below the documents' route, which is more specific.
 	a.public.Handle("/v1/", svc.Handler())
+	if auth.console, err = console.New(a.js, console.Config{Keys: auth, Secure: !a.dev,
+		Logger: a.logger.With("service", "console")}); err != nil {
+		return nil, err
+	}
+	a.public.Handle(console.Path, auth.console.Handler())
 	if err := a.serveInbound(ctx); err != nil {
 		return nil, err
 	}
@@ -141,9 +147,10 @@ func (a *App) serveInbound(ctx context.Context) error {
 // apiKeys runs the API with the authenticator it needs: the keys are
 // followed from before the first request until after the last.
 type apiKeys struct {
-	app  *App
-	svc  *api.Service
-	auth *apikey.Authenticator
+	app     *App
+	svc     *api.Service
+	console *console.Console
+	auth    *apikey.Authenticator
 }
 
 func (k *apiKeys) Start(ctx context.Context) error {
@@ -156,6 +163,9 @@ func (k *apiKeys) Start(ctx context.Context) error {
 	}
 	if err := k.auth.Start(ctx); err != nil {
 		return fmt.Errorf("api: %w", err)
+	}
+	if err := k.console.Start(ctx); err != nil {
+		return err
 	}
 	return k.svc.Start(ctx)
 }

@@ -44,6 +44,9 @@ type service interface {
 
 // App is one running Herald process.
 type App struct {
+	// dev is herald dev: plain http on loopback, so the console's cookie
+	// cannot be Secure.
+	dev    bool
 	cfg    Config
 	logger *slog.Logger
 	tel    *telemetry.Telemetry

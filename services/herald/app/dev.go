@@ -116,6 +116,7 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 		return d, err
 	}
 	d.App.beforeServices = d.App.registerSample
+	d.App.dev = true
 	return d, d.App.Start(ctx)
 }
 
