@@ -161,4 +161,3 @@ func (c *Console) flowLive(w http.ResponseWriter, r *http.Request, ses *session)
 		}
 	}
 }
-
