@@ -26,6 +26,12 @@ const (
 	// (<durable>_<tenant>) on a work queue that is no longer a template: it
 	// would overlap the durable, which the server then refuses to create.
 	Removed Action = "removed"
+
+	// What Check reports, changing nothing: Missing would be created,
+	// Differs updated (Changes says how), Extra removed.
+	Missing Action = "missing"
+	Differs Action = "differs"
+	Extra   Action = "extra"
 )
 
 // Result is the outcome of applying one stream or consumer.
@@ -56,6 +62,8 @@ func (r Result) String() string {
 		s += " (made per tenant from this declaration: scheduling.fair)"
 	case Removed:
 		s += " (made per tenant while scheduling.fair was on; its messages stay for the durable)"
+	case Extra:
+		s += " (made per tenant while scheduling.fair was on: apply removes it)"
 	}
 	return s
 }
@@ -126,6 +134,28 @@ func (o Options) adjust(all []Stream) error {
 // differing fields; the report's Err says so. The returned error is for
 // failures to talk to the server at all.
 func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, error) {
+	return run(ctx, js, opts, true)
+}
+
+// Check reports what Apply would do, changing nothing: each declaration
+// Unchanged, Missing, Differs (with the fields, server → declared) or
+// Template, and Extra for the per-tenant consumers Apply would remove.
+func Check(ctx context.Context, js jetstream.JetStream, opts Options) (Report, error) {
+	return run(ctx, js, opts, false)
+}
+
+// Drifted counts the declarations Check found missing, differing or extra.
+func (r Report) Drifted() int {
+	n := 0
+	for _, res := range r {
+		if res.Action == Missing || res.Action == Differs || res.Action == Extra {
+			n++
+		}
+	}
+	return n
+}
+
+func run(ctx context.Context, js jetstream.JetStream, opts Options, write bool) (Report, error) {
 	all, err := Load()
 	if err != nil {
 		return nil, err
@@ -135,16 +165,16 @@ func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, e
 	}
 	var report Report
 	for _, s := range all {
-		res, err := applyStream(ctx, js, s)
+		res, err := applyStream(ctx, js, s, write)
 		if err != nil {
 			return report, err
 		}
 		report = append(report, res)
-		if errors.Is(res.Err, errNotCreated) {
+		if errors.Is(res.Err, errNotCreated) || res.Action == Missing {
 			continue // its consumers cannot exist
 		}
 		if !slices.Contains(opts.Templates, s.Config.Name) && s.Config.Retention == jetstream.WorkQueuePolicy {
-			removed, err := removePerTenant(ctx, js, s)
+			removed, err := removePerTenant(ctx, js, s, write)
 			report = append(report, removed...)
 			if err != nil {
 				return report, err
@@ -155,7 +185,7 @@ func Apply(ctx context.Context, js jetstream.JetStream, opts Options) (Report, e
 				report = append(report, Result{Kind: "consumer", Stream: c.Stream, Name: c.Config.Durable, File: c.File, Action: Template})
 				continue
 			}
-			res, err := applyConsumer(ctx, js, c)
+			res, err := applyConsumer(ctx, js, c, write)
 			if err != nil {
 				return report, err
 			}
@@ -169,7 +199,7 @@ var errNotCreated = errors.New("not created")
 
 // removePerTenant removes the consumers a fair loop made from s's
 // durables (<durable>_<tenant>), so that the durables can be made again.
-func removePerTenant(ctx context.Context, js jetstream.JetStream, s Stream) ([]Result, error) {
+func removePerTenant(ctx context.Context, js jetstream.JetStream, s Stream, write bool) ([]Result, error) {
 	stream, err := js.Stream(ctx, s.Config.Name)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", s.Config.Name, err)
@@ -182,10 +212,14 @@ func removePerTenant(ctx context.Context, js jetstream.JetStream, s Stream) ([]R
 		if !perTenant || i < 0 {
 			continue
 		}
-		if err := stream.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return out, fmt.Errorf("consumer %s > %s: %w", s.Config.Name, name, err)
+		res := Result{Kind: "consumer", Stream: s.Config.Name, Name: name, File: s.Consumers[i].File, Action: Extra}
+		if write {
+			if err := stream.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return out, fmt.Errorf("consumer %s > %s: %w", s.Config.Name, name, err)
+			}
+			res.Action = Removed
 		}
-		out = append(out, Result{Kind: "consumer", Stream: s.Config.Name, Name: name, File: s.Consumers[i].File, Action: Removed})
+		out = append(out, res)
 	}
 	if err := names.Err(); err != nil {
 		return out, fmt.Errorf("listing consumers of %s: %w", s.Config.Name, err)
@@ -193,10 +227,14 @@ func removePerTenant(ctx context.Context, js jetstream.JetStream, s Stream) ([]R
 	return out, nil
 }
 
-func applyStream(ctx context.Context, js jetstream.JetStream, s Stream) (Result, error) {
+func applyStream(ctx context.Context, js jetstream.JetStream, s Stream, write bool) (Result, error) {
 	res := Result{Kind: "stream", Stream: s.Config.Name, Name: s.Config.Name, File: s.File}
 	stream, err := js.Stream(ctx, s.Config.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if !write {
+			res.Action = Missing
+			return res, nil
+		}
 		if _, err := js.CreateStream(ctx, s.Config); err != nil {
 			return refuse(res, nil, fmt.Errorf("%w: %w", errNotCreated, err))
 		}
@@ -211,6 +249,10 @@ func applyStream(ctx context.Context, js jetstream.JetStream, s Stream) (Result,
 		res.Action = Unchanged
 		return res, err
 	}
+	if !write {
+		res.Action, res.Changes = Differs, changes
+		return res, nil
+	}
 	updated, err := js.UpdateStream(ctx, s.Config)
 	if err != nil {
 		return refuse(res, changes, err)
@@ -218,10 +260,14 @@ func applyStream(ctx context.Context, js jetstream.JetStream, s Stream) (Result,
 	return verify(res, changes, s.Config, updated.CachedInfo().Config)
 }
 
-func applyConsumer(ctx context.Context, js jetstream.JetStream, c Consumer) (Result, error) {
+func applyConsumer(ctx context.Context, js jetstream.JetStream, c Consumer, write bool) (Result, error) {
 	res := Result{Kind: "consumer", Stream: c.Stream, Name: c.Config.Durable, File: c.File}
 	cons, err := js.Consumer(ctx, c.Stream, c.Config.Durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if !write {
+			res.Action = Missing
+			return res, nil
+		}
 		if _, err := js.CreateConsumer(ctx, c.Stream, c.Config); err != nil {
 			return refuse(res, nil, fmt.Errorf("%w: %w", errNotCreated, err))
 		}
@@ -235,6 +281,10 @@ func applyConsumer(ctx context.Context, js jetstream.JetStream, c Consumer) (Res
 	if err != nil || len(changes) == 0 {
 		res.Action = Unchanged
 		return res, err
+	}
+	if !write {
+		res.Action, res.Changes = Differs, changes
+		return res, nil
 	}
 	updated, err := js.UpdateConsumer(ctx, c.Stream, c.Config)
 	if err != nil {

@@ -208,6 +208,54 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	}
 }
 
+// Check reports what Apply would do and changes nothing: everything
+// missing on a new server; after Apply, a stream edited by hand differs,
+// field by field, and is left as it is.
+func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATS(t)
+	ctx := heraldtest.Context(t)
+	report, err := streams.Check(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	require.Len(t, report, 24, "the streams only: a missing stream's consumers cannot exist")
+	for _, r := range report {
+		require.Equal(t, streams.Missing, r.Action, r.String())
+	}
+	require.Equal(t, 24, report.Drifted())
+	names := n.JS.StreamNames(ctx)
+	for range names.Name() {
+		t.Fatal("Check created a stream")
+	}
+
+	_, err = streams.Apply(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	s, err := n.JS.Stream(ctx, "DLQ")
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.MaxAge = time.Hour
+	_, err = n.JS.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	require.NoError(t, n.JS.DeleteConsumer(ctx, "ORDERS", "router"))
+
+	report, err = streams.Check(ctx, n.JS, streams.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 2, report.Drifted())
+	for _, r := range report {
+		switch {
+		case r.Kind == "stream" && r.Name == "DLQ":
+			require.Equal(t, streams.Differs, r.Action)
+			require.Equal(t, []string{"max_age: 1h0m0s → 720h0m0s"}, r.Changes)
+		case r.Kind == "consumer" && r.Stream == "ORDERS" && r.Name == "router":
+			require.Equal(t, streams.Missing, r.Action)
+		default:
+			require.Equal(t, streams.Unchanged, r.Action, r.String())
+		}
+	}
+	s, err = n.JS.Stream(ctx, "DLQ")
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, s.CachedInfo().Config.MaxAge, "left as it was")
+}
+
 func TestApplyUpdatesWhatDiffers(t *testing.T) {
 	t.Parallel()
 	n := heraldtest.StartNATSWithStreams(t)

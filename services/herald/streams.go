@@ -31,7 +31,9 @@ func streamsApplyCommand() *cobra.Command {
 		Long: `Make the server match the declarations under streams/: create what is
 missing, update what differs, and report every change. A change the server
 refuses (the retention of an existing stream, say) is reported with the fields
-that differ, and the command exits non-zero.`,
+that differ, and the command exits non-zero. With --dry-run it changes nothing:
+it reports what is missing, what differs (field: server → declared) and what
+it would remove, and exits non-zero when anything has drifted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
@@ -54,12 +56,20 @@ that differ, and the command exits non-zero.`,
 			defer closeNATS()
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
-			report, err := streams.Apply(ctx, js, opts)
+			dry, _ := cmd.Flags().GetBool("dry-run")
+			apply := streams.Apply
+			if dry {
+				apply = streams.Check
+			}
+			report, err := apply(ctx, js, opts)
 			for _, r := range report {
 				fmt.Fprintln(cmd.OutOrStdout(), r)
 			}
 			if err != nil {
 				return err
+			}
+			if drifted := report.Drifted(); drifted > 0 {
+				return fmt.Errorf("%d declaration(s) drifted from the server (see above); herald streams apply makes them match", drifted)
 			}
 			if refused := report.Refused(); refused > 0 {
 				return fmt.Errorf("%d declaration(s) refused by the server (see above)", refused)
@@ -68,6 +78,7 @@ that differ, and the command exits non-zero.`,
 		},
 	}
 	cmd.Flags().Int("replicas", 0, "override num_replicas of every stream (3 on a cluster)")
+	cmd.Flags().Bool("dry-run", false, "change nothing: report what is missing, differs or would be removed")
 	return cmd
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/streams"
 )
 
 // Path is where the console is served.
@@ -36,6 +37,9 @@ const Path = "/console/"
 type Config struct {
 	// Keys turns an admin API key into its principal: the API's own.
 	Keys api.Authenticator
+	// Streams adjust the declarations to the deployment, as streams
+	// apply does: the Streams page compares the server with them.
+	Streams streams.Options
 	// Secure marks the session cookie Secure: true except in dev, whose
 	// console is plain http on loopback.
 	Secure bool
@@ -123,6 +127,7 @@ func (c *Console) routes() {
 	c.mux.Handle("GET "+Path+"dlq/{seq}", c.page(c.dlqEntryPage))
 	c.mux.Handle("POST "+Path+"dlq/redrive", c.action(c.dlqRedrive))
 	c.mux.Handle("POST "+Path+"dlq/purge", c.action(c.dlqPurge))
+	c.mux.Handle("GET "+Path+"streams", c.page(c.streamsPage))
 	c.mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})

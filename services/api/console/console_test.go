@@ -308,3 +308,25 @@ func TestTheFlowIsLive(t *testing.T) {
 	resp2.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp2.StatusCode)
 }
+
+// The Streams page shows what `herald streams apply --dry-run` reports.
+func TestTheStreamsPageShowsDrift(t *testing.T) {
+	t.Parallel()
+	s := start(t, false)
+	b := s.browser()
+	s.signIn(b, s.admin)
+	_, page := s.get(b, "/console/streams")
+	require.Contains(t, page, "Everything matches its declaration.")
+
+	ctx := heraldtest.Context(t)
+	dlq, err := s.js.Stream(ctx, "DLQ")
+	require.NoError(t, err)
+	cfg := dlq.CachedInfo().Config
+	cfg.MaxAge = time.Hour
+	_, err = s.js.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	_, page = s.get(b, "/console/streams")
+	require.Contains(t, page, "1 declaration has drifted.")
+	require.Contains(t, page, "<code>max_age: 1h0m0s → 720h0m0s</code>")
+	require.Contains(t, page, "<code>streams/DLQ/stream.json</code>")
+}
