@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -162,7 +163,11 @@ var servicePermissions = map[string][]string{
 		// A webhook redelivery's range, read from the tenant's outcomes:
 		// the ledger's writes.
 		"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
-		"$JS.API.CONSUMER.MSG.NEXT.KV_deliveries.*", "$JS.FC.KV_deliveries.>"}),
+		"$JS.API.CONSUMER.MSG.NEXT.KV_deliveries.*", "$JS.FC.KV_deliveries.>",
+		// The console: its sessions, its audit log, and the streams'
+		// and consumers' state for the flow and the drift.
+		"$KV.console_sessions.>", "$JS.API.DIRECT.GET.KV_console_sessions.>", "audit.console",
+		"$JS.API.STREAM.LIST", "$JS.API.CONSUMER.LIST.*", "$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.INFO.*.*"}),
 }
 
 func join(lists ...[]string) []string {
@@ -514,6 +519,32 @@ func runWithPermissions(t *testing.T, fair bool) {
 	status, answer = call(adminKey, http.MethodPost, "/v1/webhooks/endpoints/"+endpoint.ID+"/redeliver?tenant=acme",
 		fmt.Sprintf(`{"since":%q,"dry_run":true}`, time.Now().Add(-time.Hour).Format(time.RFC3339)))
 	require.Equal(t, http.StatusAccepted, status, "%s", answer)
+
+	// And in the console: sign in, the live flow, the streams against their
+	// declarations, a dead letter redriven — each action audited.
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	console := "http://" + apps["api"].APIAddr() + "/console/"
+	resp, err := browser.PostForm(console+"signin", url.Values{"key": {adminKey}, "next": {"/console/dlq"}})
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	require.NotNil(t, csrf)
+	for _, path := range []string{"flow", "streams", fmt.Sprintf("dlq/%d", entries[1].Sequence)} {
+		resp, err := browser.Get(console + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	resp, err = browser.PostForm(console+"dlq/redrive", url.Values{"csrf": {string(csrf[1])}, "seq": {fmt.Sprint(entries[1].Sequence)}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Len(t, heraldtest.StreamMessages(t, adminJS, "AUDIT"), 2, "the sign-in and the redrive")
 
 	require.NoError(t, publisher.Publish("notify.email.normal.acme", []byte(`{}`)))
 	require.NoError(t, publisher.Flush())
