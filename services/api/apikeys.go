@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/heraldhq/herald/shared/apikey"
 )
@@ -22,7 +23,7 @@ func (k StoredKeys) Authenticate(ctx context.Context, presented string) (Princip
 	if err != nil {
 		return Principal{}, err
 	}
-	p := Principal{KeyID: key.ID, Tenant: key.Tenant, Admin: key.Allows(apikey.Admin)}
+	p := Principal{KeyID: key.ID, Tenant: key.Tenant, Admin: key.Allows(apikey.Admin), Observer: slices.Contains(key.Scopes, apikey.Observe)}
 	for _, s := range key.Scopes {
 		p.Scopes = append(p.Scopes, string(s))
 	}

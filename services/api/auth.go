@@ -30,6 +30,9 @@ type Principal struct {
 	Scopes []string
 	// Admin keys reach every tenant and hold every scope.
 	Admin bool
+	// Observer keys are operators' read-only keys for the console; the
+	// API refuses them.
+	Observer bool
 }
 
 // Can reports whether the principal holds scope.
@@ -93,6 +96,10 @@ func (s *Service) authenticate(ctx huma.Context, next func(huma.Context)) {
 		return
 	}
 	noteTenant(ctx.Context(), p.Tenant)
+	if p.Observer {
+		s.refuse(ctx, "scope", http.StatusForbidden, "an observer key opens the console only, not the API")
+		return
+	}
 	if !p.Can(scope) {
 		s.refuse(ctx, "scope", http.StatusForbidden, "the API key lacks the scope "+scope+" this route needs")
 		return

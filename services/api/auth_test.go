@@ -31,3 +31,18 @@ func TestUnreadableKeysAreA503(t *testing.T) {
 	require.NotContains(t, got.body, "nats: timeout", "internal errors stay in the log")
 	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "ORDERS"))
 }
+
+// An observer key is the console's read-only role: the API, whose routes
+// are for tenants and administrators, refuses it on every route — reading
+// a list with it must not fall through to "every tenant".
+func TestAnObserverKeyOpensNoRoute(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	const observer = "hk_observer1_look"
+	b := serveWith(t, n, api.Config{Authenticator: keys{observer: {KeyID: "observer1", Observer: true, Scopes: []string{"observe"}}}})
+	for _, path := range []string{"/v1/notifications", "/v1/dlq", "/v1/tenants"} {
+		got := b.do(t, http.MethodGet, path, observer, nil)
+		require.Equal(t, http.StatusForbidden, got.status, path)
+		require.Contains(t, got.body, "an observer key opens the console only", path)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,7 +45,7 @@ func withKeys(cmd *cobra.Command, fn func(ctx context.Context, js jetstream.JetS
 
 func keysCreateCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "create (--tenant ID | --admin)",
+		Use:   "create (--tenant ID | --admin | --observer)",
 		Short: "Create a key and print it, the only time it is shown",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,6 +74,7 @@ func keysCreateCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.String("tenant", "", "the tenant the key belongs to")
 	f.Bool("admin", false, "an operator key: every tenant, tenants, keys and the DLQ")
+	f.Bool("observer", false, "an operator's read-only key for the console: it looks, changes nothing, and the API refuses it")
 	f.String("name", "", "what the key is for, e.g. \"billing backend\"")
 	f.String("scope", "", "scopes of a tenant key, comma-separated: send, read (default both)")
 	f.Bool("json", false, "print JSON; the key is its \"key\" field")
@@ -86,6 +88,7 @@ func readSpec(cmd *cobra.Command) (apikey.Spec, error) {
 	f := cmd.Flags()
 	spec.Tenant, _ = f.GetString("tenant")
 	spec.Admin, _ = f.GetBool("admin")
+	spec.Observer, _ = f.GetBool("observer")
 	spec.Name, _ = f.GetString("name")
 	if scope, _ := f.GetString("scope"); scope != "" {
 		scopes, err := apikey.ParseScopes(scope)
@@ -94,8 +97,8 @@ func readSpec(cmd *cobra.Command) (apikey.Spec, error) {
 		}
 		spec.Scopes = scopes
 	}
-	if spec.Tenant == "" && !spec.Admin {
-		return spec, fmt.Errorf("say whose key it is: --tenant ID, or --admin for an operator key")
+	if spec.Tenant == "" && !spec.Admin && !spec.Observer {
+		return spec, fmt.Errorf("say whose key it is: --tenant ID, --admin for an operator key, or --observer for the console's read-only one")
 	}
 	return spec, nil
 }
@@ -119,7 +122,10 @@ func createKey(ctx context.Context, js jetstream.JetStream, keys *apikey.Keys, s
 
 func printCreated(w io.Writer, plain string, key apikey.Key) {
 	whose := "an admin key"
-	if key.Tenant != "" {
+	switch {
+	case slices.Contains(key.Scopes, apikey.Observe):
+		whose = "an observer key (the console, read-only)"
+	case key.Tenant != "":
 		whose = "a key of tenant " + key.Tenant
 	}
 	fmt.Fprintf(w, "Created %s, id %s, scopes %s.\n\n    %s\n\n%s\n", whose, key.ID, scopeList(key.Scopes), plain, shownOnce)

@@ -25,6 +25,10 @@ const (
 	// Admin: every tenant's data, tenants, keys and the DLQ. It implies
 	// the other scopes.
 	Admin Scope = "admin"
+	// Observe: an operator who looks and changes nothing — the console's
+	// read-only role. It belongs to no tenant, and the HTTP API refuses
+	// it: its routes are for tenants and administrators.
+	Observe Scope = "observe"
 )
 
 // Key is what is known about a key, without its secret or the secret's

@@ -45,6 +45,9 @@ type Spec struct {
 	Scopes []Scope
 	// Admin makes an operator key: the admin scope and no tenant.
 	Admin bool
+	// Observer makes an operator's read-only key: the observe scope and no
+	// tenant (the console's viewers).
+	Observer bool
 }
 
 // scopes checks the spec and returns the scopes the key gets, in the
@@ -52,6 +55,15 @@ type Spec struct {
 func (s Spec) scopes() ([]Scope, error) {
 	if err := checkName(s.Name); err != nil {
 		return nil, err
+	}
+	if s.Observer {
+		if s.Admin || s.Tenant != "" {
+			return nil, fmt.Errorf("%w: an observer key is neither an admin's nor a tenant's", ErrBadSpec)
+		}
+		if slices.ContainsFunc(s.Scopes, func(sc Scope) bool { return sc != Observe }) {
+			return nil, fmt.Errorf("%w: scopes: an observer key has the observe scope only", ErrBadSpec)
+		}
+		return []Scope{Observe}, nil
 	}
 	if s.Admin {
 		if s.Tenant != "" {
@@ -64,7 +76,7 @@ func (s Spec) scopes() ([]Scope, error) {
 	}
 	switch {
 	case s.Tenant == "":
-		return nil, fmt.Errorf("%w: tenant: required (or an admin key)", ErrBadSpec)
+		return nil, fmt.Errorf("%w: tenant: required (or an admin or observer key)", ErrBadSpec)
 	case !event.ValidTenant(s.Tenant):
 		return nil, fmt.Errorf("%w: tenant: %q is not a tenant id (letters, digits, '-' and '_', at most 64)", ErrBadSpec, s.Tenant)
 	case slices.Contains(s.Scopes, Admin):
@@ -105,7 +117,8 @@ type record struct {
 // check refuses a record Create would not have written — a tenant key
 // with the admin scope, say — should one reach the bucket another way.
 func (r record) check() error {
-	spec := Spec{Tenant: r.Tenant, Name: r.Name, Scopes: r.Scopes, Admin: slices.Contains(r.Scopes, Admin)}
+	spec := Spec{Tenant: r.Tenant, Name: r.Name, Scopes: r.Scopes, Admin: slices.Contains(r.Scopes, Admin),
+		Observer: slices.Contains(r.Scopes, Observe)}
 	scopes, err := spec.scopes()
 	if err == nil && !slices.Equal(scopes, r.Scopes) {
 		err = fmt.Errorf("%w: scopes: %v, not as made", ErrBadSpec, r.Scopes)

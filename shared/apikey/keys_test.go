@@ -113,7 +113,11 @@ func TestCreateRefusesWhatCannotBe(t *testing.T) {
 		spec apikey.Spec
 		want string
 	}{
-		{apikey.Spec{}, "tenant: required (or an admin key)"},
+		{apikey.Spec{}, "tenant: required (or an admin or observer key)"},
+		{apikey.Spec{Observer: true, Tenant: "acme"}, "an observer key is neither an admin's nor a tenant's"},
+		{apikey.Spec{Observer: true, Admin: true}, "an observer key is neither an admin's nor a tenant's"},
+		{apikey.Spec{Observer: true, Scopes: []apikey.Scope{apikey.Read}}, "scopes: an observer key has the observe scope only"},
+		{apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Observe}}, `scopes: unknown scope "observe"`},
 		{apikey.Spec{Tenant: "acme.eu"}, `tenant: "acme.eu" is not a tenant id`},
 		{apikey.Spec{Tenant: "a b"}, `tenant: "a b" is not a tenant id`},
 		{apikey.Spec{Admin: true, Tenant: "acme"}, "tenant: an admin key belongs to no tenant"},

@@ -5,7 +5,8 @@
 // (the flow's live updates) embedded in the binary: nothing to build,
 // nothing fetched from elsewhere, usable without JavaScript.
 //
-// Operators sign in with an admin API key, exchanged for a session cookie
+// Operators sign in with an admin API key (or an observer key, which
+// sees everything and changes nothing), exchanged for a session cookie
 // (HttpOnly, SameSite=Strict, Secure outside dev) whose session lives in
 // the KV bucket console_sessions, so any API replica answers it. Every
 // form carries the session's CSRF token; every action is written to the
@@ -117,7 +118,7 @@ func (c *Console) routes() {
 	c.mux.Handle("GET "+Path+"static/", http.StripPrefix(Path+"static/", http.FileServerFS(static)))
 	c.mux.HandleFunc("GET "+Path+"signin", c.signInPage)
 	c.mux.HandleFunc("POST "+Path+"signin", c.signIn)
-	c.mux.Handle("POST "+Path+"signout", c.action(c.signOut))
+	c.mux.Handle("POST "+Path+"signout", c.signOutAction(c.signOut))
 	c.mux.Handle("GET "+Path+"{$}", c.page(func(w http.ResponseWriter, r *http.Request, s *session) {
 		http.Redirect(w, r, Path+"flow", http.StatusSeeOther)
 	}))

@@ -330,3 +330,38 @@ func TestTheStreamsPageShowsDrift(t *testing.T) {
 	require.Contains(t, page, "<code>max_age: 1h0m0s → 720h0m0s</code>")
 	require.Contains(t, page, "<code>streams/DLQ/stream.json</code>")
 }
+
+// An observer key signs in and sees every page, without the means to act;
+// an action it posts anyway is refused and recorded.
+func TestAnObserverLooksAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	s := start(t, false)
+	s.deadLetter(`{"specversion":"1.0","id":"evt-1"}`, "invalid event: source: is required")
+	keys, err := apikey.Open(heraldtest.Context(t), s.js)
+	require.NoError(t, err)
+	observer, key, err := keys.Create(heraldtest.Context(t), apikey.Spec{Observer: true, Name: "support"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // the authenticator's watch brings the new key
+		resp, _ := s.post(s.browser(), "/console/signin", url.Values{"key": {observer}})
+		return resp.StatusCode == http.StatusSeeOther
+	}, 10*time.Second, 20*time.Millisecond)
+
+	b := s.browser()
+	csrf := s.signIn(b, observer)
+	_, list := s.get(b, "/console/dlq")
+	require.Contains(t, list, "(observer: read-only)")
+	require.Contains(t, list, "invalid event: source: is required")
+	require.NotContains(t, list, `name="seq"`)
+	require.NotContains(t, list, "Purge")
+	_, entry := s.get(b, "/console/dlq/1")
+	require.NotContains(t, entry, "Redrive to")
+
+	resp, page := s.post(b, "/console/dlq/redrive", url.Values{"csrf": {csrf}, "seq": {"1"}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Contains(t, page, "changes nothing")
+	last := s.audit()[len(s.audit())-1]
+	require.Equal(t, console.AuditEntry{Time: last.Time, Who: key.ID, Action: "refused", Target: "/console/dlq/redrive",
+		Error: "an observer changes nothing"}, last)
+	resp, _ = s.post(b, "/console/signout", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "signing out is allowed")
+}

@@ -32,10 +32,12 @@ const cookieName = "herald_console"
 // session is one operator signed in.
 type session struct {
 	// KeyID is the API key's public id: who, in the audit log.
-	KeyID   string    `json:"key_id"`
-	CSRF    string    `json:"csrf"`
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires"`
+	KeyID string `json:"key_id"`
+	// Observer sessions look and change nothing (an observer key's).
+	Observer bool      `json:"observer,omitempty"`
+	CSRF     string    `json:"csrf"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
 
 	digest string
 }
@@ -50,7 +52,7 @@ type sessions struct {
 func (s *sessions) create(ctx context.Context, p api.Principal) (string, *session, error) {
 	token, csrf := rand.Text()+rand.Text(), rand.Text()
 	now := s.now()
-	ses := &session{KeyID: p.KeyID, CSRF: csrf, Created: now, Expires: now.Add(s.ttl), digest: digest(token)}
+	ses := &session{KeyID: p.KeyID, Observer: p.Observer, CSRF: csrf, Created: now, Expires: now.Add(s.ttl), digest: digest(token)}
 	b, err := json.Marshal(ses)
 	if err != nil {
 		return "", nil, err
@@ -110,11 +112,26 @@ func (c *Console) page(h func(http.ResponseWriter, *http.Request, *session)) htt
 }
 
 // action wraps a state change: a session, the request from the console's
-// own origin, and the session's CSRF token in the form.
+// own origin, and the session's CSRF token in the form. An observer's
+// session changes nothing but itself (signing out).
 func (c *Console) action(h func(http.ResponseWriter, *http.Request, *session)) http.Handler {
+	return c.act(true, h)
+}
+
+// signOutAction is the one action an observer may take.
+func (c *Console) signOutAction(h func(http.ResponseWriter, *http.Request, *session)) http.Handler {
+	return c.act(false, h)
+}
+
+func (c *Console) act(changes bool, h func(http.ResponseWriter, *http.Request, *session)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ses, ok := c.session(w, r)
 		if !ok {
+			return
+		}
+		if changes && ses.Observer {
+			c.audit.record(r.Context(), ses.KeyID, "refused", r.URL.Path, errors.New("an observer changes nothing"))
+			c.fail(w, r, ses, http.StatusForbidden, "You are signed in with an observer key: it shows everything and changes nothing. Sign in with an admin key to act.")
 			return
 		}
 		if !sameOrigin(r) {
@@ -201,9 +218,9 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.cfg.Logger.Warn("console: reading API keys", "error", err)
 		c.fail(w, r, nil, http.StatusServiceUnavailable, "Keys cannot be checked right now.")
 		return
-	case !p.Admin:
+	case !p.Admin && !p.Observer:
 		c.audit.record(r.Context(), p.KeyID, "signin", "", errors.New("not an admin key"))
-		form.Error = "The console is for operators: that key is a tenant's. Sign in with an admin key."
+		form.Error = "The console is for operators: that key is a tenant's. Sign in with an admin or observer key."
 		c.render(w, http.StatusForbidden, "signin.html", view{Title: "Sign in", Data: form})
 		return
 	}
