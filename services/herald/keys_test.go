@@ -149,7 +149,7 @@ func TestKeysCreateRefuses(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"keys", "create"}, "say whose key it is: --tenant ID, or --admin"},
+		{[]string{"keys", "create"}, "say whose key it is: --tenant ID, --admin for an operator key, or --observer"},
 		{[]string{"keys", "create", "--tenant", "acme", "--admin"}, "tenant: an admin key belongs to no tenant"},
 		{[]string{"keys", "create", "--tenant", "acme", "--scope", "admin"}, "scopes: a tenant key cannot have the admin scope"},
 		{[]string{"keys", "create", "--tenant", "acme", "--scope", "send,write"}, `--scope: apikey: cannot make that key: unknown scope "write"`},
