@@ -182,16 +182,31 @@ var errNotClaimed = errors.New("not in the ledger")
 // readNotification reads the ledger entry in names, for the caller's
 // tenant (or, for an admin key, the tenant it names).
 func (s *Service) readNotification(ctx context.Context, st *stores, in *notificationInput) (ledger.Entry, error) {
-	tenant, err := s.tenantOf(ctx, in.Tenant)
+	tenant, err := s.reachable(ctx, in)
 	if err != nil {
 		return ledger.Entry{}, err
+	}
+	return s.ledgerEntry(ctx, st, tenant, in.ID)
+}
+
+// reachable is the tenant whose notification in names, if the caller's key
+// reaches it.
+func (s *Service) reachable(ctx context.Context, in *notificationInput) (string, error) {
+	tenant, err := s.tenantOf(ctx, in.Tenant)
+	if err != nil {
+		return "", err
 	}
 	// Another tenant's notification is answered exactly as one that does
 	// not exist, so ids cannot be probed across tenants.
 	if !principal(ctx).Reaches(tenant) {
-		return ledger.Entry{}, huma.Error404NotFound("no notification " + in.ID)
+		return "", huma.Error404NotFound("no notification " + in.ID)
 	}
-	e, err := st.ledger.ByID(ctx, tenant, in.ID)
+	return tenant, nil
+}
+
+// ledgerEntry reads tenant's notification id from the ledger.
+func (s *Service) ledgerEntry(ctx context.Context, st *stores, tenant, id string) (ledger.Entry, error) {
+	e, err := st.ledger.ByID(ctx, tenant, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return ledger.Entry{Tenant: tenant}, errNotClaimed
 	}
@@ -280,7 +295,7 @@ func notificationOf(e ledger.Entry) Notification {
 		ProviderMessageID: e.ProviderMessageID, Tries: e.Tries, Attempts: make([]Attempt, len(e.Attempts)),
 		Reports: make([]Report, len(e.Reports)), UpdatedAt: e.UpdatedAt}
 	for i, a := range e.Attempts {
-		n.Attempts[i] = Attempt{Time: a.Time, Provider: a.Provider, ErrorClass: errorClass(e, i), Error: a.Error}
+		n.Attempts[i] = Attempt{Time: a.Time, Provider: a.Provider, ErrorClass: ErrorClass(e, i), Error: a.Error}
 	}
 	for i, r := range e.Reports {
 		n.Reports[i] = Report{Time: r.Time, Kind: string(r.Kind), Hard: r.Hard, Provider: r.Provider, Detail: r.Detail, EventID: r.EventID}
@@ -288,10 +303,12 @@ func notificationOf(e ledger.Entry) Notification {
 	return n
 }
 
-// errorClass classifies the error of attempt i. The ledger keeps whether a
-// try was ambiguous; a permanent refusal ends a notification at once, so
-// it can only be the last try of one failed for good.
-func errorClass(e ledger.Entry, i int) string {
+// ErrorClass classifies the error of the entry's attempt i, as the API
+// tells it: "" (no error), transient, permanent or ambiguous. The ledger
+// keeps whether a try was ambiguous; a permanent refusal ends a
+// notification at once, so it can only be the last try of one failed for
+// good.
+func ErrorClass(e ledger.Entry, i int) string {
 	a := e.Attempts[i]
 	switch {
 	case a.Error == "":

@@ -32,27 +32,47 @@ func registerRetry(s *Service) {
 }
 
 func (s *Service) retryNotification(ctx context.Context, in *notificationInput) (*retryOutput, error) {
-	st, err := s.ready()
+	tenant, err := s.reachable(ctx, in)
 	if err != nil {
 		return nil, err
+	}
+	n, err := s.Retry(ctx, tenant, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &retryOutput{Status: http.StatusAccepted, Body: n}, nil
+}
+
+// Retry sends tenant's notification id, failed after running out of
+// tries, back to delivery: what POST /v1/notifications/{id}/retry does,
+// for a caller that has already checked who may (the console, whose
+// operators sign in with an admin key). It returns the notification as it
+// now stands, retrying. Its error says why not in words fit to show, and
+// carries the API's status (huma.StatusError): 404 for no notification
+// tried, 409 for one a resend cannot help, 503 when NATS cannot be
+// reached.
+func (s *Service) Retry(ctx context.Context, tenant, id string) (Notification, error) {
+	st, err := s.ready()
+	if err != nil {
+		return Notification{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	e, err := s.readNotification(cctx, st, in)
+	e, err := s.ledgerEntry(cctx, st, tenant, id)
 	if errors.Is(err, errNotClaimed) {
-		return nil, huma.Error404NotFound("no notification " + in.ID + " has been tried")
+		return Notification{}, huma.Error404NotFound("no notification " + id + " has been tried")
 	}
 	if err != nil {
-		return nil, err
+		return Notification{}, err
 	}
 	if err := retryable(e); err != nil {
-		return nil, err
+		return Notification{}, err
 	}
 	if err := dlq.Resend(cctx, s.js, st.ledger, &e); err != nil {
 		s.cfg.Logger.WarnContext(ctx, "retry not sent", "notification", e.NotificationID, "error", err)
-		return nil, unavailable("the notification could not be sent back to delivery right now")
+		return Notification{}, unavailable("the notification could not be sent back to delivery right now")
 	}
-	return &retryOutput{Status: http.StatusAccepted, Body: notificationOf(e)}, nil
+	return notificationOf(e), nil
 }
 
 // retryable refuses, with a 409 that says why, a notification a resend

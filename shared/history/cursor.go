@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"strconv"
 	"time"
 )
 
@@ -31,12 +32,26 @@ type position struct {
 // which may change from page to page).
 func (q Query) digest() []byte {
 	h := sha256.New()
-	for _, part := range []string{q.Tenant, q.Order, recipientKey(q.Recipient), q.State} {
+	parts := []string{q.Tenant, q.Order, recipientKey(q.Recipient), q.State}
+	// The time range only when set, so that a cursor given before there
+	// was one still continues its listing.
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		parts = append(parts, "created", stampOf(q.Since), stampOf(q.Until))
+	}
+	for _, part := range parts {
 		// Length-prefixed, so no two different queries hash alike.
 		_ = binary.Write(h, binary.BigEndian, uint32(len(part)))
 		h.Write([]byte(part))
 	}
 	return h.Sum(nil)[:8]
+}
+
+// stampOf is a bound of the time range in µs, "" when unset.
+func stampOf(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMicro(), 10)
 }
 
 func encodeCursor(at position, digest []byte) string {

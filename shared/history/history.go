@@ -64,6 +64,9 @@ type Query struct {
 	Order     string // optional: only this order's
 	Recipient string // optional: only to this address (case-insensitive)
 	State     string // optional: only in this state (one of States)
+	// Since and Until, when set, keep only the notifications created at
+	// or after Since and before Until.
+	Since, Until time.Time
 	// Limit is the page size, 1 to MaxLimit; 0 means DefaultLimit.
 	Limit int
 	// Cursor continues from a previous page's Next; empty starts at the

@@ -67,6 +67,12 @@ func (s *Store) List(ctx context.Context, q Query) (Page, error) {
 	if q.State != "" {
 		add("state = $%d", q.State)
 	}
+	if !q.Since.IsZero() {
+		add("created_at >= $%d", s.d.stamp(q.Since))
+	}
+	if !q.Until.IsZero() {
+		add("created_at < $%d", s.d.stamp(q.Until))
+	}
 	if q.Cursor != "" {
 		at, err := decodeCursor(q.Cursor, q.digest())
 		if err != nil {
@@ -100,6 +106,8 @@ func (q Query) check() (int, error) {
 		return 0, fmt.Errorf("%w: limit %d is not between 1 and %d", ErrBadQuery, q.Limit, MaxLimit)
 	case q.State != "" && !slices.Contains(States, q.State):
 		return 0, fmt.Errorf("%w: state %q is not one of %s", ErrBadQuery, q.State, strings.Join(States, ", "))
+	case !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until):
+		return 0, fmt.Errorf("%w: since %s is not before until %s", ErrBadQuery, q.Since.UTC().Format(time.RFC3339), q.Until.UTC().Format(time.RFC3339))
 	case q.Limit == 0:
 		return DefaultLimit, nil
 	}

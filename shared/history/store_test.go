@@ -192,12 +192,17 @@ func TestFiltersCombine(t *testing.T) {
 			{Order: "PO-2", State: history.Delivered},
 			{Order: "PO-1", Recipient: "olga@ZARYA.example", State: history.Sending},
 			{Order: "PO-9"},
+			{Since: base.Add(50 * time.Minute)},
+			{Until: base.Add(7 * time.Minute)},
+			{Order: "PO-1", Since: base.Add(5 * time.Minute), Until: base.Add(40 * time.Minute)},
 		} {
 			var want []history.Row
 			for _, r := range rows {
 				if (q.Order == "" || r.Order == q.Order) &&
 					(q.Recipient == "" || strings.EqualFold(r.Recipient, q.Recipient)) &&
-					(q.State == "" || r.State == q.State) {
+					(q.State == "" || r.State == q.State) &&
+					(q.Since.IsZero() || !r.CreatedAt.Before(q.Since)) &&
+					(q.Until.IsZero() || r.CreatedAt.Before(q.Until)) {
 					want = append(want, r)
 				}
 			}
@@ -239,6 +244,7 @@ func TestCursorIsBoundToItsQuery(t *testing.T) {
 			"without the filter":     {Tenant: "acme", Cursor: page.Next},
 			"with another filter":    {Tenant: "acme", Recipient: q.Recipient, State: history.Pending, Cursor: page.Next},
 			"another recipient":      {Tenant: "acme", Recipient: "ivan@zarya.example", Cursor: page.Next},
+			"within a time range":    {Tenant: "acme", Recipient: q.Recipient, Since: base, Cursor: page.Next},
 			"not base64":             {Tenant: "acme", Recipient: q.Recipient, Cursor: "not a cursor!"},
 			"too short":              {Tenant: "acme", Recipient: q.Recipient, Cursor: page.Next[:10]},
 			"with its digest edited": {Tenant: "acme", Recipient: q.Recipient, Cursor: base64.RawURLEncoding.EncodeToString(tampered)},
@@ -384,6 +390,7 @@ func TestQueriesAreChecked(t *testing.T) {
 			"limit ": {Tenant: "acme", Limit: -1},
 			"state":  {Tenant: "acme", State: "sent"},
 			"tenant": {Order: "PO-1"},
+			"since":  {Tenant: "acme", Since: base, Until: base},
 		} {
 			_, err := s.List(ctx, q)
 			require.ErrorIs(t, err, history.ErrBadQuery, field)

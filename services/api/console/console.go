@@ -28,6 +28,8 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -47,6 +49,16 @@ type Config struct {
 	// SessionTTL is how long a session lasts without a new sign-in.
 	// Defaults to 8h; at most 12h (the bucket's max age).
 	SessionTTL time.Duration
+	// History is the notification index the Notifications page searches:
+	// the API's own. Nil (history.url unset): no search, only a
+	// notification looked up by its id in the ledger.
+	History api.History
+	// Retry sends a failed notification back to delivery:
+	// api.Service.Retry. Nil: the console offers no retry.
+	Retry func(ctx context.Context, tenant, id string) (api.Notification, error)
+	// Links signs document download links, as emails carry them. Nil (no
+	// link secret configured): no link is offered.
+	Links *documents.Signer
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Now defaults to time.Now.
@@ -62,6 +74,7 @@ type Console struct {
 	sessions *sessions
 	audit    *audit
 	dlq      *dlq.Entries
+	ledger   *ledger.Ledger
 }
 
 //go:embed templates/*.html
@@ -96,7 +109,8 @@ func New(js jetstream.JetStream, cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// Start opens the sessions bucket, the audit stream and the DLQ.
+// Start opens the sessions bucket, the audit stream, the DLQ and the
+// ledger.
 func (c *Console) Start(ctx context.Context) error {
 	kv, err := c.js.KeyValue(ctx, SessionsBucket)
 	if err != nil {
@@ -105,6 +119,9 @@ func (c *Console) Start(ctx context.Context) error {
 	c.sessions = &sessions{kv: kv, ttl: c.cfg.SessionTTL, now: c.cfg.Now}
 	c.audit = &audit{js: c.js, now: c.cfg.Now, logger: c.cfg.Logger}
 	if c.dlq, err = dlq.OpenEntries(ctx, c.js); err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	if c.ledger, err = ledger.Open(ctx, c.js); err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
@@ -129,6 +146,9 @@ func (c *Console) routes() {
 	c.mux.Handle("POST "+Path+"dlq/redrive", c.action(c.dlqRedrive))
 	c.mux.Handle("POST "+Path+"dlq/purge", c.action(c.dlqPurge))
 	c.mux.Handle("GET "+Path+"streams", c.page(c.streamsPage))
+	c.mux.Handle("GET "+Path+"notifications", c.page(c.notificationsPage))
+	c.mux.Handle("GET "+Path+"notifications/{id}", c.page(c.notificationPage))
+	c.mux.Handle("POST "+Path+"notifications/{id}/retry", c.action(c.notificationRetry))
 	c.mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})
