@@ -27,6 +27,7 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // Path is where the console is served.
@@ -42,6 +43,10 @@ type Config struct {
 	// SessionTTL is how long a session lasts without a new sign-in.
 	// Defaults to 8h; at most 12h (the bucket's max age).
 	SessionTTL time.Duration
+	// Plans are the plans tenants may be on (the config file's plans:,
+	// over the built-in ones), for their limits. Defaults to
+	// tenant.BuiltinPlans.
+	Plans tenant.Plans
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Now defaults to time.Now.
@@ -57,6 +62,7 @@ type Console struct {
 	sessions *sessions
 	audit    *audit
 	dlq      *dlq.Entries
+	tenants  *tenantStores
 }
 
 //go:embed templates/*.html
@@ -82,6 +88,7 @@ func New(js jetstream.JetStream, cfg Config) (*Console, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Plans = cfg.Plans.WithDefaults()
 	pages, err := template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
@@ -91,7 +98,8 @@ func New(js jetstream.JetStream, cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// Start opens the sessions bucket, the audit stream and the DLQ.
+// Start opens the sessions bucket, the audit stream, the DLQ and what the
+// tenants pages read.
 func (c *Console) Start(ctx context.Context) error {
 	kv, err := c.js.KeyValue(ctx, SessionsBucket)
 	if err != nil {
@@ -100,6 +108,9 @@ func (c *Console) Start(ctx context.Context) error {
 	c.sessions = &sessions{kv: kv, ttl: c.cfg.SessionTTL, now: c.cfg.Now}
 	c.audit = &audit{js: c.js, now: c.cfg.Now, logger: c.cfg.Logger}
 	if c.dlq, err = dlq.OpenEntries(ctx, c.js); err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	if c.tenants, err = openTenantStores(ctx, c.js, c.cfg.Plans); err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
@@ -123,6 +134,11 @@ func (c *Console) routes() {
 	c.mux.Handle("GET "+Path+"dlq/{seq}", c.page(c.dlqEntryPage))
 	c.mux.Handle("POST "+Path+"dlq/redrive", c.action(c.dlqRedrive))
 	c.mux.Handle("POST "+Path+"dlq/purge", c.action(c.dlqPurge))
+	c.mux.Handle("GET "+Path+"tenants", c.page(c.tenantsPage))
+	c.mux.Handle("GET "+Path+"tenants/{id}", c.page(c.tenantPage))
+	c.mux.Handle("POST "+Path+"tenants/{id}/keys", c.action(c.createKey))
+	c.mux.Handle("GET "+Path+"tenants/{id}/keys/{key}/revoke", c.page(c.revokeKeyPage))
+	c.mux.Handle("POST "+Path+"tenants/{id}/keys/{key}/revoke", c.action(c.revokeKey))
 	c.mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})

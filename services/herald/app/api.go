@@ -117,7 +117,7 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 	auth.svc = svc
 	// Below the documents' route, which is more specific.
 	a.public.Handle("/v1/", svc.Handler())
-	if auth.console, err = console.New(a.js, console.Config{Keys: auth, Secure: !a.dev,
+	if auth.console, err = console.New(a.js, console.Config{Keys: auth, Secure: !a.dev, Plans: a.apiC.Plans,
 		Logger: a.logger.With("service", "console")}); err != nil {
 		return nil, err
 	}
