@@ -80,14 +80,13 @@ func (s *Service) getUsage(ctx context.Context, in *usageInput) (*usageOutput, e
 		month = quota.Month(time.Now())
 	}
 	u := Usage{Tenant: id, Plan: t.Plan, Month: month}
-	counter := quota.New(s.js)
-	for _, c := range event.Channels {
-		got, err := counter.Usage(cctx, quota.Key{Tenant: id, Channel: c, Month: month}, s.limit(t, c))
-		if err != nil {
-			s.cfg.Logger.WarnContext(ctx, "quota counters unavailable", "error", err)
-			return nil, unavailable("the usage counters cannot be read right now")
-		}
-		cu := ChannelUsage{Channel: string(c), Used: got.Used, Refused: got.Refused}
+	counts, err := quota.New(s.js).TenantMonth(cctx, id, s.cfg.Plans[t.Plan], month)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "quota counters unavailable", "error", err)
+		return nil, unavailable("the usage counters cannot be read right now")
+	}
+	for _, got := range counts {
+		cu := ChannelUsage{Channel: string(got.Channel), Used: got.Used, Refused: got.Refused}
 		if got.Limited {
 			cu.Quota = &got.PerMonth
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/shared/tenant"
 )
@@ -65,16 +64,15 @@ func readUsage(ctx context.Context, counter *quota.Counter, t tenant.Tenant, pla
 	if _, err := time.Parse("2006-01", month); err != nil {
 		return usage{}, fmt.Errorf("--month: %q is not a month such as 2026-12", month)
 	}
+	counts, err := counter.TenantMonth(ctx, t.ID, plan, month)
+	if err != nil {
+		return usage{}, err
+	}
 	u := usage{Tenant: t.ID, Plan: t.Plan, Month: month}
-	for _, c := range event.Channels {
-		perMonth, limited := plan.Quota(c)
-		got, err := counter.Usage(ctx, quota.Key{Tenant: t.ID, Channel: c, Month: month}, quota.Limit{PerMonth: perMonth, Limited: limited})
-		if err != nil {
-			return usage{}, err
-		}
-		cu := channelUsage{Channel: string(c), Used: got.Used, Refused: got.Refused}
-		if limited {
-			cu.Quota = &perMonth
+	for _, got := range counts {
+		cu := channelUsage{Channel: string(got.Channel), Used: got.Used, Refused: got.Refused}
+		if got.Limited {
+			cu.Quota = &got.PerMonth
 		}
 		u.Channels = append(u.Channels, cu)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/quota"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
@@ -198,4 +199,29 @@ func TestCountingABurstTakesFewWritesAndGivesEachItsPlace(t *testing.T) {
 	usage, err := b.counter.Usage(ctx, december, quota.Limit{PerMonth: n, Limited: true})
 	require.NoError(t, err)
 	require.EqualValues(t, n, usage.Used)
+}
+
+// A tenant's month is every channel, in order, each against its plan's
+// quota: the free plan caps email, not SMS, and a channel never counted
+// reads 0.
+func TestTenantMonthReadsEveryChannelAgainstThePlan(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	for range 3 {
+		_, err := b.counter.Count(ctx, december, quota.Limit{PerMonth: 100, Limited: true})
+		require.NoError(t, err)
+	}
+	month, err := b.counter.TenantMonth(ctx, "acme", tenant.BuiltinPlans()["free"], "2026-12")
+	require.NoError(t, err)
+	require.Len(t, month, len(event.Channels))
+	for i, u := range month {
+		require.Equal(t, event.Channels[i], u.Channel)
+		require.Equal(t, "2026-12", u.Month)
+	}
+	require.Equal(t, quota.Limit{PerMonth: 100, Limited: true}, month[0].Limit)
+	require.EqualValues(t, 3, month[0].Used)
+	require.Equal(t, event.ChannelSMS, month[1].Channel)
+	require.False(t, month[1].Limited)
+	require.Zero(t, month[1].Used)
 }

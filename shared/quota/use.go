@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // Limit is a plan's quota on one channel: PerMonth notifications, when
@@ -200,6 +203,22 @@ func (c *Counter) Usage(ctx context.Context, key Key, limit Limit) (Usage, error
 		return Usage{}, err
 	}
 	return u, nil
+}
+
+// TenantMonth reads tenant id's counts on every channel (event.Channels, in that
+// order) in month (yyyy-mm, see Month), each against plan's quota: what
+// GET /v1/usage, herald tenants usage and the console show.
+func (c *Counter) TenantMonth(ctx context.Context, id string, plan tenant.Plan, month string) ([]Usage, error) {
+	out := make([]Usage, 0, len(event.Channels))
+	for _, ch := range event.Channels {
+		perMonth, limited := plan.Quota(ch)
+		u, err := c.Usage(ctx, Key{Tenant: id, Channel: ch, Month: month}, Limit{PerMonth: perMonth, Limited: limited})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // Exceeded is the answer to give before even accepting a notification

@@ -30,6 +30,7 @@ import (
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -59,6 +60,10 @@ type Config struct {
 	// Links signs document download links, as emails carry them. Nil (no
 	// link secret configured): no link is offered.
 	Links *documents.Signer
+	// Plans are the plans tenants may be on (the config file's plans:,
+	// over the built-in ones), for their limits. Defaults to
+	// tenant.BuiltinPlans.
+	Plans tenant.Plans
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Now defaults to time.Now.
@@ -75,6 +80,7 @@ type Console struct {
 	audit    *audit
 	dlq      *dlq.Entries
 	ledger   *ledger.Ledger
+	tenants  *tenantStores
 }
 
 //go:embed templates/*.html
@@ -100,6 +106,7 @@ func New(js jetstream.JetStream, cfg Config) (*Console, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Plans = cfg.Plans.WithDefaults()
 	pages, err := template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
@@ -109,8 +116,8 @@ func New(js jetstream.JetStream, cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// Start opens the sessions bucket, the audit stream, the DLQ and the
-// ledger.
+// Start opens the sessions bucket, the audit stream, the DLQ, the ledger
+// and what the tenants pages read.
 func (c *Console) Start(ctx context.Context) error {
 	kv, err := c.js.KeyValue(ctx, SessionsBucket)
 	if err != nil {
@@ -122,6 +129,9 @@ func (c *Console) Start(ctx context.Context) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	if c.ledger, err = ledger.Open(ctx, c.js); err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	if c.tenants, err = openTenantStores(ctx, c.js, c.cfg.Plans); err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
@@ -149,6 +159,11 @@ func (c *Console) routes() {
 	c.mux.Handle("GET "+Path+"notifications", c.page(c.notificationsPage))
 	c.mux.Handle("GET "+Path+"notifications/{id}", c.page(c.notificationPage))
 	c.mux.Handle("POST "+Path+"notifications/{id}/retry", c.action(c.notificationRetry))
+	c.mux.Handle("GET "+Path+"tenants", c.page(c.tenantsPage))
+	c.mux.Handle("GET "+Path+"tenants/{id}", c.page(c.tenantPage))
+	c.mux.Handle("POST "+Path+"tenants/{id}/keys", c.action(c.createKey))
+	c.mux.Handle("GET "+Path+"tenants/{id}/keys/{key}/revoke", c.page(c.revokeKeyPage))
+	c.mux.Handle("POST "+Path+"tenants/{id}/keys/{key}/revoke", c.action(c.revokeKey))
 	c.mux.HandleFunc(Path, func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})

@@ -119,7 +119,7 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 	a.public.Handle("/v1/", svc.Handler())
 	// The links are signed as emails sign them (serveLinks, before any
 	// service is built); nil without a link secret.
-	if auth.console, err = console.New(a.js, console.Config{Keys: auth, Secure: !a.dev, Streams: a.cfg.StreamOptions(),
+	if auth.console, err = console.New(a.js, console.Config{Keys: auth, Secure: !a.dev, Streams: a.cfg.StreamOptions(), Plans: a.apiC.Plans,
 		History: a.apiC.History, Retry: svc.Retry, Links: a.emailA.Links,
 		Logger: a.logger.With("service", "console")}); err != nil {
 		return nil, err
