@@ -62,21 +62,24 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	b.poll(`document.getElementById("live").textContent.startsWith("Live, updated")`, "the live stream updates the page")
 	require.Equal(t, "1", b.text("#dlq-depth"))
 	b.screenshot("flow")
-	b.phoneScreenshot("flow-phone")
+	b.onPhone("flow-phone")
 
 	b.follow(`nav a[href="/console/dlq"]`)
 	require.Contains(t, b.text(`tr:has(#seq-`+broken.seq+`) td.reason`), broken.reason)
 	b.screenshot("dlq")
+	b.onPhone("")
 
 	b.follow(`table.dlq a[href="/console/dlq/` + broken.seq + `"]`)
 	require.Equal(t, "{\n  \"specversion\": \"1.0\",\n  \"id\": \"evt-broken\"\n}", b.text("pre.payload"), "the payload, indented")
 	require.Contains(t, b.text("dl.facts"), broken.reason)
 	b.screenshot("dlq-entry")
+	b.onPhone("")
 
 	b.follow(`a[href="/console/dlq"]:not(nav a)`)
 	b.do(chromedp.Click(chromedp.ID("seq-" + broken.seq)))
 	b.follow(`button[formaction="/console/dlq/redrive"]`)
 	require.Equal(t, "1 entry redriven.", b.text("p.notice"))
+	require.Equal(t, b.base+"/console/dlq?done=1+entry+redriven.", b.location(), "back to the list, with the notice")
 	require.Contains(t, b.evaluate(`document.getElementById("seq-`+broken.seq+`").closest("tr").cells[6].textContent`), "1×")
 	b.open("/console/dlq/" + broken.seq)
 	require.Contains(t, b.text("dl.facts"), "Redriven")
@@ -310,20 +313,21 @@ func (b *browser) screenshot(name string) {
 	if os.Getenv(screenshotsEnv) == "" {
 		return
 	}
-	shot := run(b, chromedp.FullScreenshot(100))
-	writePNG(b.t, name, shot)
+	writePNG(b.t, name, run(b, chromedp.FullScreenshot(100)))
 }
 
-// phoneScreenshot is screenshot on a phone's 390×844 screen.
-func (b *browser) phoneScreenshot(name string) {
+// onPhone checks the page fits a phone's 390×844 screen — nothing wider
+// than the screen but what scrolls in its own box (the tables) — and
+// writes its screenshot too, as screenshot does, when name is not empty.
+func (b *browser) onPhone(name string) {
 	b.t.Helper()
-	if os.Getenv(screenshotsEnv) == "" {
-		return
-	}
 	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-	shot := run(b, chromedp.FullScreenshot(100))
-	b.do(chromedp.EmulateViewport(1280, 900))
-	writePNG(b.t, name, shot)
+	defer b.do(chromedp.EmulateViewport(1280, 900))
+	require.Equal(b.t, "390 390", b.evaluate(`document.documentElement.scrollWidth + " " + window.innerWidth`),
+		"the page is no wider than the phone's screen")
+	if name != "" && os.Getenv(screenshotsEnv) != "" {
+		writePNG(b.t, name, run(b, chromedp.FullScreenshot(100)))
+	}
 }
 
 // writePNG recompresses a screenshot as tightly as Go's encoder can:
