@@ -41,6 +41,7 @@ const screenshotsEnv = "HERALD_SCREENSHOTS"
 // it; what the operator did is in the audit stream; signing out ends it.
 func TestConsoleInTheBrowser(t *testing.T) {
 	t.Parallel()
+	browserPath := chromium(t)
 	p := startPipeline(t)
 	keys := openKeys(t, p)
 	admin, adminKey := p.createKey(t, keys, apikey.Spec{Admin: true, Name: "console e2e"})
@@ -50,7 +51,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	broken := waitDeadLetter(t, p)
 	p.settle(t)
 
-	b := openBrowser(t, "http://"+p.dev.App.APIAddr())
+	b := openBrowser(t, browserPath, "http://"+p.dev.App.APIAddr())
 	b.open("/console/flow")
 	require.Contains(t, b.location(), "/console/signin?next=%2Fconsole%2Fflow", "signed out, a page sends to sign-in")
 	b.screenshot("signin")
@@ -109,6 +110,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 // and requireNoErrors that the policy had nothing to refuse.
 func TestConsoleShowsAHostileDeadLetterAsText(t *testing.T) {
 	t.Parallel()
+	browserPath := chromium(t)
 	p := startPipeline(t)
 	admin, _ := p.createKey(t, openKeys(t, p), apikey.Spec{Admin: true, Name: "console e2e"})
 	const script, img = `<script>window.__pwned=1</script>`, `<img src=x onerror="window.__pwned=1">`
@@ -119,7 +121,7 @@ func TestConsoleShowsAHostileDeadLetterAsText(t *testing.T) {
 	entry := waitDeadLetter(t, p)
 	require.Contains(t, entry.reason, script, "the reason names the keys")
 
-	b := openBrowser(t, "http://"+p.dev.App.APIAddr())
+	b := openBrowser(t, browserPath, "http://"+p.dev.App.APIAddr())
 	b.open("/console/signin")
 	b.signIn(admin)
 	for _, page := range []string{"/console/dlq", "/console/dlq/" + entry.seq} {
@@ -183,9 +185,9 @@ type browser struct {
 // browserTimeout bounds each step in the browser.
 const browserTimeout = 30 * time.Second
 
-// openBrowser starts Chromium with a 1280×900 viewport; without one, the
-// test is skipped — except in CI, which installs it.
-func openBrowser(t *testing.T, base string) *browser {
+// chromium finds the browser, before the test starts anything: without
+// one, the test is skipped — except in CI, which installs it.
+func chromium(t *testing.T) string {
 	t.Helper()
 	path := chromiumPath()
 	if path == "" {
@@ -194,6 +196,12 @@ func openBrowser(t *testing.T, base string) *browser {
 		}
 		t.Skip("Chromium is not installed: the console's browser tests need it")
 	}
+	return path
+}
+
+// openBrowser starts Chromium with a 1280×900 viewport.
+func openBrowser(t *testing.T, path, base string) *browser {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
