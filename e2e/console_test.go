@@ -91,6 +91,39 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	b.open("/console/dlq/" + broken.seq)
 	require.Contains(t, b.text("dl.facts"), "Redriven")
 
+	// Support looks for the sample order's notifications, and opens one.
+	b.follow(`nav a[href="/console/notifications"]`)
+	search := `form[aria-label="Search notifications"] `
+	b.do(chromedp.SendKeys(chromedp.CSS(search+`input[name="tenant"]`), "acme"),
+		chromedp.SendKeys(chromedp.CSS(search+`input[name="order"]`), "PO-2026-0042"))
+	require.Eventually(t, func() bool { // the history service indexes them as they settle
+		b.follow(search + `button[type="submit"]`)
+		return strings.Count(b.evaluate(`String(document.querySelectorAll('a[href^="/console/notifications/ntf_"]').length)`), "2") == 1
+	}, 30*time.Second, 200*time.Millisecond, "the order's two notifications are listed")
+	require.Contains(t, b.text("main"), "olga@zarya.example")
+	b.screenshot("notifications")
+	b.follow(`a[href^="/console/notifications/ntf_"]`)
+	require.Contains(t, b.text("table.timeline"), "Delivered")
+	b.screenshot("notification")
+
+	// An operator makes a key for the tenant, sees it once, and revokes it.
+	b.follow(`nav a[href="/console/tenants"]`)
+	require.Contains(t, b.text("main"), "acme")
+	b.screenshot("tenants")
+	b.follow(`a[href="/console/tenants/acme"]`)
+	b.screenshot("tenant")
+	b.do(chromedp.SendKeys(chromedp.ID("key-name"), "made in the browser"))
+	b.follow(`form[action="/console/tenants/acme/keys"] button[type="submit"]`)
+	made := strings.TrimSpace(b.text(`pre.payload`))
+	require.True(t, strings.HasPrefix(made, "hk_"), "the new key, shown once: %q", made)
+	madeID, err := apikey.Parse(made)
+	require.NoError(t, err)
+	b.open("/console/tenants/acme")
+	require.NotContains(t, b.text("main"), made, "never shown again")
+	b.follow(`a[href="/console/tenants/acme/keys/` + madeID + `/revoke"]`)
+	b.follow(`button.danger`)
+	require.Contains(t, b.text("main"), "revoked")
+
 	b.follow(`form.signout button`)
 	require.Contains(t, b.location(), "/console/signin")
 	b.open("/console/dlq")
@@ -101,6 +134,8 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	require.Contains(t, audit, console.AuditEntry{Who: tenantKey.ID, Action: "signin", Error: "not an admin key"})
 	require.Contains(t, audit, console.AuditEntry{Who: adminKey.ID, Action: "signin"})
 	require.Contains(t, audit, console.AuditEntry{Who: adminKey.ID, Action: "dlq.redrive", Target: "entries " + broken.seq})
+	require.Contains(t, audit, console.AuditEntry{Who: adminKey.ID, Action: "key.create", Target: madeID})
+	require.Contains(t, audit, console.AuditEntry{Who: adminKey.ID, Action: "key.revoke", Target: madeID})
 	require.Contains(t, audit, console.AuditEntry{Who: adminKey.ID, Action: "signout"})
 }
 

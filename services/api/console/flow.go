@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // flowInterval is how often the live flow is sent.
@@ -63,6 +65,9 @@ func (c *Console) readFlow(ctx context.Context) (flow, error) {
 		}
 		consumers := s.ListConsumers(ctx)
 		for ci := range consumers.Info() {
+			if ci.Config.AckPolicy == jetstream.AckNonePolicy && ci.Config.MemoryStorage {
+				continue // an ordered consumer: someone reading (a listing, a watch), not a flow
+			}
 			sf.Consumers = append(sf.Consumers, consumerFlow{Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending,
 				Redelivered: ci.NumRedelivered, AckFloor: ci.AckFloor.Stream})
 		}
