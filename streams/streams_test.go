@@ -129,6 +129,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		// The web console's sessions, and what operators did in it.
 		"KV_console_sessions": {jetstream.LimitsPolicy, []string{"$KV.console_sessions.>"}, nil},
 		"AUDIT":               {jetstream.LimitsPolicy, []string{"audit.>"}, nil},
+		"KV_circuits":         {jetstream.LimitsPolicy, []string{"$KV.circuits.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
@@ -196,7 +197,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 46)
+	require.Len(t, report, 47)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -217,11 +218,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 24, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 25, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 24, report.Drifted())
+	require.Equal(t, 25, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

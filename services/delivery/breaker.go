@@ -29,6 +29,8 @@ type breakers struct {
 	label    func(provider string) string // bounded metric label
 	changes  metric.Int64Counter
 	open     metric.Int64UpDownCounter
+	// note tells another process's reader (the console) of each change.
+	note func(channel, breaker, state string)
 
 	mu sync.Mutex
 	m  map[string]*gobreaker.CircuitBreaker[provider.Receipt]
@@ -82,6 +84,9 @@ func (b *breakers) get(call Call) *gobreaker.CircuitBreaker[provider.Receipt] {
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			b.logger.WarnContext(ctx, "provider circuit breaker changed", "channel", b.channel, "provider", call.Provider, "from", from.String(), "to", to.String())
 			b.changes.Add(ctx, 1, metric.WithAttributes(channel, label, attribute.String("state", to.String())))
+			if b.note != nil {
+				b.note(b.channel, key, to.String())
+			}
 			switch {
 			case from == gobreaker.StateClosed:
 				b.open.Add(ctx, 1, metric.WithAttributes(channel, label))

@@ -83,6 +83,8 @@ func TestBreakerSkipsAProviderThatKeepsFailing(t *testing.T) {
 	t.Parallel()
 	b, err := newBreakers("email", 3, 50*time.Millisecond, slog.New(slog.DiscardHandler), noop.NewMeterProvider(), func(p string) string { return p })
 	require.NoError(t, err)
+	var noted []string // what the process shares for the console
+	b.note = func(channel, breaker, state string) { noted = append(noted, channel+" "+breaker+" "+state) }
 	c := chain{breakers: b}
 	down, backup := &scripted{err: errors.New("503")}, &scripted{receipt: provider.Receipt{MessageID: "b"}}
 	calls := []Call{{Provider: "down", Send: down.Send}, {Provider: "backup", Send: backup.Send}}
@@ -108,4 +110,5 @@ func TestBreakerSkipsAProviderThatKeepsFailing(t *testing.T) {
 	down.err, down.receipt = nil, provider.Receipt{MessageID: "d"}
 	require.Equal(t, "down", c.send(context.Background(), calls).Receipt.Provider)
 	require.Equal(t, 4, down.calls)
+	require.Equal(t, []string{"email down open", "email down half-open", "email down closed"}, noted)
 }

@@ -112,6 +112,10 @@ type Config struct {
 	BreakerFailures int
 	// BreakerCooldown defaults to 30s.
 	BreakerCooldown time.Duration
+	// Circuits is told each breaker's change (channel, the breaker's key —
+	// the provider, or a tenant's account — and the state entered), without
+	// blocking: the process shares them for the console. Defaults to none.
+	Circuits func(channel, breaker, state string)
 	// Platform names the platform's providers, for metric labels: any other
 	// (a tenant's own account) is labelled "tenant", so tenants cannot grow
 	// the provider label without bound.

@@ -96,6 +96,9 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	if cfg.BreakerFailures > 0 {
 		s.chain.breakers, err = newBreakers(channel, cfg.BreakerFailures, cfg.BreakerCooldown, cfg.Logger, cfg.MeterProvider, s.metrics.providerLabel)
+		if err == nil {
+			s.chain.breakers.note = cfg.Circuits
+		}
 	}
 	return s, err
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/api/console"
 	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/circuits"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
@@ -364,4 +365,21 @@ func TestAnObserverLooksAndChangesNothing(t *testing.T) {
 		Error: "an observer changes nothing"}, last)
 	resp, _ = s.post(b, "/console/signout", url.Values{"csrf": {csrf}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "signing out is allowed")
+}
+
+// A provider skipped by some delivery process shows on the flow page.
+func TestTheFlowShowsOpenCircuits(t *testing.T) {
+	t.Parallel()
+	s := start(t, false)
+	b := s.browser()
+	s.signIn(b, s.admin)
+	_, page := s.get(b, "/console/flow")
+	require.Contains(t, page, "Every circuit is closed")
+
+	board, err := circuits.Open(heraldtest.Context(t), s.js, "worker-7", nil)
+	require.NoError(t, err)
+	board.Note("email", "ses", "open")
+	board.Close()
+	_, page = s.get(b, "/console/flow")
+	require.Regexp(t, `<tr class="open"><td>email</td><td>ses</td><td>open</td><td>[^<]+ UTC</td><td>worker-7</td></tr>`, page)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/circuits"
 )
 
 // flowInterval is how often the live flow is sent.
@@ -21,6 +23,9 @@ type flow struct {
 	Streams []streamFlow `json:"streams"`
 	// DLQ is the dead letters kept.
 	DLQ uint64 `json:"dlq"`
+	// Circuits are the providers' breakers each delivery process reported
+	// in the last hour; none means every one closed.
+	Circuits []circuits.State `json:"circuits"`
 }
 
 type streamFlow struct {
@@ -78,6 +83,10 @@ func (c *Console) readFlow(ctx context.Context) (flow, error) {
 		f.Streams = append(f.Streams, sf)
 	}
 	if err := streams.Err(); err != nil {
+		return f, err
+	}
+	var err error
+	if f.Circuits, err = circuits.List(ctx, c.js); err != nil {
 		return f, err
 	}
 	slices.SortFunc(f.Streams, func(a, b streamFlow) int { return strings.Compare(a.Name, b.Name) })

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,6 +28,7 @@ import (
 	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/circuits"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/history"
@@ -85,12 +87,14 @@ type App struct {
 	ncClosed    chan struct{}
 	js          jetstream.JetStream
 	rdb         *redis.Client
-	services    []service
-	servers     []*http.Server
-	opsAddr     net.Addr // http.listen
-	publicAddr  net.Addr // api.listen
-	stopOnce    sync.Once
-	stopErr     error
+	// circuits shares the delivery services' breaker states (circuits.go).
+	circuits   atomic.Pointer[circuits.Board]
+	services   []service
+	servers    []*http.Server
+	opsAddr    net.Addr // http.listen
+	publicAddr net.Addr // api.listen
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // New checks the whole configuration before anything connects, so a bad
@@ -220,6 +224,9 @@ func (a *App) stop(ctx context.Context) error {
 		errs = append(errs, a.services[i].Stop(ctx))
 	}
 	a.services = nil
+	if b := a.circuits.Swap(nil); b != nil {
+		b.Close()
+	}
 	if a.registry != nil {
 		a.registry.Stop()
 	}

@@ -154,7 +154,7 @@ func (a *App) deliveryConfig(ch delivery.Channel, section string, d DeliveryConf
 	c := delivery.Config{
 		Channel: ch, Section: section, Concurrency: d.Concurrency, ProviderTimeout: d.Timeout, LockTTL: d.LockTTL, RetryDelay: d.RetryDelay,
 		MaxTries: d.MaxTries, Platform: platform,
-		BreakerFailures: a.cfg.Breakers.Failures, BreakerCooldown: a.cfg.Breakers.Cooldown,
+		BreakerFailures: a.cfg.Breakers.Failures, BreakerCooldown: a.cfg.Breakers.Cooldown, Circuits: a.noteCircuit,
 		Logger: a.logger.With("service", "delivery", "channel", string(ch.Name())), MeterProvider: a.tel.MeterProvider(),
 		Tenants: a.tenants, TracerProvider: a.tracer, Fair: a.cfg.FairScheduling(), Weights: a.cfg.Scheduling.Weights,
 	}
@@ -250,6 +250,9 @@ func buildText(channel event.Channel) func(*App, context.Context) (service, erro
 		}
 		c := a.textC[channel]
 		c.Registry, c.Channel, c.Quotas, c.Rates = registry, ch, a.quotas(registry), a.rates(registry)
+		if err := a.openCircuits(ctx); err != nil {
+			return nil, err
+		}
 		return delivery.New(a.js, c)
 	}
 }
@@ -272,6 +275,9 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 	}
 	c := a.emailC
 	c.Channel = ch
+	if err := a.openCircuits(ctx); err != nil {
+		return nil, err
+	}
 	return delivery.New(a.js, c)
 }
 

@@ -89,6 +89,8 @@ var (
 	readSuppressions = []string{"$JS.API.CONSUMER.CREATE.KV_suppressions.>", "$JS.API.CONSUMER.DELETE.KV_suppressions.>",
 		"$JS.FC.KV_suppressions.>"}
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
+	// Each delivery process's circuit breakers, for the console.
+	shareCircuits = []string{"$KV.circuits.>"}
 )
 
 // servicePermissions are the least each Herald service needs, as README.md
@@ -100,18 +102,18 @@ var servicePermissions = map[string][]string{
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
-		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readTemplates, readDomains,
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readTemplates, readDomains, shareCircuits,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"sms": join(jsCommon, consume("NOTIFY", "sms-critical"), consume("NOTIFY", "sms-normal"),
-		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
-		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
 	// (read, and written to record an endpoint's health), outcomes (the
 	// ledger's writes) and the tenants' other events in, webhooks out.
 	"webhook": join(jsCommon, consume("NOTIFY", "webhook-critical"), consume("NOTIFY", "webhook-normal"),
 		consume("NOTIFY", "webhook-low"), consume("KV_deliveries", "webhooks"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants,
-		webhookEndpoints, countQuotas,
+		webhookEndpoints, countQuotas, shareCircuits,
 		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.KV_deliveries.webhooks", "dlq.STATUS.webhooks"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
@@ -167,7 +169,8 @@ var servicePermissions = map[string][]string{
 		// The console: its sessions, its audit log, and the streams'
 		// and consumers' state for the flow and the drift.
 		"$KV.console_sessions.>", "$JS.API.DIRECT.GET.KV_console_sessions.>", "audit.console",
-		"$JS.API.STREAM.LIST", "$JS.API.CONSUMER.LIST.*", "$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.INFO.*.*"}),
+		"$JS.API.STREAM.LIST", "$JS.API.CONSUMER.LIST.*", "$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.INFO.*.*",
+		"$JS.API.DIRECT.GET.KV_circuits.>", "$JS.API.CONSUMER.CREATE.KV_circuits.>", "$JS.API.CONSUMER.DELETE.KV_circuits.>", "$JS.FC.KV_circuits.>"}),
 }
 
 func join(lists ...[]string) []string {

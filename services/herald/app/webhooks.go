@@ -82,6 +82,9 @@ func (a *App) buildWebhook(ctx context.Context) (service, error) {
 	}
 	c := a.webhookC
 	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
+	if err := a.openCircuits(ctx); err != nil {
+		return nil, err
+	}
 	d, err := delivery.New(a.js, c)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,22 @@
         spark(ctr, id, c.out_rate);
       });
     });
+    var body = document.getElementById("circuits");
+    if (body) {
+      body.textContent = "";
+      var list = f.circuits || [];
+      if (!list.length) {
+        var tr = body.insertRow(), td = tr.insertCell();
+        td.colSpan = 5;
+        td.textContent = "Every circuit is closed: no provider is being skipped.";
+      }
+      list.forEach(function (c) {
+        var tr = body.insertRow();
+        tr.className = c.state;
+        [c.channel, c.provider, c.state, new Date(c.since).toISOString().replace("T", " ").slice(0, 19) + " UTC", c.process]
+          .forEach(function (v) { tr.insertCell().textContent = v; });
+      });
+    }
     var depth = document.getElementById("dlq-depth");
     if (depth) depth.textContent = f.dlq;
     live.textContent = "Live, updated " + new Date(f.at).toLocaleTimeString() + ".";
