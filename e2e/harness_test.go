@@ -57,7 +57,10 @@ func startPipelineLogging(t *testing.T, logger *slog.Logger, edits ...func(*app.
 	for _, edit := range edits {
 		edit(&cfg)
 	}
-	redisURL := heraldtest.RedisURL(t)
+	redisURL := cfg.Redis.URL // an edit's own Redis (a Sentinel set, say)
+	if redisURL == "" {
+		redisURL = heraldtest.RedisURL(t)
+	}
 	dev, err := app.StartDev(context.Background(), app.DevConfig{
 		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: redisURL, Config: cfg,
 	}, logger)

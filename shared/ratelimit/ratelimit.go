@@ -50,7 +50,7 @@ type Limiter struct {
 
 // New is a limiter on rdb whose keys start with prefix (the deployment's
 // redis.prefix; redis_rate adds "rate:").
-func New(rdb *redis.Client, prefix string) *Limiter {
+func New(rdb redis.UniversalClient, prefix string) *Limiter {
 	return &Limiter{rl: redis_rate.NewLimiter(rdb), prefix: prefix}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/history"
 	"github.com/heraldhq/herald/shared/redact"
+	"github.com/heraldhq/herald/shared/redisconn"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -86,7 +87,8 @@ type App struct {
 	nc          *nats.Conn
 	ncClosed    chan struct{}
 	js          jetstream.JetStream
-	rdb         *redis.Client
+	rdb         redis.UniversalClient
+	redisKind   redisconn.Kind
 	// circuits shares the delivery services' breaker states (circuits.go).
 	circuits   atomic.Pointer[circuits.Board]
 	services   []service
@@ -113,11 +115,11 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 	}
 	errs := []error{cfg.Validate()}
 	if cfg.Redis.URL != "" {
-		opts, err := redis.ParseURL(cfg.Redis.URL)
+		rdb, kind, err := redisconn.Open(cfg.Redis.URL, cfg.Redis.TLS)
 		if err != nil {
 			return nil, fmt.Errorf("redis.url: %w", redact.Error(err, cfg.Redis.URL))
 		}
-		a.rdb = redis.NewClient(opts)
+		a.rdb, a.redisKind = rdb, kind
 	}
 	for _, name := range cfg.Services {
 		if m, ok := moduleNamed(name); ok {

@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/redisconn"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -35,9 +36,15 @@ type Config struct {
 		URL string `yaml:"url"`
 	} `yaml:"nats"`
 	Redis struct {
-		// URL of Redis, redis://[:password@]host:port[/db]. Required by
-		// the delivery service.
+		// URL of Redis. Required by the delivery services. One server:
+		// redis://[:password@]host:port[/db], rediss:// for TLS, or
+		// unix://; a master watched by Sentinel:
+		// redis+sentinel://[:password@]s1:26379,s2:26379/mymaster[/db];
+		// a Redis Cluster: redis+cluster://[:password@]n1:6379,n2:6379.
 		URL string `yaml:"url"`
+		// TLS are the files a rediss:// server may need: ca_file (a CA no
+		// system root has), cert_file and key_file (a client certificate).
+		TLS redisconn.TLS `yaml:"tls"`
 		// Prefix of every key Herald writes, so deployments can share one
 		// Redis. Defaults to "herald:".
 		Prefix string `yaml:"prefix"`

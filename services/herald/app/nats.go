@@ -53,7 +53,7 @@ func (a *App) connect(ctx context.Context) error {
 	a.checks.Add("streams", a.streamsPresent)
 	if a.rdb != nil {
 		if err := a.rdb.Ping(ctx).Err(); err != nil {
-			a.logger.WarnContext(ctx, "redis is not reachable yet; deliveries wait for it", "addr", a.rdb.Options().Addr,
+			a.logger.WarnContext(ctx, "redis is not reachable yet; deliveries wait for it", "redis", redact.URL(a.cfg.Redis.URL),
 				"error", redact.Error(err, a.cfg.Redis.URL))
 		}
 		a.checks.Add("redis", func(ctx context.Context) error { return redact.Error(a.rdb.Ping(ctx).Err(), a.cfg.Redis.URL) })

@@ -1,0 +1,148 @@
+package heraldtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// SentinelSet is a Redis master, its replica and three sentinels watching
+// them, redis-server processes of the test's own on loopback ports: to kill
+// the master and see a replica promoted.
+type SentinelSet struct {
+	t         testing.TB
+	Master    string // the master group's name
+	sentinels []string
+	servers   map[string]*exec.Cmd // by address
+}
+
+// StartSentinelSet starts the set and returns once the sentinels know the
+// master and its replica. Without redis-server the test is skipped, unless
+// REDIS_URL is set or in CI.
+func StartSentinelSet(t testing.TB) *SentinelSet {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("REDIS_URL") != "" || os.Getenv("CI") != "" {
+			t.Fatal("redis-server is missing: install redis-server")
+		}
+		t.Skip("redis-server not installed (apt-get install redis-server)")
+	}
+	dir := t.TempDir()
+	s := &SentinelSet{t: t, Master: "herald", servers: map[string]*exec.Cmd{}}
+	t.Cleanup(func() {
+		for _, cmd := range s.servers {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	master, replica := freeAddr(t), freeAddr(t)
+	s.start(bin, dir, "master", master, "--save", "", "--appendonly", "no")
+	s.start(bin, dir, "replica", replica, "--save", "", "--appendonly", "no", "--replicaof", "127.0.0.1", port(master))
+	for i := range 3 {
+		addr := freeAddr(t)
+		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d.conf", i))
+		require.NoError(t, os.WriteFile(conf, []byte(strings.Join([]string{
+			"bind 127.0.0.1",
+			"port " + port(addr),
+			"dir " + dir,
+			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %s 2", s.Master, port(master)),
+			"sentinel down-after-milliseconds " + s.Master + " 1000",
+			"sentinel failover-timeout " + s.Master + " 5000",
+			"sentinel parallel-syncs " + s.Master + " 1",
+		}, "\n")+"\n"), 0o600))
+		s.start(bin, dir, fmt.Sprintf("sentinel-%d", i), addr, conf, "--sentinel")
+		s.sentinels = append(s.sentinels, addr)
+	}
+	// Ready: every sentinel sees the replica, and the replica is in sync.
+	require.Eventually(t, func() bool {
+		for _, addr := range s.sentinels {
+			sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+			replicas, err := sc.Replicas(context.Background(), s.Master).Result()
+			_ = sc.Close()
+			if err != nil || len(replicas) == 0 {
+				return false
+			}
+		}
+		r := redis.NewClient(&redis.Options{Addr: replica})
+		defer r.Close()
+		info, err := r.Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, 30*time.Second, 100*time.Millisecond, "the sentinels know the master's replica")
+	return s
+}
+
+// URL is the set's address for Herald's redis.url.
+func (s *SentinelSet) URL() string {
+	return "redis+sentinel://" + strings.Join(s.sentinels, ",") + "/" + s.Master
+}
+
+// MasterAddr asks a sentinel which server is the master now.
+func (s *SentinelSet) MasterAddr() string {
+	s.t.Helper()
+	for _, addr := range s.sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		hp, err := sc.GetMasterAddrByName(context.Background(), s.Master).Result()
+		_ = sc.Close()
+		if err == nil && len(hp) == 2 {
+			return net.JoinHostPort(hp[0], hp[1])
+		}
+	}
+	s.t.Fatal("no sentinel answers")
+	return ""
+}
+
+// KillMaster kills the master at once (SIGKILL) and returns its address.
+func (s *SentinelSet) KillMaster() string {
+	s.t.Helper()
+	addr := s.MasterAddr()
+	cmd := s.servers[addr]
+	require.NotNil(s.t, cmd, "the master %s is one of ours", addr)
+	require.NoError(s.t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	delete(s.servers, addr)
+	return addr
+}
+
+func (s *SentinelSet) start(bin, dir, name, addr string, args ...string) {
+	s.t.Helper()
+	log, err := os.Create(filepath.Join(dir, name+".log"))
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() { _ = log.Close() })
+	if !strings.HasSuffix(args[len(args)-1], "--sentinel") {
+		args = append([]string{"--port", port(addr), "--bind", "127.0.0.1", "--dir", dir, "--dbfilename", name + ".rdb"}, args...)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	require.NoError(s.t, cmd.Start())
+	s.servers[addr] = cmd
+	require.Eventually(s.t, func() bool {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "%s listens on %s (see %s.log)", name, addr, name)
+}
+
+// freeAddr is a loopback address no one listens on now.
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
