@@ -54,8 +54,8 @@ func TestSentinelURLsMapToFailoverOptions(t *testing.T) {
 func TestBadURLsAreRefusedWithoutTheirPassword(t *testing.T) {
 	t.Parallel()
 	for raw, want := range map[string]string{
-		"mysql://u:hunter2@db/x":             `scheme "mysql" is not one of`,
-		"redis+sentinel://:hunter2@s1:26379": "names the master",
+		"mysql://u:hunter2@db/x":              `scheme "mysql" is not one of`,
+		"redis+sentinel://:hunter2@s1:26379":  "names the master",
 		"redis+sentinel://s1:26379/m?bogus=1": "bogus",
 	} {
 		_, _, err := Open(raw, TLS{})
