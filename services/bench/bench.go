@@ -35,6 +35,8 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/redact"
+	"github.com/heraldhq/herald/shared/redisconn"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -232,7 +234,7 @@ type env struct {
 	redis *embedded.Redis
 	nc    *nats.Conn
 	js    jetstream.JetStream
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	dir   string
 	url   string // NATS's
 }
@@ -267,12 +269,10 @@ func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, err
 		e.close()
 		return nil, err
 	}
-	opts, err := redis.ParseURL(redisURL)
-	if err != nil {
+	if e.rdb, _, err = redisconn.Open(redisURL, redisconn.TLS{}); err != nil {
 		e.close()
-		return nil, err
+		return nil, fmt.Errorf("redis: %w", redact.Error(err, redisURL))
 	}
-	e.rdb = redis.NewClient(opts)
 	report, err := streams.Apply(ctx, e.js, apply)
 	if err == nil {
 		err = report.Err()

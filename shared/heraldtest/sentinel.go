@@ -146,3 +146,119 @@ func port(addr string) string {
 	_, p, _ := net.SplitHostPort(addr)
 	return p
 }
+
+// ClusterSet is a Redis Cluster of three masters with a replica each,
+// redis-server processes of the test's own on loopback ports: to kill a
+// master and see its replica take over its slots.
+type ClusterSet struct {
+	t       testing.TB
+	addrs   []string
+	servers map[string]*exec.Cmd
+}
+
+// StartClusterSet starts six nodes, creates the cluster with redis-cli and
+// returns once every node says the cluster is ok.
+func StartClusterSet(t testing.TB) *ClusterSet {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	cli, cliErr := exec.LookPath("redis-cli")
+	if err != nil || cliErr != nil {
+		if os.Getenv("REDIS_URL") != "" || os.Getenv("CI") != "" {
+			t.Fatal("redis-server and redis-cli are missing: install redis-server")
+		}
+		t.Skip("redis-server not installed (apt-get install redis-server)")
+	}
+	dir := t.TempDir()
+	c := &ClusterSet{t: t, servers: map[string]*exec.Cmd{}}
+	s := &SentinelSet{t: t, servers: c.servers} // shares start
+	t.Cleanup(func() {
+		for _, cmd := range c.servers {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	for i := range 6 {
+		addr := freeAddr(t)
+		s.start(bin, dir, fmt.Sprintf("node-%d", i), addr, "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", i)), "--cluster-node-timeout", "1000",
+			"--save", "", "--appendonly", "no")
+		c.addrs = append(c.addrs, addr)
+	}
+	out, err := exec.Command(cli, append(append([]string{"--cluster", "create"}, c.addrs...), "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
+	require.NoError(t, err, "redis-cli --cluster create: %s", out)
+	// Ready: the cluster is ok and each replica has its master's data (a
+	// replica that never synced refuses to take over).
+	require.Eventually(t, func() bool {
+		if !c.ok() {
+			return false
+		}
+		replicas := 0
+		for _, addr := range c.addrs {
+			r := redis.NewClient(&redis.Options{Addr: addr})
+			info, err := r.Info(context.Background(), "replication").Result()
+			_ = r.Close()
+			switch {
+			case err != nil:
+				return false
+			case strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up"):
+				return false
+			case strings.Contains(info, "role:slave"):
+				replicas++
+			}
+		}
+		return replicas == 3
+	}, 30*time.Second, 100*time.Millisecond, "the cluster is ok and its replicas in sync")
+	return c
+}
+
+// URL is the cluster's address for Herald's redis.url.
+func (c *ClusterSet) URL() string { return "redis+cluster://" + strings.Join(c.addrs, ",") }
+
+// KillMaster kills one master at once (SIGKILL) and returns its address.
+func (c *ClusterSet) KillMaster() string {
+	c.t.Helper()
+	for _, addr := range c.addrs {
+		if _, alive := c.servers[addr]; !alive {
+			continue
+		}
+		r := redis.NewClient(&redis.Options{Addr: addr})
+		info, err := r.Info(context.Background(), "replication").Result()
+		_ = r.Close()
+		if err == nil && strings.Contains(info, "role:master") {
+			cmd := c.servers[addr]
+			require.NoError(c.t, cmd.Process.Kill())
+			_ = cmd.Wait()
+			delete(c.servers, addr)
+			return addr
+		}
+	}
+	c.t.Fatal("no master to kill")
+	return ""
+}
+
+// Healed is whether the cluster has three masters again (a replica
+// promoted in the killed one's place) and every live node says it is ok.
+func (c *ClusterSet) Healed() bool {
+	masters := 0
+	for addr := range c.servers {
+		r := redis.NewClient(&redis.Options{Addr: addr})
+		info, err := r.Info(context.Background(), "replication").Result()
+		_ = r.Close()
+		if err == nil && strings.Contains(info, "role:master") {
+			masters++
+		}
+	}
+	return masters == 3 && c.ok()
+}
+
+func (c *ClusterSet) ok() bool {
+	for addr := range c.servers {
+		r := redis.NewClient(&redis.Options{Addr: addr})
+		info, err := r.ClusterInfo(context.Background()).Result()
+		_ = r.Close()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -73,10 +74,29 @@ func (b *batcher) exec(ctx context.Context, batch []*call, self *call) {
 		_ = pipe.Process(ctx, c.cmd)
 	}
 	_, _ = pipe.Exec(ctx)
+	b.followCluster(ctx, batch)
 	for _, c := range batch {
 		c.finished = true
 		if c != self {
 			c.wake <- struct{}{}
+		}
+	}
+}
+
+// followCluster asks a cluster client to read the cluster's slots again when
+// a command could not reach its node: after a master dies and its replica
+// takes over, the client would otherwise keep dialling the dead address
+// for its slots (go-redis reloads on MOVED, which a dead node never sends).
+func (b *batcher) followCluster(ctx context.Context, batch []*call) {
+	cc, ok := b.client.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	for _, c := range batch {
+		var answered redis.Error
+		if err := c.cmd.Err(); err != nil && !errors.As(err, &answered) {
+			cc.ReloadState(ctx)
+			return
 		}
 	}
 }
