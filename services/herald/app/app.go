@@ -89,6 +89,7 @@ type App struct {
 	js          jetstream.JetStream
 	rdb         redis.UniversalClient
 	redisKind   redisconn.Kind
+	masters     *redisconn.Masters // nil for one server
 	// circuits shares the delivery services' breaker states (circuits.go).
 	circuits   atomic.Pointer[circuits.Board]
 	services   []service
@@ -243,6 +244,9 @@ func (a *App) stop(ctx context.Context) error {
 		case <-ctx.Done():
 			a.nc.Close()
 		}
+	}
+	if a.masters != nil {
+		a.masters.Close()
 	}
 	if a.rdb != nil {
 		errs = append(errs, a.rdb.Close())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/redact"
+	"github.com/heraldhq/herald/shared/redisconn"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -57,6 +59,14 @@ func (a *App) connect(ctx context.Context) error {
 				"error", redact.Error(err, a.cfg.Redis.URL))
 		}
 		a.checks.Add("redis", func(ctx context.Context) error { return redact.Error(a.rdb.Ping(ctx).Err(), a.cfg.Redis.URL) })
+		// Behind Sentinel or as a Cluster: a failover is logged and counted
+		// once (herald_redis_master_changes_total, herald_redis_masters).
+		m, err := redisconn.FollowMasters(a.cfg.Redis.URL, a.rdb, a.redisKind, a.logger.With("component", "redis"),
+			a.tel.MeterProvider(), 5*time.Second)
+		if err != nil {
+			return redact.Error(err, a.cfg.Redis.URL)
+		}
+		a.masters = m
 	}
 	return nil
 }
