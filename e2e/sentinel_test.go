@@ -80,6 +80,8 @@ func failoverBurst(t *testing.T, redisURL string, kill func() string, promoted f
 	for id, n := range sent {
 		require.Equal(t, 1, n, "notification %s sent once", id)
 	}
+	_, ready := p.get(t, "/readyz")
+	require.Regexp(t, `"redis":"ok: (sentinel|cluster), masters 127\.0\.0\.1:\d+`, ready, "readiness names the masters")
 	t.Logf("master %s killed %s into the burst, with %d of %d sent; a replica promoted after %s; deliveries resumed %s after the kill; all settled %s after it",
 		old, killed.Sub(start).Round(10*time.Millisecond), before, 2*orders, promotedAfter.Round(10*time.Millisecond),
 		resumed.Round(10*time.Millisecond), settled.Round(10*time.Millisecond))

@@ -19,6 +19,29 @@ type Check func(ctx context.Context) error
 type Checks struct {
 	mu     sync.Mutex
 	checks map[string]Check
+	// notes say more of a passing check in /readyz ("ok: master …").
+	notes map[string]func() string
+}
+
+// Note adds what a passing check's line in /readyz says after "ok": the
+// Redis master now, say. An empty note says nothing more.
+func (c *Checks) Note(name string, note func() string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.notes == nil {
+		c.notes = map[string]func() string{}
+	}
+	c.notes[name] = note
+}
+
+func (c *Checks) note(name string) string {
+	c.mu.Lock()
+	note := c.notes[name]
+	c.mu.Unlock()
+	if note == nil {
+		return ""
+	}
+	return note()
 }
 
 // Add registers a check under name, replacing any with that name.
@@ -71,6 +94,9 @@ func (c *Checks) ReadyHandler() http.Handler {
 		rep := report{Status: "ready", Checks: map[string]string{}}
 		for name, err := range c.Run(ctx) {
 			rep.Checks[name] = "ok"
+			if note := c.note(name); note != "" {
+				rep.Checks[name] = "ok: " + note
+			}
 			if err != nil {
 				rep.Checks[name] = err.Error()
 				rep.Status = "not ready"

@@ -31,4 +31,11 @@ func TestReadyHandler(t *testing.T) {
 	checks.ReadyHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	require.JSONEq(t, `{"status":"not ready","checks":{"nats":"ok","redis":"dial tcp 127.0.0.1:6379: connection refused"}}`, rec.Body.String())
+
+	// A note says more of a passing check, and nothing of a failing one.
+	checks.Note("redis", func() string { return "sentinel, masters 10.0.0.7:6379" })
+	checks.Note("nats", func() string { return "cluster of 3" })
+	rec = httptest.NewRecorder()
+	checks.ReadyHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	require.JSONEq(t, `{"status":"not ready","checks":{"nats":"ok: cluster of 3","redis":"dial tcp 127.0.0.1:6379: connection refused"}}`, rec.Body.String())
 }

@@ -67,6 +67,9 @@ func (a *App) connect(ctx context.Context) error {
 			return redact.Error(err, a.cfg.Redis.URL)
 		}
 		a.masters = m
+		if m != nil {
+			a.checks.Note("redis", func() string { return string(a.redisKind) + ", masters " + strings.Join(m.Now(), " ") })
+		}
 	}
 	return nil
 }
