@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -115,6 +116,13 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	errs := []error{cfg.Validate()}
+	if len(cfg.Redis.ClusterAddrs) > 0 {
+		if cfg.Redis.URL != "" {
+			return nil, errors.New("redis.cluster_addrs: and redis.url (or REDIS_URL) name Redis twice: give one")
+		}
+		cfg.Redis.URL = "redis+cluster://" + strings.Join(cfg.Redis.ClusterAddrs, ",")
+		a.cfg.Redis.URL = cfg.Redis.URL
+	}
 	if cfg.Redis.URL != "" {
 		rdb, kind, err := redisconn.Open(cfg.Redis.URL, cfg.Redis.TLS)
 		if err != nil {

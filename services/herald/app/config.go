@@ -42,6 +42,10 @@ type Config struct {
 		// redis+sentinel://[:password@]s1:26379,s2:26379/mymaster[/db];
 		// a Redis Cluster: redis+cluster://[:password@]n1:6379,n2:6379.
 		URL string `yaml:"url"`
+		// ClusterAddrs lists a Redis Cluster's nodes, as managed services
+		// give them: the same as url redis+cluster://n1:6379,n2:6379 (which
+		// can also carry a password). Give one or the other.
+		ClusterAddrs []string `yaml:"cluster_addrs"`
 		// TLS are the files a rediss:// server may need: ca_file (a CA no
 		// system root has), cert_file and key_file (a client certificate).
 		TLS redisconn.TLS `yaml:"tls"`

@@ -277,3 +277,23 @@ func TestRetentionDefaultsAreTheDeclaredOnes(t *testing.T) {
 	require.Equal(t, map[string]time.Duration{"KV_deliveries": 400 * 24 * time.Hour, "KV_delivery_retries": 400 * 24 * time.Hour,
 		"OBJ_documents": 10 * 365 * 24 * time.Hour, "KV_idempotency": 24 * time.Hour}, opts.MaxAge)
 }
+
+// redis.cluster_addrs is a Cluster's nodes as managed services list them;
+// with redis.url too, Redis is named twice.
+func TestRedisClusterAddrs(t *testing.T) {
+	t.Parallel()
+	var cfg app.Config
+	cfg.Services = []string{"router"}
+	cfg.Redis.ClusterAddrs = []string{"n1:6379", "n2:6379"}
+	cfg.Redis.URL = "redis://r:6379"
+	_, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "redis.cluster_addrs: and redis.url (or REDIS_URL) name Redis twice")
+	cfg.Redis.URL = ""
+	_, err = app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	cfg.Redis.URL = "redis+sentinel://:s3cret@s1:26379"
+	cfg.Redis.ClusterAddrs = nil
+	_, err = app.New(cfg, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "redis.url: a sentinel URL names the master")
+	require.NotContains(t, err.Error(), "s3cret")
+}
