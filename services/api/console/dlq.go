@@ -33,7 +33,7 @@ type dlqFilter struct {
 	Stream, Consumer, Tenant, Reason, Older string
 }
 
-// filter reads the form's filter (from a query or a posted form).
+// readDLQFilter reads the form's filter (from a query or a posted form).
 func readDLQFilter(v url.Values) (dlqFilter, dlq.Filter, error) {
 	ff := dlqFilter{Stream: strings.TrimSpace(v.Get("stream")), Consumer: strings.TrimSpace(v.Get("consumer")),
 		Tenant: strings.TrimSpace(v.Get("tenant")), Reason: strings.TrimSpace(v.Get("reason")), Older: strings.TrimSpace(v.Get("older"))}

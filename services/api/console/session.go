@@ -70,7 +70,8 @@ func (s *sessions) get(ctx context.Context, token string) (*session, error) {
 	if token == "" {
 		return nil, errNoSession
 	}
-	e, err := s.kv.Get(ctx, digest(token))
+	d := digest(token)
+	e, err := s.kv.Get(ctx, d)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, errNoSession
 	}
@@ -84,7 +85,7 @@ func (s *sessions) get(ctx context.Context, token string) (*session, error) {
 	if !s.now().Before(ses.Expires) {
 		return nil, errNoSession
 	}
-	ses.digest = digest(token)
+	ses.digest = d
 	return &ses, nil
 }
 

@@ -19,10 +19,42 @@ import (
 // them, redis-server processes of the test's own on loopback ports: to kill
 // the master and see a replica promoted.
 type SentinelSet struct {
-	t         testing.TB
+	*redisProcs
 	Master    string // the master group's name
 	sentinels []string
-	servers   map[string]*exec.Cmd // by address
+}
+
+// redisProcs are redis-server processes a test runs and kills, by address.
+type redisProcs struct {
+	t       testing.TB
+	bin     string // redis-server
+	dir     string
+	servers map[string]*exec.Cmd
+}
+
+// newRedisProcs finds redis-server (and, when cli, redis-cli) and kills
+// every process it starts when the test ends. Without them the test is
+// skipped, unless REDIS_URL is set or in CI.
+func newRedisProcs(t testing.TB, cli bool) *redisProcs {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if cli && err == nil {
+		_, err = exec.LookPath("redis-cli")
+	}
+	if err != nil {
+		if os.Getenv("REDIS_URL") != "" || os.Getenv("CI") != "" {
+			t.Fatal("redis-server or redis-cli is missing: install redis-server")
+		}
+		t.Skip("redis-server not installed (apt-get install redis-server)")
+	}
+	p := &redisProcs{t: t, bin: bin, dir: t.TempDir(), servers: map[string]*exec.Cmd{}}
+	t.Cleanup(func() {
+		for _, cmd := range p.servers {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return p
 }
 
 // StartSentinelSet starts the set and returns once the sentinels know the
@@ -30,37 +62,23 @@ type SentinelSet struct {
 // REDIS_URL is set or in CI.
 func StartSentinelSet(t testing.TB) *SentinelSet {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REDIS_URL") != "" || os.Getenv("CI") != "" {
-			t.Fatal("redis-server is missing: install redis-server")
-		}
-		t.Skip("redis-server not installed (apt-get install redis-server)")
-	}
-	dir := t.TempDir()
-	s := &SentinelSet{t: t, Master: "herald", servers: map[string]*exec.Cmd{}}
-	t.Cleanup(func() {
-		for _, cmd := range s.servers {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	s := &SentinelSet{redisProcs: newRedisProcs(t, false), Master: "herald"}
 	master, replica := freeAddr(t), freeAddr(t)
-	s.start(bin, dir, "master", master, "--save", "", "--appendonly", "no")
-	s.start(bin, dir, "replica", replica, "--save", "", "--appendonly", "no", "--replicaof", "127.0.0.1", port(master))
+	s.serve("master", master)
+	s.serve("replica", replica, "--replicaof", "127.0.0.1", port(master))
 	for i := range 3 {
 		addr := freeAddr(t)
-		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d.conf", i))
+		conf := filepath.Join(s.dir, fmt.Sprintf("sentinel-%d.conf", i))
 		require.NoError(t, os.WriteFile(conf, []byte(strings.Join([]string{
 			"bind 127.0.0.1",
 			"port " + port(addr),
-			"dir " + dir,
+			"dir " + s.dir,
 			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %s 2", s.Master, port(master)),
 			"sentinel down-after-milliseconds " + s.Master + " 1000",
 			"sentinel failover-timeout " + s.Master + " 5000",
 			"sentinel parallel-syncs " + s.Master + " 1",
 		}, "\n")+"\n"), 0o600))
-		s.start(bin, dir, fmt.Sprintf("sentinel-%d", i), addr, conf, "--sentinel")
+		s.run(fmt.Sprintf("sentinel-%d", i), addr, conf, "--sentinel")
 		s.sentinels = append(s.sentinels, addr)
 	}
 	// Ready: every sentinel sees the replica, and the replica is in sync.
@@ -105,33 +123,45 @@ func (s *SentinelSet) MasterAddr() string {
 func (s *SentinelSet) KillMaster() string {
 	s.t.Helper()
 	addr := s.MasterAddr()
-	cmd := s.servers[addr]
-	require.NotNil(s.t, cmd, "the master %s is one of ours", addr)
-	require.NoError(s.t, cmd.Process.Kill())
-	_ = cmd.Wait()
-	delete(s.servers, addr)
+	s.kill(addr)
 	return addr
 }
 
-func (s *SentinelSet) start(bin, dir, name, addr string, args ...string) {
-	s.t.Helper()
-	log, err := os.Create(filepath.Join(dir, name+".log"))
-	require.NoError(s.t, err)
-	s.t.Cleanup(func() { _ = log.Close() })
-	if !strings.HasSuffix(args[len(args)-1], "--sentinel") {
-		args = append([]string{"--port", port(addr), "--bind", "127.0.0.1", "--dir", dir, "--dbfilename", name + ".rdb"}, args...)
-	}
-	cmd := exec.Command(bin, args...)
+// serve starts a data server on addr, keeping nothing on disk.
+func (p *redisProcs) serve(name, addr string, args ...string) {
+	p.t.Helper()
+	p.run(name, addr, append([]string{"--port", port(addr), "--bind", "127.0.0.1", "--dir", p.dir,
+		"--dbfilename", name + ".rdb", "--save", "", "--appendonly", "no"}, args...)...)
+}
+
+// run starts redis-server with args and waits until addr takes
+// connections; its output goes to <dir>/<name>.log.
+func (p *redisProcs) run(name, addr string, args ...string) {
+	p.t.Helper()
+	log, err := os.Create(filepath.Join(p.dir, name+".log"))
+	require.NoError(p.t, err)
+	p.t.Cleanup(func() { _ = log.Close() })
+	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(s.t, cmd.Start())
-	s.servers[addr] = cmd
-	require.Eventually(s.t, func() bool {
+	require.NoError(p.t, cmd.Start())
+	p.servers[addr] = cmd
+	require.Eventually(p.t, func() bool {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {
 			_ = c.Close()
 		}
 		return err == nil
 	}, 10*time.Second, 20*time.Millisecond, "%s listens on %s (see %s.log)", name, addr, name)
+}
+
+// kill kills the process on addr at once (SIGKILL).
+func (p *redisProcs) kill(addr string) {
+	p.t.Helper()
+	cmd := p.servers[addr]
+	require.NotNil(p.t, cmd, "%s is one of ours", addr)
+	require.NoError(p.t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	delete(p.servers, addr)
 }
 
 // freeAddr is a loopback address no one listens on now.
@@ -151,40 +181,22 @@ func port(addr string) string {
 // redis-server processes of the test's own on loopback ports: to kill a
 // master and see its replica take over its slots.
 type ClusterSet struct {
-	t       testing.TB
-	addrs   []string
-	servers map[string]*exec.Cmd
+	*redisProcs
+	addrs []string
 }
 
 // StartClusterSet starts six nodes, creates the cluster with redis-cli and
 // returns once every node says the cluster is ok.
 func StartClusterSet(t testing.TB) *ClusterSet {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	cli, cliErr := exec.LookPath("redis-cli")
-	if err != nil || cliErr != nil {
-		if os.Getenv("REDIS_URL") != "" || os.Getenv("CI") != "" {
-			t.Fatal("redis-server and redis-cli are missing: install redis-server")
-		}
-		t.Skip("redis-server not installed (apt-get install redis-server)")
-	}
-	dir := t.TempDir()
-	c := &ClusterSet{t: t, servers: map[string]*exec.Cmd{}}
-	s := &SentinelSet{t: t, servers: c.servers} // shares start
-	t.Cleanup(func() {
-		for _, cmd := range c.servers {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	c := &ClusterSet{redisProcs: newRedisProcs(t, true)}
 	for i := range 6 {
 		addr := freeAddr(t)
-		s.start(bin, dir, fmt.Sprintf("node-%d", i), addr, "--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", i)), "--cluster-node-timeout", "1000",
-			"--save", "", "--appendonly", "no")
+		c.serve(fmt.Sprintf("node-%d", i), addr, "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(c.dir, fmt.Sprintf("nodes-%d.conf", i)), "--cluster-node-timeout", "1000")
 		c.addrs = append(c.addrs, addr)
 	}
-	out, err := exec.Command(cli, append(append([]string{"--cluster", "create"}, c.addrs...), "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
+	out, err := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, c.addrs...), "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
 	require.NoError(t, err, "redis-cli --cluster create: %s", out)
 	// Ready: the cluster is ok and each replica has its master's data (a
 	// replica that never synced refuses to take over).
@@ -225,10 +237,7 @@ func (c *ClusterSet) KillMaster() string {
 		info, err := r.Info(context.Background(), "replication").Result()
 		_ = r.Close()
 		if err == nil && strings.Contains(info, "role:master") {
-			cmd := c.servers[addr]
-			require.NoError(c.t, cmd.Process.Kill())
-			_ = cmd.Wait()
-			delete(c.servers, addr)
+			c.kill(addr)
 			return addr
 		}
 	}
