@@ -195,6 +195,10 @@ type keyState struct {
 	// key is known to hold, for Ready's want — a backlog found by a
 	// discovery is never heard of.
 	pending int
+	// acked is the ack subject of the last message this loop acknowledged
+	// or terminated on k's consumer: answered, an ack sent to it again
+	// says the server took in every settlement before it (giveUp).
+	acked string
 }
 
 // storeLag bounds how long after a message is heard of on the core
@@ -467,9 +471,13 @@ func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
 // serve handles msg, or, with none in hand, pulls k's next messages, if
 // Ready allows, and handles the first.
 func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) {
+	var acked string
 	defer func() {
 		f.mu.Lock()
 		k.busy--
+		if acked != "" {
+			k.acked = acked
+		}
 		if k.leaving && k.busy == 0 {
 			f.signalTurn() // its slot can be given up
 		}
@@ -482,7 +490,9 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 	}
 	every := max(c.Template.AckWait/3, 100*time.Millisecond)
 	stop := keepAlive(msg, every)
-	c.handle(ctx, msg)
+	if o := c.handle(ctx, msg); o.settle == done || o.settle == giveUp {
+		acked = msg.Reply()
+	}
 	stop()
 }
 
@@ -523,6 +533,9 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		k.pending = numPending(msgs[len(msgs)-1])
 		k.served += len(msgs)
 		k.run += len(msgs)
+		if k.served >= f.cfg.Quantum && k.served-len(msgs) < f.cfg.Quantum && len(c.waiting) > 0 {
+			f.signalTurn() // its turn is over: another key waits for the slot
+		}
 		k.buf = append(k.buf, msgs[1:]...)
 		f.buffered += len(msgs) - 1
 		if f.stopping() {

@@ -257,7 +257,7 @@ func (f *Fair) grant(ctx context.Context, c *classState, k *keyState) {
 		c.wait(k, false)
 		return
 	}
-	k.consumer, k.readyAt, k.empty, k.served, k.leaving, k.buf = cons, time.Time{}, false, 0, false, nil
+	k.consumer, k.readyAt, k.empty, k.served, k.leaving, k.buf, k.acked = cons, time.Time{}, false, 0, false, nil, ""
 	c.keys[k.key] = k
 	c.enqueue(k)
 	f.signal()
@@ -266,7 +266,7 @@ func (f *Fair) grant(ctx context.Context, c *classState, k *keyState) {
 // giveUp removes k's consumer, unless a message it delivered is not
 // settled, and puts k back in line for a slot if it still has messages.
 func (f *Fair) giveUp(ctx context.Context, c *classState, k *keyState) {
-	info, err := k.consumer.Info(ctx)
+	info, err := f.settledInfo(ctx, k)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound): // removed already (orphaned)
 		info, err = &jetstream.ConsumerInfo{}, nil
@@ -307,6 +307,35 @@ func (f *Fair) giveUp(ctx context.Context, c *classState, k *keyState) {
 }
 
 var errUnsettled = errors.New("a delivered message is not settled")
+
+// settledInfo is k's consumer's info once the server took in every ack and
+// term this loop sent on it. They are sent without waiting for an answer
+// (a round trip a message), so the server may count as unsettled a
+// message this loop settled a moment ago, and the slot would be kept a
+// discovery's time for nothing while a fresh key waits. So when the server
+// counts some, the last settlement is sent again asking for an answer: a
+// consumer takes a connection's acks in the order they were sent, so once
+// that one is answered, what the server still counts is the truth — a
+// retry waiting out its delay, or another replica's message in hand. An
+// ack for a message already settled changes nothing.
+func (f *Fair) settledInfo(ctx context.Context, k *keyState) (*jetstream.ConsumerInfo, error) {
+	info, err := k.consumer.Info(ctx)
+	f.mu.Lock()
+	acked := k.acked
+	f.mu.Unlock()
+	if err != nil || info.NumAckPending == 0 || acked == "" {
+		return info, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	if _, err := f.cfg.JetStream.Conn().RequestWithContext(rctx, acked, ackAck); err != nil {
+		return nil, fmt.Errorf("confirming the last ack: %w", err)
+	}
+	return k.consumer.Info(ctx)
+}
+
+// ackAck is JetStream's acknowledgement, as the client library sends it.
+var ackAck = []byte("+ACK")
 
 // discover reads which keys of each class have messages: those without a
 // consumer wait for a slot, those whose consumer found nothing last are

@@ -42,17 +42,37 @@ func fairQueue(t *testing.T, counts map[string]int) *heraldtest.NATS {
 	return n
 }
 
-// handled records the subjects a fair loop handled, in order.
+// handled records the subjects a fair loop handled, in order, and how
+// often each message (subject and payload) was handled.
 type handled struct {
 	mu       sync.Mutex
 	subjects []string
+	times    map[string]int
 }
 
 func (h *handled) handle(_ context.Context, msg jetstream.Msg) consumer.Outcome {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.subjects = append(h.subjects, msg.Subject())
+	if h.times == nil {
+		h.times = map[string]int{}
+	}
+	h.times[msg.Subject()+" "+string(msg.Data())]++
 	return consumer.Done()
+}
+
+// once requires that each message fairQueue published for counts was
+// handled exactly once: with as many handled as published, a message
+// handled twice means another was not handled at all.
+func (h *handled) once(t *testing.T, counts map[string]int) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for subject, n := range counts {
+		for i := range n {
+			require.Equal(t, 1, h.times[fmt.Sprintf("%s %d", subject, i)], "%s's message %d, once", subject, i)
+		}
+	}
 }
 
 func (h *handled) list() []string {
@@ -92,12 +112,12 @@ func TestAKeysBacklogDoesNotDelayAnothersMessages(t *testing.T) {
 	for _, batch := range []int{1, 4} {
 		t.Run(fmt.Sprintf("batch %d", batch), func(t *testing.T) {
 			t.Parallel()
-			n := fairQueue(t, map[string]int{"q.low.a": 500, "q.low.b": 5})
+			counts := map[string]int{"q.low.a": 500, "q.low.b": 5}
+			n := fairQueue(t, counts)
 			h := &handled{}
 			startFair(t, n, h.handle, consumer.FairConfig{Batch: batch, Classes: []consumer.Class{class("low", 1)}})
 			got := h.wait(t, 505)
-			time.Sleep(50 * time.Millisecond)
-			require.Len(t, h.list(), 505, "each message once")
+			h.once(t, counts)
 			last := -1
 			for i, s := range got {
 				if s == "q.low.b" {
@@ -180,16 +200,17 @@ func TestClassesShareTheWorkersByWeight(t *testing.T) {
 	require.Equal(t, 10, low, "a quarter of the first 40: %v", got)
 }
 
-// A key held back by Ready is not served while another is; a message on a
-// key never seen before is served at once, without waiting for the next
-// discovery.
+// A key held back by Ready is not served while another is, however often
+// the loop comes back to it; a message on a key never seen before is
+// served at once, without waiting for the next discovery.
 func TestReadyHoldsAKeyBackAndNewKeysAreServedAtOnce(t *testing.T) {
 	t.Parallel()
 	n := fairQueue(t, map[string]int{"q.low.a": 3})
 	h := &handled{}
 	var (
-		mu   sync.Mutex
-		open bool
+		mu      sync.Mutex
+		open    bool
+		refused int
 	)
 	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Discover: time.Hour,
 		Ready: func(_ context.Context, _, key string, _ int) (int, time.Time) {
@@ -198,13 +219,18 @@ func TestReadyHoldsAKeyBackAndNewKeysAreServedAtOnce(t *testing.T) {
 			if key != "a" || open {
 				return 1, time.Time{}
 			}
+			refused++
 			return 0, time.Now().Add(20 * time.Millisecond)
 		}})
 	_, err := n.JS.Publish(heraldtest.Context(t), "q.low.b", []byte("b"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"q.low.b"}, h.wait(t, 1), "b is served; a is held back")
-	time.Sleep(100 * time.Millisecond)
-	require.Len(t, h.list(), 1)
+	mu.Lock()
+	since := refused
+	mu.Unlock()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return refused >= since+3 }, 10*time.Second,
+		5*time.Millisecond, "the loop comes back to a when its hold ends")
+	require.Equal(t, []string{"q.low.b"}, h.list(), "refused three more times, a is still not served")
 	mu.Lock()
 	open = true
 	mu.Unlock()
@@ -234,41 +260,38 @@ func (a *allowance) spent() (calls, granted int) {
 
 // A key that Ready grants an allowance to is asked once a pull, for as
 // many as the pull takes: a backlog of 500 found by a discovery and 500
-// more heard of while served cost a few dozen Ready calls, not one per
-// message; each message is handled once, and all but a few of what was
-// granted is pulled.
+// more heard of while the workers were busy cost a few dozen Ready calls,
+// not one per message; each message is handled once, and all but a few of
+// what was granted is pulled.
 func TestReadyIsAskedOncePerPullForWhatThePullTakes(t *testing.T) {
 	t.Parallel()
-	n := fairQueue(t, map[string]int{"q.low.a": 500})
+	counts := map[string]int{"q.low.a": 500}
+	n := fairQueue(t, counts)
 	a := &allowance{}
-	got := map[string]int{}
-	var mu sync.Mutex
-	startFair(t, n, func(_ context.Context, msg jetstream.Msg) consumer.Outcome {
-		mu.Lock()
-		defer mu.Unlock()
-		got[string(msg.Data())]++
-		return consumer.Done()
+	h := &handled{}
+	gate := make(chan struct{})
+	startFair(t, n, func(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+		<-gate
+		return h.handle(ctx, msg)
 	}, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Batch: 16, Config: consumer.Config{Concurrency: 16}, Ready: a.ready})
+	// Messages heard of are pulled as they come while the loop is ahead of
+	// their publisher — one a pull, which no batching can help. These come
+	// while every worker waits at the gate; it opens once the loop has had
+	// time to hear of them and for them to be stored (its 100 ms): a
+	// sighting later than that costs a pull of one, within the bound.
 	for i := range 500 {
 		_, err := n.JS.PublishAsync("q.low.a", []byte(fmt.Sprint(500+i)))
 		require.NoError(t, err)
 	}
 	<-n.JS.PublishAsyncComplete()
-	handledAll := func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1000 }
-	require.Eventually(t, handledAll, 30*time.Second, 5*time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
-	mu.Lock()
-	for i := range 1000 {
-		require.Equal(t, 1, got[fmt.Sprint(i)], "message %d, once", i)
-	}
-	mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	close(gate)
+	h.wait(t, 1000)
+	h.once(t, map[string]int{"q.low.a": 1000})
 	calls, granted := a.spent()
 	t.Logf("1000 messages: %d Ready calls, %d granted", calls, granted)
-	// The 500 heard of while served are pulled as they come: when the loop
-	// is ahead of the publisher, one a pull. So the bound is loose (a run
-	// under -race on a busy machine made 221 calls); one a message would be
-	// 1,000.
-	require.Less(t, calls, 500, "a pull's worth a call, not one a message")
+	// 1000/16 pulls when each takes a batch; one a message would be 1,000.
+	require.Less(t, calls, 150, "a pull's worth a call, not one a message")
 	require.GreaterOrEqual(t, granted, 1000)
 	require.Less(t, granted-1000, calls/4+16, "what is granted is pulled, but for a few misses")
 }
@@ -357,11 +380,12 @@ func TestAnIdleKeysConsumerIsRemovedAndMadeAgain(t *testing.T) {
 }
 
 // With a window of two slots, three keys' backlogs take turns for them —
-// the stream never holds more than two of their consumers — and a key
-// that had nothing is served ahead of their turns.
+// the stream never holds more than two of their consumers — and the third
+// is served long before the first two are done.
 func TestKeysTakeTurnsForTheWindowsSlots(t *testing.T) {
 	t.Parallel()
-	n := fairQueue(t, map[string]int{"q.low.a": 300, "q.low.b": 300, "q.low.c": 300})
+	counts := map[string]int{"q.low.a": 300, "q.low.b": 300, "q.low.c": 300}
+	n := fairQueue(t, counts)
 	ctx := heraldtest.Context(t)
 	h := &handled{}
 	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Window: 2, Quantum: 50})
@@ -381,60 +405,102 @@ func TestKeysTakeTurnsForTheWindowsSlots(t *testing.T) {
 			}
 		}
 	}()
-	before := len(h.wait(t, 200))
-	_, err := n.JS.Publish(ctx, "q.low.d", []byte("d"))
-	require.NoError(t, err)
-	defer func() {
-		per := map[string]int{}
-		for _, s := range h.list() {
-			per[s]++
-		}
-		t.Log(per)
-	}()
-	got := h.wait(t, 901)
+	got := h.wait(t, 900)
 	close(stop)
 	<-sampled
 	require.LessOrEqual(t, most, 2, "consumers at once")
-	per := map[string]int{}
-	for _, s := range got {
-		per[s]++
+	h.once(t, counts)
+	// Turns of 50: the key left waiting has its first once the other two
+	// took 50 each (101st or so), not after their backlogs.
+	for _, key := range []string{"q.low.a", "q.low.b", "q.low.c"} {
+		require.True(t, slices.Contains(got[:150], key), "%s had no turn in the first 150", key)
 	}
-	require.Equal(t, map[string]int{"q.low.a": 300, "q.low.b": 300, "q.low.c": 300, "q.low.d": 1}, per)
+}
+
+// A key that had nothing is given a slot ahead of the keys with standing
+// backlogs that wait for one, and without waiting for a turn to end: a
+// slot holder gives its slot up as soon as its message in hand is settled.
+// The backlogs' handlers take 2 ms, so that the few round trips that move a
+// slot cost a message or two, however fast the machine.
+func TestAFreshKeyIsGivenASlotAheadOfStandingBacklogs(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, map[string]int{"q.low.a": 100, "q.low.b": 100, "q.low.c": 100})
+	h := &handled{}
+	slow := func(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+		time.Sleep(2 * time.Millisecond)
+		return h.handle(ctx, msg)
+	}
+	// Turns longer than the backlogs: only the fresh key can make a
+	// slot holder give way.
+	startFair(t, n, slow, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Window: 2, Quantum: 1000})
+	before := len(h.wait(t, 20))
+	_, err := n.JS.Publish(heraldtest.Context(t), "q.low.d", []byte("d"))
+	require.NoError(t, err)
+	got := h.wait(t, 301)
 	at := slices.Index(got[before:], "q.low.d")
-	require.Less(t, at, 60, "d waited for a slot, not for the others' backlogs")
+	require.GreaterOrEqual(t, at, 0)
+	require.Less(t, at, 50, "d waited for a slot, not for the others' backlogs (c waited too)")
 }
 
 // A key whose message waits out a retry's delay keeps its consumer, even
-// with others waiting for its slot: removing it would deliver the message
-// again at once, its delivery count lost.
+// with a fresh key waiting for its slot: removing it would deliver the
+// message again at once, its delivery count lost.
 func TestAKeyWithARetryPendingKeepsItsSlot(t *testing.T) {
 	t.Parallel()
-	n := fairQueue(t, map[string]int{"q.low.a": 1, "q.low.b": 20})
+	n := fairQueue(t, map[string]int{"q.low.a": 1})
+	ctx := heraldtest.Context(t)
 	var (
 		mu         sync.Mutex
 		deliveries []uint64
+		others     int
 	)
 	h := func(_ context.Context, msg jetstream.Msg) consumer.Outcome {
+		mu.Lock()
+		defer mu.Unlock()
 		if msg.Subject() != "q.low.a" {
+			others++
 			return consumer.Done()
 		}
 		md, err := msg.Metadata()
 		require.NoError(t, err)
-		mu.Lock()
 		deliveries = append(deliveries, md.NumDelivered)
-		mu.Unlock()
-		if md.NumDelivered == 1 {
-			return consumer.Retry(errors.New("later"), 300*time.Millisecond, 300*time.Millisecond)
+		if len(deliveries) > 1 {
+			return consumer.Done()
 		}
-		return consumer.Done()
+		// b's messages arrive while a's waits out its delay: b is fresh,
+		// and a, with a standing backlog, is asked for its slot.
+		for i := range 20 {
+			_, err := n.JS.Publish(ctx, "q.low.b", []byte(fmt.Sprint(i)))
+			require.NoError(t, err)
+		}
+		return consumer.Retry(errors.New("later"), 300*time.Millisecond, 300*time.Millisecond)
 	}
 	startFair(t, n, h, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Window: 1, Discover: 20 * time.Millisecond})
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(deliveries) == 2
+		return len(deliveries) >= 2 && others == 20
 	}, 10*time.Second, 10*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []uint64{1, 2}, deliveries, "redelivered by the same consumer, after the delay")
+}
+
+// A key gives its slot up right after acknowledging its last message of
+// a turn, and the slot is free at once: the server may not yet have taken
+// in that acknowledgement when asked whether a message is unsettled, and
+// a slot kept on that answer would wait out a discovery (here an hour).
+// Sixty turns of ten keys through one slot make that race certain to show.
+func TestASlotGivenUpRightAfterAnAckIsFreeAtOnce(t *testing.T) {
+	t.Parallel()
+	counts := map[string]int{}
+	for i := range 10 {
+		counts[fmt.Sprintf("q.low.k%d", i)] = 30
+	}
+	n := fairQueue(t, counts)
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)},
+		Window: 1, Quantum: 5, Discover: time.Hour})
+	h.wait(t, 300)
+	h.once(t, counts)
 }

@@ -30,7 +30,8 @@ const (
 	leave
 )
 
-// Done acknowledges the message, and waits for the server to confirm.
+// Done acknowledges the message; the server's answer is not waited for
+// (settle says why).
 func Done() Outcome { return Outcome{settle: done} }
 
 // Retry asks for the message again after a delay that starts near first
