@@ -295,6 +295,36 @@ func TestARowNoStreamTakesIsRetriedUntilOneDoes(t *testing.T) {
 	})
 }
 
+// A publish that JetStream never acknowledges — a subscriber takes the
+// subject, no stream stores it — may not have been stored: the row stays
+// waiting, with the reason, and is published once a stream answers.
+func TestARowWhosePublishGetsNoAcknowledgementStaysUnpublished(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, d database) {
+		js := stream(t)
+		silent, err := js.Conn().SubscribeSync("stock.moved")
+		require.NoError(t, err)
+		tx, commit, _ := d.begin(t)
+		m := nats.NewMsg("stock.moved")
+		m.Header.Set(nats.MsgIdHdr, "evt-s")
+		require.NoError(t, outbox.Add(context.Background(), tx, outbox.Msg(m)))
+		commit()
+		startRelay(t, d.db, js, outbox.RelayConfig{Poll: 20 * time.Millisecond, PublishTimeout: 200 * time.Millisecond})
+
+		_, err = silent.NextMsg(20 * time.Second)
+		require.NoError(t, err, "the relay published the row")
+		st := waitForStatus(t, d.db, func(s outbox.Status) bool { return s.Retrying == 1 || s.Published > 0 })
+		require.Zero(t, st.Published, "not acknowledged, not published")
+		require.Equal(t, int64(1), st.Backlog)
+		require.Contains(t, st.LastError, "no acknowledgement within 200ms")
+
+		_, err = js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "STOCK", Subjects: []string{"stock.*"}})
+		require.NoError(t, err)
+		waitForStatus(t, d.db, func(s outbox.Status) bool { return s.Published == 1 })
+		require.Len(t, heraldtest.StreamMessages(t, js, "STOCK"), 1)
+	})
+}
+
 // PostgreSQL: the insert's trigger wakes the relay, which would otherwise
 // look only once a minute; three relays take turns and none publishes a row
 // another has.

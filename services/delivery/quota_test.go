@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/event"
@@ -94,4 +95,32 @@ func TestNotificationsOverTheMonthlyQuotaAreDeadLetteredUnsent(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 4, usage.Used)
 	require.EqualValues(t, 2, usage.Refused)
+}
+
+// A notification whose first two tries fail at the provider (transient) and
+// whose third is delivered is one notification of the month: the claims of
+// its redelivered copies find it Counted and count nothing more.
+func TestANotificationRetriedAfterATransientFailureCountsOnce(t *testing.T) {
+	t.Parallel()
+	limit := &perMonth{}
+	limit.n.Store(10)
+	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), ses: sestest.New(t), locker: heraldtest.Locker(t)}
+	b.ses.Faults(emailtest.FailFirst(2, sestest.ServerError))
+	b.svc = b.worker(t, b.nats.JS, func(c *config) { c.Quotas = limit })
+	month := quota.Month(time.Now())
+
+	b.publish(t, 1)
+	b.waitSettled(t)
+	require.Equal(t, 3, b.calls(), "two transient failures, then the send")
+	require.Equal(t, 1, b.sent())
+	e := b.ledgerEntry(t, 1)
+	require.Equal(t, ledger.Delivered, e.State)
+	require.Equal(t, 3, e.Tries)
+	require.Equal(t, month, e.Counted)
+
+	usage, err := quota.New(b.nats.JS).Usage(heraldtest.Context(t), quota.Key{Tenant: "acme", Channel: event.ChannelEmail, Month: month},
+		quota.Limit{PerMonth: 10, Limited: true})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, usage.Used, "counted once, not once per try")
+	require.Zero(t, usage.Refused)
 }

@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email/ses"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/ratelimit"
 )
 
@@ -107,4 +110,65 @@ func TestATenantIsHeldToItsPlansRate(t *testing.T) {
 	require.Greater(t, time.Since(start), 2800*time.Millisecond, "the 30 after the burst took at least three seconds, less a pull")
 	b.waitEmpty(t)
 	b.sentOnce(t, 40)
+}
+
+// Redis, which holds both the rate limiter's counts and the leases, is
+// down. A rate-limited tenant's deliveries stay in NOTIFY unpulled while
+// the limiter cannot answer — none handed to a worker that could only put
+// it back, each such round trip a delivery counted toward MaxDeliver — and
+// once Redis is back each is sent on its first delivery.
+func TestRedisDownHoldsARateLimitedTenantWithoutUsingUpItsDeliveries(t *testing.T) {
+	t.Parallel()
+	srv := heraldtest.StartRedisServer(t)
+	srv.Stop()
+	opts, err := redis.ParseURL(srv.URL())
+	require.NoError(t, err)
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+
+	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), ses: sestest.New(t), locker: lock.NewRedis(rdb, heraldtest.Prefix())}
+	const n = 3
+	for i := range n {
+		b.publish(t, i)
+	}
+	l := &counted{Limiter: ratelimit.New(rdb, heraldtest.Prefix())}
+	limit := ratelimit.Limit{PerMinute: 600, Burst: 10}
+	b.svc = b.worker(t, b.nats.JS, func(c *config) {
+		c.Fair, c.Concurrency = true, 4
+		c.Rates = &delivery.Rates{Limiter: l, Rate: func(string) (ratelimit.Limit, bool) { return limit, true }}
+	})
+
+	// A second ask comes only once the first answer was acted on: the
+	// tenant held back, or — were it granted — its deliveries pulled.
+	require.Eventually(t, func() bool { return l.calls.Load() >= 2 }, 30*time.Second, 10*time.Millisecond,
+		"the fair loop asks the limiter again after a failed ask")
+	require.Zero(t, b.deliveredByAnyConsumer(t), "nothing pulled while the rate cannot be checked")
+	require.Zero(t, b.calls())
+
+	srv.Start()
+	b.waitEmpty(t)
+	b.sentOnce(t, n)
+	for i := range n {
+		e := b.ledgerEntry(t, i)
+		require.Equal(t, ledger.Delivered, e.State)
+		require.Len(t, e.Attempts, 1)
+		require.Equal(t, uint64(1), e.Attempts[0].Delivery, "notification %d sent on its first delivery", i)
+	}
+}
+
+// deliveredByAnyConsumer adds up the deliveries every consumer of NOTIFY
+// made, redeliveries included: the fair loop's consumers are its own, one
+// per tenant and priority.
+func (b *bundle) deliveredByAnyConsumer(t *testing.T) uint64 {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	s, err := b.nats.JS.Stream(ctx, "NOTIFY")
+	require.NoError(t, err)
+	var total uint64
+	list := s.ListConsumers(ctx)
+	for info := range list.Info() {
+		total += info.Delivered.Consumer
+	}
+	require.NoError(t, list.Err())
+	return total
 }

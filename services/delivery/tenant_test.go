@@ -16,10 +16,13 @@ import (
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/email/maildir"
+	"github.com/heraldhq/herald/services/delivery/sms"
+	"github.com/heraldhq/herald/services/delivery/sms/textdir"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/tenant"
 )
@@ -86,10 +89,75 @@ func TestDeliveryOutsideItsTenantIsRefused(t *testing.T) {
 	require.NotContains(t, string(mail), "evil.example")
 }
 
+// Each channel's worker takes only its own channel's deliveries: an SMS
+// delivery published on an email subject, or an email delivery on an SMS
+// subject, is dead-lettered with the reason before anything of it is
+// leased, recorded or sent — whichever worker it reaches.
+func TestADeliveryOnAnotherChannelsSubjectIsRefused(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	mailDir := t.TempDir()
+	mailSink, err := maildir.New(mailDir)
+	require.NoError(t, err)
+	mail, err := newEmail(t, n.JS, config{ChannelConfig: email.ChannelConfig{From: "Orders <orders@acme.example>", Providers: []email.Named{{Name: "maildir", Provider: mailSink}}},
+		Config: delivery.Config{Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond}})
+	require.NoError(t, err)
+	textSink, err := textdir.New(t.TempDir())
+	require.NoError(t, err)
+	ch, err := sms.NewChannel(sms.ChannelConfig{Channel: event.ChannelSMS, Providers: []sms.Named{{Name: textdir.Name, Provider: textSink}}})
+	require.NoError(t, err)
+	text, err := delivery.New(n.JS, delivery.Config{Channel: ch, Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond})
+	require.NoError(t, err)
+	for _, svc := range []*delivery.Service{mail, text} {
+		require.NoError(t, svc.Start(ctx))
+		t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })
+	}
+
+	noDocument := notification.Document{Type: notification.PurchaseOrder}
+	publishDelivery(t, n.JS, "notify.sms.normal.acme", "acme", "olga@zarya.example", noDocument, 0)
+	publishTextOn(t, n.JS, "notify.email.normal.acme", "acme", "+34600111220")
+	// The genuine ones, last on each subject.
+	publishDelivery(t, n.JS, "notify.email.normal.acme", "acme", "ivan@zarya.example", noDocument, 1)
+	publishText(t, n.JS, "acme", "+34600111221")
+
+	require.Eventually(t, func() bool {
+		info, err := n.JS.Stream(ctx, "NOTIFY")
+		require.NoError(t, err)
+		return info.CachedInfo().State.Msgs == 0
+	}, 60*time.Second, 20*time.Millisecond, "every delivery acknowledged or dead-lettered")
+	var reasons []string
+	for _, e := range heraldtest.StreamMessages(t, n.JS, "DLQ") {
+		reasons = append(reasons, e.Header.Get(deadletter.HeaderReason))
+	}
+	require.ElementsMatch(t, []string{
+		`forged delivery: a "email" delivery published on notify.sms.normal.acme`,
+		`forged delivery: a "sms" delivery published on notify.email.normal.acme`,
+	}, reasons)
+
+	mails, err := filepath.Glob(filepath.Join(mailDir, "*.eml"))
+	require.NoError(t, err)
+	require.Len(t, mails, 1)
+	sent, err := os.ReadFile(mails[0])
+	require.NoError(t, err)
+	require.Contains(t, string(sent), "To: <ivan@zarya.example>")
+	texts, err := textdir.Read(textSink.Dir())
+	require.NoError(t, err)
+	require.Len(t, texts, 1)
+	require.Equal(t, "+34600111221", texts[0].To)
+
+	entries, err := ledger.Open(ctx, n.JS)
+	require.NoError(t, err)
+	for _, key := range []string{emailKey("acme", "olga@zarya.example", 0), textKey("acme", "+34600111220")} {
+		e, err := entries.Get(ctx, "acme", key)
+		require.NoError(t, err)
+		require.Equal(t, ledger.Entry{DedupeKey: key, Tenant: "acme"}, e, "nothing recorded of %s", key)
+	}
+}
+
 func publishDelivery(t *testing.T, js jetstream.JetStream, subject, tenant, address string, doc notification.Document, n int) {
 	t.Helper()
-	key := notification.Key{Tenant: tenant, Subject: "PO-1", Revision: 1, Document: notification.PurchaseOrder,
-		Channel: event.ChannelEmail, Recipient: address}.String() + ":" + string(rune('a'+n))
+	key := emailKey(tenant, address, n)
 	d := notification.Delivery{
 		ID: notification.ID(key), DedupeKey: key, Tenant: tenant, Channel: event.ChannelEmail, Priority: notification.PriorityNormal,
 		Recipient: notification.Recipient{Address: address}, Template: "purchase_order", Locale: "en", Document: &doc,
@@ -165,4 +233,10 @@ func TestASuspendedTenantsNotificationsAreDeadLettered(t *testing.T) {
 	for _, m := range heraldtest.StreamMessages(t, n.JS, "KV_deliveries") {
 		require.NotContains(t, m.Subject, ".globex.", "nothing recorded for globex")
 	}
+}
+
+// emailKey is the dedupe key of publishDelivery's n-th delivery.
+func emailKey(tenant, address string, n int) string {
+	return notification.Key{Tenant: tenant, Subject: "PO-1", Revision: 1, Document: notification.PurchaseOrder,
+		Channel: event.ChannelEmail, Recipient: address}.String() + ":" + string(rune('a'+n))
 }

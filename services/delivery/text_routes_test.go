@@ -100,6 +100,12 @@ func textKey(tenant, number string) string {
 
 func publishText(t *testing.T, js jetstream.JetStream, tenant, number string) {
 	t.Helper()
+	publishTextOn(t, js, "notify.sms.normal."+tenant, tenant, number)
+}
+
+// publishTextOn publishes tenant's SMS to number on subject.
+func publishTextOn(t *testing.T, js jetstream.JetStream, subject, tenant, number string) {
+	t.Helper()
 	key := textKey(tenant, number)
 	d := notification.Delivery{
 		ID: notification.ID(key), DedupeKey: key, Tenant: tenant, Channel: event.ChannelSMS, Priority: notification.PriorityNormal,
@@ -108,7 +114,7 @@ func publishText(t *testing.T, js jetstream.JetStream, tenant, number string) {
 	}
 	body, err := json.Marshal(d)
 	require.NoError(t, err)
-	msg := nats.NewMsg("notify.sms.normal." + tenant)
+	msg := nats.NewMsg(subject)
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, key)
 	_, err = js.PublishMsg(heraldtest.Context(t), msg)

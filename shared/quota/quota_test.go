@@ -1,12 +1,16 @@
 package quota_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -84,6 +88,83 @@ func TestCountingTwiceUnderOneIDCountsOnce(t *testing.T) {
 	total, err := b.counter.Get(ctx, december.Subject())
 	require.NoError(t, err)
 	require.EqualValues(t, 2, total)
+}
+
+// losingDialer connects as usual, except that on its first connection,
+// once a counter increment has gone out, it drops everything the server
+// sends: the increment lands and its answer is lost, as when a connection
+// breaks after the server stored the message.
+type losingDialer struct{ dialed atomic.Int32 }
+
+func (d *losingDialer) Dial(network, address string) (net.Conn, error) {
+	c, err := net.Dial(network, address)
+	if err != nil || d.dialed.Add(1) > 1 {
+		return c, err
+	}
+	return &losingConn{Conn: c}, nil
+}
+
+type losingConn struct {
+	net.Conn
+	deaf atomic.Bool
+}
+
+// Write turns the connection deaf before the increment leaves: its answer
+// cannot arrive before.
+func (c *losingConn) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("Nats-Incr")) {
+		c.deaf.Store(true)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *losingConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if err != nil || !c.deaf.Load() {
+			return n, err
+		}
+	}
+}
+
+// An increment lands but its answer is lost to a broken connection: the
+// counter asks again under the same Nats-Msg-Id, so the notification is
+// counted once and learns its place from the first answer's total.
+func TestALostAnswerCountsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	nc, err := nats.Connect(b.n.Server.URL(), nats.SetCustomDialer(&losingDialer{}), nats.ReconnectWait(10*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+
+	type result struct {
+		use quota.Use
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		u, err := quota.New(js).Count(ctx, december, quota.Limit{PerMonth: 10, Limited: true})
+		done <- result{u, err}
+	}()
+	require.Eventually(t, func() bool {
+		total, err := b.counter.Get(ctx, december.Subject())
+		require.NoError(t, err)
+		return total == 1
+	}, 10*time.Second, 10*time.Millisecond, "the increment landed")
+	// The request in flight fails, as on a broken connection, and the
+	// client reconnects.
+	require.NoError(t, nc.ForceReconnect())
+
+	r := <-done
+	require.NoError(t, r.err)
+	require.EqualValues(t, 1, r.use.Used)
+	require.False(t, r.use.Refused)
+	total, err := b.counter.Get(ctx, december.Subject())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, total, "counted once")
 }
 
 // A quota of 10 taken by 15 notifications at once: 10 counted, 5 refused,

@@ -2,6 +2,9 @@ package unsubscribe_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
@@ -51,6 +54,69 @@ func TestALinkNamesWhatItUnsubscribesAndCannotBeAltered(t *testing.T) {
 	require.Error(t, err)
 	_, err = unsubscribe.NewSigner(secret, "herald.example.com")
 	require.Error(t, err)
+}
+
+// token is the last segment of a link.
+func token(link string) string { return link[strings.LastIndex(link, "/")+1:] }
+
+// The links' key is derived from the secret they share with the document
+// links, never the secret itself: a payload signed under the raw secret —
+// as anything else keyed by that secret signs — is not a link.
+func TestALinkSignedWithTheSharedSecretItselfIsRefused(t *testing.T) {
+	t.Parallel()
+	s, err := unsubscribe.NewSigner(secret, "https://herald.example.com")
+	require.NoError(t, err)
+	genuine := token(s.Link(unsubscribe.Opt{Tenant: "acme", Category: "alerts", Address: "olga@zarya.example"}))
+	payload, _, _ := strings.Cut(genuine, ".")
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(payload))
+	underTheSecret := payload + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+
+	_, err = s.Verify(underTheSecret)
+	require.ErrorIs(t, err, unsubscribe.ErrRefused)
+	_, err = s.Verify(genuine)
+	require.NoError(t, err)
+}
+
+// A link unsubscribes one address from one tenant's category: one signed
+// without a tenant, an address or a valid category — an empty category
+// would suppress every category — is refused although its signature holds,
+// and a link for one tenant, address or category never verifies as
+// another's.
+func TestALinkIsForOneTenantAddressAndCategoryOnly(t *testing.T) {
+	t.Parallel()
+	s, err := unsubscribe.NewSigner(secret, "https://herald.example.com")
+	require.NoError(t, err)
+	olga := unsubscribe.Opt{Tenant: "acme", Category: "alerts", Address: "olga@zarya.example"}
+
+	incomplete := map[string]unsubscribe.Opt{
+		"no tenant":              {Category: "alerts", Address: "olga@zarya.example"},
+		"no address":             {Tenant: "acme", Category: "alerts"},
+		"a blank address":        {Tenant: "acme", Category: "alerts", Address: "  "},
+		"no category":            {Tenant: "acme", Address: "olga@zarya.example"},
+		"a category with a dot":  {Tenant: "acme", Category: "alerts.>", Address: "olga@zarya.example"},
+		"a category too long":    {Tenant: "acme", Category: strings.Repeat("a", 65), Address: "olga@zarya.example"},
+		"a category with spaces": {Tenant: "acme", Category: "all alerts", Address: "olga@zarya.example"},
+	}
+	for name, o := range incomplete {
+		_, err := s.Verify(token(s.Link(o)))
+		require.ErrorIs(t, err, unsubscribe.ErrRefused, name)
+	}
+
+	others := map[string]unsubscribe.Opt{
+		"another tenant":   {Tenant: "globex", Category: olga.Category, Address: olga.Address},
+		"another address":  {Tenant: olga.Tenant, Category: olga.Category, Address: "ivan@zarya.example"},
+		"another category": {Tenant: olga.Tenant, Category: "marketing", Address: olga.Address},
+	}
+	_, sig, _ := strings.Cut(token(s.Link(olga)), ".")
+	for name, other := range others {
+		o, err := s.Verify(token(s.Link(other)))
+		require.NoError(t, err, name)
+		require.Equal(t, other, o, name)
+		payload, _, _ := strings.Cut(token(s.Link(other)), ".")
+		_, err = s.Verify(payload + "." + sig)
+		require.ErrorIs(t, err, unsubscribe.ErrRefused, "olga's signature on %s", name)
+	}
 }
 
 type store struct {

@@ -2,8 +2,11 @@ package smtptest_test
 
 import (
 	"bufio"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,9 +88,40 @@ func TestFaults(t *testing.T) {
 	require.Len(t, srv.Received(), 1)
 }
 
+// Close called at once after New — before the server's goroutine may have
+// begun to serve — returns, reports nothing, leaves nothing listening on
+// the address and no goroutine behind. Not parallel: goleak sees every
+// goroutine of the process, so this test runs while no other does.
 func TestCloseRightAfterNew(t *testing.T) {
-	t.Parallel()
-	smtptest.New(t).Close()
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	tb := &loggingTB{T: t}
+	srv := smtptest.New(tb)
+	closeWithin(t, srv, 5*time.Second)
+	require.Empty(t, tb.logged(), "the server reported nothing")
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err == nil {
+		_ = conn.Close()
+	}
+	require.Error(t, err, "nothing listens on the address once Close returned")
+}
+
+// loggingTB is the test, but keeps what is logged through it.
+type loggingTB struct {
+	*testing.T
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *loggingTB) Logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *loggingTB) logged() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
 }
 
 func TestCloseDropsIdleClients(t *testing.T) {
