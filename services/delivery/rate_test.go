@@ -104,7 +104,9 @@ func TestATenantIsHeldToItsPlansRate(t *testing.T) {
 		elapsed := time.Since(start)
 		sent := b.sent()
 		require.LessOrEqual(t, sent, 10+int(10*elapsed.Seconds()), "sent by %v", elapsed)
-		require.Less(t, elapsed, 10*time.Second, "held far below the rate: %d sent", sent)
+		// Four seconds at the rate; a minute is a loop holding the tenant
+		// far below it, not a slow machine.
+		require.Less(t, elapsed, time.Minute, "held far below the rate: %d sent", sent)
 		time.Sleep(10 * time.Millisecond)
 	}
 	require.Greater(t, time.Since(start), 2800*time.Millisecond, "the 30 after the burst took at least three seconds, less a pull")
