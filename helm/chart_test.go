@@ -623,6 +623,8 @@ func TestStreamsJobRunsBeforeTheReleaseExists(t *testing.T) {
 			for _, v := range pod.Volumes {
 				require.NotNil(t, v.ConfigMap, v.Name)
 				runsBefore(t, r, "ConfigMap/"+v.ConfigMap.Name, "Job/herald-streams")
+				require.Equal(t, get[corev1.ConfigMap](t, r, "ConfigMap", "herald").Data,
+					get[corev1.ConfigMap](t, r, "ConfigMap", v.ConfigMap.Name).Data, "the services' own file")
 			}
 			require.False(t, created["ServiceAccount/"+pod.ServiceAccountName], "the chart's ServiceAccount does not exist yet")
 			for _, e := range c.Env {
