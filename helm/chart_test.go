@@ -7,6 +7,8 @@ package helm_test
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -15,9 +17,11 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"text/template"
@@ -42,7 +46,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/heraldhq/herald/services/api/console"
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/services/inbound"
+	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/unsubscribe"
+	"github.com/heraldhq/herald/streams"
 )
 
 const (
@@ -305,10 +315,11 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 			require.Empty(t, c.Command, "the image's entrypoint is /herald")
 			require.Equal(t, int32(1), *d.Spec.Replicas)
 
-			require.Equal(t, []corev1.ContainerPort{
-				{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
-				{Name: "public", ContainerPort: 8081, Protocol: corev1.ProtocolTCP},
-			}, c.Ports)
+			ports := []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+			if app.ServesOutsiders([]string{target}) {
+				ports = append(ports, corev1.ContainerPort{Name: "public", ContainerPort: 8081, Protocol: corev1.ProtocolTCP})
+			}
+			require.Equal(t, ports, c.Ports, "a port for each listener `herald run %s` opens", target)
 			require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
 			require.Equal(t, "http", c.LivenessProbe.HTTPGet.Port.String())
 			require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
@@ -581,7 +592,7 @@ func TestStreamsJobRunsBeforeTheReleaseExists(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := mustInstall(t, vals)
-			require.Equal(t, []string{"Job/herald-streams"}, r.hooks)
+			require.ElementsMatch(t, []string{"ConfigMap/herald-streams", "Job/herald-streams"}, r.hooks)
 			job := get[batchv1.Job](t, r, "Job", "herald-streams")
 			require.Equal(t, "pre-install,pre-upgrade", job.Annotations["helm.sh/hook"])
 			require.Equal(t, "before-hook-creation,hook-succeeded", job.Annotations["helm.sh/hook-delete-policy"])
@@ -592,7 +603,7 @@ func TestStreamsJobRunsBeforeTheReleaseExists(t *testing.T) {
 			require.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 			require.Len(t, pod.Containers, 1)
 			c := pod.Containers[0]
-			require.Equal(t, []string{"streams", "apply", "--replicas=3"}, c.Args)
+			require.Equal(t, []string{"streams", "apply"}, c.Args, "the streams follow the configuration file alone")
 			require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
 			require.True(t, *pod.SecurityContext.RunAsNonRoot)
 			_, ok := env(c, "NATS_URL")
@@ -601,14 +612,20 @@ func TestStreamsJobRunsBeforeTheReleaseExists(t *testing.T) {
 			require.False(t, ok, "streams apply never touches the index")
 
 			// A pre-install hook runs before anything else of the release is
-			// created: it must not need any of it.
+			// created: it must not need any of it, only hooks run before it.
 			created := map[string]bool{}
 			for _, n := range r.names() {
 				if !slices.Contains(r.hooks, n) {
 					created[n] = true
 				}
 			}
-			require.Empty(t, pod.Volumes)
+			require.NotEmpty(t, pod.Volumes, "the configuration file")
+			for _, v := range pod.Volumes {
+				require.NotNil(t, v.ConfigMap, v.Name)
+				runsBefore(t, r, "ConfigMap/"+v.ConfigMap.Name, "Job/herald-streams")
+				require.Equal(t, get[corev1.ConfigMap](t, r, "ConfigMap", "herald").Data,
+					get[corev1.ConfigMap](t, r, "ConfigMap", v.ConfigMap.Name).Data, "the services' own file")
+			}
 			require.False(t, created["ServiceAccount/"+pod.ServiceAccountName], "the chart's ServiceAccount does not exist yet")
 			for _, e := range c.Env {
 				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -623,6 +640,130 @@ func TestStreamsJobRunsBeforeTheReleaseExists(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runsBefore checks that hook is a hook of the same events as job's, and
+// created before it: a lower weight.
+func runsBefore(t *testing.T, r *rendered, hook, job string) {
+	t.Helper()
+	require.Contains(t, r.hooks, hook, "created with the release, after the hooks")
+	annotations := func(name string) map[string]string {
+		obj, ok := r.objects[name].(metav1.Object)
+		require.True(t, ok, name)
+		return obj.GetAnnotations()
+	}
+	h, j := annotations(hook), annotations(job)
+	require.Equal(t, j["helm.sh/hook"], h["helm.sh/hook"], "%s is a hook of the same events as %s", hook, job)
+	weight := func(a map[string]string) int {
+		w, err := strconv.Atoi(cmp.Or(a["helm.sh/hook-weight"], "0"))
+		require.NoError(t, err)
+		return w
+	}
+	require.Less(t, weight(h), weight(j), "%s is created before %s", hook, job)
+}
+
+// What values.yaml says is what the streams are. The hook Job, run as the
+// kubelet would run it — its arguments, its environment, the files it
+// mounts — on an embedded NATS server, leaves every stream and consumer as
+// the services, reading the release's ConfigMap, declare them: the
+// retentions of the ledger, documents and replays, and first come, first
+// served consumers when scheduling.fair is off. (The services skip applying
+// them: the Job is all there is.)
+func TestTheStreamsJobAppliesWhatTheServicesDeclare(t *testing.T) {
+	t.Parallel()
+	herald := buildHerald(t)
+	for name, tt := range map[string]struct {
+		values string
+		want   map[string]time.Duration // stream → max_age on the server
+		fifo   bool                     // NOTIFY's declared consumers exist
+	}{
+		"defaults": {values: "config: {streams: {replicas: 1}}", fifo: false, want: map[string]time.Duration{
+			"KV_deliveries": 2160 * time.Hour, "KV_idempotency": 24 * time.Hour, "OBJ_documents": 0}},
+		"tuned": {values: `
+config:
+  streams: {replicas: 1}
+  ledger: {retention: 1500h}
+  api: {idempotency_ttl: 48h}
+  documents: {retention: 2400h}
+  scheduling: {fair: false}
+`, fifo: true, want: map[string]time.Duration{
+			"KV_deliveries": 1500 * time.Hour, "KV_delivery_retries": 1500 * time.Hour, "KV_idempotency": 48 * time.Hour, "OBJ_documents": 2400 * time.Hour}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := mustInstall(t, values(t, tt.values))
+			n := heraldtest.StartNATS(t)
+			runJob(t, r, herald, "herald-streams", n.Server.URL())
+
+			services := loadConfig(t, r).WithDefaults()
+			report, err := streams.Check(heraldtest.Context(t), n.JS, services.StreamOptions())
+			require.NoError(t, err)
+			var lines []string
+			for _, res := range report {
+				lines = append(lines, res.String())
+			}
+			require.Zero(t, report.Drifted(), "herald streams apply --dry-run, as the services declare them:\n%s", strings.Join(lines, "\n"))
+			for stream, age := range tt.want {
+				s, err := n.JS.Stream(heraldtest.Context(t), stream)
+				require.NoError(t, err)
+				require.Equal(t, age, s.CachedInfo().Config.MaxAge, stream)
+			}
+			_, err = n.JS.Consumer(heraldtest.Context(t), "NOTIFY", "email-normal")
+			require.Equal(t, tt.fifo, err == nil, "NOTIFY's consumers are shared only when scheduling is not fair: %v", err)
+		})
+	}
+}
+
+// buildHerald builds the binary the image runs (/herald).
+func buildHerald(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "herald")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../services/herald").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// runJob runs the Job's one container as the kubelet would, with herald as
+// the image's entrypoint: its arguments; its environment alone, NATS_URL
+// pointed at natsURL; the ConfigMaps it mounts written to a directory of
+// the test's own, where paths into them in its environment lead.
+func runJob(t *testing.T, r *rendered, herald, name, natsURL string) {
+	t.Helper()
+	pod := get[batchv1.Job](t, r, "Job", name).Spec.Template.Spec
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	require.Empty(t, c.Command, "the image's entrypoint is /herald")
+	root := t.TempDir()
+	for _, m := range c.VolumeMounts {
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		require.GreaterOrEqual(t, i, 0, "volume %s", m.Name)
+		require.NotNil(t, pod.Volumes[i].ConfigMap, "volume %s", m.Name)
+		cm := get[corev1.ConfigMap](t, r, "ConfigMap", pod.Volumes[i].ConfigMap.Name)
+		dir := filepath.Join(root, m.MountPath)
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		for file, text := range cm.Data {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, file), []byte(text), 0o600))
+		}
+	}
+	var environ []string
+	for _, e := range c.Env {
+		value := e.Value
+		switch {
+		case e.Name == "NATS_URL":
+			value = natsURL
+		case e.ValueFrom != nil:
+			t.Fatalf("%s comes from outside the chart; this test has none", e.Name)
+		case slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return strings.HasPrefix(value, m.MountPath+"/") }):
+			value = filepath.Join(root, value)
+		}
+		environ = append(environ, e.Name+"="+value)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, herald, c.Args...)
+	cmd.Env = environ
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %v:\n%s", name, c.Args, out)
 }
 
 func TestWithoutTheStreamsJobServicesApplyTheStreams(t *testing.T) {
@@ -728,18 +869,44 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 	}
 }
 
-// Without the api Deployment, the public Service takes every pod's public
-// port: each serves the document links.
-func TestWithoutTheAPIEveryPodIsPublic(t *testing.T) {
+// Only the api's pods serve the public port: a worker opens no public
+// listener, so no other Deployment declares the port, and without the api
+// there is nothing for a public Service or an Ingress to reach.
+func TestOnlyTheAPIDeclaresThePublicPort(t *testing.T) {
 	t.Parallel()
-	r := mustInstall(t, values(t, `services: {api: {enabled: false}}`))
-	selector := labels.SelectorFromSet(get[corev1.Service](t, r, "Service", "herald-public").Spec.Selector)
-	for svc := range targets {
-		if svc == "api" {
+	for _, api := range []bool{true, false} {
+		vals := fmt.Sprintf(`
+history: {existingSecret: herald-history}
+outbox: {existingSecret: herald-outbox}
+config: {sms: {providers: [{type: awssms, region: eu-west-1}]}, whatsapp: {providers: [{type: textdir, dir: /tmp/wa}]}}
+services: {api: {enabled: %v}, history: {enabled: true}, delivery-sms: {enabled: true}, delivery-whatsapp: {enabled: true}, outbox-relay: {enabled: true}}
+`, api)
+		r := mustInstall(t, values(t, vals))
+		require.Subset(t, r.ofKind("Deployment"), []string{"herald-router", "herald-delivery-email", "herald-history",
+			"herald-delivery-sms", "herald-delivery-whatsapp", "herald-outbox-relay"}, "the workers off by default too")
+		var public []string
+		for _, name := range r.ofKind("Deployment") {
+			d := get[appsv1.Deployment](t, r, "Deployment", name)
+			c := container(t, d)
+			if slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "public" || p.ContainerPort == 8081 }) {
+				public = append(public, name)
+			}
+			require.Equal(t, "http", c.ReadinessProbe.HTTPGet.Port.String(), "%s: readiness is on the operations port", name)
+			require.Equal(t, "http", c.LivenessProbe.HTTPGet.Port.String(), "%s: liveness is on the operations port", name)
+			if r.has("Service", "herald-public") {
+				selector := labels.SelectorFromSet(get[corev1.Service](t, r, "Service", "herald-public").Spec.Selector)
+				require.Equal(t, slices.Contains(public, name), selector.Matches(labels.Set(d.Spec.Template.Labels)), "%s behind the public Service", name)
+			}
+		}
+		if api {
+			require.Equal(t, []string{"herald-api"}, public)
+			require.True(t, r.has("Service", "herald-public"))
 			continue
 		}
-		d := get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc)
-		require.True(t, selector.Matches(labels.Set(d.Spec.Template.Labels)), "%s serves document links", svc)
+		require.Empty(t, public, "without the api, no pod has a public port")
+		require.False(t, r.has("Service", "herald-public"), "nothing to reach")
+		_, err := install(values(t, vals+"\npublic: {ingress: {enabled: true, host: herald.example.com}}"))
+		require.ErrorContains(t, err, "public.ingress.enabled needs services.api.enabled")
 	}
 }
 
@@ -756,10 +923,11 @@ serviceMonitor: {enabled: true}
 	ing := get[networkingv1.Ingress](t, r, "Ingress", "herald")
 	require.Len(t, ing.Spec.Rules, 1)
 	require.Equal(t, "herald.example.com", ing.Spec.Rules[0].Host)
-	paths := ing.Spec.Rules[0].HTTP.Paths
-	require.Len(t, paths, 1)
-	require.Equal(t, networkingv1.ServiceBackendPort{Name: "public"}, paths[0].Backend.Service.Port)
-	require.Equal(t, "herald-public", paths[0].Backend.Service.Name)
+	require.NotEmpty(t, ing.Spec.Rules[0].HTTP.Paths)
+	for _, path := range ing.Spec.Rules[0].HTTP.Paths {
+		require.Equal(t, networkingv1.ServiceBackendPort{Name: "public"}, path.Backend.Service.Port)
+		require.Equal(t, "herald-public", path.Backend.Service.Name)
+	}
 
 	public := get[corev1.Service](t, r, "Service", "herald-public")
 	require.Len(t, public.Spec.Ports, 1)
@@ -788,6 +956,44 @@ serviceMonitor: {enabled: true}
 		require.True(t, scraped.Matches(labels.Set(get[corev1.Service](t, r, "Service", "herald-"+svc).Labels)), svc)
 	}
 	require.Equal(t, "http", sm.Spec.Endpoints[0].Port)
+}
+
+// The console is the operators' page: the Ingress takes it to the internet
+// only when public.ingress.console says so. What Herald serves under /v1 —
+// the API, document and unsubscribe links, the providers' webhooks — it
+// always takes; nothing else.
+func TestTheIngressRoutesTheConsoleOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	for _, setting := range []string{"", "console: false", "console: true"} {
+		r := mustInstall(t, values(t, fmt.Sprintf("public: {ingress: {enabled: true, host: herald.example.com, %s}}", setting)))
+		ing := get[networkingv1.Ingress](t, r, "Ingress", "herald")
+		exposed := setting == "console: true"
+		for path, want := range map[string]bool{
+			"/v1/notifications": true, documents.LinkPath + "acme/x.pdf": true, unsubscribe.Path + "token": true,
+			inbound.Path + "sendgrid/acme/main": true, "/v1/openapi.json": true,
+			console.Path: exposed, console.Path + "login": exposed, strings.TrimSuffix(console.Path, "/"): exposed,
+			"/": false, "/metrics": false, "/readyz": false, "/v10": false, "/consoles": false,
+		} {
+			require.Equalf(t, want, routes(t, ing, path), "%q routes %s", setting, path)
+		}
+	}
+}
+
+// routes says whether the Ingress sends a request for path to a backend,
+// as Kubernetes matches a path of type Prefix: element by element.
+func routes(t *testing.T, ing *networkingv1.Ingress, path string) bool {
+	t.Helper()
+	elements := func(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }
+	for _, rule := range ing.Spec.Rules {
+		for _, p := range rule.HTTP.Paths {
+			require.Equal(t, networkingv1.PathTypePrefix, *p.PathType, "a path type whose matching is the controller's own")
+			prefix, req := elements(p.Path), elements(path)
+			if p.Path == "/" || len(req) >= len(prefix) && slices.Equal(req[:len(prefix)], prefix) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Each service may connect as its own NATS user, with only the permissions
@@ -1010,6 +1216,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{`config: {http: {listen: "0.0.0.0:9090"}}`, "http"},
 		{`config: {api: {listen: "0.0.0.0:9090"}}`, "api"},
 		{`public: {ingress: {hosts: [herald.example.com]}}`, "hosts"},
+		{`public: {ingress: {console: "yes"}}`, "/public/ingress/console"},
 		{`config: {nats: {url: "nats://x:4222"}}`, "nats"},
 		{`config: {redis: {url: "redis://x"}}`, "url"},
 		{`config: {history: {url: "postgres://x/db"}}`, "history"},

@@ -18,11 +18,13 @@ func runCommand() *cobra.Command {
 		Short: "Run Herald services against NATS_URL (and REDIS_URL)",
 		Long: `Run the named services in this process: router, pdf, delivery, dlq, api,
 history, outbox-relay… With no names, all of them run (history and
-outbox-relay only when their database is configured). Each process serves /healthz, /readyz and
-/metrics on --http-listen (operations: keep it private), and the HTTP API
-(when api runs) and signed document links on --api-listen (public: put this
-one behind your ingress). SIGINT or
-SIGTERM drains in-flight messages, then exits.
+outbox-relay only when their database is configured). Each process serves
+/healthz, /readyz and /metrics on --http-listen (operations: keep it
+private). A process running api also serves the HTTP API, signed document
+and unsubscribe links, the providers' webhooks and the console on
+--api-listen (public: put this one behind your ingress); a process of
+workers alone does not open it. SIGINT or SIGTERM drains in-flight
+messages, then exits.
 
 Traces are exported over OTLP when the standard variables ask for them
 (OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp; see the README).`,
@@ -44,7 +46,11 @@ Traces are exported over OTLP when the standard variables ask for them
 			if err := a.Start(ctx); err != nil {
 				return err
 			}
-			logger.Info("herald running", "services", cfg.WithDefaults().Services, "http", a.HTTPAddr(), "api", a.APIAddr())
+			listening := []any{"services", cfg.WithDefaults().Services, "http", a.HTTPAddr()}
+			if addr := a.APIAddr(); addr != "" {
+				listening = append(listening, "api", addr)
+			}
+			logger.Info("herald running", listening...)
 			<-ctx.Done()
 			stop()
 			timeout, _ := cmd.Flags().GetDuration("shutdown-timeout")
@@ -63,5 +69,5 @@ Traces are exported over OTLP when the standard variables ask for them
 // listenFlags are the two HTTP addresses, for run and dev.
 func listenFlags(cmd *cobra.Command) {
 	cmd.Flags().String("http-listen", "127.0.0.1:8080", "operations address: /healthz, /readyz and /metrics (keep it private)")
-	cmd.Flags().String("api-listen", "127.0.0.1:8081", "public address: the HTTP API (/v1) and signed document links")
+	cmd.Flags().String("api-listen", "127.0.0.1:8081", "public address, opened when api runs: the HTTP API (/v1) and signed document links")
 }

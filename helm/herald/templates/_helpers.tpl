@@ -59,7 +59,11 @@ given REDIS_URL, HISTORY_URL or OUTBOX_URL only if it uses them: its
 readiness must not depend on a server it never talks to, nor its
 environment hold a password it does not need. providers names the config
 section whose providers a text channel's workers need (they refuse to start
-without one): enabling the service without them fails the release.
+without one): enabling the service without them fails the release. public
+is whether the service answers outsiders on the public port (8081): only
+the api (the API, document and unsubscribe links, the providers' webhooks,
+the console) does, and a process of workers does not open that port at all
+(Herald's app.ServesOutsiders), so no other Deployment declares it.
 */}}
 {{- define "herald.targets" -}}
 router:
@@ -67,53 +71,63 @@ router:
   redis: false
   history: none
   outbox: false
+  public: false
 delivery-email:
   target: delivery
   redis: true
   history: none
   outbox: false
+  public: false
 pdf:
   target: pdf
   redis: false
   history: none
   outbox: false
+  public: false
 dlq:
   target: dlq
   redis: true
   history: none
   outbox: false
+  public: false
 api:
   target: api
   redis: false
   history: optional
   outbox: false
+  public: true
 history:
   target: history
   redis: false
   history: required
   outbox: false
+  public: false
 delivery-sms:
   target: sms
   redis: true
   history: none
   outbox: false
+  public: false
   providers: sms
 delivery-whatsapp:
   target: whatsapp
   redis: true
   history: none
   outbox: false
+  public: false
   providers: whatsapp
 delivery-webhook:
   target: webhook
   redis: true
   history: none
   outbox: false
+  public: false
 outbox-relay:
   target: outbox-relay
   redis: false
   history: none
   outbox: true
+  public: false
 {{- end }}
 
 {{- define "herald.serviceAccountName" -}}
@@ -272,10 +286,17 @@ release fails instead.
 {{- end }}
 
 {{/*
-The label of the pods behind the public Service: every service's pods serve
-document links on their public port (any of them can read the object store),
-and nothing else — the streams Job's pod — carries it.
+The label of the pods behind the public Service: those of the services that
+answer outsiders (public in herald.targets), and nothing else — the workers'
+pods, the streams Job's pod — carries it.
 */}}
 {{- define "herald.publicLabel" -}}
 herald.io/public: "true"
+{{- end }}
+
+{{/* Whether an enabled service answers outsiders: only then is there a public port to reach. */}}
+{{- define "herald.publicServed" -}}
+{{- range $name, $t := include "herald.targets" . | fromYaml }}
+{{- if and $t.public (index $.Values.services $name).enabled }}true{{ end }}
+{{- end }}
 {{- end }}

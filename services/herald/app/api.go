@@ -117,7 +117,7 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 	auth.svc = svc
 	// Below the documents' route, which is more specific.
 	a.public.Handle("/v1/", svc.Handler())
-	// The links are signed as emails sign them (serveLinks, before any
+	// The links are signed as emails sign them (links, before any
 	// service is built); nil without a link secret.
 	if auth.console, err = console.New(a.js, console.Config{Keys: auth, Secure: !a.dev, Streams: a.cfg.StreamOptions(), Plans: a.apiC.Plans,
 		History: a.apiC.History, Retry: svc.Retry, Links: a.emailA.Links,

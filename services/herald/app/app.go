@@ -1,8 +1,9 @@
 // Package app assembles Herald's services into one process: it connects to
 // NATS (and Redis), applies the stream declarations, starts the services the
 // configuration names, and serves health and metrics on one HTTP listener
-// (operations) and document links on another (public). `herald run`
-// and `herald dev` use it; so do the end-to-end tests.
+// (operations) and, when a service answers outsiders, the API and document
+// links on another (public). `herald run` and `herald dev` use it; so do
+// the end-to-end tests.
 package app
 
 import (
@@ -62,7 +63,7 @@ type App struct {
 	// service and the api; nil until one of them needs it.
 	history *history.Store
 	// public is the public listener's routes; services that answer
-	// outsiders (api) add theirs when they are built.
+	// outsiders (api) add theirs when they are built. nil when none runs.
 	public   *http.ServeMux
 	apiC     api.Config
 	inboundC inbound.Config
@@ -218,8 +219,14 @@ func (a *App) Start(ctx context.Context) (err error) {
 // HTTPAddr is the operations address: health, readiness, metrics.
 func (a *App) HTTPAddr() string { return a.opsAddr.String() }
 
-// APIAddr is the public address: the HTTP API, document links.
-func (a *App) APIAddr() string { return a.publicAddr.String() }
+// APIAddr is the public address: the HTTP API, document links; "" when
+// no service of this process answers outsiders (ServesOutsiders).
+func (a *App) APIAddr() string {
+	if a.publicAddr == nil {
+		return ""
+	}
+	return a.publicAddr.String()
+}
 
 // Stop drains the services (in-flight messages finish and are
 // acknowledged), then closes connections. ctx bounds the drain. Calling it

@@ -62,9 +62,10 @@ type Config struct {
 	} `yaml:"http"`
 	API struct {
 		// Listen is the public address: what recipients and outsiders
-		// reach — signed document links now; the API, provider webhooks
-		// and the console later. It serves nothing of the operations
-		// address. Defaults to 127.0.0.1:8081.
+		// reach — the API, signed document and unsubscribe links, the
+		// providers' webhooks and the console — opened only by a process
+		// that runs the api. It serves nothing of the operations address.
+		// Defaults to 127.0.0.1:8081.
 		Listen string `yaml:"listen"`
 		// MaxBodyBytes caps a request body (413 beyond). Defaults to 1 MiB.
 		MaxBodyBytes int64 `yaml:"max_body_bytes"`

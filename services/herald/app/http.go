@@ -15,24 +15,30 @@ import (
 	"github.com/heraldhq/herald/shared/unsubscribe"
 )
 
-// startHTTP opens both listeners: operations (http.listen) for probes and
-// scrapers, public (api.listen) for what outsiders reach. They share no
-// route, so exposing the public one exposes nothing of operations.
+// startHTTP opens the operations listener (http.listen) for probes and
+// scrapers, and the public one (api.listen) for what outsiders reach, only
+// if a service of this process answers them: a process of workers exposes
+// nothing outsiders could call. The two share no route, so exposing the
+// public one exposes nothing of operations.
 func (a *App) startHTTP(ctx context.Context) error {
 	opsLn, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("http.listen: %w", err)
 	}
-	publicLn, err := net.Listen("tcp", a.cfg.API.Listen)
-	if err != nil {
-		_ = opsLn.Close()
-		return fmt.Errorf("api.listen: %w", err)
+	a.opsAddr = opsLn.Addr()
+	var publicLn net.Listener
+	if ServesOutsiders(a.cfg.Services) {
+		if publicLn, err = net.Listen("tcp", a.cfg.API.Listen); err != nil {
+			_ = opsLn.Close()
+			return fmt.Errorf("api.listen: %w", err)
+		}
+		a.publicAddr, a.public = publicLn.Addr(), http.NewServeMux()
 	}
-	a.opsAddr, a.publicAddr = opsLn.Addr(), publicLn.Addr()
-	public := http.NewServeMux()
-	a.public = public
-	if err := a.serveLinks(ctx, public); err != nil {
-		_, _ = opsLn.Close(), publicLn.Close()
+	if err := a.links(ctx); err != nil {
+		_ = opsLn.Close()
+		if publicLn != nil {
+			_ = publicLn.Close()
+		}
 		return err
 	}
 	ops := http.NewServeMux()
@@ -40,7 +46,9 @@ func (a *App) startHTTP(ctx context.Context) error {
 	ops.Handle("GET /readyz", a.checks.ReadyHandler())
 	ops.Handle("GET /metrics", a.tel.Handler())
 	a.serve("http.listen", opsLn, ops)
-	a.serve("api.listen", publicLn, public)
+	if publicLn != nil {
+		a.serve("api.listen", publicLn, a.public)
+	}
 	return nil
 }
 
@@ -68,35 +76,50 @@ func (a *App) serve(name string, ln net.Listener, h http.Handler) {
 	}()
 }
 
-// serveLinks, when links are configured, serves signed document links and
-// one-click unsubscribe links, and lets delivery sign them.
-func (a *App) serveLinks(ctx context.Context, mux *http.ServeMux) error {
+// links, when links are configured, lets delivery sign document and
+// one-click unsubscribe links, and serves them where the process has a
+// public listener.
+func (a *App) links(ctx context.Context) error {
 	if a.linkKey == nil {
 		return nil
 	}
-	public := cmp.Or(a.cfg.Documents.PublicURL, "http://"+a.publicAddr.String())
+	// Without documents.public_url, links point at the public listener:
+	// this process's (with the port it got for :0), else where the api's
+	// listens.
+	base := a.cfg.API.Listen
+	if a.publicAddr != nil {
+		base = a.publicAddr.String()
+	}
+	public := cmp.Or(a.cfg.Documents.PublicURL, "http://"+base)
 	signer, err := documents.NewSigner(a.linkKey, public, a.cfg.Documents.LinkTTL)
 	if err != nil {
 		return fmt.Errorf("documents.public_url: %w", err)
 	}
-	store, err := documents.Open(ctx, a.js)
-	if err != nil {
-		return err
-	}
-	mux.Handle("GET "+documents.LinkPath+"{name...}", documents.Handler(store, signer, a.logger))
-	a.emailA.Links = signer
-
 	unsubscribes, err := unsubscribe.NewSigner(a.linkKey, public)
 	if err != nil {
 		return fmt.Errorf("documents.public_url: %w", err)
 	}
+	a.emailA.Links, a.emailA.Unsubscribe = signer, unsubscribes
+	if a.public == nil {
+		return nil
+	}
+	return a.serveLinks(ctx, signer, unsubscribes)
+}
+
+// serveLinks serves signed document links and one-click unsubscribe links
+// on the public listener.
+func (a *App) serveLinks(ctx context.Context, signer *documents.Signer, unsubscribes *unsubscribe.Signer) error {
+	store, err := documents.Open(ctx, a.js)
+	if err != nil {
+		return err
+	}
+	a.public.Handle("GET "+documents.LinkPath+"{name...}", documents.Handler(store, signer, a.logger))
 	suppressions, err := suppression.Open(ctx, a.js)
 	if err != nil {
 		return err
 	}
 	h := unsubscribe.Handler(suppressions, unsubscribes, a.logger.With("service", "unsubscribe"))
-	mux.Handle("GET "+unsubscribe.Path+"{token}", h)
-	mux.Handle("POST "+unsubscribe.Path+"{token}", h)
-	a.emailA.Unsubscribe = unsubscribes
+	a.public.Handle("GET "+unsubscribe.Path+"{token}", h)
+	a.public.Handle("POST "+unsubscribe.Path+"{token}", h)
 	return nil
 }

@@ -22,28 +22,44 @@ import (
 	"github.com/heraldhq/herald/shared/vault"
 )
 
-// module is one service the binary can run — one row of modules. configure
-// builds the service's config from its section of the file and checks it,
-// before anything connects: every bad setting of every service a process
-// runs stops start-up at once. build makes the service once NATS is up.
+// module is one service the binary can run — one row of modules. answers
+// says whom it answers over HTTP. configure builds the service's config
+// from its section of the file and checks it, before anything connects:
+// every bad setting of every service a process runs stops start-up at
+// once. build makes the service once NATS is up.
 type module struct {
 	name      string
+	answers   audience
 	configure func(*App) error
 	build     func(*App, context.Context) (service, error)
 }
 
+// audience is whom a service answers over HTTP, and so which listeners a
+// process running it opens.
+type audience int
+
+const (
+	// operators: probes and scrapers, on the operations listener
+	// (http.listen) every process opens.
+	operators audience = iota
+	// outsiders as well, on the public listener (api.listen): the HTTP
+	// API, the document and unsubscribe links under /v1, the providers'
+	// webhooks and the console. A process opens it only for such a service.
+	outsiders
+)
+
 // modules are the services, one row each.
 var modules = []module{
-	{"router", (*App).configureRouter, (*App).buildRouter},
-	{"pdf", (*App).configurePDF, func(a *App, _ context.Context) (service, error) { return pdf.New(a.js, a.pdfC) }},
-	{"delivery", (*App).configureDelivery, (*App).buildDelivery},
-	{"sms", configureText(event.ChannelSMS), buildText(event.ChannelSMS)},
-	{"whatsapp", configureText(event.ChannelWhatsApp), buildText(event.ChannelWhatsApp)},
-	{"webhook", (*App).configureWebhook, (*App).buildWebhook},
-	{"dlq", (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
-	{"api", (*App).configureAPI, (*App).buildAPI},
-	{"history", (*App).configureHistory, (*App).buildHistory},
-	{"outbox-relay", (*App).configureOutbox, (*App).buildOutbox},
+	{"router", operators, (*App).configureRouter, (*App).buildRouter},
+	{"pdf", operators, (*App).configurePDF, func(a *App, _ context.Context) (service, error) { return pdf.New(a.js, a.pdfC) }},
+	{"delivery", operators, (*App).configureDelivery, (*App).buildDelivery},
+	{"sms", operators, configureText(event.ChannelSMS), buildText(event.ChannelSMS)},
+	{"whatsapp", operators, configureText(event.ChannelWhatsApp), buildText(event.ChannelWhatsApp)},
+	{"webhook", operators, (*App).configureWebhook, (*App).buildWebhook},
+	{"dlq", operators, (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
+	{"api", outsiders, (*App).configureAPI, (*App).buildAPI},
+	{"history", operators, (*App).configureHistory, (*App).buildHistory},
+	{"outbox-relay", operators, (*App).configureOutbox, (*App).buildOutbox},
 }
 
 // Targets are the services one herald process can run.
@@ -54,6 +70,16 @@ var Targets = func() []string {
 	}
 	return names
 }()
+
+// ServesOutsiders says whether a process running services opens the public
+// listener (api.listen): only when one of them answers outsiders. A
+// process of workers alone listens for probes and scrapers only.
+func ServesOutsiders(services []string) bool {
+	return slices.ContainsFunc(services, func(name string) bool {
+		m, ok := moduleNamed(name)
+		return ok && m.answers == outsiders
+	})
+}
 
 func moduleNamed(name string) (module, bool) {
 	i := slices.IndexFunc(modules, func(m module) bool { return m.name == name })
