@@ -57,7 +57,9 @@ func runPublish(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	ev, err := event.Decode(raw)
+	// The router's own check, envelope and data: what it would dead-letter
+	// is refused here with the reason it would give.
+	ev, _, err := event.Read(raw)
 	if err != nil && !noValidate {
 		return fmt.Errorf("%s: %w (use --no-validate to publish it anyway)", args[0], err)
 	}
