@@ -212,8 +212,10 @@ func (e *Event) ID() string { return e.id }
 func (e *Event) Subject() string { return e.subject }
 
 // Msg returns the NATS message that publishes the event: the structured
-// JSON body, Nats-Msg-Id set to the event id (the stream's duplicate window
-// drops a second copy), content-type application/cloudevents+json, and
+// JSON body, Nats-Msg-Id set to event.MsgID — tenant, id and a digest of
+// the body, which no other tenant can guess to make the stream drop the
+// event, and with which the stream drops a second copy of these bytes —
+// content-type application/cloudevents+json, and
 // the trace context of ctx's span in W3C traceparent and tracestate
 // headers, as Herald's router reads them. An invalid event is the error
 // Build returns.
@@ -224,7 +226,7 @@ func (e *Event) Msg(ctx context.Context) (*nats.Msg, error) {
 	}
 	msg := nats.NewMsg(e.subject)
 	msg.Data = payload
-	msg.Header.Set(jetstream.MsgIDHeader, e.id)
+	msg.Header.Set(jetstream.MsgIDHeader, event.MsgID(e.tenant, e.id, payload))
 	msg.Header.Set("content-type", ContentType)
 	injectTrace(ctx, natsHeader(msg.Header))
 	return msg, nil

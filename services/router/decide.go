@@ -34,6 +34,10 @@ const (
 	// dead-lettered with the registry's reason, to be redriven once the
 	// tenant is admitted.
 	Refused Outcome = "refused"
+	// Duplicate: the tenant's event, by its id, was routed before (a copy
+	// republished, or sent over NATS and over HTTP); it is acknowledged
+	// without routing it again.
+	Duplicate Outcome = "duplicate"
 )
 
 // Decision is the router's verdict on one event: deliveries to publish
