@@ -48,6 +48,7 @@ type Envelope struct {
 // OrderCreated, LowStock or another constructor.
 type Event struct {
 	id      string
+	tenant  string
 	subject string
 	payload []byte
 	err     error
@@ -114,7 +115,7 @@ func newEvent(family, eventType string, env Envelope, data any) *Event {
 	if env.Time.IsZero() {
 		env.Time = time.Now().UTC()
 	}
-	e := &Event{id: env.ID}
+	e := &Event{id: env.ID, tenant: env.Tenant}
 	subject, err := subjectOf(family, eventType, env)
 	if err != nil {
 		e.err = err
@@ -159,20 +160,31 @@ func encode(eventType string, env Envelope, data any) ([]byte, error) {
 	return payload, validate(payload)
 }
 
-// validate runs what the router runs on an event's bytes, in its order:
-// the envelope (a bad one is the whole answer, as in the router), then the
-// data by the event's family.
+// validate runs on an event's bytes what the router runs on them,
+// event.Read: the envelope and the data, every problem of both named.
 func validate(payload []byte) error {
-	ev, err := event.Decode(payload)
-	if err != nil {
-		return err
-	}
-	if strings.HasPrefix(ev.Type, "inventory.") {
-		_, err = ev.StockData()
-	} else {
-		_, err = ev.OrderData()
-	}
+	_, _, err := event.Read(payload)
 	return err
+}
+
+// FromJSON makes an Event of a structured-mode CloudEvent that the
+// publisher already has as JSON (from its own templates, or another
+// system), checked as the router will check it: an invalid one's error is
+// the reason the router would dead-letter it with, naming every field at
+// fault. It is published with its bytes as they are, on the subject its
+// type implies, with the tenant as a third token when tenantSubject is set
+// (Envelope.TenantSubject).
+func FromJSON(payload []byte, tenantSubject bool) *Event {
+	ev, _, err := event.Read(payload)
+	e := &Event{id: ev.ID, tenant: ev.Tenant, err: err}
+	if err != nil {
+		return e
+	}
+	family, _, _ := strings.Cut(ev.Type, ".")
+	if e.subject, e.err = subjectOf(family, ev.Type, Envelope{Tenant: ev.Tenant, TenantSubject: tenantSubject}); e.err == nil {
+		e.payload = bytes.Clone(payload)
+	}
+	return e
 }
 
 // errNotMade is the error of an Event that no constructor made.
@@ -200,8 +212,10 @@ func (e *Event) ID() string { return e.id }
 func (e *Event) Subject() string { return e.subject }
 
 // Msg returns the NATS message that publishes the event: the structured
-// JSON body, Nats-Msg-Id set to the event id (the stream's duplicate window
-// drops a second copy), content-type application/cloudevents+json, and
+// JSON body, Nats-Msg-Id set to event.MsgID — tenant, id and a digest of
+// the body, which no other tenant can guess to make the stream drop the
+// event, and with which the stream drops a second copy of these bytes —
+// content-type application/cloudevents+json, and
 // the trace context of ctx's span in W3C traceparent and tracestate
 // headers, as Herald's router reads them. An invalid event is the error
 // Build returns.
@@ -212,7 +226,7 @@ func (e *Event) Msg(ctx context.Context) (*nats.Msg, error) {
 	}
 	msg := nats.NewMsg(e.subject)
 	msg.Data = payload
-	msg.Header.Set(jetstream.MsgIDHeader, e.id)
+	msg.Header.Set(jetstream.MsgIDHeader, event.MsgID(e.tenant, e.id, payload))
 	msg.Header.Set("content-type", ContentType)
 	injectTrace(ctx, natsHeader(msg.Header))
 	return msg, nil

@@ -88,7 +88,7 @@ func TestHTTPStoresAnEventOnceAndReportsTheCopy(t *testing.T) {
 	want, err := ev.Build()
 	require.NoError(t, err)
 	require.Equal(t, want, stored[0].Data, "the API publishes the client's bytes as they are")
-	require.Equal(t, "acme:"+ev.ID(), stored[0].Header.Get(jetstream.MsgIDHeader), "the event id was the Idempotency-Key")
+	require.Equal(t, event.MsgID("acme", ev.ID(), want), stored[0].Header.Get(jetstream.MsgIDHeader), "the message id the client gives it over NATS")
 }
 
 // An event id longer than an Idempotency-Key may be (256 bytes where the

@@ -10,11 +10,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
-// The message is what Herald reads: the event's subject, its JSON, the
-// event id as Nats-Msg-Id (the duplicate window's key), the structured
+// The message is what Herald reads: the event's subject, its JSON, a
+// Nats-Msg-Id no other tenant can guess (event.MsgID), the structured
 // content type, and no trace headers when there is no trace.
 func TestMsgIsWhatHeraldReads(t *testing.T) {
 	t.Parallel()
@@ -28,7 +29,7 @@ func TestMsgIsWhatHeraldReads(t *testing.T) {
 	require.Equal(t, "inventory.low_stock", msg.Subject)
 	require.Equal(t, want, msg.Data)
 	require.Equal(t, nats.Header{
-		"Nats-Msg-Id":  {ev.ID()},
+		"Nats-Msg-Id":  {event.MsgID("acme", ev.ID(), want)},
 		"content-type": {"application/cloudevents+json"},
 	}, msg.Header)
 }

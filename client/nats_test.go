@@ -39,7 +39,7 @@ func TestNATSStoresAnEventOnceAndReportsTheCopy(t *testing.T) {
 	want, err := ev.Build()
 	require.NoError(t, err)
 	require.Equal(t, want, stored[0].Data)
-	require.Equal(t, ev.ID(), stored[0].Header.Get(jetstream.MsgIDHeader))
+	require.Equal(t, event.MsgID("acme", ev.ID(), want), stored[0].Header.Get(jetstream.MsgIDHeader))
 	require.Equal(t, "application/cloudevents+json", stored[0].Header.Get("content-type"))
 }
 

@@ -3,6 +3,8 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +84,42 @@ func TestTheRouterRefusesWhatTheClientRefusesInTheSameWords(t *testing.T) {
 	require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "DLQ")) == 1 }, 10*time.Second, 20*time.Millisecond)
 	entry := heraldtest.StreamMessages(t, n.JS, "DLQ")[0]
 	require.Equal(t, refused.Error(), entry.Header.Get(deadletter.HeaderReason))
+}
+
+// An event the publisher already has as JSON is checked as the router
+// checks it: what the router dead-letters, FromJSON refuses with the
+// router's reason — every field at fault, a JSON number where a decimal
+// string is due and a key in another case among them.
+func TestFromJSONRefusesWhatTheRouterDeadLettersInItsWords(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	startRouter(t, n)
+	raw, err := os.ReadFile("../examples/events/order.created.json")
+	require.NoError(t, err)
+	spoil := func(id string, edits ...[2]string) []byte {
+		s := strings.Replace(string(raw), "evt-2026-11-30-0001", id, 1)
+		for _, e := range edits {
+			require.Equal(t, 1, strings.Count(s, e[0]), e[0])
+			s = strings.Replace(s, e[0], e[1], 1)
+		}
+		return []byte(s)
+	}
+	numberForDecimal := [2]string{`"net": "166.80"`, `"net": 166.80`}
+	keyInAnotherCase := [2]string{`"email": "compras@frutasdelsur.example"`, `"email": "compras@frutasdelsur.example", "Email": "ceo@frutasdelsur.example"`}
+	lowerCaseISOCode := [2]string{`"currency": "EUR"`, `"currency": "eur"`}
+
+	_, err = client.FromJSON(raw, false).Build()
+	require.NoError(t, err, "the sample is valid")
+	for i, payload := range [][]byte{
+		spoil("evt-number", numberForDecimal),
+		spoil("evt-case", keyInAnotherCase),
+		spoil("evt-three", numberForDecimal, keyInAnotherCase, lowerCaseISOCode),
+	} {
+		_, refused := client.FromJSON(payload, false).Build()
+		require.Error(t, refused, "input %d", i)
+		_, err := n.JS.PublishMsg(t.Context(), &nats.Msg{Subject: "orders.created", Data: payload})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "DLQ")) == i+1 }, 10*time.Second, 20*time.Millisecond)
+		require.Equal(t, refused.Error(), heraldtest.StreamMessages(t, n.JS, "DLQ")[i].Header.Get(deadletter.HeaderReason), "input %d", i)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/outbox"
+	heraldevent "github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
@@ -248,7 +249,8 @@ func TestRowsPublishedButNotMarkedArePublishedAgainAndDroppedAsDuplicates(t *tes
 }
 
 // Rows other languages insert with plain SQL: headers as strings or arrays;
-// without Nats-Msg-Id the event's own id is taken; a row with neither is
+// without Nats-Msg-Id the event's own id is taken, and a tenant's event
+// goes under event.MsgID whatever the row says; a row with neither is
 // given up with its reason, and the rows after it are not held back.
 func TestRowsInsertedWithPlainSQL(t *testing.T) {
 	t.Parallel()
@@ -263,11 +265,15 @@ func TestRowsInsertedWithPlainSQL(t *testing.T) {
 		d.exec(t, insert, "orders created", `{"Nats-Msg-Id": "evt-g"}`, []byte(`{}`))
 		d.exec(t, insert, "orders.>", `{"Nats-Msg-Id": "evt-h"}`, []byte(`{}`))
 		d.exec(t, insert, "orders.created", `{"Nats-Msg-Id": "evt-f"}`, []byte(`{}`))
+		tenants := []byte(`{"specversion":"1.0","id":"evt-t","tenant":"acme"}`)
+		d.exec(t, insert, "orders.created", `{"Nats-Msg-Id": "evt-t"}`, tenants)
 		reader := startRelay(t, d.db, js, outbox.RelayConfig{Poll: 20 * time.Millisecond})
 
-		st := waitForStatus(t, d.db, func(s outbox.Status) bool { return s.Published == 4 && s.Failed == 4 })
+		st := waitForStatus(t, d.db, func(s outbox.Status) bool { return s.Published == 5 && s.Failed == 4 })
 		require.Zero(t, st.Backlog)
-		require.Equal(t, []string{"evt-a", "evt-b", "evt-c", "evt-f"}, ids(t, js))
+		// A tenant's event goes under the id no other tenant can guess,
+		// whatever the row said.
+		require.Equal(t, []string{"evt-a", "evt-b", "evt-c", "evt-f", heraldevent.MsgID("acme", "evt-t", tenants)}, ids(t, js))
 		require.Equal(t, []string{"one", "two"}, heraldtest.StreamMessages(t, js, "ORDERS")[0].Header.Values("x-tags"))
 		require.Equal(t, map[string]int64{"permanent": 4}, heraldtest.Counts(t, reader, "herald.outbox.publish_errors", "class"))
 	})

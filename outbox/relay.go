@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/heraldhq/herald/shared/event"
 )
 
 // RelayConfig tunes a Relay; the zero value is usable.
@@ -240,9 +242,13 @@ func await(ctx context.Context, f jetstream.PubAckFuture) (*jetstream.PubAck, er
 	}
 }
 
-// msg is the row as the message it holds. Nats-Msg-Id is required: a row
-// without one (added with plain SQL) takes its CloudEvent's id, from a
-// ce-id header or a structured event's "id".
+// msg is the row as the message it holds. A row that is an event (a
+// tenant and an id, in ce- headers or a structured event's body) goes with
+// the Nats-Msg-Id Herald's publishers give it, event.MsgID, whatever the
+// row says: an id another tenant can guess, such as the bare event id,
+// would let that tenant have the stream drop it as a duplicate. Any other
+// row needs a Nats-Msg-Id of its own, or an event id to take as one:
+// without one, a relay restart could publish it twice.
 func (w row) msg() (*nats.Msg, error) {
 	if !validSubject(w.subject) {
 		return nil, errBadRow{fmt.Errorf("subject %q is not one a message can be published on", w.subject)}
@@ -264,21 +270,30 @@ func (w row) msg() (*nats.Msg, error) {
 		}
 		h[k] = many
 	}
-	if h.Get(nats.MsgIdHdr) == "" {
-		id := h.Get("ce-id")
-		if id == "" {
-			var ev struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(w.payload, &ev)
-			id = ev.ID
-		}
-		if id == "" {
-			return nil, errBadRow{errors.New("no Nats-Msg-Id header and no event id to take it from: published without one, a relay restart could send it twice")}
-		}
+	switch tenant, id := w.event(h); {
+	case tenant != "" && id != "":
+		h.Set(nats.MsgIdHdr, event.MsgID(tenant, id, w.payload))
+	case h.Get(nats.MsgIdHdr) != "":
+	case id != "": // no tenant: an event the router will refuse, under its own id
 		h.Set(nats.MsgIdHdr, id)
+	default:
+		return nil, errBadRow{errors.New("no Nats-Msg-Id header and no event id to take it from: published without one, a relay restart could send it twice")}
 	}
 	return &nats.Msg{Subject: w.subject, Header: h, Data: w.payload}, nil
+}
+
+// event is the tenant and id of the CloudEvent a row holds: from its ce-
+// headers in binary mode, else from a structured event's body.
+func (w row) event(h nats.Header) (tenant, id string) {
+	if h.Get("ce-id") != "" {
+		return h.Get("ce-tenant"), h.Get("ce-id")
+	}
+	var ev struct {
+		ID     string `json:"id"`
+		Tenant string `json:"tenant"`
+	}
+	_ = json.Unmarshal(w.payload, &ev)
+	return ev.Tenant, ev.ID
 }
 
 // validSubject is a subject a message can be published on: dot-separated

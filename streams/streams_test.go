@@ -130,6 +130,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_console_sessions": {jetstream.LimitsPolicy, []string{"$KV.console_sessions.>"}, nil},
 		"AUDIT":               {jetstream.LimitsPolicy, []string{"audit.>"}, nil},
 		"KV_circuits":         {jetstream.LimitsPolicy, []string{"$KV.circuits.>"}, nil},
+		// The events the router routed, by tenant and id.
+		"KV_events": {jetstream.LimitsPolicy, []string{"$KV.events.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
@@ -197,7 +199,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 47)
+	require.Len(t, report, 48)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -218,11 +220,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 25, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 26, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 25, report.Drifted())
+	require.Equal(t, 26, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

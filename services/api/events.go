@@ -56,7 +56,7 @@ type EventAccepted struct {
 	Subject   string `json:"subject" doc:"The subject it was published on."`
 	Stream    string `json:"stream" doc:"The stream that stored it."`
 	Sequence  uint64 `json:"sequence" doc:"Its sequence in the stream (the earlier copy's, if a duplicate)."`
-	Duplicate bool   `json:"duplicate" doc:"JetStream had stored a message with the same Nats-Msg-Id within its duplicate window, and kept that one."`
+	Duplicate bool   `json:"duplicate" doc:"JetStream had stored the same event (tenant, id and bytes: the same Nats-Msg-Id) within its duplicate window, and kept that one."`
 }
 
 type eventInput struct {
@@ -196,7 +196,11 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 		out := &eventOutput{Status: prev.Status, Replayed: "true"}
 		return out, s.replayed(ctx, eventsRoute, ev.Tenant, prev, &out.Body)
 	}
-	ack, err := s.publish(ctx, subject, ev.Tenant+":"+key, header, body)
+	// The message id is the one Herald's NATS publishers give the same
+	// bytes (event.MsgID), not the Idempotency-Key: another tenant cannot
+	// guess it, and whatever came first, NATS or HTTP, the router routes
+	// the event once (by tenant and id).
+	ack, err := s.publish(ctx, subject, event.MsgID(ev.Tenant, ev.ID, body), header, body)
 	if err != nil {
 		s.release(ctx, c)
 		return nil, err

@@ -18,7 +18,8 @@ import (
 
 // An event without a tenant is the key's tenant's: it is published on the
 // subject its type implies, with the tenant filled in and every other byte
-// as sent, under a Nats-Msg-Id no other tenant's key can make.
+// as sent, under a Nats-Msg-Id no other tenant can guess (event.MsgID: the
+// tenant, the id and a digest of the bytes).
 func TestPublishedEventCarriesTheKeysTenant(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
@@ -33,8 +34,8 @@ func TestPublishedEventCarriesTheKeysTenant(t *testing.T) {
 	msgs := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
 	require.Len(t, msgs, 1)
 	require.Equal(t, "orders.created.acme", msgs[0].Subject)
-	require.Equal(t, "acme:evt-2026-11-30-0001", msgs[0].Header.Get(jetstream.MsgIDHeader))
 	require.Equal(t, `{"tenant":"acme",`+string(body[1:]), string(msgs[0].Data))
+	require.Equal(t, event.MsgID("acme", "evt-2026-11-30-0001", msgs[0].Data), msgs[0].Header.Get(jetstream.MsgIDHeader))
 	ev, err := event.Decode(msgs[0].Data)
 	require.NoError(t, err)
 	require.Equal(t, "acme", ev.Tenant)
@@ -62,7 +63,7 @@ func TestIdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 
 	msgs := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
 	require.Len(t, msgs, 1, "one publish for one key")
-	require.Equal(t, "acme:order 42, take 1", msgs[0].Header.Get(jetstream.MsgIDHeader))
+	require.Equal(t, event.MsgID("acme", "evt-2026-11-30-0001", body), msgs[0].Header.Get(jetstream.MsgIDHeader), "the event's, not the key's")
 
 	// Without a key, the event id is the key: the same again replays.
 	first = b.do(t, http.MethodPost, "/v1/events", acmeSend, other)
@@ -86,7 +87,7 @@ func TestTenantsNeverShareAKey(t *testing.T) {
 	}
 	msgs := heraldtest.StreamMessages(t, b.nats.JS, "ORDERS")
 	require.Len(t, msgs, 2)
-	require.Equal(t, "globex:evt-2026-11-30-0001", msgs[1].Header.Get(jetstream.MsgIDHeader))
+	require.Equal(t, event.MsgID("globex", "evt-2026-11-30-0001", msgs[1].Data), msgs[1].Header.Get(jetstream.MsgIDHeader))
 }
 
 func TestEventsAreRefusedWithAProblem(t *testing.T) {
@@ -191,9 +192,9 @@ func binaryOrder(t *testing.T) ([]string, []byte) {
 }
 
 // An event in binary mode is published in binary mode, to the same subject
-// and under the same Nats-Msg-Id as the same event in structured mode, with
-// the key's tenant filled in, and decodes to the same event. Its
-// Nats-Msg-Id is the structured event's (TestPublishedEventCarriesTheKeysTenant).
+// as the same event in structured mode, with the key's tenant filled in,
+// and decodes to the same event. Its Nats-Msg-Id digests the bytes
+// published, the data; the router routes it once whichever mode came first.
 func TestABinaryModeEventIsPublishedAsSent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
@@ -207,7 +208,7 @@ func TestABinaryModeEventIsPublishedAsSent(t *testing.T) {
 	require.Len(t, msgs, 1)
 	msg := msgs[0]
 	require.Equal(t, "orders.created.acme", msg.Subject)
-	require.Equal(t, "acme:evt-2026-11-30-0001", msg.Header.Get(jetstream.MsgIDHeader))
+	require.Equal(t, event.MsgID("acme", "evt-2026-11-30-0001", data), msg.Header.Get(jetstream.MsgIDHeader))
 	require.Equal(t, "acme", msg.Header.Get("ce-tenant"))
 	require.Equal(t, "application/json", msg.Header.Get("content-type"))
 	require.Empty(t, msg.Header.Get("Authorization"), "nothing but the event's headers is forwarded")

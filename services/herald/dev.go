@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/examples"
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/event"
 )
 
 func devCommand() *cobra.Command {
@@ -94,7 +95,10 @@ func printBanner(w io.Writer, dev *app.Dev) {
 		var compact bytes.Buffer
 		if json.Compact(&compact, sample) == nil {
 			fmt.Fprintf(w, "\nor with the stock nats CLI (go install github.com/nats-io/natscli/nats@v0.5.0):\n\n")
-			fmt.Fprintf(w, "  nats --server %s pub orders.created --header Nats-Msg-Id:evt-2026-11-30-0001 '%s'\n", dev.NATS.URL(), compact.String())
+			// The message id Herald's own publishers give these bytes: one
+			// no other tenant can guess (event.MsgID).
+			id := event.MsgID(app.SampleTenant, "evt-2026-11-30-0001", compact.Bytes())
+			fmt.Fprintf(w, "  nats --server %s pub orders.created --header Nats-Msg-Id:%s '%s'\n", dev.NATS.URL(), id, compact.String())
 		}
 	}
 	fmt.Fprintf(w, "\nCtrl-C stops Herald after finishing in-flight messages.\n\n")

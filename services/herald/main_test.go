@@ -48,7 +48,7 @@ func TestStreamsPrint(t *testing.T) {
 
 	out, err = herald(t, "streams", "print")
 	require.NoError(t, err)
-	require.Equal(t, 47, strings.Count(out, "# streams/"))
+	require.Equal(t, 48, strings.Count(out, "# streams/"))
 }
 
 func TestStreamsApplyAndPublish(t *testing.T) {
@@ -60,12 +60,12 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	// and DOCS (1) are templates, made per tenant by the services.
 	out, err := herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 34, strings.Count(out, "created "), out)
+	require.Equal(t, 35, strings.Count(out, "created "), out)
 	require.Equal(t, 13, strings.Count(out, "template "), out)
 	require.Contains(t, out, "template  consumer NOTIFY > email-normal (made per tenant from this declaration: scheduling.fair)")
 	out, err = herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 34, strings.Count(out, "unchanged "), out)
+	require.Equal(t, 35, strings.Count(out, "unchanged "), out)
 
 	out, err = herald(t, "publish", "../../examples/events/order.created.json")
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	for i, want := range []string{"evt-2026-11-30-0001-000001", "evt-2026-11-30-0001-000005"} {
 		m, err := stream.GetMsg(ctx, uint64(2+i*4))
 		require.NoError(t, err)
-		require.Equal(t, want, m.Header.Get(jetstream.MsgIDHeader))
+		require.Equal(t, event.MsgID("acme", want, m.Data), m.Header.Get(jetstream.MsgIDHeader))
 		ev, err := event.Decode(m.Data)
 		require.NoError(t, err)
 		require.Equal(t, want, ev.ID)
@@ -106,10 +106,10 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	require.NoError(t, err)
 	m, err := inventory.GetMsg(ctx, 1)
 	require.NoError(t, err)
-	require.Equal(t, "evt-2026-11-30-0100", m.Header.Get(jetstream.MsgIDHeader))
-	require.Equal(t, "acme", m.Header.Get("ce-tenant"))
 	raw, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
 	require.NoError(t, err)
+	require.Equal(t, event.MsgID("acme", "evt-2026-11-30-0100", raw), m.Header.Get(jetstream.MsgIDHeader), "the file's, in either mode")
+	require.Equal(t, "acme", m.Header.Get("ce-tenant"))
 	want, err := event.Decode(raw)
 	require.NoError(t, err)
 	got, err := event.DecodeMsg(m.Header, m.Data)

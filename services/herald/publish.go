@@ -22,10 +22,12 @@ import (
 func publishCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish FILE",
-		Short: "Publish an event file to NATS_URL, with Nats-Msg-Id from the event id",
+		Short: "Publish an event file to NATS_URL, with Nats-Msg-Id from its tenant, id and bytes",
 		Long: `Publish a CloudEvents JSON file on the subject its type implies
 (order.created → orders.created, inventory.low_stock → inventory.low_stock),
-with Nats-Msg-Id set to the event id, so publishing it again is a duplicate.
+with Nats-Msg-Id <tenant>:<id>:<digest of the file>, so publishing it again
+is a duplicate. It is checked first as the router checks it, and refused
+with the reason the router would dead-letter it with.
 
 With --count N, publish N distinct copies: each gets a derived event id
 (<id>-000001…) and, for orders, a derived order id, so each copy is a new
@@ -57,7 +59,9 @@ func runPublish(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	ev, err := event.Decode(raw)
+	// The router's own check, envelope and data: what it would dead-letter
+	// is refused here with the reason it would give.
+	ev, _, err := event.Read(raw)
 	if err != nil && !noValidate {
 		return fmt.Errorf("%s: %w (use --no-validate to publish it anyway)", args[0], err)
 	}
@@ -75,7 +79,7 @@ func runPublish(cmd *cobra.Command, args []string) error {
 	}
 	defer closeNATS()
 	if count == 1 {
-		msg, err := eventMsg(subject, ev.ID, raw, binary)
+		msg, err := eventMsg(subject, ev.Tenant, ev.ID, raw, binary)
 		if err != nil {
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
@@ -85,8 +89,10 @@ func runPublish(cmd *cobra.Command, args []string) error {
 }
 
 // eventMsg is the message that carries an event, in structured mode or, if
-// binary, in binary content mode, with Nats-Msg-Id set to id when it has one.
-func eventMsg(subject, id string, raw []byte, binary bool) (*nats.Msg, error) {
+// binary, in binary content mode, with Nats-Msg-Id event.MsgID when it has
+// an id: the digest is of the structured bytes, so the same file published
+// in either mode is one message.
+func eventMsg(subject, tenant, id string, raw []byte, binary bool) (*nats.Msg, error) {
 	msg := nats.NewMsg(subject)
 	msg.Data = raw
 	if binary {
@@ -98,7 +104,7 @@ func eventMsg(subject, id string, raw []byte, binary bool) (*nats.Msg, error) {
 		msg.Data = body
 	}
 	if id != "" {
-		msg.Header.Set(jetstream.MsgIDHeader, id)
+		msg.Header.Set(jetstream.MsgIDHeader, event.MsgID(tenant, id, raw))
 	}
 	return msg, nil
 }
@@ -174,7 +180,8 @@ func publishCopies(cmd *cobra.Command, js jetstream.JetStream, subject string, r
 			close(pending)
 			return err
 		}
-		msg, err := eventMsg(subject, id, body, binary)
+		tenant, _ := doc["tenant"].(string)
+		msg, err := eventMsg(subject, tenant, id, body, binary)
 		if err != nil {
 			close(pending)
 			<-done

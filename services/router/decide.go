@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -35,6 +34,10 @@ const (
 	// dead-lettered with the registry's reason, to be redriven once the
 	// tenant is admitted.
 	Refused Outcome = "refused"
+	// Duplicate: the tenant's event, by its id, was routed before (a copy
+	// republished, or sent over NATS and over HTTP); it is acknowledged
+	// without routing it again.
+	Duplicate Outcome = "duplicate"
 )
 
 // Decision is the router's verdict on one event: deliveries to publish
@@ -120,12 +123,14 @@ func (d Decision) split(maxPayload int64) ([]documents.Request, error) {
 	return parts, nil
 }
 
-// decide parses an event, in structured or binary content mode (header
-// says which), and plans its deliveries. It does no I/O, so every routing
+// decide reads an event, in structured or binary content mode (header
+// says which), with event.ReadMsg — the check herald publish and the client
+// run too, envelope and data, whether a route applies or not — and plans
+// its deliveries. It does no I/O, so every routing
 // rule can be tested as a table. The error, when set, says why the event is
 // invalid.
 func (c Config) decide(header nats.Header, payload []byte, now time.Time) (Decision, error) {
-	ev, err := event.DecodeMsg(header, payload)
+	ev, data, err := event.ReadMsg(header, payload)
 	if err != nil {
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
@@ -134,10 +139,10 @@ func (c Config) decide(header nats.Header, payload []byte, now time.Time) (Decis
 		return d, nil
 	}
 	p := planner{cfg: c, ev: ev, now: now, seen: map[string]bool{}}
-	if strings.HasPrefix(ev.Type, "inventory.") {
-		err = p.stock()
+	if data.Stock != nil {
+		err = p.stock(*data.Stock)
 	} else {
-		err = p.order()
+		err = p.order(*data.Order)
 	}
 	if err != nil {
 		return Decision{Event: ev, Outcome: Invalid}, err
@@ -165,11 +170,7 @@ type planner struct {
 	matched bool
 }
 
-func (p *planner) order() error {
-	data, err := p.ev.OrderData()
-	if err != nil {
-		return err
-	}
+func (p *planner) order(data event.OrderData) error {
 	if err := p.limit(data.Recipients); err != nil {
 		return err
 	}
@@ -227,11 +228,7 @@ func (p *planner) limit(recipients []event.Recipient) error {
 	return nil
 }
 
-func (p *planner) stock() error {
-	data, err := p.ev.StockData()
-	if err != nil {
-		return err
-	}
+func (p *planner) stock(data event.StockData) error {
 	if err := p.limit(data.Recipients); err != nil {
 		return err
 	}

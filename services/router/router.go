@@ -21,7 +21,9 @@
 // last allowed delivery fails, one published on a subject bound to another
 // tenant (orders.<name>.<tenant>: "tenant mismatch"), and one whose tenant
 // the registry does not admit (Config.Registry). An event no route applies
-// to is acknowledged and counted.
+// to is acknowledged and counted, and so is a tenant's event routed before
+// (EventsBucket: the same tenant and id, for an hour), whatever its
+// Nats-Msg-Id.
 package router
 
 import (
@@ -54,6 +56,7 @@ var Streams = []string{"ORDERS", "INVENTORY"}
 type Service struct {
 	cfg     Config
 	js      jetstream.JetStream
+	seen    jetstream.KeyValue
 	loops   consumer.Group
 	events  metric.Int64Counter
 	planned metric.Int64Counter
@@ -71,7 +74,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, js: js}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
 	var errs [5]error
-	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid, refused)."))
+	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid, refused, duplicate)."))
 	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published, by channel and priority: to NOTIFY, or waiting in their document's render request."))
 	s.skipped, errs[2] = m.Int64Counter("herald.router.skipped", metric.WithDescription("Recipient channels not published because this deployment does not deliver on them."))
 	s.dupes, errs[3] = m.Int64Counter("herald.router.duplicates", metric.WithDescription("Deliveries already stored (a republished or redelivered event), dropped by the duplicate window of NOTIFY or DOCS."))
@@ -81,6 +84,11 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 
 // Start consumes every input stream.
 func (s *Service) Start(ctx context.Context) error {
+	seen, err := s.js.KeyValue(ctx, EventsBucket)
+	if err != nil {
+		return fmt.Errorf("router: the %s bucket: %w", EventsBucket, err)
+	}
+	s.seen = seen
 	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 	for _, stream := range Streams {
@@ -102,13 +110,23 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
 	d, invalid := s.cfg.decide(msg.Headers(), msg.Data(), time.Now().UTC())
-	if md, err := msg.Metadata(); err == nil {
+	md, _ := msg.Metadata()
+	if md != nil {
 		d.stamp(md.Timestamp.UTC())
 	}
 	if invalid == nil {
 		invalid = s.admit(msg.Subject(), &d)
 	}
 	if invalid == nil {
+		routed, err := s.routedBefore(ctx, d.Event)
+		if err != nil {
+			return consumer.Retry(err, 2*time.Second, time.Minute)
+		}
+		if routed {
+			d = Decision{Event: d.Event, Outcome: Duplicate}
+		}
+	}
+	if invalid == nil && d.Outcome != Duplicate {
 		invalid = d.fit(s.js.Conn().MaxPayload())
 	}
 	span.SetAttributes(
@@ -128,10 +146,19 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		log.WarnContext(ctx, "dead-lettering event", "reason", invalid.Error())
 		return consumer.GiveUp(invalid)
 	}
+	if d.Outcome == Duplicate {
+		log.DebugContext(ctx, "event routed before: acknowledged without routing it again")
+		return consumer.Done()
+	}
 	if err := s.publish(ctx, d); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
 		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
+	}
+	if err := s.remember(ctx, d.Event, md); err != nil {
+		// Routed all the same: a later copy is routed again, and what it
+		// republishes is dropped downstream (see remember).
+		log.WarnContext(ctx, "the routed event is not remembered", "error", err)
 	}
 	log.DebugContext(ctx, "event routed", "outcome", d.Outcome, "deliveries", d.planned(), "documents", len(d.Renders), "skipped", d.Skipped)
 	return consumer.Done()

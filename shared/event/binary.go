@@ -46,10 +46,20 @@ func IsBinary(header map[string][]string) bool {
 // when its header has ce-specversion (DecodeBinary), else structured
 // (Decode of its body). It takes a nats.Header or an http.Header as it is.
 func DecodeMsg(header map[string][]string, body []byte) (Event, error) {
-	if IsBinary(header) {
-		return DecodeBinary(header, body)
+	var p problems
+	ev, err := decodeMsg(&p, header, body)
+	if err != nil {
+		return Event{}, err
 	}
-	return Decode(body)
+	return ev, p.err()
+}
+
+// decodeMsg is DecodeMsg with the envelope's problems left in p.
+func decodeMsg(p *problems, header map[string][]string, body []byte) (Event, error) {
+	if IsBinary(header) {
+		return decodeBinary(p, header, body), nil
+	}
+	return decode(p, body)
 }
 
 // DecodeBinary decodes and validates an event in binary content mode: the
@@ -63,7 +73,12 @@ func DecodeMsg(header map[string][]string, body []byte) (Event, error) {
 // read in either mode.
 func DecodeBinary(header map[string][]string, body []byte) (Event, error) {
 	var p problems
-	attrs := readAttributes(&p, header)
+	ev := decodeBinary(&p, header, body)
+	return ev, p.err()
+}
+
+func decodeBinary(p *problems, header map[string][]string, body []byte) Event {
+	attrs := readAttributes(p, header)
 	ev := Event{
 		SpecVersion: attrs[specVersionHeader].value, ID: attrs["ce-id"].value, Source: attrs["ce-source"].value,
 		Type: attrs["ce-type"].value, Tenant: attrs["ce-tenant"].value,
@@ -73,12 +88,12 @@ func DecodeBinary(header map[string][]string, body []byte) (Event, error) {
 			p.add("ce-time", "%s is not an RFC 3339 time such as \"2026-11-30T09:00:00Z\"", quote(t.value))
 		}
 	}
-	ev.validate(&p, naming{prefix: headerPrefix})
-	ctField := ev.contentType(&p, attrs)
+	ev.validate(p, naming{prefix: headerPrefix})
+	ctField := ev.contentType(p, attrs)
 	if dataIsJSON(ev.DataContentType) {
-		ev.Data = readData(&p, body, ctField, ev.DataContentType)
+		ev.Data = readData(p, body, ctField, ev.DataContentType)
 	}
-	return ev, p.err()
+	return ev
 }
 
 // attribute is one ce- header as read: its name as the publisher wrote it,

@@ -51,14 +51,38 @@ const maxProblems = 20
 type problems struct {
 	list []string
 	more int
+	// mistyped are the fields whose value was of the wrong JSON type
+	// (already a problem): decoded as absent, they are not also reported
+	// as missing or as holding a bad value.
+	mistyped []string
 }
 
 func (p *problems) add(field, format string, args ...any) {
+	if p.under(field) {
+		return
+	}
 	if len(p.list) == maxProblems {
 		p.more++
 		return
 	}
 	p.list = append(p.list, field+": "+fmt.Sprintf(format, args...))
+}
+
+// addErr adds a walk's error, which names its field first ("data.x:
+// nested deeper than 32 levels").
+func (p *problems) addErr(err error) {
+	field, msg, _ := strings.Cut(err.Error(), ": ")
+	p.add(field, "%s", msg)
+}
+
+// under reports whether field is, or lies inside, a mistyped value.
+func (p *problems) under(field string) bool {
+	for _, m := range p.mistyped {
+		if field == m || (strings.HasPrefix(field, m) && (field[len(m)] == '.' || field[len(m)] == '[')) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *problems) err() error {
@@ -87,6 +111,17 @@ func ValidTenant(s string) bool { return tenantPattern.MatchString(s) }
 // envelope key that is not a CloudEvents attribute name are refused, so
 // Herald never reads an event differently from a gateway in front of it.
 func Decode(payload []byte) (Event, error) {
+	var p problems
+	ev, err := decode(&p, payload)
+	if err != nil {
+		return Event{}, err
+	}
+	return ev, p.err()
+}
+
+// decode is Decode with the envelope's problems left in p; the error is
+// for a payload that is no event at all (ErrMalformed).
+func decode(p *problems, payload []byte) (Event, error) {
 	if err := checkUTF8(payload); err != nil {
 		return Event{}, err
 	}
@@ -94,13 +129,12 @@ func Decode(payload []byte) (Event, error) {
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return Event{}, whyMalformed(payload)
 	}
-	var p problems
-	if err := checkEnvelopeKeys(&p, payload); err != nil {
+	if err := checkEnvelopeKeys(p, payload); err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	ev.validate(&p, structured)
-	checkContentType(&p, "datacontenttype", ev.DataContentType)
-	return ev, p.err()
+	ev.validate(p, structured)
+	checkContentType(p, "datacontenttype", ev.DataContentType)
+	return ev, nil
 }
 
 // whyMalformed says what is wrong with a payload json.Unmarshal refused:

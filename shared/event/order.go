@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/mail"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -101,30 +102,73 @@ func (r Recipient) Address(c Channel) string {
 
 // OrderData decodes and validates the data of an order.* event.
 func (ev Event) OrderData() (OrderData, error) {
-	var d OrderData
 	var p problems
-	if err := decodeData(ev, &d, &p); err != nil {
-		return OrderData{}, err
+	d, ok := ev.orderData(&p)
+	if !ok {
+		return OrderData{}, p.err()
 	}
-	d.Order.validate(&p)
-	validateRecipients(&p, d.Recipients)
 	return d, p.err()
 }
 
-// decodeData decodes an event's data into the shape its type implies. A
-// key that the shape's fields match only ignoring case goes into p; an
-// error means there is nothing to validate.
-func decodeData(ev Event, into any, p *problems) error {
+// orderData is OrderData with its problems left in p; false when the data
+// could not be decoded at all.
+func (ev Event) orderData(p *problems) (OrderData, bool) {
+	var d OrderData
+	if !decodeData(ev, &d, p) {
+		return OrderData{}, false
+	}
+	d.Order.validate(p)
+	validateRecipients(p, d.Recipients)
+	return d, true
+}
+
+// decodeData decodes an event's data into the shape its type implies,
+// with every problem found on the way in p: a key that the shape's fields
+// match only ignoring case, and each value of the wrong JSON type (a
+// number where a decimal string is due), which is then decoded as absent
+// so that the rest of the data is still decoded and validated — one dead
+// letter names every field at fault, not the first. False means there is
+// nothing to validate.
+func decodeData(ev Event, into any, p *problems) bool {
 	if len(ev.Data) == 0 || string(ev.Data) == "null" {
-		return &ValidationError{Problems: []string{"data: is required"}}
+		p.add("data", "is required")
+		return false
 	}
-	if err := json.Unmarshal(ev.Data, into); err != nil {
-		return &ValidationError{Problems: []string{"data: " + describeJSONError(err)}}
+	err := json.Unmarshal(ev.Data, into)
+	if err == nil {
+		if err := checkDataKeys(p, ev.Data, into); err != nil {
+			p.addErr(err)
+			return false
+		}
+		return true
 	}
-	if err := checkDataKeys(p, ev.Data, into); err != nil {
-		return &ValidationError{Problems: []string{err.Error()}}
+	if !json.Valid(ev.Data) {
+		p.add("data", "%s", describeJSONError(err))
+		return false
 	}
-	return nil
+	return decodeMistyped(ev.Data, into, p, err)
+}
+
+// decodeMistyped decodes data that holds values of the wrong type (err is
+// encoding/json's word on the first): the strict walk, told the shape,
+// finds each of them and the data is decoded again with them as null.
+func decodeMistyped(data []byte, into any, p *problems, err error) bool {
+	s := newKeyScan(data, p, "data")
+	s.typed = true
+	if err := s.value(reflect.TypeOf(into), 0, false); err != nil {
+		p.addErr(err)
+		return false
+	}
+	if len(s.mistyped) == 0 { // a fault the walk does not know: encoding/json's word
+		p.add("data", "%s", describeJSONError(err))
+		return false
+	}
+	reflect.ValueOf(into).Elem().SetZero()
+	if err := json.Unmarshal(s.withoutMistyped(), into); err != nil {
+		p.add("data", "%s", describeJSONError(err))
+		return false
+	}
+	return true
 }
 
 func (o Order) validate(p *problems) {

@@ -22,10 +22,20 @@ type Stock struct {
 
 // StockData decodes and validates the data of an inventory.* event.
 func (ev Event) StockData() (StockData, error) {
-	var d StockData
 	var p problems
-	if err := decodeData(ev, &d, &p); err != nil {
-		return StockData{}, err
+	d, ok := ev.stockData(&p)
+	if !ok {
+		return StockData{}, p.err()
+	}
+	return d, p.err()
+}
+
+// stockData is StockData with its problems left in p; false when the data
+// could not be decoded at all.
+func (ev Event) stockData(p *problems) (StockData, bool) {
+	var d StockData
+	if !decodeData(ev, &d, p) {
+		return StockData{}, false
 	}
 	if strings.TrimSpace(d.Stock.SKU) == "" {
 		p.add("data.stock.sku", "is required")
@@ -33,13 +43,13 @@ func (ev Event) StockData() (StockData, error) {
 	if strings.TrimSpace(d.Stock.Warehouse) == "" {
 		p.add("data.stock.warehouse", "is required")
 	}
-	checkText(&p, "data.stock.sku", d.Stock.SKU)
-	checkText(&p, "data.stock.description", d.Stock.Description)
-	checkText(&p, "data.stock.warehouse", d.Stock.Warehouse)
-	checkText(&p, "data.stock.unit", d.Stock.Unit)
-	checkText(&p, "data.stock.locale", d.Stock.Locale)
-	d.Stock.OnHand.check(&p, "data.stock.on_hand", true)
-	d.Stock.ReorderPoint.check(&p, "data.stock.reorder_point", false)
-	validateRecipients(&p, d.Recipients)
-	return d, p.err()
+	checkText(p, "data.stock.sku", d.Stock.SKU)
+	checkText(p, "data.stock.description", d.Stock.Description)
+	checkText(p, "data.stock.warehouse", d.Stock.Warehouse)
+	checkText(p, "data.stock.unit", d.Stock.Unit)
+	checkText(p, "data.stock.locale", d.Stock.Locale)
+	d.Stock.OnHand.check(p, "data.stock.on_hand", true)
+	d.Stock.ReorderPoint.check(p, "data.stock.reorder_point", false)
+	validateRecipients(p, d.Recipients)
+	return d, true
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -38,7 +40,15 @@ type keyScan struct {
 	root string   // the top level's name ("" for an event, "data" for its data)
 	path []step   // where the value being read sits, built into a field name only when a problem is reported there
 	keys [][]byte // the keys read so far in each object being read, outermost first
+	// typed makes the walk also find each value encoding/json cannot
+	// decode into its field (a number for a decimal string), recording
+	// where it is in mistyped.
+	typed    bool
+	mistyped []span
 }
+
+// span is where a value lies in the walked bytes.
+type span struct{ start, end int }
 
 func newKeyScan(b []byte, p *problems, root string) keyScan {
 	return keyScan{b: b, p: p, root: root, path: make([]step, 0, 8), keys: make([][]byte, 0, 16)}
@@ -74,6 +84,11 @@ func (s *keyScan) value(schema reflect.Type, depth int, envelope bool) error {
 	s.space()
 	if s.at == len(s.b) {
 		return s.broken()
+	}
+	if s.typed && schema != nil {
+		if mistyped, err := s.checkType(schema); mistyped || err != nil {
+			return err
+		}
 	}
 	switch s.b[s.at] {
 	case '{', '[':
@@ -535,4 +550,92 @@ func checkUTF8(payload []byte) error {
 		at += n
 	}
 	return fmt.Errorf("%w: not valid UTF-8 at byte %d", ErrMalformed, at)
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// checkType reports, and passes, a value encoding/json cannot decode into
+// schema, as a problem named by the value's path: the wrong JSON kind, an
+// integer that is not one, or what a type's own UnmarshalJSON refuses (a
+// decimal that is not a string, a time that is not RFC 3339). null, which
+// encoding/json decodes into anything as nothing, passes.
+func (s *keyScan) checkType(schema reflect.Type) (bool, error) {
+	for schema.Kind() == reflect.Pointer {
+		schema = schema.Elem()
+	}
+	start := s.at
+	end, err := s.end()
+	if err != nil {
+		return false, err
+	}
+	raw := s.b[start:end]
+	why := typeFault(schema, raw)
+	if why == "" {
+		return false, nil
+	}
+	field := orTop(s.where())
+	s.p.add(field, "%s", why)
+	s.p.mistyped = append(s.p.mistyped, field)
+	s.mistyped = append(s.mistyped, span{start, end})
+	s.at = end
+	return true, nil
+}
+
+// end is where the value at s.at ends.
+func (s *keyScan) end() (int, error) {
+	probe := *s
+	if err := probe.skip(); err != nil {
+		return 0, err
+	}
+	return probe.at, nil
+}
+
+// typeFault says why raw, one JSON value, does not decode into t; "" when
+// it does.
+func typeFault(t reflect.Type, raw []byte) string {
+	kind := jsonKind(raw[0])
+	switch {
+	case string(raw) == "null":
+		return ""
+	case raw[0] == '"':
+		kind = "string"
+	}
+	if reflect.PointerTo(t).Implements(unmarshaler) {
+		err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw)
+		var typ *json.UnmarshalTypeError
+		switch {
+		case err == nil:
+			return ""
+		case t == reflect.TypeFor[Decimal]():
+			return fmt.Sprintf("must be a JSON string such as \"183.48\", not a %s", kind)
+		case errors.As(err, &typ), kind != "string":
+			return fmt.Sprintf("JSON %s where %s was expected", kind, t)
+		}
+		return describeJSONError(&time.ParseError{Value: string(raw)})
+	}
+	want := map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Struct: "object",
+		reflect.Map: "object", reflect.Slice: "array", reflect.Array: "array"}[t.Kind()]
+	switch {
+	case t.Kind() == reflect.Interface:
+		return ""
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64:
+		if kind == "number" && json.Unmarshal(raw, reflect.New(t).Interface()) == nil {
+			return ""
+		}
+	case want == kind:
+		return ""
+	}
+	return fmt.Sprintf("JSON %s where %s was expected", kind, t)
+}
+
+// withoutMistyped is the walked bytes with each mistyped value replaced by
+// null, which decodes as the field's absence.
+func (s *keyScan) withoutMistyped() []byte {
+	out := make([]byte, 0, len(s.b))
+	at := 0
+	for _, m := range s.mistyped {
+		out = append(append(out, s.b[at:m.start]...), "null"...)
+		at = m.end
+	}
+	return append(out, s.b[at:]...)
 }

@@ -177,10 +177,10 @@ func TestErrorsNeverRepeatAPublishersBytesAtLength(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("9", 5000)
 	tests := []struct{ old, new, reason string }{
-		{`"gross": "183.48"`, `"gross": 1` + long, `field "order.totals.gross" must be a JSON string such as "183.48", not a number`},
-		{`"gross": "183.48"`, `"gross": {"` + long + `": 1}`, `field "order.totals.gross" must be a JSON string such as "183.48", not a object`},
+		{`"gross": "183.48"`, `"gross": 1` + long, `data.order.totals.gross: must be a JSON string such as "183.48", not a number`},
+		{`"gross": "183.48"`, `"gross": {"` + long + `": 1}`, `data.order.totals.gross: must be a JSON string such as "183.48", not a object`},
 		{`"gross": "183.48"`, `"gross": "` + long + `x"`, `data.order.totals.gross: "9999`},
-		{`"revision": 1`, `"revision": 1` + long, `field "order.revision": JSON number where int was expected`},
+		{`"revision": 1`, `"revision": 1` + long, `data.order.revision: JSON number where int was expected`},
 		{`"issued_at": "2026-11-30T09:00:00Z"`, `"issued_at": "` + long + `"`, `is not an RFC 3339 time`},
 		{`"tenant": "acme"`, `"tenant": "` + long + `"`, `tenant: "9999`},
 		{`"currency": "EUR"`, `"currency": "` + long + `"`, `data.order.currency: "9999`},

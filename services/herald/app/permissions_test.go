@@ -98,7 +98,9 @@ var (
 // receives its replies, fetched messages and acknowledgements on _INBOX.>.
 var servicePermissions = map[string][]string{
 	"router": join(jsCommon, consume("ORDERS", "router"), consume("INVENTORY", "router"), dlqPayloads, readTenants,
-		[]string{"docs.render.*.*", "notify.*.*.*", "notify.accepted.*", "dlq.ORDERS.router", "dlq.INVENTORY.router"}),
+		[]string{"docs.render.*.*", "notify.*.*.*", "notify.accepted.*", "dlq.ORDERS.router", "dlq.INVENTORY.router",
+			// The events it routed, by tenant and id.
+			"$KV.events.>", "$JS.API.DIRECT.GET.KV_events.>"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
