@@ -89,6 +89,8 @@ var (
 	readSuppressions = []string{"$JS.API.CONSUMER.CREATE.KV_suppressions.>", "$JS.API.CONSUMER.DELETE.KV_suppressions.>",
 		"$JS.FC.KV_suppressions.>"}
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
+	// Each tenant's webhook redeliveries an hour, counted by the api.
+	countRedeliveries = []string{"quota.*.redelivered.*"}
 	// Each delivery process's circuit breakers, for the console.
 	shareCircuits = []string{"$KV.circuits.>"}
 	// The webhook endpoints, followed by the webhook workers for the
@@ -144,7 +146,7 @@ var servicePermissions = map[string][]string{
 	// resends a failed one), follows the API keys, recording when each was
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
-	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, []string{"orders.*", "inventory.*",
+	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, countRedeliveries, []string{"orders.*", "inventory.*",
 		// Providers' reports, once their signature is verified.
 		"notify.reports.*",
 		"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
