@@ -87,6 +87,7 @@ func (c *Channel) LongestChain() int { return 1 }
 // Open implements delivery.Channel: the tenants' status events are
 // published on js, and those a worker left untold are told now.
 func (c *Channel) Open(ctx context.Context, js jetstream.JetStream) error {
+	c.Close() // opened again after a stop, it follows the bucket anew
 	a, err := c.cfg.Endpoints.StartAnnouncer(ctx, js, webhooks.AnnouncerConfig{Every: c.cfg.AnnounceEvery, Logger: c.cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
