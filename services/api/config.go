@@ -31,6 +31,11 @@ type Config struct {
 	// duplicate window, and is also the max_age of the bucket
 	// "idempotency", which keeps the records. Defaults to 24 hours.
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
+	// RedeliveriesPerHour is how many webhooks a tenant's keys may
+	// redeliver in a clock hour (UTC), counted across every replica; a
+	// redelivery past it is refused whole with 429. Admin keys are not
+	// held. Defaults to 5000.
+	RedeliveriesPerHour int64 `yaml:"redeliveries_per_hour"`
 
 	// AttachMaxBytes is the largest stored document a notification may
 	// attach (documents.attach_max_bytes, as the delivery workers read
@@ -83,6 +88,7 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, 24*time.Hour)
+	c.RedeliveriesPerHour = cmp.Or(c.RedeliveriesPerHour, 5000)
 	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, documents.DefaultAttachMaxBytes)
 	c.Plans = c.Plans.WithDefaults()
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
@@ -104,6 +110,9 @@ func (c Config) Validate() error {
 	}
 	if c.IdempotencyTTL < time.Minute {
 		problems = append(problems, fmt.Sprintf("api.idempotency_ttl: must be at least 1m, longer than a request takes (got %s)", c.IdempotencyTTL))
+	}
+	if c.RedeliveriesPerHour < 1 {
+		problems = append(problems, fmt.Sprintf("api.redeliveries_per_hour: must be 1 or more (got %d)", c.RedeliveriesPerHour))
 	}
 	if err := c.Plans.Validate(); err != nil {
 		problems = append(problems, err.Error())

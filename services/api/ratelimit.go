@@ -17,6 +17,7 @@ import (
 // Limiter is the shared rate limiter (ratelimit.Limiter).
 type Limiter interface {
 	Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Decision, error)
+	AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Decision, error)
 }
 
 // PlanOf says which plan a tenant is on (tenant.Cache): its name and what
@@ -35,8 +36,10 @@ func (s *Service) plan(id string) tenant.Plan {
 }
 
 // intake are the operations that hand Herald work: a tenant's requests to
-// them count against its plan's rate_per_minute.
-var intake = map[string]bool{"publish-event": true, "send-notification": true, "retry-notification": true}
+// them count against its plan's rate_per_minute. A webhook redelivery
+// draws more for each webhook it sends after the first
+// (admitRedelivery).
+var intake = map[string]bool{"publish-event": true, "send-notification": true, "retry-notification": true, "redeliver-webhooks": true}
 
 // limiterTimeout bounds asking Redis: a request waits no longer than this
 // for a limit it then goes without.
@@ -65,8 +68,7 @@ func (s *Service) limitRate(ctx huma.Context, next func(huma.Context)) {
 	d, err := s.cfg.Limiter.Allow(lctx, "intake:"+p.Tenant, ratelimit.Limit{PerMinute: perMinute, Burst: burst})
 	cancel()
 	if err != nil {
-		s.metrics.unchecked.Add(ctx.Context(), 1, metric.WithAttributes(attribute.String("tenant", s.metrics.tenants.Value(p.Tenant))))
-		s.cfg.Logger.WarnContext(ctx.Context(), "rate limit not checked: redis unavailable; accepting", "tenant", p.Tenant, "error", err)
+		s.unchecked(ctx.Context(), p.Tenant, err)
 		next(ctx)
 		return
 	}
@@ -74,10 +76,21 @@ func (s *Service) limitRate(ctx huma.Context, next func(huma.Context)) {
 		ctx.SetHeader(k, v)
 	}
 	if !d.Allowed {
-		_ = huma.WriteErr(s.api, ctx, http.StatusTooManyRequests, fmt.Sprintf(
-			"rate limit exceeded: plan %s allows %d requests a minute (burst %d); retry after %s seconds",
-			name, perMinute, burst, d.Headers(name)["Retry-After"]))
+		_ = huma.WriteErr(s.api, ctx, http.StatusTooManyRequests, fmt.Sprintf("%s; retry after %s seconds",
+			rateExceeded(name, perMinute, burst), d.Headers(name)["Retry-After"]))
 		return
 	}
 	next(ctx)
+}
+
+// unchecked counts and logs a request let through unchecked: Redis did not
+// answer.
+func (s *Service) unchecked(ctx context.Context, tenant string, err error) {
+	s.metrics.unchecked.Add(ctx, 1, metric.WithAttributes(attribute.String("tenant", s.metrics.tenants.Value(tenant))))
+	s.cfg.Logger.WarnContext(ctx, "rate limit not checked: redis unavailable; accepting", "tenant", tenant, "error", err)
+}
+
+// rateExceeded begins a 429's detail: the plan's rate.
+func rateExceeded(plan string, perMinute, burst int) string {
+	return fmt.Sprintf("rate limit exceeded: plan %s allows %d requests a minute (burst %d)", plan, perMinute, burst)
 }

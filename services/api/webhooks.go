@@ -92,12 +92,15 @@ func registerWebhooks(s *Service) {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "redeliver-webhooks", Method: http.MethodPost, Path: "/v1/webhooks/endpoints/{id}/redeliver",
 		Summary: "Send an endpoint's webhooks again",
-		Description: "One webhook (message), or every one whose outcome was told between since and until (the STATUS stream keeps 7 days), " +
+		Description: "One webhook (message), or every one whose outcome was told between since and until (read from the ledger's writes: " +
+			"a range spans at most 24 hours and 10000 of the tenant's ledger writes), " +
 			"at most 1000 at a time, optionally only those that failed. Each is sent again as it was: the same webhook-id and body, " +
 			"signed with the endpoint's current secrets, as a new notification naming the original (redelivery_of). " +
-			"The same id never sends a webhook twice.",
+			"The same id never sends a webhook twice. A tenant key's redelivery costs one request of its plan's rate per webhook sent " +
+			"(at least one), and counts against the tenant's redeliveries an hour (api.redeliveries_per_hour): past either, it is " +
+			"refused whole with 429, saying how many remain and when.",
 		Tags: []string{"Webhooks"}, DefaultStatus: http.StatusAccepted, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),
-		Errors: append(errs, http.StatusNotFound),
+		Errors: append(errs, http.StatusNotFound, http.StatusTooManyRequests),
 	}, s.redeliverWebhooks)
 }
 
@@ -117,10 +120,13 @@ type redeliverInput struct {
 	Body RedeliveryRequest
 }
 
-type redeliverOutput struct{ Body webhooks.Redelivered }
+type redeliverOutput struct {
+	RateLimit string `header:"RateLimit" doc:"Where the tenant stands after the webhooks' share of its rate, per the IETF RateLimit fields."`
+	Body      webhooks.Redelivered
+}
 
-// redeliverTimeout bounds a redelivery: reading up to 7 days of a
-// tenant's outcomes, then a thousand ledger entries.
+// redeliverTimeout bounds a redelivery: reading up to MaxLedgerReads of a
+// tenant's ledger writes, then a thousand ledger entries.
 const redeliverTimeout = time.Minute
 
 func (s *Service) redeliverWebhooks(ctx context.Context, in *redeliverInput) (*redeliverOutput, error) {
@@ -130,20 +136,26 @@ func (s *Service) redeliverWebhooks(ctx context.Context, in *redeliverInput) (*r
 	}
 	cctx, cancel := context.WithTimeout(ctx, redeliverTimeout)
 	defer cancel()
-	b := in.Body
+	b, rate := in.Body, ""
 	out, err := st.webhooks.Redeliver(cctx, s.js, st.ledger, webhooks.Redelivery{Tenant: tenant, ID: b.ID, Message: b.Message,
-		Since: b.Since, Until: b.Until, Endpoint: in.ID, FailedOnly: b.FailedOnly, DryRun: b.DryRun}, nil)
-	var bad webhooks.BadRedelivery
+		Since: b.Since, Until: b.Until, Endpoint: in.ID, FailedOnly: b.FailedOnly, DryRun: b.DryRun,
+		Admit: s.admitRedelivery(principal(ctx).Tenant, &rate)}, nil)
+	var (
+		bad     webhooks.BadRedelivery
+		refused huma.StatusError
+	)
 	switch {
 	case errors.Is(err, webhooks.ErrNotFound):
 		return nil, huma.Error404NotFound("no endpoint " + in.ID)
 	case errors.As(err, &bad):
 		return nil, huma.Error422UnprocessableEntity(bad.Reason)
+	case errors.As(err, &refused):
+		return nil, err
 	case err != nil:
 		s.cfg.Logger.WarnContext(ctx, "webhooks not redelivered", "tenant", tenant, "error", err)
 		return nil, unavailable("the webhooks could not be redelivered right now")
 	}
-	return &redeliverOutput{Body: out}, nil
+	return &redeliverOutput{RateLimit: rate, Body: out}, nil
 }
 
 type webhookOutput struct{ Body WebhookEndpoint }

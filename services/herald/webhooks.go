@@ -159,7 +159,8 @@ func webhooksEnableCommand() *cobra.Command {
 	return endpointCommand("enable", "Send to a disabled endpoint again, its failures forgotten",
 		`Herald disables an endpoint that answers 410 Gone or keeps failing for
 webhooks.disable_after. Once it is fixed, enable it, then redeliver what it
-missed: herald webhooks redeliver --tenant ID --endpoint we_… --since T --failed`,
+missed, a day at most each time:
+herald webhooks redeliver --tenant ID --endpoint we_… --since T [--until T] --failed`,
 		func(ctx context.Context, s *webhooks.Store, tenant, id string) (string, error) {
 			return "enabled", s.Enable(ctx, tenant, id)
 		})
@@ -199,9 +200,10 @@ func webhooksRedeliverCommand() *cobra.Command {
 		Short: "Send webhooks again: one, or every one told in a time range",
 		Long: `Each webhook is sent again as it was — the same webhook-id and body, signed
 with the endpoint's current secrets — as a new notification whose ledger
-entry names the original (redelivery_of). A range is read from the STATUS
-stream (kept 7 days) by when each webhook's outcome was told; at most 1000
-webhooks at a time. Running the same --id again sends nothing twice.`,
+entry names the original (redelivery_of). A range is read from the
+ledger's writes by when each webhook's outcome was told: it spans at most
+24 hours and 10000 of the tenant's ledger writes, and holds at most 1000
+webhooks. Running the same --id again sends nothing twice.`,
 		Example: `  herald webhooks redeliver --tenant acme --message ntf_3f…
   herald webhooks redeliver --tenant acme --endpoint we_… --since 2026-12-01T08:00:00Z --until 2026-12-01T12:00:00Z --failed`,
 		Args: cobra.NoArgs,

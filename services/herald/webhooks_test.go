@@ -81,7 +81,7 @@ func TestWebhooksEnableAndRedeliver(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &added))
 	store, err := webhooks.Open(ctx, n.JS, nil)
 	require.NoError(t, err)
-	_, _, err = store.Disable(ctx, "acme", added.ID, "the endpoint answered 410 Gone")
+	_, _, err = store.Disable(ctx, "acme", added.ID, "the endpoint answered 410 Gone", "")
 	require.NoError(t, err)
 
 	// One webhook that failed while the endpoint was down, and one sent

@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,6 +33,14 @@ type Mirror[T any] struct {
 // Watch binds to bucket and starts following it; it returns once every
 // key present when it began is loaded (ctx bounds that wait, not the
 // watch). decode reads a value; false leaves its key out, as if deleted.
+// Keys are the keys the copy holds now, in no order: those whose value
+// decode kept.
+func (m *Mirror[T]) Keys() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Collect(maps.Keys(m.values))
+}
+
 // Stop ends the watch.
 func Watch[T any](ctx context.Context, js jetstream.JetStream, bucket string, decode func(jetstream.KeyValueEntry) (T, bool)) (*Mirror[T], error) {
 	kv, err := js.KeyValue(ctx, bucket)

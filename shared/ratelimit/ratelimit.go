@@ -63,6 +63,16 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit Limit) (Decision,
 	return decide(res, limit, err)
 }
 
+// AllowN takes n (at least 1) from key's allowance under limit, all or
+// none, in one round trip: a request that costs n is held to the rate as n
+// requests. More than the burst is never allowed; refused, RetryAfter says
+// when n will be there.
+func (l *Limiter) AllowN(ctx context.Context, key string, limit Limit, n int) (Decision, error) {
+	limit.Burst = max(limit.Burst, 1)
+	res, err := l.rl.AllowN(ctx, l.prefix+key, limit.gcra(), max(n, 1))
+	return decide(res, limit, err)
+}
+
 // AllowUpTo takes as many of n (at least 1) from key's allowance as there
 // are, in one round trip: a worker about to take a batch asks once for the
 // batch, not once for each. Granted says how many; none, and RetryAfter

@@ -87,6 +87,36 @@ func TestAllowUpToTakesWhatThereIs(t *testing.T) {
 	}
 }
 
+// A request that costs three takes three or none: of five a minute,
+// three, then none of three more (two are left, and taken by single
+// requests after), and never more than the burst at once.
+func TestAllowNTakesAllOrNone(t *testing.T) {
+	t.Parallel()
+	for name, url := range map[string]string{"redis": heraldtest.RedisURL(t), "embedded": embeddedURL(t)} {
+		t.Run(name, func(t *testing.T) {
+			l := limiter(t, url)
+			ctx := heraldtest.Context(t)
+			five := ratelimit.Limit{PerMinute: 5, Burst: 5}
+			d, err := l.AllowN(ctx, "intake:free-co", five, 3)
+			require.NoError(t, err)
+			require.Equal(t, ratelimit.Decision{Allowed: true, Granted: 3, Limit: five, Remaining: 2, ResetAfter: d.ResetAfter}, d)
+			d, err = l.AllowN(ctx, "intake:free-co", five, 3)
+			require.NoError(t, err)
+			require.False(t, d.Allowed, "two are left, not three")
+			require.Zero(t, d.Granted)
+			require.InDelta(t, 12*time.Second, d.RetryAfter, float64(2*time.Second), "when the third is back")
+			for range 2 {
+				d, err = l.Allow(ctx, "intake:free-co", five)
+				require.NoError(t, err)
+				require.True(t, d.Allowed, "the refusal took nothing")
+			}
+			d, err = l.AllowN(ctx, "intake:other-co", five, 6)
+			require.NoError(t, err)
+			require.False(t, d.Allowed, "more than the burst, even untouched")
+		})
+	}
+}
+
 // Redis down is an error, for the caller to fail open or closed.
 func TestRedisDownIsAnError(t *testing.T) {
 	t.Parallel()

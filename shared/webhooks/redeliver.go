@@ -23,6 +23,16 @@ import (
 // each with --since past the last one's.
 const MaxRedeliveries = 1000
 
+// MaxRange and MaxLedgerReads bound what one redelivery reads of the
+// ledger: a range spans at most a day, and its reading stops, refused, past
+// MaxLedgerReads of the tenant's ledger writes (each notification writes
+// two or more: its claim, its outcome, what providers report) — a busy
+// tenant narrows the range.
+const (
+	MaxRange       = 24 * time.Hour
+	MaxLedgerReads = 10_000
+)
+
 // OutcomeStream is where a range's webhooks are found: the ledger's
 // writes, each settling write an outcome, kept as long as the ledger keeps
 // its entries (ledger.retention, 90 days).
@@ -68,6 +78,13 @@ type Redelivery struct {
 	FailedOnly bool
 	// DryRun lists what would be sent, and sends nothing.
 	DryRun bool
+	// Admit, when set, is asked before anything is sent, with how many
+	// webhooks are about to be: an error sends none, and Redeliver returns
+	// it as it is. Not asked on a dry run, or when there is nothing to send.
+	Admit func(ctx context.Context, n int) error
+
+	// maxReads is MaxLedgerReads, but in tests.
+	maxReads int
 }
 
 // Redelivered is what a redelivery sent (or, dry, would send).
@@ -113,11 +130,16 @@ func (r *Redelivery) check(now time.Time) error {
 	}
 	if r.Message == "" {
 		r.Until = cmp.Or(r.Until, now)
-		if !r.Since.Before(r.Until) {
+		switch {
+		case !r.Since.Before(r.Until):
 			return badRedelivery("the range is empty: since %s is not before until %s",
 				r.Since.Format(time.RFC3339), r.Until.Format(time.RFC3339))
+		case r.Until.Sub(r.Since) > MaxRange:
+			return badRedelivery("the range spans %s, more than the %s one redelivery may read; narrow it (since, until)",
+				r.Until.Sub(r.Since).Round(time.Second), MaxRange)
 		}
 	}
+	r.maxReads = cmp.Or(r.maxReads, MaxLedgerReads)
 	if r.ID == "" {
 		r.ID = "rd_" + strings.ToLower(rand.Text())
 	}
@@ -169,6 +191,11 @@ func (s *Store) Redeliver(ctx context.Context, js jetstream.JetStream, l *ledger
 	}
 	if r.DryRun || len(deliveries) == 0 {
 		return out, nil
+	}
+	if r.Admit != nil {
+		if err := r.Admit(ctx, len(deliveries)); err != nil {
+			return out, err
+		}
 	}
 	if _, err := notification.Publish(ctx, js, deliveries); err != nil {
 		return out, fmt.Errorf("webhooks: publishing the redeliveries: %w", err)
@@ -230,7 +257,8 @@ func (s *Store) redelivery(ctx context.Context, l *ledger.Ledger, r Redelivery, 
 
 // rangeOf reads the tenant's outcomes told between r.Since and r.Until and
 // returns the webhooks among them, oldest first, each once (a
-// redelivery's outcome names the webhook it sent again).
+// redelivery's outcome names the webhook it sent again). It reads at most
+// r.maxReads of the tenant's ledger writes.
 func rangeOf(ctx context.Context, js jetstream.JetStream, r Redelivery, progress func(int)) ([]string, error) {
 	stream, err := js.Stream(ctx, OutcomeStream)
 	if err != nil {
@@ -250,9 +278,12 @@ func rangeOf(ctx context.Context, js jetstream.JetStream, r Redelivery, progress
 		read int
 	)
 	for {
-		done, err := fetchOutcomes(ctx, c, r.Until, func(st notification.Status) error {
-			read++
-			if st.Channel != event.ChannelWebhook || seen[st.NotificationID] {
+		done, err := fetchOutcomes(ctx, c, r.Until, func(at time.Time, st notification.Status, outcome bool) error {
+			if read++; read > r.maxReads {
+				return badRedelivery("the range holds more than %d of the tenant's ledger writes, the most one redelivery reads "+
+					"(the first %[1]d end before %s); narrow it (since, until)", r.maxReads, at.UTC().Format(time.RFC3339Nano))
+			}
+			if !outcome || st.Channel != event.ChannelWebhook || seen[st.NotificationID] {
 				return nil
 			}
 			seen[st.NotificationID] = true
@@ -270,10 +301,10 @@ func rangeOf(ctx context.Context, js jetstream.JetStream, r Redelivery, progress
 	}
 }
 
-// fetchOutcomes reads one batch of the ledger's writes and passes on the
-// outcomes among them; done is whether the range ended in it: past until,
-// or nothing left to read.
-func fetchOutcomes(ctx context.Context, c jetstream.Consumer, until time.Time, fn func(notification.Status) error) (done bool, err error) {
+// fetchOutcomes reads one batch of the ledger's writes and passes on each,
+// with when it was written and, if it is an outcome, what it told; done
+// is whether the range ended in it: past until, or nothing left to read.
+func fetchOutcomes(ctx context.Context, c jetstream.Consumer, until time.Time, fn func(at time.Time, st notification.Status, outcome bool) error) (done bool, err error) {
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	batch, err := c.Fetch(256, jetstream.FetchContext(fctx))
@@ -289,13 +320,16 @@ func fetchOutcomes(ctx context.Context, c jetstream.Consumer, until time.Time, f
 		if md.Timestamp.After(until) {
 			return true, nil
 		}
-		var e ledger.Entry
+		var (
+			e       ledger.Entry
+			st      notification.Status
+			outcome bool
+		)
 		if json.Unmarshal(msg.Data(), &e) == nil {
-			if st, ok := notification.OutcomeOf(e); ok {
-				if err := fn(st); err != nil {
-					return false, err
-				}
-			}
+			st, outcome = notification.OutcomeOf(e)
+		}
+		if err := fn(md.Timestamp, st, outcome); err != nil {
+			return false, err
 		}
 		if done = md.NumPending == 0; done {
 			return true, nil

@@ -26,6 +26,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -99,6 +100,12 @@ func (e Endpoint) Wants(eventType string) bool {
 // record is a tenant's endpoints as stored.
 type record struct {
 	Endpoints []stored `json:"endpoints"`
+	// Unannounced are the endpoint_disabled events of disablings not yet
+	// published on the tenant's status stream. Each is written in the same
+	// write as the disabling it tells of, and taken out once published
+	// (Announce): a worker that dies in between leaves it here for the next
+	// to publish, and no disabling goes untold.
+	Unannounced []notification.EndpointDisabled `json:"unannounced,omitempty"`
 }
 
 type stored struct {
@@ -240,21 +247,39 @@ func (s *Store) Rotate(ctx context.Context, tenant, id string, grace time.Durati
 	})
 }
 
-// Disable stops sending to an endpoint, saying why. It returns the
+// Disable stops sending to an endpoint, saying why (reason) and which
+// notification's answer showed it (cause, optional). It returns the
 // endpoint as written, and whether this call disabled it: of several
-// workers that see the same endpoint fail, one does, and only it should
-// tell the tenant. An endpoint disabled already keeps its reason and time.
-func (s *Store) Disable(ctx context.Context, tenant, id, reason string) (Endpoint, bool, error) {
+// workers that see the same endpoint fail, one does, and only it tells the
+// tenant. An endpoint disabled already keeps its reason and time.
+//
+// The event that tells the tenant is recorded in the same write, as
+// unannounced: the disabling and its event are one step, and Announce
+// publishes it.
+func (s *Store) Disable(ctx context.Context, tenant, id, reason, cause string) (Endpoint, bool, error) {
 	var (
 		out      Endpoint
 		disabled bool
 	)
-	err := s.change(ctx, tenant, id, func(st *stored) {
-		if disabled = st.Status != Disabled; disabled {
-			st.Status, st.DisabledReason, st.DisabledAt = Disabled, reason, s.now().UTC()
+	err := s.update(ctx, tenant, func(r *record) error {
+		st, err := r.endpoint(id)
+		if err != nil {
+			return err
 		}
+		disabled, out = st.Status != Disabled, st.withSecrets()
+		if !disabled {
+			return errNothingToWrite
+		}
+		now := s.now().UTC()
+		st.Status, st.DisabledReason, st.DisabledAt, st.UpdatedAt = Disabled, reason, now, now
+		r.Unannounced = append(r.Unannounced, notification.EndpointDisabled{Tenant: tenant, EndpointID: id,
+			URL: st.ShownURL(), Reason: reason, NotificationID: cause, Time: now})
 		out = st.withSecrets()
+		return nil
 	})
+	if errors.Is(err, errNothingToWrite) {
+		err = nil
+	}
 	return out, disabled && err == nil, err
 }
 
@@ -339,14 +364,23 @@ func aad(tenant, id string) []byte { return []byte("webhook\x00" + tenant + "\x0
 
 func (s *Store) change(ctx context.Context, tenant, id string, edit func(*stored)) error {
 	return s.update(ctx, tenant, func(r *record) error {
-		i := slices.IndexFunc(r.Endpoints, func(st stored) bool { return st.ID == id })
-		if i < 0 {
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		st, err := r.endpoint(id)
+		if err != nil {
+			return err
 		}
-		edit(&r.Endpoints[i])
-		r.Endpoints[i].UpdatedAt = s.now().UTC()
+		edit(st)
+		st.UpdatedAt = s.now().UTC()
 		return nil
 	})
+}
+
+// endpoint is the record's endpoint id, to edit in place.
+func (r *record) endpoint(id string) (*stored, error) {
+	i := slices.IndexFunc(r.Endpoints, func(st stored) bool { return st.ID == id })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return &r.Endpoints[i], nil
 }
 
 func (s *Store) read(ctx context.Context, tenant string) (record, uint64, error) {

@@ -73,11 +73,11 @@ func TestHealthIsKeptAndDisablingSaysWhy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, e.FailingSince.IsZero(), "an answer ends the failing")
 
-	d, disabled, err := s.Disable(ctx, "acme", e.ID, "the endpoint answered 410 Gone")
+	d, disabled, err := s.Disable(ctx, "acme", e.ID, "the endpoint answered 410 Gone", "ntf_1")
 	require.NoError(t, err)
 	require.True(t, disabled, "this call disabled it")
 	require.False(t, d.DisabledAt.IsZero())
-	again, disabled, err := s.Disable(ctx, "acme", e.ID, "failing since yesterday")
+	again, disabled, err := s.Disable(ctx, "acme", e.ID, "failing since yesterday", "ntf_2")
 	require.NoError(t, err)
 	require.False(t, disabled, "disabled already: only the first to disable it tells the tenant")
 	require.Equal(t, d.DisabledAt, again.DisabledAt)

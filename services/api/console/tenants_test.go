@@ -294,7 +294,7 @@ func TestWhatTenantsChoseStaysText(t *testing.T) {
 	e, _, err := endpoints.Create(ctx, "acme", webhooks.New{URL: `https://"><svg>.example/hook?token=` + hostile,
 		Description: hostile})
 	require.NoError(t, err)
-	_, _, err = endpoints.Disable(ctx, "acme", e.ID, "the endpoint answered 410 Gone: "+hostile)
+	_, _, err = endpoints.Disable(ctx, "acme", e.ID, "the endpoint answered 410 Gone: "+hostile, "")
 	require.NoError(t, err)
 	providers, err := vault.Open(ctx, b.nats.JS, keyring)
 	require.NoError(t, err)

@@ -21,9 +21,11 @@ import (
 type Endpoints interface {
 	Find(ctx context.Context, tenant, idOrURL string) (webhooks.Endpoint, error)
 	Secrets(tenant string, e webhooks.Endpoint) ([][]byte, error)
-	Disable(ctx context.Context, tenant, id, reason string) (webhooks.Endpoint, bool, error)
+	Disable(ctx context.Context, tenant, id, reason, cause string) (webhooks.Endpoint, bool, error)
 	Failed(ctx context.Context, tenant, id string, now time.Time) (time.Time, error)
 	Answered(ctx context.Context, tenant string, e webhooks.Endpoint) error
+	Announce(ctx context.Context, pub jetstream.Publisher, tenant string) (int, error)
+	StartAnnouncer(ctx context.Context, js jetstream.JetStream, cfg webhooks.AnnouncerConfig) (*webhooks.Announcer, error)
 }
 
 // ChannelConfig configures the webhook channel's adapter.
@@ -36,6 +38,9 @@ type ChannelConfig struct {
 	// DisableAfter is how long an endpoint may keep failing before it is
 	// disabled. Defaults to 5 days.
 	DisableAfter time.Duration
+	// AnnounceEvery is how often a disabling whose event could not be
+	// published is told again (webhooks.Announcer). Defaults to a minute.
+	AnnounceEvery time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -46,10 +51,14 @@ type ChannelConfig struct {
 // URL). An endpoint that answers 410 Gone, or keeps failing for
 // DisableAfter, is disabled, and its tenant told: a
 // webhook.endpoint_disabled event on notify.status.<tenant>, which the
-// status feed sends to the tenant's other endpoints.
+// status feed sends to the tenant's other endpoints. The event is recorded
+// with the disabling, in one write, and published from there: by the
+// worker that disabled it, or — should it die first — by the announcer of
+// any worker, which runs from Open to Close.
 type Channel struct {
-	cfg ChannelConfig
-	js  jetstream.Publisher
+	cfg       ChannelConfig
+	js        jetstream.Publisher
+	announcer *webhooks.Announcer
 }
 
 // NewChannel returns the adapter.
@@ -76,10 +85,23 @@ func (c *Channel) Name() event.Channel { return event.ChannelWebhook }
 func (c *Channel) LongestChain() int { return 1 }
 
 // Open implements delivery.Channel: the tenants' status events are
-// published on js.
-func (c *Channel) Open(_ context.Context, js jetstream.JetStream) error {
-	c.js = js
+// published on js, and those a worker left untold are told now.
+func (c *Channel) Open(ctx context.Context, js jetstream.JetStream) error {
+	c.Close() // opened again after a stop, it follows the bucket anew
+	a, err := c.cfg.Endpoints.StartAnnouncer(ctx, js, webhooks.AnnouncerConfig{Every: c.cfg.AnnounceEvery, Logger: c.cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	c.js, c.announcer = js, a
 	return nil
+}
+
+// Close ends what Open began.
+func (c *Channel) Close() {
+	if c.announcer != nil {
+		c.announcer.Stop()
+		c.announcer = nil
+	}
 }
 
 // Prepare implements delivery.Channel.
@@ -142,7 +164,7 @@ const statusTimeout = 15 * time.Second
 func (c *Channel) disable(ctx context.Context, tenant string, e webhooks.Endpoint, reason, notificationID string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusTimeout)
 	defer cancel()
-	got, disabled, err := c.cfg.Endpoints.Disable(ctx, tenant, e.ID, reason)
+	_, disabled, err := c.cfg.Endpoints.Disable(ctx, tenant, e.ID, reason, notificationID)
 	switch {
 	case err != nil:
 		c.cfg.Logger.WarnContext(ctx, "could not disable a webhook endpoint", "tenant", tenant, "endpoint", e.ID, "error", err)
@@ -154,11 +176,9 @@ func (c *Channel) disable(ctx context.Context, tenant string, e webhooks.Endpoin
 	if c.js == nil {
 		return
 	}
-	ev := notification.EndpointDisabled{Tenant: tenant, EndpointID: e.ID, URL: e.ShownURL(), Reason: got.DisabledReason,
-		NotificationID: notificationID, Time: got.DisabledAt}
-	if err := notification.PublishEndpointDisabled(ctx, c.js, ev); err != nil {
-		c.cfg.Logger.ErrorContext(ctx, "the tenant was not told that its webhook endpoint was disabled", "tenant", tenant,
-			"endpoint", e.ID, "error", err)
+	if _, err := c.cfg.Endpoints.Announce(ctx, c.js, tenant); err != nil {
+		c.cfg.Logger.WarnContext(ctx, "the tenant is not told yet that its webhook endpoint was disabled; the announcer will tell it",
+			"tenant", tenant, "endpoint", e.ID, "error", err)
 	}
 }
 

@@ -73,6 +73,9 @@ type Config struct {
 		// answered as the first was; it is the max_age of the bucket
 		// idempotency. Defaults to 24 hours.
 		IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
+		// RedeliveriesPerHour is how many webhooks a tenant's keys may
+		// redeliver an hour, across replicas. Defaults to 5000.
+		RedeliveriesPerHour int64 `yaml:"redeliveries_per_hour"`
 	} `yaml:"api"`
 	Breakers struct {
 		// Failures is how many transient failures in a row open a

@@ -89,8 +89,14 @@ var (
 	readSuppressions = []string{"$JS.API.CONSUMER.CREATE.KV_suppressions.>", "$JS.API.CONSUMER.DELETE.KV_suppressions.>",
 		"$JS.FC.KV_suppressions.>"}
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
+	// Each tenant's webhook redeliveries an hour, counted by the api.
+	countRedeliveries = []string{"quota.*.redelivered.*"}
 	// Each delivery process's circuit breakers, for the console.
 	shareCircuits = []string{"$KV.circuits.>"}
+	// The webhook endpoints, followed by the webhook workers for the
+	// disablings not yet told to their tenants.
+	watchWebhookEndpoints = []string{"$JS.API.CONSUMER.CREATE.KV_webhook_endpoints.>", "$JS.API.CONSUMER.DELETE.KV_webhook_endpoints.>",
+		"$JS.FC.KV_webhook_endpoints.>"}
 )
 
 // servicePermissions are the least each Herald service needs, as README.md
@@ -111,11 +117,12 @@ var servicePermissions = map[string][]string{
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
 		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
-	// (read, and written to record an endpoint's health), outcomes (the
-	// ledger's writes) and the tenants' other events in, webhooks out.
+	// (read, and written to record an endpoint's health; followed by watch
+	// for disablings not yet told), outcomes (the ledger's writes) and the
+	// tenants' other events in, webhooks out.
 	"webhook": join(jsCommon, consume("NOTIFY", "webhook-critical"), consume("NOTIFY", "webhook-normal"),
 		consume("NOTIFY", "webhook-low"), consume("KV_deliveries", "webhooks"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants,
-		webhookEndpoints, countQuotas, shareCircuits,
+		webhookEndpoints, watchWebhookEndpoints, countQuotas, shareCircuits,
 		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.KV_deliveries.webhooks", "dlq.STATUS.webhooks"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
@@ -141,7 +148,7 @@ var servicePermissions = map[string][]string{
 	// resends a failed one), follows the API keys, recording when each was
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
-	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, []string{"orders.*", "inventory.*",
+	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, countRedeliveries, []string{"orders.*", "inventory.*",
 		// Providers' reports, once their signature is verified.
 		"notify.reports.*",
 		"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
