@@ -41,7 +41,7 @@ type notifBundle struct {
 	index   *history.Store
 	ledger  *ledger.Ledger
 	signer  *documents.Signer
-	keys    api.Authenticator
+	keys    console.Keys
 	svc     *api.Service
 	admin   string // an admin key
 	adminID string

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -332,3 +333,83 @@ func actions(entries []console.AuditEntry) []string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// A session ends with the key it was opened with: once the key is revoked,
+// as soon as the API refuses the key itself (the Authenticator's watch),
+// its session opens no page and mints no key — it does not last out its
+// 8 hours. What it minted before names it in the audit log.
+func TestARevokedKeysSessionEndsWithIt(t *testing.T) {
+	t.Parallel()
+	b := setupTenants(t)
+	ctx := heraldtest.Context(t)
+	b.register(t, tenant.Tenant{ID: "acme", Plan: "startup"})
+	tp := b.get(t, "/console/tenants/acme")
+	require.Equal(t, http.StatusOK, tp.status)
+	csrf := tp.csrf(t)
+	mint := url.Values{"csrf": {csrf}, "name": {"billing backend"}, "scope": {"send"}}
+	made := b.post(t, "/console/tenants/acme/keys", mint)
+	require.Equal(t, http.StatusOK, made.status, made.body)
+	minted, err := apikey.Parse(regexp.MustCompile(`hk_[a-z2-7]+_[a-z2-7]+`).FindString(made.body))
+	require.NoError(t, err)
+	entries, _ := b.audit(t)
+	e, ok := findAudit(entries, "key.create", minted)
+	require.True(t, ok, "key.create is audited (actions: %v)", actions(entries))
+	require.Equal(t, b.adminID, e.Who, "a key minted through a session names the session's key")
+
+	keys, err := apikey.Open(ctx, b.nats.JS)
+	require.NoError(t, err)
+	require.NoError(t, keys.Revoke(ctx, b.adminID))
+	require.Eventually(t, func() bool { // within the seconds the API takes to refuse the key itself
+		return b.get(t, "/console/tenants/acme").path != "/console/tenants/acme"
+	}, 5*time.Second, 20*time.Millisecond, "the revoked key's session still opens the tenant's page")
+	for _, path := range []string{"/console/tenants/acme", "/console/tenants", "/console/dlq"} {
+		p := b.get(t, path)
+		require.Equal(t, http.StatusOK, p.status, path)
+		require.Equal(t, "/console/signin?next="+url.QueryEscape(path), p.path, "%s: to sign in again", path)
+	}
+	refused := b.post(t, "/console/tenants/acme/keys", mint)
+	require.Equal(t, http.StatusUnauthorized, refused.status, refused.body)
+	list, err := keys.List(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, list, 1, "no key minted after the revocation")
+	require.Equal(t, minted, list[0].ID)
+}
+
+// The flow's live stream, open when the session's key is revoked, ends
+// with the session: it does not go on showing the flow for hours.
+func TestARevokedKeysLiveStreamEnds(t *testing.T) {
+	t.Parallel()
+	b := setupTenants(t)
+	ctx, cancel := context.WithTimeout(heraldtest.Context(t), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"/console/flow/live", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := b.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	first := make([]byte, 20)
+	_, err = io.ReadFull(resp.Body, first)
+	require.NoError(t, err)
+	require.Equal(t, "event: flow\ndata: {", string(first[:19]))
+
+	keys, err := apikey.Open(ctx, b.nats.JS)
+	require.NoError(t, err)
+	require.NoError(t, keys.Revoke(ctx, b.adminID))
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err, "the stream ends (and does not run into the test's deadline)")
+}
+
+// Keys that cannot be checked (the Authenticator no longer follows them)
+// leave a session neither open nor ended: 503, to come back to, not a
+// sign-in the operator could not complete either.
+func TestASessionWhoseKeyCannotBeCheckedIsA503(t *testing.T) {
+	t.Parallel()
+	b := setupTenants(t)
+	b.auth.Stop()
+	p := b.get(t, "/console/tenants")
+	require.Equal(t, http.StatusServiceUnavailable, p.status, p.body)
+	require.Equal(t, "/console/tenants", p.path)
+	require.Contains(t, p.body, "Sessions cannot be checked right now.")
+}
