@@ -163,6 +163,38 @@ func TestOnlyAnAdminKeySignsIn(t *testing.T) {
 	require.Equal(t, []string{"signin " + tenantID + " not an admin key", "signin  invalid key", "signin " + s.adminID + " "}, actions)
 }
 
+// Signing in from another site is refused (login CSRF: a page elsewhere
+// signing the operator's browser into a session of its choosing), and so
+// is an opaque Origin ("null") unless the browser also says the request is
+// the console's own (Sec-Fetch-Site: same-origin).
+func TestSignInIsRefusedFromAnotherSite(t *testing.T) {
+	t.Parallel()
+	s := start(t, false)
+	for name, headers := range map[string][]string{
+		"another site":             {"Origin", "https://evil.example"},
+		"another port":             {"Origin", "http://127.0.0.1:1"},
+		"null, no Sec-Fetch-Site":  {"Origin", "null"},
+		"null, from another site":  {"Origin", "null", "Sec-Fetch-Site", "cross-site"},
+		"null, from the same site": {"Origin", "null", "Sec-Fetch-Site", "same-site"},
+	} {
+		resp, page := s.post(s.browser(), "/console/signin", url.Values{"key": {s.admin}}, headers...)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, name)
+		require.Contains(t, page, "This request came from another site.", name)
+		require.Empty(t, resp.Cookies(), "%s: no session", name)
+	}
+	require.Empty(t, s.audit(), "the key was not even tried")
+
+	for name, headers := range map[string][]string{
+		"its own origin":       {"Origin", s.url},
+		"null, its own origin": {"Origin", "null", "Sec-Fetch-Site", "same-origin"},
+		"no Origin":            {},
+	} {
+		resp, _ := s.post(s.browser(), "/console/signin", url.Values{"key": {s.admin}}, headers...)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, name)
+		require.Len(t, resp.Cookies(), 1, name)
+	}
+}
+
 func TestTheSessionCookieIsSecureOutsideDev(t *testing.T) {
 	t.Parallel()
 	s := start(t, true)
