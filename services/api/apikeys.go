@@ -16,7 +16,19 @@ type StoredKeys struct{ Keys *apikey.Authenticator }
 
 // Authenticate implements Authenticator.
 func (k StoredKeys) Authenticate(ctx context.Context, presented string) (Principal, error) {
-	key, err := k.Keys.Authenticate(ctx, presented)
+	return principalOf(k.Keys.Authenticate(ctx, presented))
+}
+
+// Active is the principal of the key with this id while it is live: the
+// console asks it before each request of a session opened with the key, so
+// the session ends when the watch brings the key's revocation. A revoked
+// or unknown key is ErrInvalidKey; keys that cannot be checked, any other
+// error.
+func (k StoredKeys) Active(ctx context.Context, id string) (Principal, error) {
+	return principalOf(k.Keys.Active(ctx, id))
+}
+
+func principalOf(key apikey.Key, err error) (Principal, error) {
 	if errors.Is(err, apikey.ErrUnauthorized) {
 		return Principal{}, ErrInvalidKey
 	}

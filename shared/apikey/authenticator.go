@@ -20,6 +20,12 @@ import (
 // or a wrong secret. It never says which, and never quotes the key.
 var ErrUnauthorized = errors.New("apikey: unauthorized")
 
+// ErrUnavailable is every well-formed key presented once the Authenticator
+// no longer follows the bucket (Stop, or its connection closed for good):
+// it would not hear of a revocation, so it takes no key, but the key may
+// be good — the caller is to try again, not to give up on it.
+var ErrUnavailable = errors.New("apikey: the keys cannot be checked: their watch has ended")
+
 // AuthConfig configures an Authenticator.
 type AuthConfig struct {
 	// LastUsedEvery is how often, at most, a key's last use is written.
@@ -148,7 +154,7 @@ func (a *Authenticator) Start(ctx context.Context) error {
 
 // Stop ends the watch, writes the uses still queued (for WriteTimeout at
 // most) and returns when both are done. A stopped Authenticator no longer
-// hears of revocations, so it refuses every key.
+// hears of revocations, so it takes no key: ErrUnavailable.
 func (a *Authenticator) Stop() {
 	a.stopOnce.Do(func() {
 		a.stopped.Store(true)
@@ -170,7 +176,7 @@ func (a *Authenticator) Stop() {
 func (a *Authenticator) follow(loaded, ended chan<- struct{}) {
 	defer a.wg.Done()
 	defer close(ended)
-	// Without its watch it would not hear of revocations: it refuses all.
+	// Without its watch it would not hear of revocations: it takes none.
 	defer a.stopped.Store(true)
 	// Reading on to the end, whatever happens, lets the watch's callback,
 	// which blocks on a full channel, finish and close it.
@@ -228,23 +234,57 @@ func (a *Authenticator) decode(e jetstream.KeyValueEntry) *known {
 	return k
 }
 
-// Authenticate returns the key presented, or ErrUnauthorized. It reads
-// memory only.
+// Authenticate returns the key presented, ErrUnauthorized, or
+// ErrUnavailable once the watch has ended. It reads memory only.
 func (a *Authenticator) Authenticate(_ context.Context, presented string) (Key, error) {
 	p, err := parse(presented)
-	if err != nil || a.stopped.Load() {
+	if err != nil {
 		return Key{}, ErrUnauthorized
 	}
-	a.mu.RLock()
-	k := a.known[p.id]
-	a.mu.RUnlock()
-	if k == nil || subtle.ConstantTimeCompare(k.digest[:], p.digest[:]) != 1 {
+	k, err := a.lookup(p.id)
+	if err != nil {
+		return Key{}, err
+	}
+	if subtle.ConstantTimeCompare(k.digest[:], p.digest[:]) != 1 {
 		return Key{}, ErrUnauthorized
 	}
 	a.noteUse(k)
+	return k.public(), nil
+}
+
+// Active returns the key with this id while it is known and not revoked,
+// ErrUnauthorized once it is revoked (or unknown), ErrUnavailable once the
+// watch has ended: what a session opened with the key asks before each
+// request, so it ends with the key, as soon as the watch brings the
+// revocation. It reads memory only, and records no use.
+func (a *Authenticator) Active(_ context.Context, id string) (Key, error) {
+	k, err := a.lookup(id)
+	if err != nil {
+		return Key{}, err
+	}
+	return k.public(), nil
+}
+
+// lookup is the key with this id, if the Authenticator still follows the
+// bucket and knows it.
+func (a *Authenticator) lookup(id string) (*known, error) {
+	if a.stopped.Load() {
+		return nil, ErrUnavailable
+	}
+	a.mu.RLock()
+	k := a.known[id]
+	a.mu.RUnlock()
+	if k == nil {
+		return nil, ErrUnauthorized
+	}
+	return k, nil
+}
+
+// public is the key as callers get it: theirs to change, not the cache's.
+func (k *known) public() Key {
 	key := k.record.Key
-	key.Scopes = slices.Clone(key.Scopes) // the caller's to change, not the cache's
-	return key, nil
+	key.Scopes = slices.Clone(key.Scopes)
+	return key
 }
 
 // noteUse queues a write of the key's last use, unless one was written or

@@ -142,19 +142,24 @@ func TestNewAndRevokedKeysReachEveryReplica(t *testing.T) {
 		return err == nil && k.Tenant == "globex"
 	}, soon, tick, "a key created after the start")
 
+	active, err := there.Active(b.ctx, key.ID)
+	require.NoError(t, err)
+	require.Equal(t, key.ID, active.ID)
 	require.NoError(t, b.keys.Revoke(b.ctx, key.ID))
 	for name, a := range map[string]*apikey.Authenticator{"this replica": here, "another replica": there} {
 		require.Eventually(t, func() bool {
 			_, err := a.Authenticate(b.ctx, plain)
 			return err == apikey.ErrUnauthorized
 		}, soon, tick, "%s still takes a revoked key", name)
+		_, err := a.Active(b.ctx, key.ID)
+		require.Equal(t, apikey.ErrUnauthorized, err, "%s: a revoked key is no longer active", name)
 	}
 	_, err = there.Authenticate(b.ctx, later)
 	require.NoError(t, err, "other keys still work")
 
 	there.Stop()
 	_, err = there.Authenticate(b.ctx, later)
-	require.ErrorIs(t, err, apikey.ErrUnauthorized, "stopped, it hears of no revocation, so it takes nothing")
+	require.ErrorIs(t, err, apikey.ErrUnavailable, "stopped, it hears of no revocation, so it takes nothing")
 }
 
 // storedLastUse reads the key's record as the bucket has it.
@@ -247,12 +252,14 @@ func BenchmarkAuthenticate(b *testing.B) {
 }
 
 // An Authenticator whose connection is closed would not hear of a
-// revocation: it refuses every key.
-func TestAClosedConnectionRefusesEveryKey(t *testing.T) {
+// revocation: it takes no key, and says it cannot check them rather than
+// that they are bad — whether the key exists or not, so nothing is told.
+// A malformed key is still refused as such: it can never be good.
+func TestAClosedConnectionMakesEveryKeyUnavailable(t *testing.T) {
 	t.Parallel()
 	n := heraldtest.StartNATSWithStreams(t)
 	b := bundle(t, n.JS)
-	plain, _, err := b.keys.Create(b.ctx, apikey.Spec{Tenant: "acme"})
+	plain, key, err := b.keys.Create(b.ctx, apikey.Spec{Tenant: "acme"})
 	require.NoError(t, err)
 	replica := secondReplica(t, n.Server.URL())
 	auth := startAuthenticator(t, replica, apikey.AuthConfig{})
@@ -262,8 +269,15 @@ func TestAClosedConnectionRefusesEveryKey(t *testing.T) {
 	replica.js.Conn().Close()
 	require.Eventually(t, func() bool {
 		_, err := auth.Authenticate(b.ctx, plain)
-		return err == apikey.ErrUnauthorized
+		return err == apikey.ErrUnavailable
 	}, soon, tick)
+	_, secret, _ := strings.Cut(strings.TrimPrefix(plain, "hk_"), "_")
+	_, err = auth.Authenticate(b.ctx, "hk_aaaaaaaaaaaa_"+secret)
+	require.Equal(t, apikey.ErrUnavailable, err, "an unknown key answers as a known one")
+	_, err = auth.Active(b.ctx, key.ID)
+	require.Equal(t, apikey.ErrUnavailable, err)
+	_, err = auth.Authenticate(b.ctx, plain+"x")
+	require.Equal(t, apikey.ErrUnauthorized, err, "malformed")
 }
 
 // With the bucket out of reach, requests are still answered at once: the

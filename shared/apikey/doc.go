@@ -25,9 +25,12 @@
 // bucket. The secret is compared as a digest in constant time. Every
 // refusal — a malformed, unknown, revoked key or a wrong secret — is the
 // same ErrUnauthorized, which never quotes what was presented. A key made
-// a moment ago elsewhere is refused until the watch brings it; an
+// a moment ago elsewhere is refused until the watch brings it. An
 // Authenticator whose watch ended (Stop, a connection closed for good)
-// refuses every key rather than miss a revocation. Revoking marks the
+// takes no key rather than miss a revocation, and says so with
+// ErrUnavailable — the server's trouble, not the key's — so a good key is
+// tried again rather than thrown away. Active asks, by id, whether a key
+// is still live: a session opened with it ends with it. Revoking marks the
 // record, which stays for `herald keys list` to show.
 //
 // When a key was last used is written at most once per LastUsedEvery (a

@@ -8,7 +8,10 @@
 // Operators sign in with an admin API key (or an observer key, which
 // sees everything and changes nothing), exchanged for a session cookie
 // (HttpOnly, SameSite=Strict, Secure outside dev) whose session lives in
-// the KV bucket console_sessions, so any API replica answers it. Every
+// the KV bucket console_sessions, so any API replica answers it. A session
+// lasts as long as its key: each request asks the API's Authenticator
+// whether the key is still live, so revoking it ends its sessions as soon
+// as the API refuses the key itself. Every
 // form carries the session's CSRF token; every action is written to the
 // AUDIT stream (who, what, when, and how it ended).
 package console
@@ -37,10 +40,24 @@ import (
 // Path is where the console is served.
 const Path = "/console/"
 
+// Keys is what the console asks of the API keys: the API's own
+// (api.StoredKeys), so a revocation reaches the console's sessions as soon
+// as it reaches the API.
+type Keys interface {
+	// Authenticate turns the key given at sign-in into its principal.
+	api.Authenticator
+	// Active is the principal of the key with this id while it is live,
+	// asked before each request of a session opened with it: an error
+	// wrapping api.ErrInvalidKey once it is revoked, any other when the
+	// keys cannot be checked.
+	Active(ctx context.Context, keyID string) (api.Principal, error)
+}
+
 // Config is what the console needs.
 type Config struct {
-	// Keys turns an admin API key into its principal: the API's own.
-	Keys api.Authenticator
+	// Keys turns an admin API key into its principal, and says while a
+	// session's key is live: the API's own.
+	Keys Keys
 	// Streams adjust the declarations to the deployment, as streams
 	// apply does: the Streams page compares the server with them.
 	Streams streams.Options

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -134,7 +135,8 @@ func (c *Console) flowPage(w http.ResponseWriter, r *http.Request, ses *session)
 }
 
 // flowLive sends a snapshot every flowInterval as server-sent events, with
-// rates since the one before, until the browser goes away.
+// rates since the one before, until the browser goes away or the session
+// ends.
 func (c *Console) flowLive(w http.ResponseWriter, r *http.Request, ses *session) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -172,6 +174,9 @@ func (c *Console) flowLive(w http.ResponseWriter, r *http.Request, ses *session)
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if errors.Is(c.keyLive(ctx, ses), errNoSession) {
+			return // the key was revoked: the browser's reconnection is refused
 		}
 	}
 }

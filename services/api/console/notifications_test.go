@@ -1,16 +1,11 @@
 package console_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,9 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/api/console"
-	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
@@ -30,132 +23,9 @@ import (
 	"github.com/heraldhq/herald/shared/report"
 )
 
-// The helpers of this file are named notif… so as not to meet those of
-// the console's other tests.
-
-// notifBundle is a console with the real API behind it, on a real NATS
-// server and a real SQLite notification index, and the API keys to sign
-// in with.
-type notifBundle struct {
-	nats    *heraldtest.NATS
-	index   *history.Store
-	ledger  *ledger.Ledger
-	signer  *documents.Signer
-	keys    api.Authenticator
-	svc     *api.Service
-	admin   string // an admin key
-	adminID string
-	tenant  string // acme's key
-}
-
-func notifSetup(t *testing.T) *notifBundle {
-	t.Helper()
-	ctx := heraldtest.Context(t)
-	b := &notifBundle{nats: heraldtest.StartNATSWithStreams(t)}
-	var err error
-	b.index, err = history.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "history.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.index.Close()) })
-	b.ledger, err = ledger.Open(ctx, b.nats.JS)
-	require.NoError(t, err)
-	b.signer, err = documents.NewSigner([]byte(strings.Repeat("k", 32)), "https://herald.example", time.Hour)
-	require.NoError(t, err)
-
-	keys, err := apikey.Open(ctx, b.nats.JS)
-	require.NoError(t, err)
-	var admin apikey.Key
-	b.admin, admin, err = keys.Create(ctx, apikey.Spec{Admin: true, Name: "support"})
-	require.NoError(t, err)
-	b.adminID = admin.ID
-	b.tenant, _, err = keys.Create(ctx, apikey.Spec{Tenant: "acme"})
-	require.NoError(t, err)
-	auth, err := apikey.NewAuthenticator(keys, apikey.AuthConfig{})
-	require.NoError(t, err)
-	require.NoError(t, auth.Start(ctx))
-	t.Cleanup(auth.Stop)
-	b.keys = api.StoredKeys{Keys: auth}
-
-	b.svc, err = api.New(b.nats.JS, api.Config{Authenticator: b.keys, History: b.index})
-	require.NoError(t, err)
-	require.NoError(t, b.svc.Start(ctx))
-	t.Cleanup(func() { require.NoError(t, b.svc.Stop(context.Background())) })
-	return b
-}
-
-// serve starts a console with cfg (its Keys the bundle's) and returns its
-// base URL.
-func (b *notifBundle) serve(t *testing.T, cfg console.Config) string {
-	t.Helper()
-	cfg.Keys = b.keys
-	c, err := console.New(b.nats.JS, cfg)
-	require.NoError(t, err)
-	require.NoError(t, c.Start(heraldtest.Context(t)))
-	srv := httptest.NewServer(c.Handler())
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// notifBrowser is a browser: a cookie jar, following redirects.
-type notifBrowser struct {
-	base   string
-	client *http.Client
-}
-
-func notifBrowse(t *testing.T, base string) *notifBrowser {
-	t.Helper()
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	client := heraldtest.HTTPClient(t)
-	client.Jar = jar
-	return &notifBrowser{base: base, client: client}
-}
-
-type notifPage struct {
-	status int
-	url    string
-	body   string
-}
-
-func (br *notifBrowser) get(t *testing.T, path string) notifPage {
-	t.Helper()
-	req, err := http.NewRequestWithContext(heraldtest.Context(t), http.MethodGet, br.base+path, nil)
-	require.NoError(t, err)
-	return br.do(t, req)
-}
-
-func (br *notifBrowser) post(t *testing.T, path string, form url.Values) notifPage {
-	t.Helper()
-	req, err := http.NewRequestWithContext(heraldtest.Context(t), http.MethodPost, br.base+path, strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	return br.do(t, req)
-}
-
-func (br *notifBrowser) do(t *testing.T, req *http.Request) notifPage {
-	t.Helper()
-	resp, err := br.client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return notifPage{status: resp.StatusCode, url: resp.Request.URL.RequestURI(), body: string(body)}
-}
-
-// signIn signs in through the sign-in form and returns the session's CSRF
-// token, from the page it lands on.
-func (br *notifBrowser) signIn(t *testing.T, key string) string {
-	t.Helper()
-	p := br.post(t, "/console/signin", url.Values{"key": {key}, "next": {"/console/notifications"}})
-	require.Equal(t, http.StatusOK, p.status, p.body)
-	require.Equal(t, "/console/notifications", p.url)
-	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(p.body)
-	require.NotNil(t, m, "every signed-in page has the sign-out form")
-	return m[1]
-}
-
-// notifRecord writes an entry as a delivery worker does, and its row as
+// record writes an entry as a delivery worker does, and its row as
 // the history service does; it returns the notification's id.
-func (b *notifBundle) record(t *testing.T, e ledger.Entry, created time.Time) string {
+func (b *testBundle) record(t *testing.T, e ledger.Entry, created time.Time) string {
 	t.Helper()
 	ctx := heraldtest.Context(t)
 	e.NotificationID = notification.ID(e.DedupeKey)
@@ -175,9 +45,9 @@ func (b *notifBundle) record(t *testing.T, e ledger.Entry, created time.Time) st
 	return e.NotificationID
 }
 
-// notifFailed is a notification delivery gave up on after three transient
+// failedEntry is a notification delivery gave up on after three transient
 // tries; it keeps its delivery message, so it can be resent.
-func notifFailed(t *testing.T, tried time.Time) ledger.Entry {
+func failedEntry(t *testing.T, tried time.Time) ledger.Entry {
 	t.Helper()
 	key := "acme:PO-1:1:purchase_order:email:olga@zarya.example"
 	d := notification.Delivery{ID: notification.ID(key), DedupeKey: key, Tenant: "acme", Channel: event.ChannelEmail,
@@ -193,8 +63,8 @@ func notifFailed(t *testing.T, tried time.Time) ledger.Entry {
 	return e
 }
 
-// notifDelivered went on its second try, then bounced.
-func notifDelivered(tried time.Time) ledger.Entry {
+// deliveredEntry went on its second try, then bounced.
+func deliveredEntry(tried time.Time) ledger.Entry {
 	e := ledger.Entry{DedupeKey: "acme:PO-2:2:purchase_order:email:ivan@zarya.example", Tenant: "acme", Channel: "email",
 		State: ledger.Delivered, Provider: "ses", ProviderMessageID: "0100-abc", Order: "PO-2", Document: "purchase_order",
 		Recipient: "ivan@zarya.example", Template: "purchase_order"}
@@ -207,14 +77,14 @@ func notifDelivered(tried time.Time) ledger.Entry {
 
 func TestSupportFindsANotificationByOrderRecipientOrTime(t *testing.T) {
 	t.Parallel()
-	b := notifSetup(t)
+	b := setup(t)
 	now := time.Now().UTC().Truncate(time.Minute)
-	failed := b.record(t, notifFailed(t, now.Add(-110*time.Minute)), now.Add(-2*time.Hour))
-	delivered := b.record(t, notifDelivered(now.Add(-50*time.Minute)), now.Add(-time.Hour))
-	globex := notifDelivered(now)
+	failed := b.record(t, failedEntry(t, now.Add(-110*time.Minute)), now.Add(-2*time.Hour))
+	delivered := b.record(t, deliveredEntry(now.Add(-50*time.Minute)), now.Add(-time.Hour))
+	globex := deliveredEntry(now)
 	globex.Tenant, globex.Order, globex.DedupeKey = "globex", "PO-1", "globex:PO-1:1:purchase_order:email:olga@zarya.example"
 	other := b.record(t, globex, now.Add(-2*time.Hour))
-	br := notifBrowse(t, b.serve(t, console.Config{History: b.index}))
+	br := browse(t, b.url)
 	br.signIn(t, b.admin)
 
 	for name, c := range map[string]struct {
@@ -244,12 +114,12 @@ func TestSupportFindsANotificationByOrderRecipientOrTime(t *testing.T) {
 	require.Contains(t, p.body, "Name the tenant")
 	p = br.get(t, "/console/notifications?tenant=acme&id="+delivered)
 	require.Equal(t, http.StatusOK, p.status, p.body)
-	require.Equal(t, "/console/notifications/"+delivered+"?tenant=acme", p.url, "an id leads to its page")
+	require.Equal(t, "/console/notifications/"+delivered+"?tenant=acme", p.path, "an id leads to its page")
 }
 
 func TestSearchPagesThroughTheIndexWithItsCursor(t *testing.T) {
 	t.Parallel()
-	b := notifSetup(t)
+	b := setup(t)
 	base := time.Now().UTC().Add(-time.Hour)
 	var rows []history.Row
 	for i := range 51 {
@@ -257,7 +127,7 @@ func TestSearchPagesThroughTheIndexWithItsCursor(t *testing.T) {
 			Recipient: "olga@zarya.example", State: history.Pending, CreatedAt: base.Add(time.Duration(i) * time.Second)})
 	}
 	require.NoError(t, b.index.Accept(heraldtest.Context(t), rows))
-	br := notifBrowse(t, b.serve(t, console.Config{History: b.index}))
+	br := browse(t, b.url)
 	br.signIn(t, b.admin)
 
 	first := br.get(t, "/console/notifications?tenant=acme&order=PO-7")
@@ -277,15 +147,15 @@ func TestSearchPagesThroughTheIndexWithItsCursor(t *testing.T) {
 
 func TestANotificationsPageShowsItsTimelineAndDocument(t *testing.T) {
 	t.Parallel()
-	b := notifSetup(t)
+	b := setup(t)
 	ctx := heraldtest.Context(t)
 	now := time.Now().UTC()
-	id := b.record(t, notifDelivered(now.Add(-50*time.Minute)), now.Add(-time.Hour))
+	id := b.record(t, deliveredEntry(now.Add(-50*time.Minute)), now.Add(-time.Hour))
 	docs, err := documents.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
 	_, err = docs.Put(ctx, "acme/PO-2/purchase_order-r2.pdf", "purchase_order", []byte("%PDF-1.7 the order"))
 	require.NoError(t, err)
-	br := notifBrowse(t, b.serve(t, console.Config{History: b.index, Links: b.signer}))
+	br := browse(t, b.serve(t, console.Config{History: b.index, Links: b.signer}))
 	br.signIn(t, b.admin)
 
 	p := br.get(t, "/console/notifications/"+id+"?tenant=acme")
@@ -311,7 +181,7 @@ func TestANotificationsPageShowsItsTimelineAndDocument(t *testing.T) {
 	require.NoError(t, b.signer.Verify(name, link.Query().Get("expires"), link.Query().Get("signature"), time.Now()),
 		"signed as the emails' links are")
 
-	unsigned := notifBrowse(t, b.serve(t, console.Config{History: b.index}))
+	unsigned := browse(t, b.url)
 	unsigned.signIn(t, b.admin)
 	p = unsigned.get(t, "/console/notifications/"+id+"?tenant=acme")
 	require.NotContains(t, p.body, "/v1/documents/")
@@ -323,11 +193,11 @@ func TestANotificationsPageShowsItsTimelineAndDocument(t *testing.T) {
 
 func TestRetryFromTheConsoleSendsAFailedNotificationBackAndIsAudited(t *testing.T) {
 	t.Parallel()
-	b := notifSetup(t)
+	b := setup(t)
 	now := time.Now().UTC()
-	id := b.record(t, notifFailed(t, now.Add(-10*time.Minute)), now.Add(-11*time.Minute))
-	delivered := b.record(t, notifDelivered(now.Add(-5*time.Minute)), now.Add(-6*time.Minute))
-	br := notifBrowse(t, b.serve(t, console.Config{History: b.index, Retry: b.svc.Retry}))
+	id := b.record(t, failedEntry(t, now.Add(-10*time.Minute)), now.Add(-11*time.Minute))
+	delivered := b.record(t, deliveredEntry(now.Add(-5*time.Minute)), now.Add(-6*time.Minute))
+	br := browse(t, b.serve(t, console.Config{History: b.index, Retry: b.svc.Retry}))
 	csrf := br.signIn(t, b.admin)
 
 	page := br.get(t, "/console/notifications/"+id+"?tenant=acme")
@@ -355,10 +225,9 @@ func TestRetryFromTheConsoleSendsAFailedNotificationBackAndIsAudited(t *testing.
 	require.Contains(t, p.body, "Not retried: notification "+delivered+" was delivered; it is not sent again.")
 	require.Len(t, heraldtest.StreamMessages(t, b.nats.JS, "NOTIFY"), 1)
 
+	entries, _ := b.audit(t)
 	var retries []console.AuditEntry
-	for _, m := range heraldtest.StreamMessages(t, b.nats.JS, "AUDIT") {
-		var a console.AuditEntry
-		require.NoError(t, json.Unmarshal(m.Data, &a))
+	for _, a := range entries {
 		if a.Action == "notification.retry" {
 			retries = append(retries, a)
 		}
@@ -373,10 +242,10 @@ func TestRetryFromTheConsoleSendsAFailedNotificationBackAndIsAudited(t *testing.
 
 func TestWithoutAnIndexANotificationIsStillFoundByItsID(t *testing.T) {
 	t.Parallel()
-	b := notifSetup(t)
+	b := setup(t)
 	now := time.Now().UTC()
-	id := b.record(t, notifDelivered(now.Add(-5*time.Minute)), now.Add(-6*time.Minute))
-	br := notifBrowse(t, b.serve(t, console.Config{}))
+	id := b.record(t, deliveredEntry(now.Add(-5*time.Minute)), now.Add(-6*time.Minute))
+	br := browse(t, b.serve(t, console.Config{}))
 	br.signIn(t, b.admin)
 
 	p := br.get(t, "/console/notifications?tenant=acme&order=PO-2")
@@ -393,10 +262,10 @@ func TestWithoutAnIndexANotificationIsStillFoundByItsID(t *testing.T) {
 
 func TestWhatATenantWroteIsShownAsText(t *testing.T) {
 	t.Parallel()
-	b := notifSetup(t)
+	b := setup(t)
 	require.NoError(t, b.index.Accept(heraldtest.Context(t), []history.Row{{Tenant: "acme", ID: "ntf_x", Order: `PO-"><script>alert(1)</script>`,
 		Channel: "email", Recipient: "<img src=x onerror=alert(1)>@zarya.example", CreatedAt: time.Now()}}))
-	br := notifBrowse(t, b.serve(t, console.Config{History: b.index}))
+	br := browse(t, b.url)
 	br.signIn(t, b.admin)
 
 	p := br.get(t, "/console/notifications?tenant=acme&state=pending")
@@ -409,12 +278,12 @@ func TestWhatATenantWroteIsShownAsText(t *testing.T) {
 
 func TestATenantKeyCannotSignIn(t *testing.T) {
 	t.Parallel()
-	b := notifSetup(t)
-	br := notifBrowse(t, b.serve(t, console.Config{History: b.index}))
+	b := setup(t)
+	br := browse(t, b.url)
 
 	p := br.post(t, "/console/signin", url.Values{"key": {b.tenant}, "next": {"/console/notifications"}})
 	require.Equal(t, http.StatusForbidden, p.status, p.body)
 	require.Contains(t, p.body, "The console is for operators")
 	p = br.get(t, "/console/notifications?tenant=acme")
-	require.Equal(t, "/console/signin?next=%2Fconsole%2Fnotifications%3Ftenant%3Dacme", p.url, "no session: back to sign in")
+	require.Equal(t, "/console/signin?next=%2Fconsole%2Fnotifications%3Ftenant%3Dacme", p.path, "no session: back to sign in")
 }

@@ -152,13 +152,17 @@ func (c *Console) act(changes bool, h func(http.ResponseWriter, *http.Request, *
 }
 
 // session finds the request's session, or answers: a redirect to sign in
-// for a page, 401 for a live stream, 503 when sessions cannot be read.
+// for a page, 401 for a live stream, 503 when sessions or keys cannot be
+// read.
 func (c *Console) session(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	var token string
 	if ck, err := r.Cookie(cookieName); err == nil {
 		token = ck.Value
 	}
 	ses, err := c.sessions.get(r.Context(), token)
+	if err == nil {
+		err = c.keyLive(r.Context(), ses)
+	}
 	switch {
 	case errors.Is(err, errNoSession):
 		if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
@@ -169,10 +173,22 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (*session, boo
 		return nil, false
 	case err != nil:
 		c.cfg.Logger.Warn("console: reading a session", "error", err)
-		c.fail(w, r, nil, http.StatusServiceUnavailable, "Sessions cannot be read right now.")
+		c.fail(w, r, nil, http.StatusServiceUnavailable, "Sessions cannot be checked right now.")
 		return nil, false
 	}
 	return ses, true
+}
+
+// keyLive ends a session with the key it was opened with: once the key is
+// revoked, its sessions are refused as soon as the API refuses the key
+// itself (the Authenticator's watch, within seconds), not when they
+// expire. It reads memory only.
+func (c *Console) keyLive(ctx context.Context, ses *session) error {
+	_, err := c.cfg.Keys.Active(ctx, ses.KeyID)
+	if errors.Is(err, api.ErrInvalidKey) {
+		return errNoSession
+	}
+	return err
 }
 
 // sameOrigin refuses a request a browser says came from elsewhere.

@@ -188,3 +188,12 @@ func (k *apiKeys) Authenticate(ctx context.Context, presented string) (api.Princ
 	}
 	return api.StoredKeys{Keys: k.auth}.Authenticate(ctx, presented)
 }
+
+// Active says, once Start has loaded the keys, whether a console
+// session's key is still live.
+func (k *apiKeys) Active(ctx context.Context, id string) (api.Principal, error) {
+	if k.auth == nil {
+		return api.Principal{}, errors.New("api keys are not loaded yet")
+	}
+	return api.StoredKeys{Keys: k.auth}.Active(ctx, id)
+}
