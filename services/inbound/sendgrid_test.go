@@ -167,6 +167,9 @@ func TestSendGridRefusesWhatItDidNotSign(t *testing.T) {
 	sig := b.platform.sign(t, stamp, body)
 	tampered := []byte(strings.Replace(sendgridEvents, `"type":"bounce"`, `"type":"blocked"`, 1))
 	stale := strconv.FormatInt(sendgridNow.Add(-6*time.Minute).Unix(), 10)
+	// A post signed ahead of time would be good for as long as it is
+	// ahead, and then for MaxAge more.
+	future := strconv.FormatInt(sendgridNow.Add(6*time.Minute).Unix(), 10)
 
 	for name, c := range map[string]struct {
 		path        string
@@ -180,6 +183,7 @@ func TestSendGridRefusesWhatItDidNotSign(t *testing.T) {
 		"OtherTimestamp":       {"/v1/inbound/sendgrid", body, sig, strconv.FormatInt(sendgridNow.Unix()-1, 10), http.StatusForbidden, "bad signature"},
 		"WrongKey":             {"/v1/inbound/sendgrid", body, b.tenant.sign(t, stamp, body), stamp, http.StatusForbidden, "bad signature"},
 		"Stale":                {"/v1/inbound/sendgrid", body, b.platform.sign(t, stale, body), stale, http.StatusForbidden, "stale"},
+		"FromTheFuture":        {"/v1/inbound/sendgrid", body, b.platform.sign(t, future, body), future, http.StatusForbidden, "stale"},
 		"NotBase64":            {"/v1/inbound/sendgrid", body, "%%%", stamp, http.StatusForbidden, "bad signature"},
 		"NotATime":             {"/v1/inbound/sendgrid", body, sig, "yesterday", http.StatusForbidden, "Unix time"},
 		"PlatformKeyForTenant": {"/v1/inbound/sendgrid/acme/sg", body, sig, stamp, http.StatusForbidden, "bad signature"},
