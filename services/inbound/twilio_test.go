@@ -242,7 +242,7 @@ func TestTwilioRefusals(t *testing.T) {
 		{name: "NoSignature", form: callback("delivered", ""), status: http.StatusUnauthorized, words: "no X-Twilio-Signature"},
 		{name: "WrongToken", form: callback("delivered", ""), sig: signed(tenantToken, callback("delivered", "")),
 			status: http.StatusForbidden, words: "does not match"},
-		{name: "NotBase64", form: callback("delivered", ""), sig: "not a signature", status: http.StatusForbidden, words: "does not match"},
+		{name: "NotBase64", form: callback("delivered", ""), sig: "not a signature", status: http.StatusForbidden, words: "not the base64 of an HMAC-SHA1"},
 		// Signed as delivered, posted as a hard bounce.
 		{name: "TamperedParameter", form: callback("undelivered", "30005"),
 			sig: signed(platformToken, tampered), status: http.StatusForbidden, words: "does not match"},
@@ -367,7 +367,7 @@ func TestTwilioTenantAccount(t *testing.T) {
 		t.Parallel()
 		b := setupTwilio(t)
 		status, _ := b.postSigned(t, "/v1/inbound/twilio/acme/tw2", form, tenantToken)
-		require.Equal(t, http.StatusNotFound, status)
+		require.Equal(t, http.StatusForbidden, status)
 	})
 }
 
