@@ -16,7 +16,7 @@ import (
 
 // Twilio error codes a failed message's callback carries that say the
 // address will never take a message (https://www.twilio.com/docs/api/errors):
-// the bounce is hard and the address suppressed. Any other code is a soft
+// the bounce is hard and the address suppressed on the message's channel. Any other code is a soft
 // bounce — the carrier's filter, a full queue, an unreachable handset may
 // all pass.
 var twilioPermanent = map[string]bool{
@@ -25,6 +25,14 @@ var twilioPermanent = map[string]bool{
 	"21211": true, // invalid To number
 	"21614": true, // To is not a mobile number
 	"63024": true, // invalid WhatsApp recipient
+}
+
+// twilioEveryChannel are the permanent codes about the number itself, not
+// about the channel's way to it: a number that is no number takes neither
+// SMS nor WhatsApp, and is suppressed on both. A landline (30006) may yet
+// be on WhatsApp, and a number off WhatsApp (63024) may take SMS.
+var twilioEveryChannel = map[string]bool{
+	"21211": true, // invalid To number
 }
 
 // twilioUnsubscribed (21610) is a failure because the recipient replied
@@ -141,7 +149,7 @@ func (s *twilioSigned) reports(context.Context, keys) ([]report.Report, error) {
 		case code == twilioUnsubscribed:
 			rep.Kind = report.Unsubscribed
 		case twilioPermanent[code]:
-			rep.Hard = true
+			rep.Hard, rep.EveryChannel = true, twilioEveryChannel[code]
 		}
 	}
 	return []report.Report{rep}, nil
