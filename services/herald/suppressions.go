@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,13 +47,12 @@ func suppressionsListCommand() *cobra.Command {
 					}
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
 				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ADDRESS\tCHANNEL\tCATEGORY\tREASON\tSOURCE\tSINCE\tDETAIL")
+				w := newTable(cmd.OutOrStdout(), "ADDRESS", "CHANNEL", "CATEGORY", "REASON", "SOURCE", "SINCE", "DETAIL")
 				for _, e := range list {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Address, cmp.Or(string(e.Channel), "(all)"), cmp.Or(e.Category, "(all)"),
-						e.Reason, orDash(e.Source), e.CreatedAt.Format(time.RFC3339), orDash(e.Detail))
+					w.row(e.Address, cmp.Or(string(e.Channel), "(all)"), cmp.Or(e.Category, "(all)"), e.Reason, orDash(e.Source),
+						e.CreatedAt.Format(time.RFC3339), orDash(e.Detail))
 				}
-				return w.Flush()
+				return w.flush()
 			})
 		},
 	}
