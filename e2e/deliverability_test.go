@@ -188,6 +188,41 @@ func TestTwilioStatusCallbacksComeBackSignedAndSuppressADeadNumber(t *testing.T)
 	require.Len(t, f.twilio.Received(), 1, "the dead number was texted once")
 }
 
+// An SMS hard bounce is the SMS carrier's word about SMS: the number is
+// suppressed for SMS only, and the next alert still reaches it on WhatsApp.
+func TestAnSMSBounceLeavesWhatsAppToTheNumber(t *testing.T) {
+	t.Parallel()
+	f := fakeTexting(t)
+	const public = "https://herald.example.com"
+	p := startPipeline(t, f.configure, func(c *app.Config) { c.Documents.PublicURL = public })
+	p.publish(t, "inventory.low_stock", "evt-2026-11-30-0100", sample(t, "inventory.low_stock.json", nil))
+	p.settle(t)
+	require.Equal(t, map[string]int{"sms " + warehouse: 1, "whatsapp " + warehouse: 1}, f.sent())
+
+	sms := p.ledgerEntry(t, stockKey(event.ChannelSMS))
+	form := url.Values{"AccountSid": {twilioSID}, "MessageSid": {sms.ProviderMessageID}, "MessageStatus": {"undelivered"},
+		"ErrorCode": {"30005"}, "To": {warehouse}, "From": {"+14155550100"}, "ApiVersion": {"2010-04-01"}}
+	a := p.call(t, http.MethodPost, "/v1/inbound/twilio", "", []byte(form.Encode()), http.Header{
+		"Content-Type":       {"application/x-www-form-urlencoded"},
+		"X-Twilio-Signature": {twiliotest.Signature(twilioToken, public+"/v1/inbound/twilio", form)}})
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Len(c, p.ledgerEntry(t, stockKey(event.ChannelSMS)).Reports, 1)
+	}, 20*time.Second, 50*time.Millisecond)
+
+	p.publish(t, "inventory.low_stock", "evt-2026-11-30-0101", sample(t, "inventory.low_stock.json", func(m map[string]any) {
+		m["id"] = "evt-2026-11-30-0101"
+	}))
+	p.settle(t)
+	next := func(c event.Channel) ledger.Entry {
+		return p.ledgerEntry(t, notification.Key{Tenant: "acme", Subject: "evt-2026-11-30-0101", Document: "low_stock",
+			Channel: c, Recipient: warehouse}.String())
+	}
+	require.Equal(t, ledger.Suppressed, next(event.ChannelSMS).State)
+	require.Equal(t, ledger.Delivered, next(event.ChannelWhatsApp).State, "%s", next(event.ChannelWhatsApp).Reason)
+	require.Equal(t, map[string]int{"sms " + warehouse: 1, "whatsapp " + warehouse: 2}, f.sent())
+}
+
 // An email in a category its recipient may leave carries a one-click
 // unsubscribe link (RFC 8058); posting to it, as a mail client's button
 // does, holds back that category's next notifications to the recipient —

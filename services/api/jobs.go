@@ -155,10 +155,29 @@ func checkJob(job Job) error {
 			problems = append(problems, noDocument(i, object))
 		}
 	}
+	problems = append(problems, jobTextProblems(job)...)
 	if len(problems) > 0 {
 		return huma.Error422UnprocessableEntity("invalid notification", problems...)
 	}
 	return nil
+}
+
+// jobTextProblems are the job's texts that hold control characters: the
+// subject, the recipient's name and the reference are one line each (a CR
+// or LF in a header ends it); the bodies keep their layout and nothing else.
+func jobTextProblems(job Job) []error {
+	var problems []error
+	check := func(location string, err error) {
+		if err != nil {
+			problems = append(problems, &huma.ErrorDetail{Location: location, Message: err.Error()})
+		}
+	}
+	check("body.subject", event.CheckText(job.Subject))
+	check("body.recipient.name", event.CheckText(job.Recipient.Name))
+	check("body.reference", event.CheckText(job.Reference))
+	check("body.text", event.CheckLines(job.Text))
+	check("body.html", event.CheckLines(job.HTML))
+	return problems
 }
 
 // noDocument is the problem of an attachment that is not one of the

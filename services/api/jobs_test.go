@@ -207,6 +207,10 @@ func TestAJobThatCannotBeSentIsRefused(t *testing.T) {
 		{"no text", acmeSend, `"text": "Please find our terms attached.\n",`, ``, 422, "expected required property text to be present"},
 		{"another tenant", acmeSend, `"channel": "email",`, `"channel": "email", "tenant": "globex",`, 403, `the notification's tenant \"globex\" is not the API key's`},
 		{"admin without tenant", adminKey, `"channel"`, `"channel"`, 422, "required with an admin key"},
+		{"a header in the subject", acmeSend, `"Your terms"`, `"Your terms\r\nBcc: all@zarya.example"`, 422, "holds a control character (U+000D at byte 10)"},
+		{"an escape in the name", acmeSend, `"Ольга Петрова"`, `"Ольга\u001b[2J"`, 422, "body.recipient.name"},
+		{"a NUL in the text", acmeSend, `"Please find our terms attached.\n"`, `"Please\u0000"`, 422, "body.text"},
+		{"a C1 control in the reference", acmeSend, `"crm-42"`, `"crm-42\u009b"`, 422, "body.reference"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := b.post(t, tt.key, string(edit(t, []byte(job), tt.old, tt.new)), "Idempotency-Key", "refused-"+tt.name)

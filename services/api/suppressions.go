@@ -8,12 +8,14 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/suppression"
 )
 
 // Suppression is an address the tenant's notifications are not sent to.
 type Suppression struct {
 	Tenant    string    `json:"tenant"`
+	Channel   string    `json:"channel,omitempty" enum:"email,sms,whatsapp" doc:"The channel it holds back. Absent: every channel the address is reached on."`
 	Address   string    `json:"address" example:"jane@example.com" doc:"As compared: trimmed, lowercased."`
 	Reason    string    `json:"reason" enum:"hard_bounce,complaint,manual,unsubscribed"`
 	Detail    string    `json:"detail,omitempty" doc:"What caused it: the provider's bounce message, an operator's note."`
@@ -24,7 +26,9 @@ type Suppression struct {
 
 // NewSuppression is an address to suppress.
 type NewSuppression struct {
-	Address string `json:"address" maxLength:"320"`
+	Address string `json:"address" maxLength:"320" doc:"An email address, or a phone number in E.164 form (+34600111222), as the channel sends to."`
+	// Not an enum: the store checks it, and its answer names the field.
+	Channel string `json:"channel,omitempty" doc:"email, sms or whatsapp: only that channel's notifications are held back. Default: every channel the address is reached on."`
 	// Not an enum: the store checks it, and its answer names the field.
 	Reason string `json:"reason,omitempty" doc:"hard_bounce, complaint, manual or unsubscribed; defaults to manual."`
 	Detail string `json:"detail,omitempty" maxLength:"1000"`
@@ -40,6 +44,7 @@ type createSuppressionInput struct {
 type suppressionInput struct {
 	WebhookTenant
 	Address  string `path:"address"`
+	Channel  string `query:"channel" maxLength:"16" doc:"The channel the suppression is limited to; default the one for every channel."`
 	Category string `query:"category" maxLength:"64" doc:"The category the suppression is limited to; default the one for all notifications."`
 }
 
@@ -116,8 +121,8 @@ func (s *Service) createSuppression(ctx context.Context, in *createSuppressionIn
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	e, err := st.Add(cctx, suppression.Entry{Tenant: tenant, Address: in.Body.Address, Reason: reason, Detail: in.Body.Detail,
-		Category: in.Body.Category, Source: "api"})
+	e, err := st.Add(cctx, suppression.Entry{Tenant: tenant, Channel: event.Channel(in.Body.Channel), Address: in.Body.Address,
+		Reason: reason, Detail: in.Body.Detail, Category: in.Body.Category, Source: "api"})
 	switch {
 	case errors.Is(err, suppression.ErrInvalid): // its message names the field
 		return nil, huma.Error422UnprocessableEntity(err.Error())
@@ -135,7 +140,7 @@ func (s *Service) deleteSuppression(ctx context.Context, in *suppressionInput) (
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	switch err := st.Remove(cctx, tenant, in.Address, in.Category); {
+	switch err := st.Remove(cctx, tenant, event.Channel(in.Channel), in.Address, in.Category); {
 	case errors.Is(err, suppression.ErrNotFound):
 		return nil, huma.Error404NotFound(in.Address + " is not suppressed")
 	case err != nil:
@@ -146,6 +151,6 @@ func (s *Service) deleteSuppression(ctx context.Context, in *suppressionInput) (
 }
 
 func suppressionOf(e suppression.Entry) Suppression {
-	return Suppression{Tenant: e.Tenant, Address: e.Address, Reason: e.Reason, Detail: e.Detail, Source: e.Source,
+	return Suppression{Tenant: e.Tenant, Channel: string(e.Channel), Address: e.Address, Reason: e.Reason, Detail: e.Detail, Source: e.Source,
 		Category: e.Category, CreatedAt: e.CreatedAt}
 }

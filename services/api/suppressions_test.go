@@ -23,8 +23,9 @@ func TestSuppressionsAreAddedListedAndLifted(t *testing.T) {
 	require.Equal(t, api.Suppression{Tenant: "acme", Address: "jane@example.com", Reason: "manual", Detail: "asked by phone",
 		Source: "api", CreatedAt: e.CreatedAt}, e, "the reason defaults to manual; the address is normalized")
 	require.False(t, e.CreatedAt.IsZero())
-	later := b.sendJSON(t, http.MethodPost, "/v1/suppressions", acmeSend, `{"address":"+4915112345678","reason":"hard_bounce"}`)
+	later := b.sendJSON(t, http.MethodPost, "/v1/suppressions", acmeSend, `{"address":"+4915112345678","reason":"hard_bounce","channel":"sms"}`)
 	require.Equal(t, http.StatusCreated, later.status, later.body)
+	require.Contains(t, later.body, `"channel":"sms"`)
 
 	list := b.do(t, http.MethodGet, "/v1/suppressions", acmeRead, nil)
 	require.Equal(t, http.StatusOK, list.status, list.body)
@@ -41,7 +42,9 @@ func TestSuppressionsAreAddedListedAndLifted(t *testing.T) {
 	require.Equal(t, "application/problem+json", again.header.Get("Content-Type"))
 	require.Contains(t, again.body, "jane@example.com is not suppressed")
 	require.NotContains(t, b.do(t, http.MethodGet, "/v1/suppressions", acmeRead, nil).body, "jane@")
-	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodDelete, "/v1/suppressions/"+url.PathEscape("+4900"), acmeSend, nil).status)
+	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodDelete, "/v1/suppressions/"+url.PathEscape("+4915112345678"), acmeSend, nil).status,
+		"the SMS entry is not the one for every channel")
+	require.Equal(t, http.StatusNoContent, b.do(t, http.MethodDelete, "/v1/suppressions/"+url.PathEscape("+4915112345678")+"?channel=sms", acmeSend, nil).status)
 }
 
 // A tenant's key sees and lifts its own tenant's suppressions only; an
@@ -75,7 +78,14 @@ func TestSuppressionsAreRefusedWithTheReason(t *testing.T) {
 	b := setup(t, api.Config{})
 	for body, says := range map[string]string{
 		`{"address":"jane@example.com","reason":"bounced"}`: `reason: \"bounced\" is not one of hard_bounce, complaint, manual`,
-		`{"address":"  "}`: "address: required",
+		`{"address":"  "}`:                                           "address: required",
+		`{"address":"jane@example.com\u001b[2J"}`:                    `address: \"jane@example.com\\x1b[2j\" is neither`,
+		`{"address":"jane"}`:                                         "is neither an email address nor an E.164 phone number",
+		`{"address":"+34600111222","channel":"email"}`:               "is not an email address (channel email)",
+		`{"address":"jane@example.com","channel":"sms"}`:             "is not an E.164 phone number such as +34600111222 (channel sms)",
+		`{"address":"jane@example.com","channel":"fax"}`:             `channel: \"fax\" is not one of email, sms, whatsapp`,
+		`{"address":"jane@example.com","detail":"\u001b]0;x\u0007"}`: "detail: holds a control character (U+001B at byte 0)",
+		`{"address":"jane@example.com","detail":"a\u0000b"}`:         "detail: holds a control character (U+0000 at byte 1)",
 	} {
 		got := b.sendJSON(t, http.MethodPost, "/v1/suppressions", acmeSend, body)
 		require.Equal(t, http.StatusUnprocessableEntity, got.status, "%s: %s", body, got.body)

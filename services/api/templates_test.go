@@ -30,6 +30,19 @@ func TestTemplatesAreCheckedStoredPreviewedAndRemoved(t *testing.T) {
 	unknown := b.sendJSON(t, http.MethodPut, "/v1/templates/quote/es", acmeSend, `{"subject":"Presupuesto","text":"Hola."}`)
 	require.Equal(t, http.StatusUnprocessableEntity, unknown.status, unknown.body)
 	require.Contains(t, unknown.body, `\"quote\" is not a template Herald has`)
+	for body, says := range map[string]string{
+		`{"subject":"Pedido\r\nBcc: all@zarya.example","text":"Hola."}`: "subject: holds a control character (U+000D at byte 6)",
+		`{"subject":"Pedido\u001b]0;pwned\u0007","text":"Hola."}`:       "subject: holds a control character (U+001B at byte 6)",
+		`{"subject":"Pedido","text":"Hola.\u001b[2J"}`:                  "text: holds a control character (U+001B at byte 5)",
+		`{"subject":"Pedido","text":"Hola.","html":"<p>\u0000</p>"}`:    "html: holds a control character (U+0000 at byte 3)",
+	} {
+		refused := b.sendJSON(t, http.MethodPut, "/v1/templates/purchase_order/es", acmeSend, body)
+		require.Equal(t, http.StatusUnprocessableEntity, refused.status, refused.body)
+		require.Contains(t, refused.body, says)
+	}
+	laidOut := b.sendJSON(t, http.MethodPost, "/v1/templates/preview", acmeRead,
+		`{"name":"purchase_order","locale":"es","subject":"Pedido","text":"Hola,\r\n\tOlga.\n","html":"<p>\n\tHola\n</p>"}`)
+	require.Equal(t, http.StatusOK, laidOut.status, "a body's tabs and line breaks are its layout: %s", laidOut.body)
 
 	// Tried before it is stored.
 	tried := b.sendJSON(t, http.MethodPost, "/v1/templates/preview", acmeRead,

@@ -78,7 +78,7 @@ func TestATenantManagesItsWebhookEndpoints(t *testing.T) {
 	bad := b.sendJSON(t, http.MethodPost, endpoints, acmeSend, `{"url":"ftp://erp.acme.example/herald"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, bad.status, bad.body)
 
-	_, _, err = store.Disable(ctx, "acme", made.ID, "the endpoint answered 410 Gone")
+	_, _, err = store.Disable(ctx, "acme", made.ID, "the endpoint answered 410 Gone", "ntf_test")
 	require.NoError(t, err)
 	enabled := b.do(t, http.MethodPost, endpoints+"/"+made.ID+"/enable", acmeSend, nil)
 	require.Equal(t, http.StatusOK, enabled.status, enabled.body)

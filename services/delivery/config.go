@@ -40,10 +40,10 @@ type Tenants interface {
 }
 
 // Suppressions says whether a tenant must not send a notification of a
-// category to an address (suppression.Cache): suppression.ErrNotFound
-// when it may.
+// category to an address on a channel (suppression.Cache):
+// suppression.ErrNotFound when it may.
 type Suppressions interface {
-	Blocks(ctx context.Context, tenant, address, category string) (suppression.Entry, error)
+	Blocks(ctx context.Context, tenant string, channel event.Channel, address, category string) (suppression.Entry, error)
 }
 
 // Quotas says a tenant's monthly quota on a channel (quota.Plans).

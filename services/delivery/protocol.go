@@ -121,8 +121,8 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome 
 }
 
 // suppressed settles a notification whose recipient's address the tenant
-// suppressed (a hard bounce, a complaint, by hand), or who unsubscribed
-// from its category: recorded as suppressed,
+// suppressed on its channel or on all (a hard bounce, a complaint, by
+// hand), or who unsubscribed from its category: recorded as suppressed,
 // its status event published, acknowledged — neither tried nor counted nor
 // dead-lettered, as it is not a failure. Suppressions that cannot be read
 // hold it (the claim handed back, retried): sending to a suppressed
@@ -131,7 +131,7 @@ func (w worker) suppressed(ctx context.Context, j *job) (consumer.Outcome, bool)
 	if w.cfg.Suppressions == nil || j.d.Channel == event.ChannelWebhook {
 		return consumer.Outcome{}, false
 	}
-	s, err := w.cfg.Suppressions.Blocks(ctx, j.d.Tenant, j.d.Recipient.Address, j.d.Unsubscribable())
+	s, err := w.cfg.Suppressions.Blocks(ctx, j.d.Tenant, j.d.Channel, j.d.Recipient.Address, j.d.Unsubscribable())
 	switch {
 	case errors.Is(err, suppression.ErrNotFound):
 		return consumer.Outcome{}, false

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/suppression"
@@ -51,9 +52,9 @@ func TestASuppressedAddressIsNotSentTo(t *testing.T) {
 	}
 	require.Equal(t, []string{"notification.suppressed"}, states)
 
-	require.NoError(t, store.Remove(ctx, "acme", "olga@zarya.example", ""))
+	require.NoError(t, store.Remove(ctx, "acme", "", "olga@zarya.example", ""))
 	require.Eventually(t, func() bool {
-		_, err := cache.Blocks(ctx, "acme", "olga@zarya.example", "")
+		_, err := cache.Blocks(ctx, "acme", event.ChannelEmail, "olga@zarya.example", "")
 		return errors.Is(err, suppression.ErrNotFound)
 	}, 5*time.Second, 5*time.Millisecond, "the worker hears of the lifting by watch")
 	b.publish(t, 1)

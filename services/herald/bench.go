@@ -9,7 +9,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -171,8 +170,8 @@ func printReport(w io.Writer, bc bench.Config, r bench.Report) {
 		return env
 	}
 	servers := fmt.Sprintf("NATS %s; Redis %s", where(r.EmbeddedNATS, "NATS_URL"), where(r.EmbeddedRedis, "REDIS_URL"))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(v, args...)) }
+	tw := newTable(w)
+	row := func(k, v string, args ...any) { tw.row(k, fmt.Sprintf(v, args...)) }
 	row("workload", "%d orders × %d %s recipients, %s, documents: %v, dup-ratio %.2f", r.Orders, r.Recipients, r.Channel, mode, bc.Documents, bc.DuplicateRatio)
 	if r.Channel == string(event.ChannelWebhook) {
 		row("endpoints", "%d on loopback HTTP, signatures verified (%d refused); latency %s, fault rate %.2f (503)", r.Recipients, r.BadSignatures, bc.ProviderLatency, bc.FaultRate)
@@ -192,7 +191,7 @@ func printReport(w io.Writer, bc bench.Config, r bench.Report) {
 	row("cpu", "%.2f s (%.2f ms per delivery) on %d cores", r.CPUSeconds, 1000*r.CPUSeconds/float64(max(r.Delivered, 1)), r.Cores)
 	row("peak rss", "%.0f MB", r.PeakRSSMB)
 	row("go", "%s", r.GoVersion)
-	_ = tw.Flush()
+	_ = tw.flush()
 }
 
 // plotLine is one latency distribution of a plot.
@@ -310,8 +309,8 @@ func printTenantsReport(w io.Writer, r bench.TenantsReport) {
 		}
 		return env
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	line := func(k, v string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(v, args...)) }
+	tw := newTable(w)
+	line := func(k, v string, args ...any) { tw.row(k, fmt.Sprintf(v, args...)) }
 	bulk := bench.BulkTenant
 	if r.BulkTenants > 1 {
 		bulk = fmt.Sprintf("%s (%d tenants)", bulk, r.BulkTenants)
@@ -320,13 +319,11 @@ func printTenantsReport(w io.Writer, r bench.TenantsReport) {
 	line("provider", "in-process email provider, latency %g ms; %d sends at once per priority", r.ProviderLatencyMS, r.Concurrency)
 	line("servers", "NATS %s; Redis %s", where(r.EmbeddedNATS, "NATS_URL"), where(r.EmbeddedRedis, "REDIS_URL"))
 	line("go", "%s on %d cores", r.GoVersion, r.Cores)
-	_ = tw.Flush()
+	_ = tw.flush()
 	fmt.Fprintln(w)
 
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k string, f func(m bench.Mode) string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", k, f(r.FIFO), f(r.Fair))
-	}
+	tw = newTable(w)
+	row := func(k string, f func(m bench.Mode) string) { tw.row(k, f(r.FIFO), f(r.Fair)) }
 	latency := func(t *bench.TenantResult) string {
 		return fmt.Sprintf("%.1f · %.1f · %.1f ms", t.Latency.P50, t.Latency.P99, t.Latency.Max)
 	}
@@ -336,7 +333,7 @@ func printTenantsReport(w io.Writer, r bench.TenantsReport) {
 		}
 		return "missed"
 	}
-	fmt.Fprintf(tw, "\tfirst come, first served\tfair (scheduling.fair)\n")
+	tw.row("", "first come, first served", "fair (scheduling.fair)")
 	row(bench.SmallTenant+" alone: p50 · p99 · max", func(m bench.Mode) string { return latency(m.SmallAlone.Small) })
 	row(bench.SmallTenant+" beside the burst", func(m bench.Mode) string { return latency(m.Together.Small) })
 	row("  p99 ratio (target ≤ 2×)", func(m bench.Mode) string {
@@ -357,7 +354,7 @@ func printTenantsReport(w io.Writer, r bench.TenantsReport) {
 		}
 		return fmt.Sprintf("%d, %d", d, l)
 	})
-	_ = tw.Flush()
+	_ = tw.flush()
 	fmt.Fprintf(w, "\nfair beside the burst, against first come, first served alone (today's idle system and single-tenant run):\n")
 	fmt.Fprintf(w, "  %s's p99 %.2f× (%s), %s's throughput %.1f %% (%s)\n", bench.SmallTenant, r.FairVsFIFO.SmallP99Ratio,
 		verdict(r.FairVsFIFO.SmallP99Ratio > 0 && r.FairVsFIFO.SmallP99Ratio <= 2), bench.BulkTenant,

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -118,17 +117,16 @@ func dlqListCommand() *cobra.Command {
 // printEntries prints a table of entries, then how many there are: "100 of
 // 2,319 entries" when the list stops short of what the filter selects.
 func printEntries(w io.Writer, list []dlq.Entry, total int) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tAGE\tFROM\tSUBJECT\tTRIES\tTENANT\tREDRIVEN\tREASON")
+	tw := newTable(w, "SEQ", "AGE", "FROM", "SUBJECT", "TRIES", "TENANT", "REDRIVEN", "REASON")
 	for _, e := range list {
 		redriven := "-"
 		if e.Redriven != nil {
 			redriven = fmt.Sprintf("%d× %s ago", e.Redriven.Count, time.Since(e.Redriven.Time).Round(time.Second))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s > %s\t%s\t%d\t%s\t%s\t%s\n", e.Seq, time.Since(e.Time).Round(time.Second),
-			e.Stream, e.Consumer, e.Subject, e.Deliveries, dash(e.Tenant), redriven, shorten(e.Reason, 80))
+		tw.row(e.Seq, time.Since(e.Time).Round(time.Second), e.Stream+" > "+e.Consumer, e.Subject, e.Deliveries,
+			dash(e.Tenant), redriven, shorten(e.Reason, 80))
 	}
-	_ = tw.Flush()
+	_ = tw.flush()
 	if total > len(list) {
 		fmt.Fprintf(w, "%s of %s entries (--limit 0 lists all)\n", thousands(len(list)), thousands(total))
 		return

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -105,12 +104,11 @@ func domainsListCommand() *cobra.Command {
 					}
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
 				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "DOMAIN\tPROVIDER\tSTATUS\tCHECKED\tDETAIL")
+				w := newTable(cmd.OutOrStdout(), "DOMAIN", "PROVIDER", "STATUS", "CHECKED", "DETAIL")
 				for _, e := range list {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Domain, e.Provider, e.Status, e.CheckedAt.Format(time.RFC3339), orDash(e.Detail))
+					w.row(e.Domain, e.Provider, e.Status, e.CheckedAt.Format(time.RFC3339), orDash(e.Detail))
 				}
-				return w.Flush()
+				return w.flush()
 			})
 		},
 	}
@@ -165,12 +163,11 @@ func printDomain(out io.Writer, e domains.Entry) error {
 		fmt.Fprintf(out, " — %s", e.Detail)
 	}
 	fmt.Fprintln(out)
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TYPE\tNAME\tVALUE")
+	w := newTable(out, "TYPE", "NAME", "VALUE")
 	for _, r := range e.Records {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Type, r.Name, r.Value)
+		w.row(r.Type, r.Name, r.Value)
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 func withDomains(cmd *cobra.Command, fn func(context.Context, *domains.Store) error) error {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -158,13 +157,11 @@ func keysListCommand() *cobra.Command {
 }
 
 func printKeys(w io.Writer, list []apikey.Key) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+	tw := newTable(w, "ID", "TENANT", "NAME", "SCOPES", "CREATED", "LAST USED", "REVOKED")
 	for _, k := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, dash(k.Tenant), dash(shorten(k.Name, 40)),
-			scopeList(k.Scopes), when(k.Created), when(k.LastUsed), when(k.Revoked))
+		tw.row(k.ID, dash(k.Tenant), dash(shorten(k.Name, 40)), scopeList(k.Scopes), when(k.Created), when(k.LastUsed), when(k.Revoked))
 	}
-	_ = tw.Flush()
+	_ = tw.flush()
 	if len(list) == 1 {
 		fmt.Fprintln(w, "1 key")
 		return

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -90,11 +89,9 @@ func printOutboxStatus(cmd *cobra.Command, st outbox.Status, asJSON bool) error 
 			AgeSeconds float64 `json:"oldest_age_seconds"`
 		}{st, st.Age(time.Now()).Seconds()})
 	}
-	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "BACKLOG\tOLDEST AGE\tRETRYING\tFAILED\tPUBLISHED (KEPT)\tLAST ERROR")
-	fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%s\n", st.Backlog, st.Age(time.Now()).Round(time.Millisecond), st.Retrying,
-		st.Failed, st.Published, orDash(st.LastError))
-	return w.Flush()
+	w := newTable(cmd.OutOrStdout(), "BACKLOG", "OLDEST AGE", "RETRYING", "FAILED", "PUBLISHED (KEPT)", "LAST ERROR")
+	w.row(st.Backlog, st.Age(time.Now()).Round(time.Millisecond), st.Retrying, st.Failed, st.Published, orDash(st.LastError))
+	return w.flush()
 }
 
 func outboxFlags(cmd *cobra.Command) {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -201,13 +200,11 @@ func providersListCommand() *cobra.Command {
 }
 
 func printProviders(w io.Writer, list []vault.Info) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTYPE\tSETTINGS\tSECRET\tKEY\tUPDATED")
+	tw := newTable(w, "NAME", "TYPE", "SETTINGS", "SECRET", "KEY", "UPDATED")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Type, dash(providerSettings(p)), dash(p.Preview), p.KeyID,
-			p.UpdatedAt.Local().Format(time.DateTime))
+		tw.row(p.Name, p.Type, dash(providerSettings(p)), dash(p.Preview), p.KeyID, p.UpdatedAt.Local().Format(time.DateTime))
 	}
-	_ = tw.Flush()
+	_ = tw.flush()
 	fmt.Fprintln(w, count(len(list), "provider"))
 }
 

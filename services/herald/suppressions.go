@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/suppression"
 )
 
@@ -21,7 +21,8 @@ func suppressionsCommand() *cobra.Command {
 		Short: "List, add and remove tenants' suppressed addresses",
 		Long: `Herald sends a tenant's notifications to none of its suppressed addresses:
 each is recorded as suppressed, not tried. Addresses are suppressed after a
-hard bounce or a complaint, or by hand; removing one sends to it again.`,
+hard bounce or a complaint (on the channel that bounced), or by hand;
+removing one sends to it again.`,
 	}
 	cmd.AddCommand(suppressionsListCommand(), suppressionsAddCommand(), suppressionsRemoveCommand())
 	return cmd
@@ -46,13 +47,12 @@ func suppressionsListCommand() *cobra.Command {
 					}
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
 				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ADDRESS\tCATEGORY\tREASON\tSOURCE\tSINCE\tDETAIL")
+				w := newTable(cmd.OutOrStdout(), "ADDRESS", "CHANNEL", "CATEGORY", "REASON", "SOURCE", "SINCE", "DETAIL")
 				for _, e := range list {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Address, cmp.Or(e.Category, "(all)"), e.Reason, orDash(e.Source),
+					w.row(e.Address, cmp.Or(string(e.Channel), "(all)"), cmp.Or(e.Category, "(all)"), e.Reason, orDash(e.Source),
 						e.CreatedAt.Format(time.RFC3339), orDash(e.Detail))
 				}
-				return w.Flush()
+				return w.flush()
 			})
 		},
 	}
@@ -72,15 +72,18 @@ func orDash(s string) string {
 
 func suppressionsAddCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "add --tenant ID --address A [--reason manual] [--detail TEXT]",
-		Short:   "Suppress an address: the tenant's notifications are not sent to it",
-		Example: `  herald suppressions add --tenant acme --address jane@example.com --detail 'asked by phone'`,
-		Args:    cobra.NoArgs,
+		Use:   "add --tenant ID --address A [--channel C] [--reason manual] [--detail TEXT]",
+		Short: "Suppress an address: the tenant's notifications are not sent to it",
+		Example: `  herald suppressions add --tenant acme --address jane@example.com --detail 'asked by phone'
+  herald suppressions add --tenant acme --address +34600111222 --channel sms`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
 			var e suppression.Entry
 			e.Tenant, _ = f.GetString("tenant")
 			e.Address, _ = f.GetString("address")
+			channel, _ := f.GetString("channel")
+			e.Channel = event.Channel(channel)
 			e.Reason, _ = f.GetString("reason")
 			e.Detail, _ = f.GetString("detail")
 			e.Category, _ = f.GetString("category")
@@ -97,7 +100,8 @@ func suppressionsAddCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.String("tenant", "", "the tenant (required)")
-	f.String("address", "", "the email address or phone number (required)")
+	f.String("address", "", "the email address or phone number, E.164 (required)")
+	f.String("channel", "", "email, sms or whatsapp: only that channel's notifications; default every channel")
 	f.String("reason", suppression.Manual, "hard_bounce, complaint, manual or unsubscribed")
 	f.String("detail", "", "why, for people")
 	f.String("category", "", "only the notifications of this category (a route's, e.g. alerts); default all")
@@ -108,15 +112,16 @@ func suppressionsAddCommand() *cobra.Command {
 
 func suppressionsRemoveCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "remove --tenant ID --address A",
+		Use:   "remove --tenant ID --address A [--channel C]",
 		Short: "Lift an address's suppression: it is sent to again",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tenant, _ := cmd.Flags().GetString("tenant")
 			address, _ := cmd.Flags().GetString("address")
+			channel, _ := cmd.Flags().GetString("channel")
 			category, _ := cmd.Flags().GetString("category")
 			return withSuppressions(cmd, func(ctx context.Context, s *suppression.Store) error {
-				if err := s.Remove(ctx, tenant, address, category); err != nil {
+				if err := s.Remove(ctx, tenant, event.Channel(channel), address, category); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed suppression of %s for tenant %s\n", suppression.Normalize(address), tenant)
@@ -126,6 +131,7 @@ func suppressionsRemoveCommand() *cobra.Command {
 	}
 	cmd.Flags().String("tenant", "", "the tenant (required)")
 	cmd.Flags().String("address", "", "the address (required)")
+	cmd.Flags().String("channel", "", "the channel it was limited to; default the one for every channel")
 	cmd.Flags().String("category", "", "the category it was limited to (an unsubscribe); default the one for all")
 	_ = cmd.MarkFlagRequired("tenant")
 	_ = cmd.MarkFlagRequired("address")

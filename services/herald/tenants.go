@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -176,13 +175,12 @@ func printTenants(w io.Writer, list []tenant.Tenant) {
 		fmt.Fprintln(w, "no tenants (herald tenants create ID --plan P registers one)")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tSTATUS\tFROM\tPROVIDERS\tUPDATED")
+	tw := newTable(w, "ID", "NAME", "PLAN", "STATUS", "FROM", "PROVIDERS", "UPDATED")
 	for _, t := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, dash(shorten(t.Name, 30)), t.Plan, t.Status,
-			dash(shorten(t.From, 40)), dash(chainsSummary(t)), t.UpdatedAt.Format(time.DateTime))
+		tw.row(t.ID, dash(shorten(t.Name, 30)), t.Plan, t.Status, dash(shorten(t.From, 40)), dash(chainsSummary(t)),
+			t.UpdatedAt.Format(time.DateTime))
 	}
-	_ = tw.Flush()
+	_ = tw.flush()
 	fmt.Fprintln(w, count(len(list), "tenant"))
 }
 
@@ -236,11 +234,11 @@ func printTenant(w io.Writer, t tenant.Tenant) {
 		rows = append(rows, [2]string{strings.ReplaceAll(c.flag, "-", " "), chain})
 	}
 	rows = append(rows, [2]string{"created", t.CreatedAt.Format(time.RFC3339)}, [2]string{"updated", t.UpdatedAt.Format(time.RFC3339)})
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	for _, row := range rows {
-		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+		tw.row(row[0]+":", row[1])
 	}
-	_ = tw.Flush()
+	_ = tw.flush()
 }
 
 func tenantsSetCommand() *cobra.Command {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -81,14 +80,13 @@ func readUsage(ctx context.Context, counter *quota.Counter, t tenant.Tenant, pla
 
 func printUsage(w io.Writer, u usage) {
 	fmt.Fprintf(w, "tenant %s, plan %s, %s (UTC)\n", u.Tenant, u.Plan, u.Month)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHANNEL\tUSED\tQUOTA\tLEFT\tREFUSED")
+	tw := newTable(w, "CHANNEL", "USED", "QUOTA", "LEFT", "REFUSED")
 	for _, c := range u.Channels {
 		quotaCell, left := "-", "-"
 		if c.Quota != nil {
 			quotaCell, left = fmt.Sprint(*c.Quota), fmt.Sprint(max(*c.Quota-c.Used, 0))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", c.Channel, c.Used, quotaCell, left, c.Refused)
+		tw.row(c.Channel, c.Used, quotaCell, left, c.Refused)
 	}
-	_ = tw.Flush()
+	_ = tw.flush()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -93,8 +92,7 @@ func webhooksListCommand() *cobra.Command {
 				if asJSON {
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
 				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tURL\tEVENTS\tSTATUS\tFAILING SINCE")
+				w := newTable(cmd.OutOrStdout(), "ID", "URL", "EVENTS", "STATUS", "FAILING SINCE")
 				for _, e := range list {
 					status, failing := string(e.Status), "-"
 					if e.DisabledReason != "" {
@@ -103,9 +101,9 @@ func webhooksListCommand() *cobra.Command {
 					if !e.FailingSince.IsZero() {
 						failing = e.FailingSince.Format(time.RFC3339)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.URL, strings.Join(e.Events, ","), status, failing)
+					w.row(e.ID, e.URL, strings.Join(e.Events, ","), status, failing)
 				}
-				return w.Flush()
+				return w.flush()
 			})
 		},
 	}
@@ -271,17 +269,17 @@ func printRedelivered(cmd *cobra.Command, out webhooks.Redelivered) {
 		verb = "would redeliver"
 	}
 	fmt.Fprintf(w, "%s %d webhook(s) of tenant %s as %s\n", verb, len(out.Sent), out.Tenant, out.ID)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	if len(out.Sent) > 0 {
-		fmt.Fprintln(tw, "ORIGINAL\tWAS\tENDPOINT\tREDELIVERY")
+		tw.row("ORIGINAL", "WAS", "ENDPOINT", "REDELIVERY")
 		for _, r := range out.Sent {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Of, r.State, r.Endpoint, r.NotificationID)
+			tw.row(r.Of, r.State, r.Endpoint, r.NotificationID)
 		}
 	}
 	for _, s := range out.Skipped {
-		fmt.Fprintf(tw, "skipped %s\t%s\n", s.NotificationID, s.Reason)
+		tw.row("skipped "+s.NotificationID, s.Reason)
 	}
-	_ = tw.Flush()
+	_ = tw.flush()
 }
 
 func withWebhooks(cmd *cobra.Command, keys *vault.Keyring, fn func(context.Context, *webhooks.Store) error) error {

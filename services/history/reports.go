@@ -137,9 +137,11 @@ func whose(tenant string) string {
 	return "of tenant " + tenant + " "
 }
 
-// suppress keeps the tenant from sending to the address again — or, when
-// the recipient unsubscribed through the provider, from sending it the
-// notification's category.
+// suppress keeps the tenant from sending to the address again on the
+// notification's channel — on every channel, when the provider says the
+// address itself is at fault — or, when the recipient unsubscribed through
+// the provider, from sending it the notification's category. The
+// provider's words are kept printable: the entry is listed in terminals.
 func (r *reports) suppress(ctx context.Context, e ledger.Entry, rep report.Report) error {
 	reason, category := suppression.HardBounce, ""
 	switch rep.Kind {
@@ -148,10 +150,14 @@ func (r *reports) suppress(ctx context.Context, e ledger.Entry, rep report.Repor
 	case report.Unsubscribed:
 		reason, category = suppression.Unsubscribed, e.Unsubscribable
 	}
+	channel := event.Channel(e.Channel)
+	if rep.EveryChannel {
+		channel = ""
+	}
 	_, err := r.suppressions.Add(ctx, suppression.Entry{
-		Tenant: e.Tenant, Address: cmp.Or(e.Recipient, rep.Recipient), Reason: reason, Detail: rep.Detail, Category: category,
-		Source:    fmt.Sprintf("%s event %s (notification %s)", rep.Provider, rep.EventID, e.NotificationID),
-		CreatedAt: rep.Time,
+		Tenant: e.Tenant, Channel: channel, Address: cmp.Or(e.Recipient, rep.Recipient), Reason: reason,
+		Detail: event.Printable(rep.Detail), Category: category, CreatedAt: rep.Time,
+		Source: event.Printable(fmt.Sprintf("%s event %s (notification %s)", rep.Provider, rep.EventID, e.NotificationID)),
 	})
 	if err != nil && !errors.Is(err, suppression.ErrInvalid) {
 		return fmt.Errorf("suppressing the address: %w", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	svchistory "github.com/heraldhq/herald/services/history"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
@@ -74,7 +75,7 @@ func TestAHardBounceIsJoinedAndSuppressesTheAddress(t *testing.T) {
 
 	store, err := suppression.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
-	s, err := store.Get(ctx, "acme", "olga@zarya.example", "")
+	s, err := store.Get(ctx, "acme", event.ChannelEmail, "olga@zarya.example", "")
 	require.NoError(t, err)
 	require.Equal(t, suppression.HardBounce, s.Reason)
 	require.Equal(t, "smtp; 550 5.1.1 user unknown", s.Detail)
@@ -119,9 +120,9 @@ func TestOnlyPermanentSignalsSuppressAndRepeatsAreKeptOnce(t *testing.T) {
 
 	store, err := suppression.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
-	_, err = store.Get(ctx, "acme", "ivan@zarya.example", "")
+	_, err = store.Get(ctx, "acme", event.ChannelEmail, "ivan@zarya.example", "")
 	require.ErrorIs(t, err, suppression.ErrNotFound, "a soft bounce is only recorded")
-	s, err := store.Get(ctx, "acme", "olga@zarya.example", "")
+	s, err := store.Get(ctx, "acme", event.ChannelEmail, "olga@zarya.example", "")
 	require.NoError(t, err)
 	require.Equal(t, suppression.Complaint, s.Reason)
 
@@ -165,7 +166,7 @@ func TestATenantsAccountCannotReportAnothersMessages(t *testing.T) {
 
 	store, err := suppression.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
-	_, err = store.Get(ctx, "acme", "olga@zarya.example", "")
+	_, err = store.Get(ctx, "acme", event.ChannelEmail, "olga@zarya.example", "")
 	require.ErrorIs(t, err, suppression.ErrNotFound)
 }
 
@@ -197,12 +198,55 @@ func TestAnUnsubscribeReportLeavesTheCategory(t *testing.T) {
 
 	store, err := suppression.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
-	s, err := store.Blocks(ctx, "acme", "olga@zarya.example", "alerts")
+	s, err := store.Blocks(ctx, "acme", event.ChannelEmail, "olga@zarya.example", "alerts")
 	require.NoError(t, err)
 	require.Equal(t, suppression.Unsubscribed, s.Reason)
 	require.Equal(t, "alerts", s.Category)
-	_, err = store.Blocks(ctx, "acme", "olga@zarya.example", "documents")
+	_, err = store.Blocks(ctx, "acme", event.ChannelEmail, "olga@zarya.example", "documents")
 	require.ErrorIs(t, err, suppression.ErrNotFound, "only the category she left")
-	_, err = store.Blocks(ctx, "acme", "ivan@zarya.example", "documents")
+	_, err = store.Blocks(ctx, "acme", event.ChannelEmail, "ivan@zarya.example", "documents")
 	require.ErrorIs(t, err, suppression.ErrNotFound, "a required notification's category is not left")
+}
+
+// textDelivery is a text message of order to number on channel.
+func textDelivery(order string, channel event.Channel, number string) notification.Delivery {
+	d := delivery(order, number)
+	key := notification.Key{Tenant: "acme", Subject: order, Revision: 1, Document: "low_stock", Channel: channel, Recipient: number}.String()
+	d.ID, d.DedupeKey, d.Channel = notification.ID(key), key, channel
+	return d
+}
+
+// An SMS hard bounce suppresses the number for SMS only: the SMS carrier
+// has no word on WhatsApp. A provider that says the number itself is bad
+// has it suppressed on every channel. The provider's words are kept, made
+// printable, rather than refused with the suppression.
+func TestAnSMSBounceSuppressesTheNumberForSMSOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	start(t, b, openStore(t))
+	landline, invalid := textDelivery("PO-7", event.ChannelSMS, "+34600111222"), textDelivery("PO-8", event.ChannelSMS, "+34600999888")
+	b.record(t, landline, ledger.Delivered)
+	b.record(t, invalid, ledger.Delivered)
+	bounced := bounce(landline, "SM1:undelivered:30006")
+	bounced.Provider, bounced.Detail = "twilio", "error 30006: Landline\x1b[2J"
+	noNumber := bounce(invalid, "SM2:failed:21211")
+	noNumber.Provider, noNumber.Detail, noNumber.EveryChannel = "twilio", "error 21211", true
+	require.NoError(t, report.Publish(ctx, b.nats.JS, []report.Report{bounced, noNumber}))
+	b.reported(t, landline, 1)
+	b.reported(t, invalid, 1)
+
+	store, err := suppression.Open(ctx, b.nats.JS)
+	require.NoError(t, err)
+	s, err := store.Blocks(ctx, "acme", event.ChannelSMS, "+34600111222", "")
+	require.NoError(t, err)
+	require.Equal(t, event.ChannelSMS, s.Channel)
+	require.Equal(t, `error 30006: Landline\x1b[2J`, s.Detail)
+	_, err = store.Blocks(ctx, "acme", event.ChannelWhatsApp, "+34600111222", "")
+	require.ErrorIs(t, err, suppression.ErrNotFound, "WhatsApp to the landline is still sent")
+	for _, ch := range []event.Channel{event.ChannelSMS, event.ChannelWhatsApp} {
+		s, err := store.Blocks(ctx, "acme", ch, "+34600999888", "")
+		require.NoError(t, err, ch)
+		require.Empty(t, s.Channel, "every channel")
+	}
 }

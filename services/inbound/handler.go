@@ -187,8 +187,29 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	h.cfg.Logger.WarnContext(r.Context(), "provider webhook refused", "provider", provider,
 		"tenant", r.PathValue("tenant"), "account", r.PathValue("account"), "status", refused.Status,
 		"reason", refused.Reason, "remote", r.RemoteAddr)
-	http.Error(w, refused.Reason, refused.Status)
+	answer := refused
+	if r.PathValue("tenant") != "" && errors.Is(err, errUnverified) && refused.Status != http.StatusServiceUnavailable {
+		answer = notVerified
+	}
+	http.Error(w, answer.Reason, answer.Status)
 }
+
+// notVerified is the answer to every request to a tenant's path that is
+// not verified, whatever kept it from being: the path names no tenant or
+// no account, an account of another provider or one without a key, or
+// the signature is missing, malformed, stale or wrong. Telling these
+// apart would tell anyone which tenants and accounts exist, and of what
+// type; the log says which it was. A 503 (the vault or SNS cannot be
+// reached) is answered as such: the provider must try again, and it says
+// nothing of the account.
+var notVerified = &Refused{Status: http.StatusForbidden,
+	Reason: "not verified: the request is not signed with the key of the account its path names"}
+
+// errUnverified marks a refusal made before the request was verified.
+var errUnverified = errors.New("not verified")
+
+// unverified marks err, a refusal, as made before the request was verified.
+func unverified(err error) error { return fmt.Errorf("%w: %w", errUnverified, err) }
 
 func (h *Handler) count(ctx context.Context, provider, outcome string) {
 	if provider != SendGrid && provider != SES && provider != Twilio {
@@ -197,30 +218,47 @@ func (h *Handler) count(ctx context.Context, provider, outcome string) {
 	h.requests.Add(ctx, 1, metric.WithAttributes(attribute.String("provider", provider), attribute.String("outcome", outcome)))
 }
 
+// signed is a provider's request whose signature is present, well formed
+// and fresh — all that can be judged without knowing whose it should be.
+type signed interface {
+	// verify says whether k's keys signed the request.
+	verify(ctx context.Context, k keys) error
+	// reports are what the verified request reports.
+	reports(ctx context.Context, k keys) ([]report.Report, error)
+}
+
 // verify reads the request and returns its reports if it is the
-// provider's own, and a Refused if not.
+// provider's own, and a Refused if not. What the request alone shows is
+// judged before its keys are looked up: a tenant's account costs a vault
+// read, which only a request that could be signed earns.
 func (h *Handler) verify(r *http.Request, provider string) ([]report.Report, error) {
-	k, err := h.keys(r.Context(), provider, r.PathValue("tenant"), r.PathValue("account"))
+	if provider != SendGrid && provider != SES && provider != Twilio {
+		return nil, refuse(http.StatusNotFound, "no provider %q: Herald takes webhooks from sendgrid, ses and twilio", provider)
+	}
+	body, err := h.readBody(r)
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, refuse(http.StatusRequestEntityTooLarge, "body larger than %d bytes", h.cfg.MaxBodyBytes)
-	case err != nil:
-		return nil, refuse(http.StatusBadRequest, "reading the body: %v", err)
-	}
-	var reports []report.Report
+	var req signed
 	switch provider {
 	case SendGrid:
-		reports, err = h.sendgridReports(r, body, k)
+		req, err = h.sendgridRequest(r, body)
 	case SES:
-		reports, err = h.sesReports(r.Context(), body, k)
+		req, err = h.sesRequest(body)
 	case Twilio:
-		reports, err = h.twilioReports(r, body, k)
+		req, err = h.twilioRequest(r, body)
 	}
+	if err != nil {
+		return nil, unverified(err)
+	}
+	k, err := h.keys(r.Context(), provider, r.PathValue("tenant"), r.PathValue("account"))
+	if err == nil {
+		err = req.verify(r.Context(), k)
+	}
+	if err != nil {
+		return nil, unverified(err)
+	}
+	reports, err := req.reports(r.Context(), k)
 	if err != nil {
 		return nil, err
 	}
@@ -230,49 +268,68 @@ func (h *Handler) verify(r *http.Request, provider string) ([]report.Report, err
 	return reports, nil
 }
 
+// readBody reads the request's body, up to MaxBodyBytes.
+func (h *Handler) readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, refuse(http.StatusRequestEntityTooLarge, "body larger than %d bytes", h.cfg.MaxBodyBytes)
+	case err != nil:
+		return nil, refuse(http.StatusBadRequest, "reading the body: %v", err)
+	}
+	return body, nil
+}
+
 // keys finds what verifies a request to provider's path: the platform's
-// keys, or the tenant's account's. A path Herald has nothing for is 404:
-// a provider pointed at the wrong URL should hear that, not a 403.
+// keys, or the tenant's account's. A platform path Herald has nothing for
+// is 404: a provider pointed at the wrong URL should hear that, not a 403.
+// (On a tenant's path, every refusal reads alike: notVerified.)
 func (h *Handler) keys(ctx context.Context, provider, tenant, account string) (keys, error) {
 	k := keys{tenant: tenant, account: account}
-	if provider != SendGrid && provider != SES && provider != Twilio {
-		return k, refuse(http.StatusNotFound, "no provider %q: Herald takes webhooks from sendgrid, ses and twilio", provider)
-	}
 	if tenant == "" {
 		k.sendgrid, k.sesTopics = h.sendgrid, h.cfg.SESTopics
 		k.twilioToken, k.twilioAccount = h.cfg.TwilioAuthToken, h.cfg.TwilioAccountSID
-	} else {
-		if h.cfg.Accounts == nil {
-			return k, refuse(http.StatusNotFound, "no vault: tenants' accounts are not configured")
-		}
-		c, err := h.cfg.Accounts.Get(ctx, tenant, account)
-		switch {
-		case errors.Is(err, vault.ErrNotFound):
-			return k, refuse(http.StatusNotFound, "tenant %q has no account %q", tenant, account)
-		case err != nil:
-			h.cfg.Logger.ErrorContext(ctx, "vault unavailable", "error", err)
-			return k, refuse(http.StatusServiceUnavailable, "the tenant's account cannot be read right now")
-		case c.Type != provider:
-			return k, refuse(http.StatusNotFound, "tenant %q's account %q is a %s account, not %s", tenant, account, c.Type, provider)
-		}
-		switch provider {
-		case SendGrid:
-			if c.WebhookPublicKey != "" {
-				if k.sendgrid, err = ParseSendGridKey(c.WebhookPublicKey); err != nil {
-					return k, refuse(http.StatusForbidden, "tenant %q's account %q: webhook_public_key: %v", tenant, account, err)
-				}
-			}
-		case SES:
-			k.sesTopics = c.SNSTopics
-		case Twilio:
-			k.twilioToken, k.twilioAccount = c.AuthToken, c.AccountSID
-		}
+	} else if err := h.accountKeys(ctx, provider, &k); err != nil {
+		return k, err
 	}
 	if provider == SendGrid && k.sendgrid == nil || provider == SES && len(k.sesTopics) == 0 ||
 		provider == Twilio && k.twilioToken.IsZero() {
 		return k, refuse(http.StatusNotFound, "nothing here verifies %s webhooks (%s)", provider, h.configured(provider, tenant))
 	}
 	return k, nil
+}
+
+// accountKeys fills k with the keys of the tenant's account k names, read
+// from the vault.
+func (h *Handler) accountKeys(ctx context.Context, provider string, k *keys) error {
+	tenant, account := k.tenant, k.account
+	if h.cfg.Accounts == nil {
+		return refuse(http.StatusNotFound, "no vault: tenants' accounts are not configured")
+	}
+	c, err := h.cfg.Accounts.Get(ctx, tenant, account)
+	switch {
+	case errors.Is(err, vault.ErrNotFound):
+		return refuse(http.StatusNotFound, "tenant %q has no account %q", tenant, account)
+	case err != nil:
+		h.cfg.Logger.ErrorContext(ctx, "vault unavailable", "error", err)
+		return refuse(http.StatusServiceUnavailable, "the tenant's account cannot be read right now")
+	case c.Type != provider:
+		return refuse(http.StatusNotFound, "tenant %q's account %q is a %s account, not %s", tenant, account, c.Type, provider)
+	}
+	switch provider {
+	case SendGrid:
+		if c.WebhookPublicKey != "" {
+			if k.sendgrid, err = ParseSendGridKey(c.WebhookPublicKey); err != nil {
+				return refuse(http.StatusForbidden, "tenant %q's account %q: webhook_public_key: %v", tenant, account, err)
+			}
+		}
+	case SES:
+		k.sesTopics = c.SNSTopics
+	case Twilio:
+		k.twilioToken, k.twilioAccount = c.AuthToken, c.AccountSID
+	}
+	return nil
 }
 
 // configured says where provider's key would be configured.

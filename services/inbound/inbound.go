@@ -8,10 +8,11 @@
 //
 // A verified request's events become reports (package report), stored on
 // the stream REPORTS before the provider is answered 200; the history
-// service joins them to their notifications. A request that fails
-// verification is answered 401 (unsigned) or 403 (badly signed, stale, or
-// from an account Herald does not know), logged without its payload and
-// counted; nothing of it is kept.
+// service joins them to their notifications. A request to the platform's
+// path that fails verification is answered 401 (unsigned) or 403 (badly
+// signed, stale); one to a tenant's path, always the same 403, which tells
+// nothing of the tenant or its accounts. Refusals are logged without their
+// payload and counted; nothing of them is kept.
 package inbound
 
 import (

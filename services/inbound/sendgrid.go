@@ -1,6 +1,9 @@
 package inbound
 
 import (
+	"context"
+	"encoding/asn1"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -32,12 +35,20 @@ type sendgridEvent struct {
 	NotificationID string `json:"herald_notification_id"`
 }
 
-// sendgridReports verifies a SendGrid Event Webhook post — an ECDSA P-256
-// signature over the timestamp header and the body, with the account's
-// verification key (sendgrid-go's own helper checks it) — and reads its
-// events. The timestamp is what makes a captured post useless later: one
-// older than MaxAge is a replay.
-func (h *Handler) sendgridReports(r *http.Request, body []byte, k keys) ([]report.Report, error) {
+// sendgridSigned is a SendGrid Event Webhook post: an ECDSA P-256
+// signature over the timestamp header and the body, made with the
+// account's verification key (sendgrid-go's own helper checks it). The
+// timestamp is what makes a captured post useless later: one further than
+// MaxAge from now, either side, is a replay.
+type sendgridSigned struct {
+	body       []byte
+	sig, stamp string
+}
+
+// sendgridRequest checks what a post shows without the account's key: its
+// signature headers are there, the signature is an ECDSA signature's
+// encoding, and the timestamp is within MaxAge of now.
+func (h *Handler) sendgridRequest(r *http.Request, body []byte) (signed, error) {
 	sig, stamp := r.Header.Get(eventwebhook.VerificationHTTPHeader), r.Header.Get(eventwebhook.TimestampHTTPHeader)
 	if sig == "" || stamp == "" {
 		return nil, refuse(http.StatusUnauthorized, "unsigned: no %s and %s headers (turn on Signed Event Webhook in SendGrid)",
@@ -48,13 +59,37 @@ func (h *Handler) sendgridReports(r *http.Request, body []byte, k keys) ([]repor
 		return nil, refuse(http.StatusForbidden, "%s is not a Unix time", eventwebhook.TimestampHTTPHeader)
 	}
 	if age := h.cfg.Now().Sub(time.Unix(seconds, 0)); age > h.cfg.MaxAge || age < -h.cfg.MaxAge {
-		return nil, refuse(http.StatusForbidden, "stale: signed %s ago, more than %s (a replay, or a clock far off)", age.Round(time.Second), h.cfg.MaxAge)
+		return nil, refuse(http.StatusForbidden, "stale: the timestamp is %s from now, more than %s (a replay, or a clock far off)", age.Abs().Round(time.Second), h.cfg.MaxAge)
 	}
-	if ok, err := eventwebhook.VerifySignature(k.sendgrid, body, sig, stamp); err != nil || !ok {
-		return nil, refuse(http.StatusForbidden, "bad signature: not made with this account's verification key over this body")
+	if !ecdsaSignature(sig) {
+		return nil, refuse(http.StatusForbidden, "bad signature: %s is not a base64 ECDSA signature", eventwebhook.VerificationHTTPHeader)
 	}
+	return &sendgridSigned{body: body, sig: sig, stamp: stamp}, nil
+}
+
+// ecdsaSignature says whether sig is the base64 of an ASN.1 ECDSA
+// signature, as SendGrid sends one, and nothing after it.
+func ecdsaSignature(sig string) bool {
+	der, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil {
+		return false
+	}
+	var rs eventwebhook.RS
+	rest, err := asn1.Unmarshal(der, &rs)
+	return err == nil && len(rest) == 0 && rs.R.Sign() > 0 && rs.S.Sign() > 0
+}
+
+func (s *sendgridSigned) verify(_ context.Context, k keys) error {
+	if ok, err := eventwebhook.VerifySignature(k.sendgrid, s.body, s.sig, s.stamp); err != nil || !ok {
+		return refuse(http.StatusForbidden, "bad signature: not made with this account's verification key over this body")
+	}
+	return nil
+}
+
+// reports reads the post's events.
+func (s *sendgridSigned) reports(context.Context, keys) ([]report.Report, error) {
 	var events []sendgridEvent
-	if err := json.Unmarshal(body, &events); err != nil {
+	if err := json.Unmarshal(s.body, &events); err != nil {
 		return nil, refuse(http.StatusBadRequest, "the body is not a JSON array of events")
 	}
 	var out []report.Report

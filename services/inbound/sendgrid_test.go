@@ -167,6 +167,9 @@ func TestSendGridRefusesWhatItDidNotSign(t *testing.T) {
 	sig := b.platform.sign(t, stamp, body)
 	tampered := []byte(strings.Replace(sendgridEvents, `"type":"bounce"`, `"type":"blocked"`, 1))
 	stale := strconv.FormatInt(sendgridNow.Add(-6*time.Minute).Unix(), 10)
+	// A post signed ahead of time would be good for as long as it is
+	// ahead, and then for MaxAge more.
+	future := strconv.FormatInt(sendgridNow.Add(6*time.Minute).Unix(), 10)
 
 	for name, c := range map[string]struct {
 		path        string
@@ -180,10 +183,11 @@ func TestSendGridRefusesWhatItDidNotSign(t *testing.T) {
 		"OtherTimestamp":       {"/v1/inbound/sendgrid", body, sig, strconv.FormatInt(sendgridNow.Unix()-1, 10), http.StatusForbidden, "bad signature"},
 		"WrongKey":             {"/v1/inbound/sendgrid", body, b.tenant.sign(t, stamp, body), stamp, http.StatusForbidden, "bad signature"},
 		"Stale":                {"/v1/inbound/sendgrid", body, b.platform.sign(t, stale, body), stale, http.StatusForbidden, "stale"},
+		"FromTheFuture":        {"/v1/inbound/sendgrid", body, b.platform.sign(t, future, body), future, http.StatusForbidden, "stale"},
 		"NotBase64":            {"/v1/inbound/sendgrid", body, "%%%", stamp, http.StatusForbidden, "bad signature"},
 		"NotATime":             {"/v1/inbound/sendgrid", body, sig, "yesterday", http.StatusForbidden, "Unix time"},
-		"PlatformKeyForTenant": {"/v1/inbound/sendgrid/acme/sg", body, sig, stamp, http.StatusForbidden, "bad signature"},
-		"UnknownAccount":       {"/v1/inbound/sendgrid/acme/nope", body, sig, stamp, http.StatusNotFound, "no account"},
+		"PlatformKeyForTenant": {"/v1/inbound/sendgrid/acme/sg", body, sig, stamp, http.StatusForbidden, "not verified"},
+		"UnknownAccount":       {"/v1/inbound/sendgrid/acme/nope", body, sig, stamp, http.StatusForbidden, "not verified"},
 		"UnknownProvider":      {"/v1/inbound/mailgun", body, sig, stamp, http.StatusNotFound, "no provider"},
 		"NotEvents":            {"/v1/inbound/sendgrid", []byte(`{"event":"open"}`), b.platform.sign(t, stamp, []byte(`{"event":"open"}`)), stamp, http.StatusBadRequest, "JSON array"},
 		"TooLarge":             {"/v1/inbound/sendgrid", make([]byte, 65<<10), sig, stamp, http.StatusRequestEntityTooLarge, "larger"},
@@ -215,15 +219,19 @@ func TestSendGridTenantAccount(t *testing.T) {
 	require.NotContains(t, b.logs.String(), "SG.secret")
 }
 
-// Without a key, Herald does not take SendGrid's events at all: it says
-// where the key goes.
+// Without a key, Herald does not take SendGrid's events at all: to a post
+// SendGrid signed, it says where the key goes.
 func TestSendGridWithoutAKeyIsNotServed(t *testing.T) {
 	t.Parallel()
 	n := heraldtest.StartNATS(t)
 	h, err := New(Config{JetStream: n.JS})
 	require.NoError(t, err)
+	stamp := strconv.FormatInt(time.Now().Unix(), 10)
+	req := httptest.NewRequest(http.MethodPost, "/v1/inbound/sendgrid", strings.NewReader("[]"))
+	req.Header.Set("X-Twilio-Email-Event-Webhook-Signature", newSendGridKey(t).sign(t, stamp, []byte("[]")))
+	req.Header.Set("X-Twilio-Email-Event-Webhook-Timestamp", stamp)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/inbound/sendgrid", strings.NewReader("[]")))
+	h.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusNotFound, rec.Code)
 	require.Contains(t, rec.Body.String(), "inbound.sendgrid.public_key")
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -12,15 +13,26 @@ import (
 	"github.com/heraldhq/herald/shared/report"
 )
 
-// sesReports verifies an SNS message from one of k's topics and returns
-// the reports of the SES event it carries. A subscription confirmation is
-// answered by confirming the subscription; it and an unsubscribe
-// confirmation carry no reports.
-//
-// Nothing in the message is acted on before its signature verifies: the
-// topic is compared before, but only to refuse sooner.
-func (h *Handler) sesReports(ctx context.Context, body []byte, k keys) ([]report.Report, error) {
+// sesSigned is an SNS message, signed with the key of the certificate at
+// its SigningCertURL. Nothing in it is acted on before that signature
+// verifies and its topic is one of the account's.
+type sesSigned struct {
+	h       *Handler
+	m       *snsMessage
+	sig     snsSignature
+	certURL *url.URL
+	sent    time.Time
+}
+
+// sesRequest checks what an SNS message shows without the account's
+// topics: it is signed, with a signature version Herald knows, its
+// certificate is on SNS's hosts, and it was sent within MaxAge of now.
+func (h *Handler) sesRequest(body []byte) (signed, error) {
 	m, err := parseSNS(body)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := m.signature()
 	if err != nil {
 		return nil, err
 	}
@@ -28,33 +40,43 @@ func (h *Handler) sesReports(ctx context.Context, body []byte, k keys) ([]report
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(k.sesTopics, m.TopicArn) {
-		// Clipped: the ARN is still the sender's word, of any length.
-		return nil, refuse(http.StatusForbidden, "topic %.200q is not one of %s (%s)",
-			m.TopicArn, whoseTopics(k), h.configured(SES, k.tenant))
-	}
-	now := h.cfg.Now()
-	if err := h.sns.verify(ctx, m, certURL, now); err != nil {
-		return nil, err
-	}
 	sent, err := time.Parse(time.RFC3339, m.Timestamp)
 	if err != nil {
 		return nil, refuse(http.StatusBadRequest, "Timestamp is not an RFC 3339 time")
 	}
-	if off := now.Sub(sent).Abs(); off > h.cfg.MaxAge {
+	if off := h.cfg.Now().Sub(sent).Abs(); off > h.cfg.MaxAge {
 		return nil, refuse(http.StatusForbidden, "stale: Timestamp is %s from now, more than %s (a replay?)",
 			off.Round(time.Second), h.cfg.MaxAge)
 	}
-	switch m.Type {
+	return &sesSigned{h: h, m: m, sig: sig, certURL: certURL, sent: sent}, nil
+}
+
+// verify checks that the message comes from one of k's topics, then its
+// signature. The topic is compared first only to refuse sooner: a message
+// from another topic costs no certificate fetch.
+func (s *sesSigned) verify(ctx context.Context, k keys) error {
+	if !slices.Contains(k.sesTopics, s.m.TopicArn) {
+		// Clipped: the ARN is still the sender's word, of any length.
+		return refuse(http.StatusForbidden, "topic %.200q is not one of %s (%s)",
+			s.m.TopicArn, whoseTopics(k), s.h.configured(SES, k.tenant))
+	}
+	return s.h.sns.verify(ctx, s.m, s.sig, s.certURL, s.h.cfg.Now())
+}
+
+// reports are the reports of the SES event a verified notification
+// carries. A subscription confirmation is answered by confirming the
+// subscription; it and an unsubscribe confirmation carry no reports.
+func (s *sesSigned) reports(ctx context.Context, k keys) ([]report.Report, error) {
+	switch s.m.Type {
 	case snsSubscribe:
-		return nil, h.confirmSubscription(ctx, m, k)
+		return nil, s.h.confirmSubscription(ctx, s.m, k)
 	case snsUnsubscribe:
 		// Someone unsubscribed the topic; subscribing again is theirs to do.
-		h.cfg.Logger.InfoContext(ctx, "SNS subscription ended: SES events from the topic stop",
-			"topic", m.TopicArn, "tenant", k.tenant, "account", k.account)
+		s.h.cfg.Logger.InfoContext(ctx, "SNS subscription ended: SES events from the topic stop",
+			"topic", s.m.TopicArn, "tenant", k.tenant, "account", k.account)
 		return nil, nil
 	}
-	return h.sesNotification(ctx, m, sent)
+	return s.h.sesNotification(ctx, s.m, s.sent)
 }
 
 // whoseTopics names the topics k holds: the platform's or a tenant's account's.

@@ -656,7 +656,7 @@ func TestSESTenantAccount(t *testing.T) {
 	sign(t, snsKey(), platform)
 	rec := b.postTo(t, path, platform)
 	requireStatus(t, http.StatusForbidden, rec)
-	require.Contains(t, rec.Body.String(), "not one of tenant acme's account ses-eu's topics")
+	require.Contains(t, b.logs.String(), "not one of tenant acme's account ses-eu's topics")
 
 	own := b.notification(fixture(t, "event-complaint.json"))
 	own.TopicArn = tenantTopic

@@ -186,10 +186,14 @@ func newSNSVerifier(client *http.Client) *snsVerifier {
 	return &snsVerifier{client: &c, certs: map[string]snsCert{}}
 }
 
-// verify checks m's signature with the certificate at certURL, already
-// checked to be SNS's. A certificate that cannot be fetched is 503, so that
-// SNS sends the message again; any other failure is 403.
-func (v *snsVerifier) verify(ctx context.Context, m *snsMessage, certURL *url.URL, now time.Time) error {
+// snsSignature is a message's signature and the hash it signs.
+type snsSignature struct {
+	hash  crypto.Hash
+	bytes []byte
+}
+
+// signature reads m's signature: its version says the hash, SHA1 or SHA256.
+func (m *snsMessage) signature() (snsSignature, error) {
 	var hash crypto.Hash
 	switch m.SignatureVersion {
 	case "1":
@@ -197,12 +201,19 @@ func (v *snsVerifier) verify(ctx context.Context, m *snsMessage, certURL *url.UR
 	case "2":
 		hash = crypto.SHA256
 	default:
-		return refuse(http.StatusForbidden, "SignatureVersion is neither 1 (SHA1) nor 2 (SHA256)")
+		return snsSignature{}, refuse(http.StatusForbidden, "SignatureVersion is neither 1 (SHA1) nor 2 (SHA256)")
 	}
 	sig, err := base64.StdEncoding.DecodeString(m.Signature)
 	if err != nil {
-		return refuse(http.StatusForbidden, "Signature is not base64")
+		return snsSignature{}, refuse(http.StatusForbidden, "Signature is not base64")
 	}
+	return snsSignature{hash: hash, bytes: sig}, nil
+}
+
+// verify checks m's signature sig with the certificate at certURL, already
+// checked to be SNS's. A certificate that cannot be fetched is 503, so that
+// SNS sends the message again; any other failure is 403.
+func (v *snsVerifier) verify(ctx context.Context, m *snsMessage, sig snsSignature, certURL *url.URL, now time.Time) error {
 	cert, err := v.cert(ctx, certURL.String(), now)
 	if err != nil {
 		return err
@@ -211,7 +222,7 @@ func (v *snsVerifier) verify(ctx context.Context, m *snsMessage, certURL *url.UR
 	if !ok {
 		return refuse(http.StatusForbidden, "the certificate at %s holds no RSA key", certURL.Host)
 	}
-	if err := rsa.VerifyPKCS1v15(key, hash, digest(hash, m.signedString()), sig); err != nil {
+	if err := rsa.VerifyPKCS1v15(key, sig.hash, digest(sig.hash, m.signedString()), sig.bytes); err != nil {
 		return refuse(http.StatusForbidden, "the signature does not verify with the certificate at %s", certURL.Host)
 	}
 	return nil

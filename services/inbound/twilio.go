@@ -1,6 +1,9 @@
 package inbound
 
 import (
+	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"mime"
 	"net/http"
 	"net/url"
@@ -13,7 +16,7 @@ import (
 
 // Twilio error codes a failed message's callback carries that say the
 // address will never take a message (https://www.twilio.com/docs/api/errors):
-// the bounce is hard and the address suppressed. Any other code is a soft
+// the bounce is hard and the address suppressed on the message's channel. Any other code is a soft
 // bounce — the carrier's filter, a full queue, an unreachable handset may
 // all pass.
 var twilioPermanent = map[string]bool{
@@ -22,6 +25,14 @@ var twilioPermanent = map[string]bool{
 	"21211": true, // invalid To number
 	"21614": true, // To is not a mobile number
 	"63024": true, // invalid WhatsApp recipient
+}
+
+// twilioEveryChannel are the permanent codes about the number itself, not
+// about the channel's way to it: a number that is no number takes neither
+// SMS nor WhatsApp, and is suppressed on both. A landline (30006) may yet
+// be on WhatsApp, and a number off WhatsApp (63024) may take SMS.
+var twilioEveryChannel = map[string]bool{
+	"21211": true, // invalid To number
 }
 
 // twilioUnsubscribed (21610) is a failure because the recipient replied
@@ -38,8 +49,7 @@ var twilioKinds = map[string]report.Kind{
 	"failed":      report.Bounced,
 }
 
-// twilioReports verifies a Twilio status callback and returns its report,
-// if its status is one Herald reports.
+// twilioSigned is a Twilio status callback.
 //
 // Twilio signs a callback with the account's auth token: X-Twilio-Signature
 // is the base64 HMAC-SHA1 of the URL it called followed by each form
@@ -52,11 +62,61 @@ var twilioKinds = map[string]report.Kind{
 // A callback carries no timestamp, so unlike SendGrid's and SES's there is
 // no replay window: a replayed callback is a callback Twilio already sent,
 // and its event id (message, status and error code) stores it once.
-func (h *Handler) twilioReports(r *http.Request, body []byte, k keys) ([]report.Report, error) {
-	params, err := h.twilioVerify(r, body, k)
-	if err != nil {
-		return nil, err
+type twilioSigned struct {
+	h   *Handler
+	r   *http.Request
+	sig string
+	// params are each form parameter's first value: the validator signs
+	// those only, so a value appended to a signed callback changes nothing.
+	params map[string]string
+}
+
+// twilioRequest checks what a callback shows without the account's token:
+// a signature of an HMAC-SHA1's length, over a form.
+func (h *Handler) twilioRequest(r *http.Request, body []byte) (signed, error) {
+	sig := r.Header.Get("X-Twilio-Signature")
+	if sig == "" {
+		return nil, refuse(http.StatusUnauthorized, "no X-Twilio-Signature")
 	}
+	if mac, err := base64.StdEncoding.DecodeString(sig); err != nil || len(mac) != sha1.Size {
+		return nil, refuse(http.StatusForbidden, "X-Twilio-Signature is not the base64 of an HMAC-SHA1")
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return nil, refuse(http.StatusBadRequest, "Content-Type %q: Twilio posts application/x-www-form-urlencoded", mt)
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, refuse(http.StatusBadRequest, "the body is not a form")
+	}
+	params := make(map[string]string, len(form))
+	for name, values := range form {
+		params[name] = values[0]
+	}
+	return &twilioSigned{h: h, r: r, sig: sig, params: params}, nil
+}
+
+// verify checks the signature with k's token, and that the callback names
+// the account k expects.
+func (s *twilioSigned) verify(_ context.Context, k keys) error {
+	validator := client.NewRequestValidator(k.twilioToken.Reveal())
+	if !validator.Validate(s.h.twilioURL(s.r), s.params, s.sig) {
+		// The query is left out of the reason: an operator may have put
+		// something of their own in the callback URL's.
+		return refuse(http.StatusForbidden, "X-Twilio-Signature does not match: another auth token signed it, "+
+			"the request was changed, or Twilio called another URL than %s (is public_url right?)", s.h.twilioBase(s.r)+s.r.URL.EscapedPath())
+	}
+	if k.twilioAccount != "" && s.params["AccountSid"] != k.twilioAccount {
+		// Signed with this token, yet about another account's message:
+		// a token shared between accounts (or a test account) must not
+		// speak for the one configured.
+		return refuse(http.StatusForbidden, "the callback is for another Twilio account than the one configured")
+	}
+	return nil
+}
+
+// reports is the callback's report, if its status is one Herald reports.
+func (s *twilioSigned) reports(context.Context, keys) ([]report.Report, error) {
+	params := s.params
 	sid, status := params["MessageSid"], params["MessageStatus"]
 	switch {
 	case sid == "":
@@ -75,7 +135,7 @@ func (h *Handler) twilioReports(r *http.Request, body []byte, k keys) ([]report.
 		Kind:      kind,
 		Recipient: strings.TrimPrefix(params["To"], "whatsapp:"),
 		Detail:    status,
-		Time:      h.cfg.Now(),
+		Time:      s.h.cfg.Now(),
 	}
 	if code != "" {
 		rep.EventID += ":" + code
@@ -89,46 +149,10 @@ func (h *Handler) twilioReports(r *http.Request, body []byte, k keys) ([]report.
 		case code == twilioUnsubscribed:
 			rep.Kind = report.Unsubscribed
 		case twilioPermanent[code]:
-			rep.Hard = true
+			rep.Hard, rep.EveryChannel = true, twilioEveryChannel[code]
 		}
 	}
 	return []report.Report{rep}, nil
-}
-
-// twilioVerify checks the request's signature, and that it names the
-// account k expects, and returns its parameters (each name's first value).
-func (h *Handler) twilioVerify(r *http.Request, body []byte, k keys) (map[string]string, error) {
-	sig := r.Header.Get("X-Twilio-Signature")
-	if sig == "" {
-		return nil, refuse(http.StatusUnauthorized, "no X-Twilio-Signature")
-	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
-		return nil, refuse(http.StatusBadRequest, "Content-Type %q: Twilio posts application/x-www-form-urlencoded", mt)
-	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return nil, refuse(http.StatusBadRequest, "the body is not a form")
-	}
-	// The validator signs each name's first value, so those are the only
-	// ones read: a value appended to a signed callback changes nothing.
-	params := make(map[string]string, len(form))
-	for name, values := range form {
-		params[name] = values[0]
-	}
-	validator := client.NewRequestValidator(k.twilioToken.Reveal())
-	if !validator.Validate(h.twilioURL(r), params, sig) {
-		// The query is left out of the reason: an operator may have put
-		// something of their own in the callback URL's.
-		return nil, refuse(http.StatusForbidden, "X-Twilio-Signature does not match: another auth token signed it, "+
-			"the request was changed, or Twilio called another URL than %s (is public_url right?)", h.twilioBase(r)+r.URL.EscapedPath())
-	}
-	if k.twilioAccount != "" && params["AccountSid"] != k.twilioAccount {
-		// Signed with this token, yet about another account's message:
-		// a token shared between accounts (or a test account) must not
-		// speak for the one configured.
-		return nil, refuse(http.StatusForbidden, "the callback is for another Twilio account than the one configured")
-	}
-	return params, nil
 }
 
 // twilioURL is the URL Twilio called, as it signed it.

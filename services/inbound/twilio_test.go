@@ -168,6 +168,7 @@ func TestTwilioStatusCallbacks(t *testing.T) {
 			Kind: kind, Hard: hard, Recipient: recipient, Detail: detail, Time: now}}
 	}
 	withMessage := func(f url.Values, words string) url.Values { f.Set("ErrorMessage", words); return f }
+	everyChannel := func(r []report.Report) []report.Report { r[0].EveryChannel = true; return r }
 	whatsapp := func(f url.Values) url.Values {
 		f.Set("To", "whatsapp:"+recipient)
 		f.Set("From", "whatsapp:+15017122661")
@@ -186,8 +187,9 @@ func TestTwilioStatusCallbacks(t *testing.T) {
 			want: want(report.Bounced, "undelivered:30005", "error 30005", true)},
 		{name: "LandlineIsHard", form: callback("undelivered", "30006"),
 			want: want(report.Bounced, "undelivered:30006", "error 30006", true)},
-		{name: "InvalidToIsHard", form: callback("failed", "21211"),
-			want: want(report.Bounced, "failed:21211", "error 21211", true)},
+		// A number that is no number takes no channel's messages.
+		{name: "InvalidToIsHardOnEveryChannel", form: callback("failed", "21211"),
+			want: everyChannel(want(report.Bounced, "failed:21211", "error 21211", true))},
 		{name: "NotMobileIsHard", form: callback("failed", "21614"),
 			want: want(report.Bounced, "failed:21614", "error 21614", true)},
 		{name: "InvalidWhatsAppRecipientIsHard", form: whatsapp(callback("failed", "63024")),
@@ -242,7 +244,7 @@ func TestTwilioRefusals(t *testing.T) {
 		{name: "NoSignature", form: callback("delivered", ""), status: http.StatusUnauthorized, words: "no X-Twilio-Signature"},
 		{name: "WrongToken", form: callback("delivered", ""), sig: signed(tenantToken, callback("delivered", "")),
 			status: http.StatusForbidden, words: "does not match"},
-		{name: "NotBase64", form: callback("delivered", ""), sig: "not a signature", status: http.StatusForbidden, words: "does not match"},
+		{name: "NotBase64", form: callback("delivered", ""), sig: "not a signature", status: http.StatusForbidden, words: "not the base64 of an HMAC-SHA1"},
 		// Signed as delivered, posted as a hard bounce.
 		{name: "TamperedParameter", form: callback("undelivered", "30005"),
 			sig: signed(platformToken, tampered), status: http.StatusForbidden, words: "does not match"},
@@ -367,7 +369,7 @@ func TestTwilioTenantAccount(t *testing.T) {
 		t.Parallel()
 		b := setupTwilio(t)
 		status, _ := b.postSigned(t, "/v1/inbound/twilio/acme/tw2", form, tenantToken)
-		require.Equal(t, http.StatusNotFound, status)
+		require.Equal(t, http.StatusForbidden, status)
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -98,8 +97,8 @@ func (s Spec) scopes() ([]Scope, error) {
 
 // checkName keeps names printable: they end up in tables and logs.
 func checkName(name string) error {
-	if !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
-		return fmt.Errorf("%w: name: only printable characters", ErrBadSpec)
+	if err := event.CheckText(name); err != nil {
+		return fmt.Errorf("%w: name: only printable characters: it %v", ErrBadSpec, err)
 	}
 	if utf8.RuneCountInString(name) > MaxNameLen {
 		return fmt.Errorf("%w: name: at most %d characters", ErrBadSpec, MaxNameLen)

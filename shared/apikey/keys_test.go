@@ -125,6 +125,8 @@ func TestCreateRefusesWhatCannotBe(t *testing.T) {
 		{apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{"write"}}, `scopes: unknown scope "write"`},
 		{apikey.Spec{Admin: true, Scopes: []apikey.Scope{apikey.Admin, apikey.Read}}, "scopes: an admin key has the admin scope only"},
 		{apikey.Spec{Tenant: "acme", Name: "line\nbreak"}, "name: only printable characters"},
+		{apikey.Spec{Tenant: "acme", Name: "line\u2028separator"}, "name: only printable characters: it holds a control character (U+2028 at byte 4)"},
+		{apikey.Spec{Tenant: "acme", Name: "clear\x1b[2J"}, "name: only printable characters"},
 		{apikey.Spec{Tenant: "acme", Name: strings.Repeat("n", 201)}, "name: at most 200 characters"},
 	} {
 		_, _, err := b.keys.Create(b.ctx, c.spec)

@@ -201,7 +201,7 @@ func requireText(p *problems, field, value string, maxLen int) {
 // headers or body: a CR or LF in a name ends a header line or forges a line
 // of the body ("Bcc: …"), and no mail client shows the others.
 func checkText(p *problems, field, value string) {
-	if strings.ContainsFunc(value, isControl) {
+	if strings.ContainsFunc(value, IsControl) {
 		p.add(field, "contains control characters")
 	}
 }
@@ -210,15 +210,9 @@ func checkText(p *problems, field, value string) {
 // the address's own: LF is allowed, CR and every other control is not.
 // Addresses are printed in documents only, never in an email.
 func checkMultiline(p *problems, field, value string) {
-	if strings.ContainsFunc(value, func(r rune) bool { return r != '\n' && isControl(r) }) {
+	if strings.ContainsFunc(value, func(r rune) bool { return r != '\n' && IsControl(r) }) {
 		p.add(field, "contains control characters (only \\n, between lines, is allowed)")
 	}
-}
-
-// isControl reports C0 and C1 controls, DEL, and the Unicode line and
-// paragraph separators that some clients break lines at.
-func isControl(r rune) bool {
-	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == '\u2028' || r == '\u2029'
 }
 
 // idPattern is what an id that becomes part of a dedupe key, a

@@ -3,7 +3,6 @@ package event
 import (
 	"encoding/json"
 	"fmt"
-	"net/mail"
 	"reflect"
 	"regexp"
 	"slices"
@@ -244,19 +243,15 @@ func (r Recipient) validateText(p *problems, field string) {
 }
 
 func validateAddress(p *problems, field string, r Recipient, c Channel) {
-	addr := r.Address(c)
+	if ValidAddress(c, r.Address(c)) {
+		return
+	}
 	switch c {
 	case ChannelEmail:
-		if a, err := mail.ParseAddress(addr); addr == "" || err != nil || a.Address != addr {
-			p.add(field+".email", "%s is not an email address (needed for channel email)", quote(r.Email))
-		}
+		p.add(field+".email", "%s is not an email address (needed for channel email)", quote(r.Email))
 	case ChannelSMS, ChannelWhatsApp:
-		if !phonePattern.MatchString(addr) {
-			p.add(field+".phone", "%s is not an E.164 phone number such as +34600111222 (needed for channel %s)", quote(r.Phone), c)
-		}
+		p.add(field+".phone", "%s is not an E.164 phone number such as +34600111222 (needed for channel %s)", quote(r.Phone), c)
 	case ChannelWebhook:
-		if !strings.HasPrefix(addr, "https://") && !strings.HasPrefix(addr, "http://") {
-			p.add(field+".webhook", "%s is not an http(s) URL (needed for channel webhook)", quote(r.Webhook))
-		}
+		p.add(field+".webhook", "%s is not an http(s) URL (needed for channel webhook)", quote(r.Webhook))
 	}
 }

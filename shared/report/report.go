@@ -68,8 +68,13 @@ type Report struct {
 	EventID string `json:"event_id"`
 	Kind    Kind   `json:"kind"`
 	// Hard is set on a bounce the provider calls permanent: the address
-	// is suppressed. A soft bounce is only recorded.
+	// is suppressed on the notification's channel. A soft bounce is only
+	// recorded.
 	Hard bool `json:"hard,omitempty"`
+	// EveryChannel is set when the provider says the address itself is
+	// at fault, not the channel's way to it (a number that is no number):
+	// the suppression holds on every channel the address is reached on.
+	EveryChannel bool `json:"every_channel,omitempty"`
 	// Recipient is the address the event is about.
 	Recipient string `json:"recipient,omitempty"`
 	// Detail is the provider's own words: the bounce's diagnostic, the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/kvmirror"
 )
 
@@ -46,14 +47,12 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Cache, error) {
 }
 
 // Blocks returns, as last seen, the tenant's entry that keeps a
-// notification of category from address — the one blocking every
-// notification, else the category's — or ErrNotFound.
-func (c *Cache) Blocks(_ context.Context, tenant, address, category string) (Entry, error) {
-	if e, ok := c.mirror.Get(key(tenant, address, "")); ok {
-		return e, nil
-	}
-	if category != "" {
-		if e, ok := c.mirror.Get(key(tenant, address, category)); ok {
+// notification of category from address on channel — the channel's or
+// every channel's, the one blocking every notification before the
+// category's — or ErrNotFound.
+func (c *Cache) Blocks(_ context.Context, tenant string, channel event.Channel, address, category string) (Entry, error) {
+	for _, k := range blocking(tenant, channel, address, category) {
+		if e, ok := c.mirror.Get(k); ok {
 			return e, nil
 		}
 	}

@@ -5,8 +5,13 @@
 // recorded as such, not tried and not dead-lettered, since it is not a
 // failure.
 //
-// An entry is keyed by tenant and a hash of the normalized address, so the
-// address itself, which KV keys could not hold, is only in the value.
+// An entry is keyed by tenant and a hash of the channel and the normalized
+// address, so the address itself, which KV keys could not hold, is only in
+// the value. An entry is for one channel — an SMS bounce says nothing about
+// WhatsApp to the same number — or, with no channel, for every channel the
+// address is reached on: the entries made before channels were kept (their
+// keys hash the address alone, and still do), those made by hand without
+// one, and those a provider says are about the address itself.
 package suppression
 
 import (
@@ -21,8 +26,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heraldhq/herald/shared/kvmirror"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/kvmirror"
 )
 
 // Bucket is the key-value bucket declared in streams/KV_suppressions.
@@ -40,10 +47,17 @@ const (
 // Reasons lists the reasons an entry may give.
 var Reasons = []string{HardBounce, Complaint, Manual, Unsubscribed}
 
+// Channels are the channels whose addresses are suppressed. A webhook
+// endpoint is the tenant's own: it is disabled, not suppressed.
+var Channels = []event.Channel{event.ChannelEmail, event.ChannelSMS, event.ChannelWhatsApp}
+
 // Entry is one suppressed address of a tenant.
 type Entry struct {
-	Tenant  string `json:"tenant"`
-	Address string `json:"address"`
+	Tenant string `json:"tenant"`
+	// Channel, when set, limits the entry to that channel's notifications.
+	// Empty holds back every channel the address is reached on.
+	Channel event.Channel `json:"channel,omitempty"`
+	Address string        `json:"address"`
 	// Reason is one of Reasons; Detail, what caused it in words (a
 	// provider's bounce message, an operator's note).
 	Reason string `json:"reason"`
@@ -91,15 +105,43 @@ func Normalize(address string) string {
 	return strings.ToLower(strings.TrimSpace(address))
 }
 
-// key is tenant, a digest of the address, and for an entry limited to a
-// category the category: <tenant>.<digest>[.<category>].
-func key(tenant, address, category string) string {
-	sum := sha256.Sum256([]byte(Normalize(address)))
+// key is tenant, a digest of the channel and the address, and for an
+// entry limited to a category the category: <tenant>.<digest>[.<category>].
+// An entry for every channel digests the address alone, as every entry did
+// before channels were kept: those are read as they were written.
+func key(tenant string, channel event.Channel, address, category string) string {
+	id := Normalize(address)
+	if channel != "" {
+		id = string(channel) + ":" + id
+	}
+	sum := sha256.Sum256([]byte(id))
 	k := tenant + "." + hex.EncodeToString(sum[:16])
 	if category != "" {
 		k += "." + category
 	}
 	return k
+}
+
+// blocking are the keys of the entries that would hold back a notification
+// of category to address on channel, in the order they are asked: the
+// channel's for all categories, the one for every channel, then the same
+// two for the category.
+func blocking(tenant string, channel event.Channel, address, category string) []string {
+	channels := []event.Channel{channel, ""}
+	if channel == "" {
+		channels = channels[1:]
+	}
+	categories := []string{""}
+	if category != "" {
+		categories = append(categories, category)
+	}
+	var keys []string
+	for _, cat := range categories {
+		for _, ch := range channels {
+			keys = append(keys, key(tenant, ch, address, cat))
+		}
+	}
+	return keys
 }
 
 // categoryPattern keeps a category one KV key token.
@@ -111,15 +153,8 @@ func ValidCategory(s string) bool { return categoryPattern.MatchString(s) }
 // Add suppresses e.Address for e.Tenant, replacing an entry it had.
 func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
 	e.Address = Normalize(e.Address)
-	switch {
-	case e.Tenant == "":
-		return Entry{}, invalid("suppression: a tenant is required")
-	case e.Address == "":
-		return Entry{}, invalid("address: required")
-	case !slices.Contains(Reasons, e.Reason):
-		return Entry{}, invalid(fmt.Sprintf("reason: %q is not one of %s", e.Reason, strings.Join(Reasons, ", ")))
-	case e.Category != "" && !ValidCategory(e.Category):
-		return Entry{}, invalid(fmt.Sprintf("category: %q is not a category (1 to 64 letters, digits, '-' or '_')", e.Category))
+	if err := e.check(); err != nil {
+		return Entry{}, err
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = s.now().UTC()
@@ -128,19 +163,81 @@ func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	if _, err := s.kv.Put(ctx, key(e.Tenant, e.Address, e.Category), b); err != nil {
+	if _, err := s.kv.Put(ctx, key(e.Tenant, e.Channel, e.Address, e.Category), b); err != nil {
 		return Entry{}, fmt.Errorf("suppression: %w", err)
 	}
 	return e, nil
 }
 
-// Get returns the tenant's entry for address in category ("" for the one
-// blocking every notification), or ErrNotFound.
-func (s *Store) Get(ctx context.Context, tenant, address, category string) (Entry, error) {
+// check says what is wrong with e, naming the field. Its texts are tenant
+// input: they are listed in terminals and pages, so no control character
+// is kept.
+func (e Entry) check() error {
+	switch {
+	case !event.ValidTenant(e.Tenant):
+		return invalid(fmt.Sprintf("suppression: tenant %q is not a tenant id", e.Tenant))
+	case e.Channel != "" && !slices.Contains(Channels, e.Channel):
+		return invalid(fmt.Sprintf("channel: %q is not one of %s (or none, for all)", e.Channel, channelList()))
+	case !e.validAddress():
+		return invalid("address: " + e.addressProblem())
+	case !slices.Contains(Reasons, e.Reason):
+		return invalid(fmt.Sprintf("reason: %q is not one of %s", e.Reason, strings.Join(Reasons, ", ")))
+	case e.Category != "" && !ValidCategory(e.Category):
+		return invalid(fmt.Sprintf("category: %q is not a category (1 to 64 letters, digits, '-' or '_')", e.Category))
+	}
+	if err := event.CheckText(e.Detail); err != nil {
+		return invalid("detail: " + err.Error())
+	}
+	if err := event.CheckText(e.Source); err != nil {
+		return invalid("source: " + err.Error())
+	}
+	return nil
+}
+
+// validAddress says whether e's address is one its channel sends to — for
+// an entry of every channel, an email address or a phone number.
+func (e Entry) validAddress() bool {
+	if e.Channel != "" {
+		return event.ValidAddress(e.Channel, e.Address)
+	}
+	return event.ValidAddress(event.ChannelEmail, e.Address) || event.ValidAddress(event.ChannelSMS, e.Address)
+}
+
+// addressProblem says why e's address is not one.
+func (e Entry) addressProblem() string {
+	switch e.Channel {
+	case "":
+		if e.Address == "" {
+			return "required"
+		}
+		return fmt.Sprintf("%q is neither an email address nor an E.164 phone number such as +34600111222", e.Address)
+	case event.ChannelEmail:
+		return fmt.Sprintf("%q is not an email address (channel email)", e.Address)
+	default:
+		return fmt.Sprintf("%q is not an E.164 phone number such as +34600111222 (channel %s)", e.Address, e.Channel)
+	}
+}
+
+func channelList() string {
+	names := make([]string, len(Channels))
+	for i, c := range Channels {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Get returns the tenant's entry for address on channel ("" for the one of
+// every channel) in category ("" for the one blocking every notification),
+// or ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant string, channel event.Channel, address, category string) (Entry, error) {
 	if category != "" && !ValidCategory(category) {
 		return Entry{}, ErrNotFound
 	}
-	kve, err := s.kv.Get(ctx, key(tenant, address, category))
+	return s.get(ctx, key(tenant, channel, address, category))
+}
+
+func (s *Store) get(ctx context.Context, k string) (Entry, error) {
+	kve, err := s.kv.Get(ctx, k)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Entry{}, ErrNotFound
 	}
@@ -159,23 +256,30 @@ func decode(kve jetstream.KeyValueEntry) (Entry, error) {
 }
 
 // Blocks returns the tenant's entry that keeps a notification of category
-// from address: the one blocking every notification, else the category's;
-// ErrNotFound when none does.
-func (s *Store) Blocks(ctx context.Context, tenant, address, category string) (Entry, error) {
-	e, err := s.Get(ctx, tenant, address, "")
-	if errors.Is(err, ErrNotFound) && category != "" {
-		return s.Get(ctx, tenant, address, category)
+// from address on channel: the channel's or every channel's, the one
+// blocking every notification before the category's; ErrNotFound when none
+// does.
+func (s *Store) Blocks(ctx context.Context, tenant string, channel event.Channel, address, category string) (Entry, error) {
+	if category != "" && !ValidCategory(category) {
+		category = ""
 	}
-	return e, err
+	for _, k := range blocking(tenant, channel, address, category) {
+		e, err := s.get(ctx, k)
+		if !errors.Is(err, ErrNotFound) {
+			return e, err
+		}
+	}
+	return Entry{}, ErrNotFound
 }
 
-// Remove lifts the suppression of address for tenant in category ("" for
-// the one blocking every notification); ErrNotFound if there was none.
-func (s *Store) Remove(ctx context.Context, tenant, address, category string) error {
-	if _, err := s.Get(ctx, tenant, address, category); err != nil {
+// Remove lifts the suppression of address on channel ("" for the one of
+// every channel) for tenant in category ("" for the one blocking every
+// notification); ErrNotFound if there was none.
+func (s *Store) Remove(ctx context.Context, tenant string, channel event.Channel, address, category string) error {
+	if _, err := s.Get(ctx, tenant, channel, address, category); err != nil {
 		return err
 	}
-	if err := s.kv.Delete(ctx, key(tenant, address, category)); err != nil {
+	if err := s.kv.Delete(ctx, key(tenant, channel, address, category)); err != nil {
 		return fmt.Errorf("suppression: %w", err)
 	}
 	return nil

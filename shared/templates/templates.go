@@ -16,8 +16,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heraldhq/herald/shared/kvmirror"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/kvmirror"
 )
 
 // Bucket is the key-value bucket declared in streams/KV_templates.
@@ -75,8 +77,13 @@ var (
 )
 
 // Check says what is wrong with t's fields, if anything — not whether it
-// renders, which its channel says.
+// renders, which its channel says. The subject is one line and the bodies
+// hold no control character but their layout: a CR or LF in a subject
+// would end its header, and an ESC in a body reaches whoever reads it raw.
 func (t Template) Check() error {
+	if err := t.checkText(); err != nil {
+		return err
+	}
 	switch {
 	case !namePattern.MatchString(t.Name):
 		return invalid(fmt.Sprintf("name: %q is not a template name (1-64 lowercase letters, digits or '_')", t.Name))
@@ -90,6 +97,20 @@ func (t Template) Check() error {
 		return invalid(fmt.Sprintf("subject: longer than %d bytes", MaxSubject))
 	case len(t.Text) > MaxBody || len(t.HTML) > MaxBody:
 		return invalid(fmt.Sprintf("text, html: each at most %d bytes", MaxBody))
+	}
+	return nil
+}
+
+// checkText refuses control characters in t's texts.
+func (t Template) checkText() error {
+	if err := event.CheckText(t.Subject); err != nil {
+		return invalid("subject: " + err.Error())
+	}
+	if err := event.CheckLines(t.Text); err != nil {
+		return invalid("text: " + err.Error())
+	}
+	if err := event.CheckLines(t.HTML); err != nil {
+		return invalid("html: " + err.Error())
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/heraldhq/herald/shared/event"
 )
@@ -115,8 +114,8 @@ func (t Tenant) Validate(plans Plans) error {
 	if !event.ValidTenant(t.ID) {
 		add("id: %q is not a tenant id (1 to 64 letters, digits, '-' or '_')", t.ID)
 	}
-	if strings.ContainsFunc(t.Name, unicode.IsControl) {
-		add("name: %q holds a control character", t.Name)
+	if err := event.CheckText(t.Name); err != nil {
+		add("name: %q %v", t.Name, err)
 	}
 	if _, ok := plans[t.Plan]; !ok {
 		add("plan: %q is not a plan (known: %s)", t.Plan, strings.Join(plans.Names(), ", "))
@@ -125,12 +124,12 @@ func (t Tenant) Validate(plans Plans) error {
 		add("status: %q is not a status (want %s or %s)", t.Status, Active, Suspended)
 	}
 	if t.From != "" {
-		if _, err := mail.ParseAddress(t.From); err != nil {
+		if err := checkFrom(t.From); err != nil {
 			add("from: %q is not one address like \"Acme <orders@acme.example>\" (%v)", t.From, err)
 		}
 	}
 	if t.LogoURL != "" {
-		if u, err := url.Parse(t.LogoURL); err != nil || u.Scheme != "https" || u.Host == "" {
+		if u, err := url.Parse(t.LogoURL); err != nil || u.Scheme != "https" || u.Host == "" || event.CheckText(t.LogoURL) != nil {
 			add("logo_url: %q is not an https URL (mail clients block others)", t.LogoURL)
 		}
 	}
@@ -150,6 +149,23 @@ func (t Tenant) Validate(plans Plans) error {
 	}
 	if len(problems) > 0 {
 		return &ValidationError{Problems: problems}
+	}
+	return nil
+}
+
+// checkFrom says why from is not one address, free of control characters
+// as written and as its encoded words decode: "=?utf-8?q?=1B?=" is an ESC
+// in the From header mail clients show.
+func checkFrom(from string) error {
+	a, err := mail.ParseAddress(from)
+	if err != nil {
+		return err
+	}
+	if err := event.CheckText(from); err != nil {
+		return err
+	}
+	if err := event.CheckText(a.Name); err != nil {
+		return fmt.Errorf("its name, decoded, %w", err)
 	}
 	return nil
 }

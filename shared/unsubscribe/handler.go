@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/suppression"
 )
 
@@ -34,7 +35,8 @@ func Handler(store Store, signer *Signer, logger *slog.Logger) http.Handler {
 			// not the body, is what proves the link.
 			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 			defer cancel()
-			_, err := store.Add(ctx, suppression.Entry{Tenant: o.Tenant, Address: o.Address, Category: o.Category,
+			// The link is in an email: the opt-out is from email.
+			_, err := store.Add(ctx, suppression.Entry{Tenant: o.Tenant, Channel: event.ChannelEmail, Address: o.Address, Category: o.Category,
 				Reason: suppression.Unsubscribed, Source: "unsubscribe link"})
 			if err != nil {
 				logger.ErrorContext(ctx, "unsubscribe not recorded", "tenant", o.Tenant, "category", o.Category, "error", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/unsubscribe"
 )
@@ -182,7 +183,7 @@ func TestOneClickUnsubscribes(t *testing.T) {
 	require.Contains(t, page, "You are unsubscribed")
 	require.Len(t, st.added, 1)
 	e := st.added[0]
-	require.Equal(t, suppression.Entry{Tenant: "acme", Address: "olga@zarya.example", Category: "alerts",
+	require.Equal(t, suppression.Entry{Tenant: "acme", Channel: event.ChannelEmail, Address: "olga@zarya.example", Category: "alerts",
 		Reason: suppression.Unsubscribed, Source: "unsubscribe link"}, e)
 }
 

@@ -254,7 +254,27 @@ func (c Credential) Validate() error {
 			add("%s: is not used by %s", f.name, c.Type)
 		}
 	}
+	for _, s := range c.settings() {
+		if err := event.CheckText(s.value); err != nil {
+			add("%s: %v", s.name, err)
+		}
+	}
 	return errors.Join(problems...)
+}
+
+// setting is one of a credential's settings: what is not secret, and is
+// listed (Info) in tables and pages.
+type setting struct{ name, value string }
+
+func (c Credential) settings() []setting {
+	out := []setting{{"endpoint", c.Endpoint}, {"region", c.Region}, {"webhook_public_key", c.WebhookPublicKey},
+		{"host", c.Host}, {"username", c.Username}, {"tls", c.TLS}, {"account_sid", c.AccountSID}, {"from", c.From},
+		{"messaging_service_sid", c.MessagingServiceSID}, {"origination_identity", c.OriginationIdentity},
+		{"configuration_set", c.ConfigurationSet}}
+	for i, arn := range c.SNSTopics {
+		out = append(out, setting{fmt.Sprintf("sns_topics[%d]", i), arn})
+	}
+	return out
 }
 
 type fieldSet struct {

@@ -122,6 +122,12 @@ func TestCredentialValidate(t *testing.T) {
 		{func(c *vault.Credential) { c.SecretAccessKey = vault.Secret{} }, awssmsCredential(), "access_key_id, secret_access_key: both are required for awssms"},
 		{func(c *vault.Credential) { c.OriginationIdentity = "+447700900123" }, sesCredential(), "origination_identity: is not used by ses"},
 		{func(c *vault.Credential) { c.From = "+15005550006" }, smtpCredential(), "from: is not used by smtp"},
+		// Settings are listed in tables: no control character in any.
+		{func(c *vault.Credential) { c.Host = "smtp.acme.example\x1b[2J" }, smtpCredential(), "host: holds a control character (U+001B at byte 17)"},
+		{func(c *vault.Credential) { c.Username = "orders\x00" }, smtpCredential(), "username: holds a control character (U+0000 at byte 6)"},
+		{func(c *vault.Credential) { c.Region = "eu-west-1\u009b" }, sesCredential(), "region: holds a control character (U+009B at byte 9)"},
+		{func(c *vault.Credential) { c.ConfigurationSet = "alerts\n" }, awssmsCredential(), "configuration_set: holds a control character"},
+		{func(c *vault.Credential) { c.SNSTopics = []string{"arn:aws:sns:eu-west-1:210987654321:x\u2028"} }, sesCredential(), "sns_topics[0]: holds a control character (U+2028"},
 	} {
 		cred := c.base
 		c.edit(&cred)

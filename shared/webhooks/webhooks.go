@@ -26,6 +26,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/vault"
 )
@@ -140,17 +141,12 @@ type New struct {
 // Create adds an endpoint with a fresh signing secret, returned in the
 // clear this once.
 func (s *Store) Create(ctx context.Context, tenant string, n New) (Endpoint, string, error) {
-	if err := validURL(n.URL); err != nil {
-		return Endpoint{}, "", err
-	}
 	events := n.Events
 	if len(events) == 0 {
 		events = slices.Clone(DefaultEvents)
 	}
-	for _, p := range events {
-		if _, err := path.Match(p, ""); err != nil || strings.TrimSpace(p) == "" {
-			return Endpoint{}, "", fmt.Errorf("events: %q is not a pattern such as notification.* or notification.failed", p)
-		}
+	if err := n.check(events); err != nil {
+		return Endpoint{}, "", err
 	}
 	secret, err := NewSecret()
 	if err != nil {
@@ -426,6 +422,26 @@ func (s *Store) update(ctx context.Context, tenant string, edit func(*record) er
 		}
 	}
 	return ErrConflict
+}
+
+// check says what is wrong with n, naming the field. Its texts are the
+// tenant's, shown in tables and pages: none holds a control character.
+func (n New) check(events []string) error {
+	if err := event.CheckText(n.URL); err != nil {
+		return fmt.Errorf("url: %w", err)
+	}
+	if err := validURL(n.URL); err != nil {
+		return err
+	}
+	for _, p := range events {
+		if _, err := path.Match(p, ""); err != nil || strings.TrimSpace(p) == "" || event.CheckText(p) != nil {
+			return fmt.Errorf("events: %q is not a pattern such as notification.* or notification.failed", p)
+		}
+	}
+	if err := event.CheckText(n.Description); err != nil {
+		return fmt.Errorf("description: %w", err)
+	}
+	return nil
 }
 
 // validURL accepts http and https URLs with a host. Whether its address

@@ -54,6 +54,29 @@ func TestEndpointsAreEachTenantsOwn(t *testing.T) {
 	require.EqualError(t, err, "url: ftp://erp.acme.example/… is not an http(s) URL with a host")
 }
 
+// An endpoint's texts are listed in tables and pages: none may hold a
+// control character, and the refusal names the field without the text.
+func TestAnEndpointsTextsHoldNoControlCharacters(t *testing.T) {
+	t.Parallel()
+	s, ctx := open(t), heraldtest.Context(t)
+	for _, c := range []struct {
+		new  webhooks.New
+		want string
+	}{
+		{webhooks.New{URL: "https://erp.acme.example/\u009bhook"}, "url: holds a control character (U+009B at byte 25)"},
+		{webhooks.New{URL: "https://erp.acme.example/hook", Description: "ERP\x1b]0;pwned\x07"}, "description: holds a control character (U+001B at byte 3)"},
+		{webhooks.New{URL: "https://erp.acme.example/hook", Description: "ERP\u2028prod"}, "description: holds a control character (U+2028 at byte 3)"},
+	} {
+		_, _, err := s.Create(ctx, "acme", c.new)
+		require.EqualError(t, err, c.want)
+	}
+	_, _, err := s.Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook", Events: []string{"notification.\x1b*"}})
+	require.ErrorContains(t, err, "events: ")
+	list, err := s.List(ctx, "acme")
+	require.NoError(t, err)
+	require.Empty(t, list, "nothing refused is kept")
+}
+
 func TestHealthIsKeptAndDisablingSaysWhy(t *testing.T) {
 	t.Parallel()
 	s, ctx := open(t), heraldtest.Context(t)
