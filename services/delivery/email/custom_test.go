@@ -2,6 +2,7 @@ package email_test
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +93,34 @@ func TestATenantsTemplateReplacesHeraldsForItsRecipientsOnly(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Equal(c, "Pedido de compra PO-2026-0042 de Frutas del Sur S.L.", compose("acme", "es").Subject)
 	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// Every part of a tenant's template is bounded, HTML too: the sample check
+// refuses one that runs away, naming the part and the bound — a loop of
+// four million steps (which, unbounded, would render after a while) or
+// text written without end — and one nested too deep when it is parsed.
+func TestEveryPartOfATenantsTemplateIsBounded(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	good := templates.Template{Tenant: "acme", Name: "purchase_order", Locale: "en",
+		Subject: "Order {{.Order.ID}}", Text: "Hello.", HTML: "<p>Hello.</p>"}
+	loop := `{{range 2000}}{{range 2000}}{{end}}{{end}}`
+	flood := `{{range 100000}}` + strings.Repeat("<p>Frutas del Sur S.L.</p>", 40) + `{{end}}`
+	for name, c2 := range map[string]struct {
+		edit func(*templates.Template)
+		want string
+	}{
+		"a loop in the subject": {func(t *templates.Template) { t.Subject += loop }, "rendering en/purchase_order.subject: template exceeded its work bound (20000 steps)"},
+		"a loop in the text":    {func(t *templates.Template) { t.Text += loop }, "rendering en/purchase_order.body: template exceeded its work bound (20000 steps)"},
+		"a loop in the html":    {func(t *templates.Template) { t.HTML += loop }, "rendering en/purchase_order.html: template exceeded its work bound (20000 steps)"},
+		"a flood of html":       {func(t *templates.Template) { t.HTML += flood }, "rendering en/purchase_order.html: template exceeded its output bound (524288 bytes)"},
+		"nested too deep": {func(t *templates.Template) { t.Text = strings.Repeat("{{if .Order}}", 17) + strings.Repeat("{{end}}", 17) },
+			"subject, text: template purchase_order.body: {{if}}, {{range}}, {{with}} and parentheses nest more than 16 deep"},
+	} {
+		bad := good
+		c2.edit(&bad)
+		_, err := c.Check(bad)
+		require.EqualError(t, err, c2.want, name)
+	}
 }
