@@ -131,6 +131,7 @@ type classState struct {
 	// handle settles the class's messages, counted and traced under the
 	// class's name: its keys' consumers are one consumer to operators.
 	handle  Handler
+	keep    keeper
 	current int // smooth weighted round robin
 	keys    map[string]*keyState
 	// fresh and turns are the keys to serve, in line. fresh are keys that
@@ -244,7 +245,11 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{},
+		keep, err := newKeeper(cfg.Config, cfg.Stream, c.Name, c.Template.AckWait)
+		if err != nil {
+			return nil, err
+		}
+		f.classes = append(f.classes, &classState{Class: c, handle: handle, keep: keep, keys: map[string]*keyState{},
 			waiting: map[string]*keyState{}, changing: map[string]bool{}})
 	}
 	nc := cfg.JetStream.Conn()
@@ -480,9 +485,8 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 			return
 		}
 	}
-	every := max(c.Template.AckWait/3, 100*time.Millisecond)
-	stop := keepAlive(msg, every)
-	c.handle(ctx, msg)
+	mctx, stop := c.keep.keepAlive(ctx, msg)
+	c.handle(mctx, msg)
 	stop()
 }
 
