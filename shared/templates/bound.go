@@ -16,7 +16,7 @@ import (
 const (
 	// MaxSteps bounds the work of one render: each action, piece of
 	// text, loop iteration and template call is a step, and so is every
-	// 64 bytes of text handed from one command to another. Herald's own
+	// 64 bytes of text a command is handed, makes or writes. Herald's own
 	// templates take under a hundred.
 	MaxSteps = 20_000
 	// MaxOutput bounds what one render writes, in bytes.

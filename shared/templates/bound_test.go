@@ -39,7 +39,7 @@ type data struct {
 
 func sample() data {
 	return data{Name: "Olga <Petrova> & \"Zarya\"", Colour: "#1f4e79", Order: &order{ID: "PO-42", Total: 183.48},
-		When: time.Date(2026, 11, 30, 9, 5, 0, 0, time.UTC), Lines: []string{"a", "b", "c"}, Big: strings.Repeat("x", 10<<10)}
+		When: time.Date(2026, 11, 30, 9, 5, 0, 0, time.UTC), Lines: []string{"a", "b", "c"}, Big: strings.Repeat("x<", 5<<10)}
 }
 
 var funcs = template.FuncMap{"lower": strings.ToLower}
@@ -145,6 +145,16 @@ func TestEveryRunawayTemplateStopsAtABound(t *testing.T) {
 			require.LessOrEqual(t, out.Len(), templates.MaxOutput, "%s (%s)", name, kind)
 		}
 	}
+}
+
+// Text that html/template throws away — a CSS value it does not trust,
+// written as "ZgotmplZ" — still costs what reading it costs.
+func TestWhatHTMLThrowsAwayIsStillPaidFor(t *testing.T) {
+	t.Parallel()
+	b := boundHTML(t, `<style>{{range 4000}}p { color: {{$.Big}} }{{end}}</style>`)
+	got, err := run(b, "t", sample())
+	require.EqualError(t, err, "template exceeded its work bound (20000 steps)")
+	require.NotContains(t, got, "x<")
 }
 
 // fanOut is templates l0…l<levels>, each calling the next n times: n to the

@@ -14,9 +14,10 @@ import (
 //     node in it, so a loop pays for every iteration, empty or not; a template's
 //     own list also counts how deep templates have called one another;
 //   - every value handed to a command, or from one command to the next in
-//     a pipeline, and every value a function or method makes, is charged
-//     (a step, and one for every bytesPerStep bytes of text), so neither
-//     comparing nor building long text is free.
+//     a pipeline, every value a function or method makes, and every value
+//     written out, is charged (a step, and one for every bytesPerStep bytes
+//     of text), so neither comparing, building nor escaping long text is
+//     free.
 //
 // The calls are variable declarations, which print nothing and which
 // html/template does not escape. A tree nested more than MaxNesting deep
@@ -112,10 +113,9 @@ func (r *rewriter) branch(b *parse.BranchNode, depth int) error {
 	return r.list(b.ElseList, elseDepth, stepFunc)
 }
 
-// pipe charges what p's commands are handed and what they make. The value
-// of an action's last command is not charged when it is html or urlquery:
-// html/template wants those last, and they cost a bounded multiple of what
-// they were handed, which was charged.
+// pipe charges what p's commands are handed and what they make, and what
+// p gives, unless that is a variable's or dot's value, charged where it is
+// used.
 func (r *rewriter) pipe(p *parse.PipeNode, depth int, mode pipeMode) error {
 	if err := r.nesting(depth); err != nil {
 		return err
@@ -126,13 +126,27 @@ func (r *rewriter) pipe(p *parse.PipeNode, depth int, mode pipeMode) error {
 			return err
 		}
 		cmds = append(cmds, cmd)
-		last := i == len(p.Cmds)-1
-		if !last || mode == argument || makesValue(cmd) && !(mode == output && lastEscaper(cmd)) {
+		if i < len(p.Cmds)-1 || charged(cmd, mode) {
 			cmds = append(cmds, r.newCommand(cmd.Pos, parse.NewIdentifier(chargeFunc)))
 		}
 	}
 	p.Cmds = cmds
 	return nil
+}
+
+// charged reports whether the value of a pipeline's last command, cmd, is
+// charged. Written out, it is — what html/template does to it costs in
+// proportion — unless it is html or urlquery, which html/template wants
+// last, and which cost a bounded multiple of what they were handed,
+// charged already. Kept, it is when a function or method made it.
+func charged(cmd *parse.CommandNode, mode pipeMode) bool {
+	switch mode {
+	case output:
+		return !lastEscaper(cmd)
+	case kept:
+		return makesValue(cmd)
+	}
+	return true
 }
 
 // args charges cmd's arguments (not its operand: a function's name, or

@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/templates"
 )
 
@@ -122,5 +123,34 @@ func TestEveryPartOfATenantsTemplateIsBounded(t *testing.T) {
 		c2.edit(&bad)
 		_, err := c.Check(bad)
 		require.EqualError(t, err, c2.want, name)
+	}
+}
+
+// Bounded, Herald's own templates render byte for byte as they do
+// unbounded — every template and language, text and HTML, names to
+// escape, with a link and without: paying for a render changes nothing it
+// writes.
+func TestHeraldsTemplatesRenderTheSameBounded(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	for _, template := range append([]string{"low_stock"}, notification.DocumentTypes...) {
+		for _, locale := range []string{"en", "es", "ru", "de"} {
+			for _, name := range []string{"Olga Petrova", "", `<script>alert("x")</script> & 'O'Brien'`} {
+				for _, content := range []email.Content{
+					{Attachments: []email.Attachment{{Filename: "x.pdf"}}},
+					{Unsubscribe: `https://h.example/u?a=1&b="2"`, Link: "https://herald.example.com/v1/documents/x?sig=a&b",
+						LinkExpires: time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC), Brand: email.Brand{LogoURL: "javascript:x", Colour: "red;x:y"}},
+				} {
+					d := templated(template, locale, 2, name)
+					bounded, err := c.ComposeBounded(d, content)
+					require.NoError(t, err)
+					alone, err := c.ComposeAlone(d, content)
+					require.NoError(t, err)
+					bounded.Date, alone.Date = time.Time{}, time.Time{}
+					require.Equal(t, alone, bounded, "%s %s name %q", template, locale, name)
+				}
+			}
+		}
 	}
 }
