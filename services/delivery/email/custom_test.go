@@ -116,7 +116,9 @@ func TestEveryPartOfATenantsTemplateIsBounded(t *testing.T) {
 		"a loop in the text":    {func(t *templates.Template) { t.Text += loop }, "rendering en/purchase_order.body: template exceeded its work bound (20000 steps)"},
 		"a loop in the html":    {func(t *templates.Template) { t.HTML += loop }, "rendering en/purchase_order.html: template exceeded its work bound (20000 steps)"},
 		"a flood of html":       {func(t *templates.Template) { t.HTML += flood }, "rendering en/purchase_order.html: template exceeded its output bound (524288 bytes)"},
-		"nested too deep": {func(t *templates.Template) { t.Text = strings.Repeat("{{if .Order}}", 17) + strings.Repeat("{{end}}", 17) },
+		"nested too deep": {func(t *templates.Template) {
+			t.Text = strings.Repeat("{{if .Order}}", 17) + strings.Repeat("{{end}}", 17)
+		},
 			"subject, text: template purchase_order.body: {{if}}, {{range}}, {{with}} and parentheses nest more than 16 deep"},
 	} {
 		bad := good
