@@ -29,8 +29,7 @@ import (
 )
 
 // Handler processes one message and says how to settle it. Its ctx is
-// cancelled only when a shutdown runs out of time, or when it ran past
-// Config.MaxHandling.
+// cancelled only when a shutdown runs out of time.
 type Handler func(ctx context.Context, msg jetstream.Msg) Outcome
 
 // Middleware wraps a handler with a cross-cutting concern.
@@ -58,10 +57,9 @@ type Config struct {
 	// MaxHandling is how long a handler may hold its message. The loop
 	// tells the server the message is still being handled (InProgress)
 	// until then and no longer: a handler that never returns cannot keep
-	// its message, which the server then redelivers after AckWait, and
-	// its context is cancelled. It is logged, and counted
-	// (herald.consumer.overran). Defaults to ten times the consumer's
-	// AckWait.
+	// its message, which the server then redelivers after AckWait. It is
+	// logged, and counted (herald.consumer.overran). Defaults to ten times
+	// the consumer's AckWait.
 	MaxHandling time.Duration
 }
 
@@ -101,8 +99,8 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 	for range n {
 		l.workers.Go(func() {
 			for msg := range l.work {
-				mctx, stop := keep.keepAlive(hctx, msg)
-				handle(mctx, msg)
+				stop := keep.keepAlive(hctx, msg)
+				handle(hctx, msg)
 				stop()
 			}
 		})

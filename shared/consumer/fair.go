@@ -485,8 +485,8 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 			return
 		}
 	}
-	mctx, stop := c.keep.keepAlive(ctx, msg)
-	c.handle(mctx, msg)
+	stop := c.keep.keepAlive(ctx, msg)
+	c.handle(ctx, msg)
 	stop()
 }
 

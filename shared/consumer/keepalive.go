@@ -18,10 +18,14 @@ const maxHandlingAckWaits = 10
 // keeper tells the server that a consumer's messages are still being
 // handled — InProgress every third of AckWait — for at most MaxHandling
 // each. A handler still running then is taken to be stuck: its message is
-// no longer kept alive, so the server redelivers it after AckWait, and its
-// context is cancelled, so a handler that heeds it returns and frees its
-// worker. Without the bound, a handler that never returns would hold its
-// message, and its worker, for ever.
+// no longer kept alive, so the server redelivers it after AckWait, to a
+// worker that is not stuck. Without the bound, a handler that never
+// returned held its message for ever, and every message like it took
+// another worker.
+//
+// The handler's context is left alone: a handler may wait on purpose for
+// as long as it takes (the delivery protocol, for the ledger to record an
+// outcome, holding its lease so that a redelivered copy waits too).
 type keeper struct {
 	every, limit time.Duration
 	logger       *slog.Logger
@@ -44,15 +48,13 @@ func newKeeper(cfg Config, stream, consumer string, ackWait time.Duration) (keep
 	}
 	var err error
 	k.overran, err = cfg.MeterProvider.Meter("github.com/heraldhq/herald/shared/consumer").Int64Counter("herald.consumer.overran",
-		metric.WithDescription("Messages whose handler ran past the consumer's max handling time: no longer kept alive, so the server redelivered them, and the handler's context was cancelled."))
+		metric.WithDescription("Messages whose handler ran past the consumer's max handling time: no longer kept alive, so the server redelivered them."))
 	return k, err
 }
 
 // keepAlive sends InProgress for msg every k.every until stopped, or
-// until k.limit has passed; the context it returns, derived from ctx, is
-// cancelled then, or when stopped.
-func (k keeper) keepAlive(ctx context.Context, msg jetstream.Msg) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
+// until k.limit has passed.
+func (k keeper) keepAlive(ctx context.Context, msg jetstream.Msg) (stop func()) {
 	var mu sync.Mutex
 	stopped := false
 	deadline := time.Now().Add(k.limit)
@@ -65,25 +67,23 @@ func (k keeper) keepAlive(ctx context.Context, msg jetstream.Msg) (context.Conte
 		case stopped:
 		case time.Now().After(deadline):
 			k.overrun(ctx, msg)
-			cancel()
 		default:
 			_ = msg.InProgress()
 			timer.Reset(k.every)
 		}
 	})
 	mu.Unlock()
-	return ctx, func() {
+	return func() {
 		mu.Lock()
 		defer mu.Unlock()
 		stopped = true
 		timer.Stop()
-		cancel()
 	}
 }
 
 // overrun says that msg's handler ran past k.limit.
 func (k keeper) overrun(ctx context.Context, msg jetstream.Msg) {
-	k.logger.ErrorContext(ctx, "handler still running past max handling: its message is no longer kept alive, and comes back; its context is cancelled",
+	k.logger.ErrorContext(ctx, "handler still running past max handling: its message is no longer kept alive, and comes back",
 		"subject", msg.Subject(), "max_handling", k.limit)
 	if k.overran != nil {
 		k.overran.Add(ctx, 1, k.attrs)
