@@ -6,8 +6,11 @@ import (
 	htmltemplate "html/template"
 	"io"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"text/template"
+	"text/template/parse"
 )
 
 // Bounds on rendering a tenant's template. Go's templates have no limit of
@@ -50,6 +53,8 @@ var (
 // text/template's and html/template's both are one.
 type executable[T any] interface {
 	Name() string
+	Templates() []T
+	AddParseTree(name string, tree *parse.Tree) (T, error)
 	Clone() (T, error)
 	Funcs(template.FuncMap) T
 	ExecuteTemplate(w io.Writer, name string, data any) error
@@ -78,46 +83,34 @@ type instance[T any] struct {
 // BoundText bounds a parsed set of text templates. Its trees are rewritten
 // (copies: t's own are untouched) and must not be parsed into after.
 func BoundText(t *template.Template) (*Bounded[*template.Template], error) {
-	set := t.Templates()
-	trees := make([]*template.Template, 0, len(set))
-	for _, tmpl := range set {
-		if tmpl.Tree != nil {
-			trees = append(trees, tmpl)
-		}
-	}
-	for _, tmpl := range trees {
-		tree, err := rewrite(tmpl.Tree.Copy())
-		if err != nil {
-			return nil, err
-		}
-		if _, err := t.AddParseTree(tmpl.Name(), tree); err != nil {
-			return nil, err
-		}
-	}
-	return bounded(t), nil
+	return bound(t, func(t *template.Template) *parse.Tree { return t.Tree })
 }
 
-// BoundHTML bounds a parsed set of HTML templates, which must not have run.
+// BoundHTML bounds a parsed set of HTML templates, which must not have run
+// (AddParseTree refuses one that has).
 func BoundHTML(t *htmltemplate.Template) (*Bounded[*htmltemplate.Template], error) {
-	set := t.Templates()
-	for _, tmpl := range set {
-		if tmpl.Tree == nil {
+	return bound(t, func(t *htmltemplate.Template) *parse.Tree { return t.Tree })
+}
+
+// bound adds to set, under its name, a rewritten copy of each of its
+// trees, in the order of their names (so that a refusal names the same
+// one every time).
+func bound[T executable[T]](set T, treeOf func(T) *parse.Tree) (*Bounded[T], error) {
+	all := set.Templates()
+	slices.SortFunc(all, func(a, b T) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, t := range all {
+		if treeOf(t) == nil {
 			continue
 		}
-		tree, err := rewrite(tmpl.Tree.Copy())
+		tree, err := rewrite(treeOf(t).Copy())
+		if err == nil {
+			_, err = set.AddParseTree(t.Name(), tree)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if _, err := t.AddParseTree(tmpl.Name(), tree); err != nil {
-			return nil, err
-		}
 	}
-	// Cloned once now, so that a set that cannot be is refused here
-	// rather than at its first email.
-	if _, err := t.Clone(); err != nil {
-		return nil, err
-	}
-	return bounded(t), nil
+	return bounded(set), nil
 }
 
 func bounded[T executable[T]](master T) *Bounded[T] {
