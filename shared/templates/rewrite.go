@@ -11,8 +11,9 @@ import (
 //
 //   - every list of nodes (a template's body, the branches of {{if}},
 //     {{range}} and {{with}}) begins by spending a step, and one for each
-//     node in it, so a loop pays for every iteration, empty or not; a template's
-//     own list also counts how deep templates have called one another;
+//     node in it, so a loop pays for every iteration, empty or not; a
+//     template's own list also counts how deep templates have called one
+//     another;
 //   - every value handed to a command, or from one command to the next in
 //     a pipeline, every value a function or method makes, and every value
 //     written out, is charged (a step, and one for every bytesPerStep bytes
