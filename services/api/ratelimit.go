@@ -38,8 +38,13 @@ func (s *Service) plan(id string) tenant.Plan {
 // intake are the operations that hand Herald work: a tenant's requests to
 // them count against its plan's rate_per_minute. A webhook redelivery
 // draws more for each webhook it sends after the first
-// (admitRedelivery).
-var intake = map[string]bool{"publish-event": true, "send-notification": true, "retry-notification": true, "redeliver-webhooks": true}
+// (admitRedelivery). Previewing and setting a template are among them:
+// each renders the tenant's template, up to the bounds of package
+// templates.
+var intake = map[string]bool{
+	"publish-event": true, "send-notification": true, "retry-notification": true,
+	"redeliver-webhooks": true, "preview-template": true, "put-template": true,
+}
 
 // limiterTimeout bounds asking Redis: a request waits no longer than this
 // for a limit it then goes without.

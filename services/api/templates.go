@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -93,6 +94,8 @@ type previewOutput struct{ Body Preview }
 
 func registerTemplates(s *Service) {
 	errs := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
+	// Rendering a template counts against the tenant's rate (ratelimit.go).
+	rendering := append(slices.Clone(errs), http.StatusTooManyRequests)
 	huma.Register(s.api, huma.Operation{
 		OperationID: "list-templates", Method: http.MethodGet, Path: "/v1/templates",
 		Summary: "List the tenant's own email templates", Tags: []string{"Templates"}, Security: needs(ScopeRead), Errors: errs,
@@ -106,8 +109,9 @@ func registerTemplates(s *Service) {
 		OperationID: "put-template", Method: http.MethodPut, Path: "/v1/templates/{name}/{locale}",
 		Summary: "Set the tenant's own email template",
 		Description: "Replaces Herald's template name for the tenant's recipients of locale (and its regions). " +
-			"It is rendered for a sample delivery first: one that does not parse or run is refused (422), naming the part.",
-		Tags: []string{"Templates"}, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(), Errors: errs,
+			"It is rendered for a sample delivery first: one that does not parse or run, or runs past a bound on rendering " +
+			"(its work, its output, how deep it nests or calls templates), is refused (422), naming the part and the bound.",
+		Tags: []string{"Templates"}, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(), Errors: rendering,
 	}, s.putTemplate)
 	huma.Register(s.api, huma.Operation{
 		OperationID: "delete-template", Method: http.MethodDelete, Path: "/v1/templates/{name}/{locale}",
@@ -116,9 +120,10 @@ func registerTemplates(s *Service) {
 	}, s.deleteTemplate)
 	huma.Register(s.api, huma.Operation{
 		OperationID: "preview-template", Method: http.MethodPost, Path: "/v1/templates/preview",
-		Summary:     "Preview an email template",
-		Description: "Renders, for a sample delivery, the parts given — or the tenant's own template, or Herald's — without storing anything.",
-		Tags:        []string{"Templates"}, Security: needs(ScopeRead), MaxBodyBytes: s.bodyLimit(), Errors: errs,
+		Summary: "Preview an email template",
+		Description: "Renders, for a sample delivery, the parts given — or the tenant's own template, or Herald's — without storing anything. " +
+			"A render that runs past a bound (its work, its output, how deep it nests or calls templates) is refused (422), naming the bound.",
+		Tags: []string{"Templates"}, Security: needs(ScopeRead), MaxBodyBytes: s.bodyLimit(), Errors: rendering,
 	}, s.previewTemplate)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/delivery/email"
+	"github.com/heraldhq/herald/shared/heraldtest"
 )
 
 func withTemplates(t *testing.T) api.Config {
@@ -77,4 +78,44 @@ func TestTemplatesNeedARenderer(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
 	require.Equal(t, http.StatusServiceUnavailable, b.do(t, http.MethodGet, "/v1/templates", acmeRead, nil).status)
+}
+
+// The review's preview: 157 bytes that loop 50⁴ times, writing the buyer
+// each time (118 MB, answered 200 after seconds). Bounded, it is refused
+// at once with a problem saying which bound it ran past, and nothing of
+// what it wrote comes back.
+func TestARunawayPreviewIsRefusedNamingTheBound(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withTemplates(t))
+	body := `{"name":"purchase_order","locale":"en","subject":"Order","text":"` +
+		`{{range 50}}{{range 50}}{{range 50}}{{range 50}}{{$.Order.Buyer}}{{end}}{{end}}{{end}}{{end}}"}`
+	got := b.sendJSON(t, http.MethodPost, "/v1/templates/preview", acmeRead, body)
+	require.Equal(t, http.StatusUnprocessableEntity, got.status, "%.200s", got.body)
+	require.Equal(t, "application/problem+json", got.header.Get("Content-Type"))
+	var problem struct{ Detail string }
+	require.NoError(t, json.Unmarshal([]byte(got.body), &problem))
+	require.Equal(t, "the template does not render: rendering en/purchase_order.body: template exceeded its work bound (20000 steps)", problem.Detail)
+	require.Less(t, len(got.body), 1<<10, "none of what it wrote")
+}
+
+// Previewing renders a template, as setting one does: both count against
+// the tenant's plan's rate, as publishing does.
+func TestPreviewingCountsAgainstTheRateLimit(t *testing.T) {
+	t.Parallel()
+	cfg := withTemplates(t)
+	cfg.Registry, cfg.Limiter = plans{"acme": "free"}, redisLimiter(t, heraldtest.RedisURL(t))
+	b := setup(t, cfg)
+	preview := `{"name":"purchase_order","locale":"en"}`
+	for i := range 4 {
+		got := b.sendJSON(t, http.MethodPost, "/v1/templates/preview", acmeRead, preview)
+		require.Equal(t, http.StatusOK, got.status, "preview %d: %s", i+1, got.body)
+		require.Equal(t, `"free";q=5;w=60`, got.header.Get("RateLimit-Policy"))
+	}
+	put := b.sendJSON(t, http.MethodPut, "/v1/templates/purchase_order/en", acmeSend, `{"subject":"Order {{.Order.ID}}","text":"Hello."}`)
+	require.Equal(t, http.StatusOK, put.status, put.body)
+	got := b.sendJSON(t, http.MethodPost, "/v1/templates/preview", acmeRead, preview)
+	require.Equal(t, http.StatusTooManyRequests, got.status, got.body)
+	require.Contains(t, got.body, "rate limit exceeded: plan free allows 5 requests a minute (burst 5)")
+	require.Equal(t, http.StatusTooManyRequests, b.do(t, http.MethodPost, "/v1/events", acmeSend, sampleOrder(t)).status,
+		"the same allowance as publishing")
 }

@@ -144,16 +144,21 @@ func (b *bundle) publish(t *testing.T, n int) {
 // for the same delivery is a copy the duplicate window does not catch.
 func (b *bundle) publishAs(t *testing.T, n int, msgID string) {
 	t.Helper()
+	body, err := json.Marshal(purchaseOrder(n, "Ольга", "ru"))
+	require.NoError(t, err)
+	b.publishRaw(t, msgID, body)
+}
+
+// purchaseOrder is delivery n, of order PO-<n>, to a recipient of that
+// name reading locale.
+func purchaseOrder(n int, name, locale string) notification.Delivery {
 	key := dedupeKey(n)
-	d := notification.Delivery{
+	return notification.Delivery{
 		ID: notification.ID(key), DedupeKey: key, Tenant: "acme", Channel: event.ChannelEmail, Priority: notification.PriorityNormal,
-		Recipient: notification.Recipient{Name: "Ольга", Address: "olga@zarya.example"}, Template: "purchase_order", Locale: "ru",
+		Recipient: notification.Recipient{Name: name, Address: "olga@zarya.example"}, Template: "purchase_order", Locale: locale,
 		Document: &notification.Document{Type: "purchase_order"},
 		Order:    &notification.OrderSummary{ID: fmt.Sprintf("PO-%d", n), Revision: 1, Currency: "EUR", Totals: event.Totals{Gross: "1.00"}},
 	}
-	body, err := json.Marshal(d)
-	require.NoError(t, err)
-	b.publishRaw(t, msgID, body)
 }
 
 func (b *bundle) publishRaw(t *testing.T, id string, body []byte) {

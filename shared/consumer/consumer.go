@@ -10,7 +10,9 @@
 // The client-side buffer is kept small (twice the concurrency by default) so
 // a message does not sit in the buffer past its AckWait, and a handler that
 // runs long tells the server so (InProgress every third of AckWait), so its
-// message is not redelivered to another worker meanwhile.
+// message is not redelivered to another worker meanwhile — up to
+// Config.MaxHandling, past which the handler is taken to be stuck and its
+// message is let go.
 package consumer
 
 import (
@@ -48,9 +50,17 @@ type Config struct {
 	// TracerProvider, when set, traces each message (Traced).
 	TracerProvider trace.TracerProvider
 	// MeterProvider, when set, counts settled messages (Counted) and
-	// observes the consumer's pending, ack-pending and redelivered counts
-	// whenever metrics are collected.
+	// handlers that ran past MaxHandling, and observes the consumer's
+	// pending, ack-pending and redelivered counts whenever metrics are
+	// collected.
 	MeterProvider metric.MeterProvider
+	// MaxHandling is how long a handler may hold its message. The loop
+	// tells the server the message is still being handled (InProgress)
+	// until then and no longer: a handler that never returns cannot keep
+	// its message, which the server then redelivers after AckWait. It is
+	// logged, and counted (herald.consumer.overran). Defaults to ten times
+	// the consumer's AckWait.
+	MaxHandling time.Duration
 }
 
 // Loop is a running consumer.
@@ -75,9 +85,13 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &Loop{work: make(chan jetstream.Msg), quit: make(chan struct{}), cancel: cancel}
 	info := c.CachedInfo()
-	every := max(info.Config.AckWait/3, 100*time.Millisecond)
 	name := info.Name
 	handle, err := wrap(cfg, info.Stream, name, info.Config.MaxDeliver, h)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	keep, err := newKeeper(cfg, info.Stream, name, info.Config.AckWait)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -85,7 +99,7 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 	for range n {
 		l.workers.Go(func() {
 			for msg := range l.work {
-				stop := keepAlive(msg, every)
+				stop := keep.keepAlive(hctx, msg)
 				handle(hctx, msg)
 				stop()
 			}
@@ -189,28 +203,5 @@ func awaitWorkers(ctx context.Context, workers *sync.WaitGroup, cancel context.C
 		cancel()
 		<-done
 		return ctx.Err()
-	}
-}
-
-// keepAlive sends InProgress for msg every interval until stopped.
-func keepAlive(msg jetstream.Msg, every time.Duration) (stop func()) {
-	var mu sync.Mutex
-	stopped := false
-	var timer *time.Timer
-	mu.Lock()
-	timer = time.AfterFunc(every, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			_ = msg.InProgress()
-			timer.Reset(every)
-		}
-	})
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		timer.Stop()
 	}
 }

@@ -131,6 +131,7 @@ type classState struct {
 	// handle settles the class's messages, counted and traced under the
 	// class's name: its keys' consumers are one consumer to operators.
 	handle  Handler
+	keep    keeper
 	current int // smooth weighted round robin
 	keys    map[string]*keyState
 	// fresh and turns are the keys to serve, in line. fresh are keys that
@@ -248,7 +249,11 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{},
+		keep, err := newKeeper(cfg.Config, cfg.Stream, c.Name, c.Template.AckWait)
+		if err != nil {
+			return nil, err
+		}
+		f.classes = append(f.classes, &classState{Class: c, handle: handle, keep: keep, keys: map[string]*keyState{},
 			waiting: map[string]*keyState{}, changing: map[string]bool{}})
 	}
 	nc := cfg.JetStream.Conn()
@@ -488,8 +493,7 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 			return
 		}
 	}
-	every := max(c.Template.AckWait/3, 100*time.Millisecond)
-	stop := keepAlive(msg, every)
+	stop := c.keep.keepAlive(ctx, msg)
 	if o := c.handle(ctx, msg); o.settle == done || o.settle == giveUp {
 		acked = msg.Reply()
 	}

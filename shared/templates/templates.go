@@ -1,9 +1,11 @@
 // Package templates keeps tenants' own email templates — a subject, a text
 // body and optionally an HTML body per template and locale — in the
 // key-value bucket "templates" (streams/KV_templates), keyed
-// <tenant>.<template>.<locale>. It only stores them: the email channel
-// (services/delivery/email) checks one by rendering a sample before it is
-// stored, and composes with it.
+// <tenant>.<template>.<locale>. The email channel (services/delivery/email)
+// checks one by rendering a sample before it is stored, and composes with
+// it; every render of a tenant's template, sample or email, is bounded
+// here (Bounded: MaxSteps, MaxOutput, MaxDepth, MaxNesting), for a
+// template is code a tenant runs on Herald's workers.
 package templates
 
 import (

@@ -135,11 +135,12 @@ func (c *Composer) message(d notification.Delivery, content Content) Message {
 // render renders d with p, or Herald's templates when p is nil, for its
 // recipient alone.
 func (c *Composer) render(d notification.Delivery, content Content, p *custom) (Message, error) {
-	t := c.templates.Pick(d.Locale, d.Template+".subject")
+	var t executor
 	if p != nil {
 		t = p.text
-	}
-	if t == nil {
+	} else if shipped := c.templates.Pick(d.Locale, d.Template+".subject"); shipped != nil {
+		t = shipped
+	} else {
 		return Message{}, provider.Permanentf("no email template %q", d.Template)
 	}
 	data := templateData{

@@ -24,10 +24,12 @@ import (
 // custom is a tenant's own template (package templates), parsed over the
 // shipped templates of its language, so that it may use their parts
 // ({{template "summary" .}}, {{template "footer" .}}, and in HTML "top"
-// and "bottom"): its subject and body replace the shipped ones.
+// and "bottom"): its subject and body replace the shipped ones. Every
+// render of it is bounded (templates.Bounded): a tenant's template runs on
+// the workers that send everyone's email.
 type custom struct {
-	text *template.Template
-	html *htmltemplate.Template // nil: the tenant's emails of it are text only
+	text *templates.Bounded[*template.Template]
+	html *templates.Bounded[*htmltemplate.Template] // nil: the tenant's emails of it are text only
 }
 
 // parse reads t over the shipped templates nearest its locale. A template
@@ -37,15 +39,18 @@ func (c *Composer) parse(t templates.Template) (custom, error) {
 	if base == nil {
 		return custom{}, fmt.Errorf("name: %q is not a template Herald has (%v)", t.Name, c.names())
 	}
+	var out custom
 	text, err := base.Clone()
 	if err == nil {
 		_, err = text.Parse(`{{define "` + t.Name + `.subject"}}` + t.Subject + `{{end}}` +
 			`{{define "` + t.Name + `.body"}}` + t.Text + `{{end}}`)
 	}
+	if err == nil {
+		out.text, err = templates.BoundText(text)
+	}
 	if err != nil {
 		return custom{}, fmt.Errorf("subject, text: %w", err)
 	}
-	out := custom{text: text}
 	if t.HTML == "" {
 		return out, nil
 	}
@@ -54,8 +59,10 @@ func (c *Composer) parse(t templates.Template) (custom, error) {
 	language := base.Name()
 	html, err := localized.ParseHTML(templateFiles, "templates/html/"+language+".tmpl", htmlFuncs, "templates/html/layout.html")
 	if err == nil {
-		out.html = html[language]
-		_, err = out.html.Parse(`{{define "` + t.Name + `.html"}}` + t.HTML + `{{end}}`)
+		_, err = html[language].Parse(`{{define "` + t.Name + `.html"}}` + t.HTML + `{{end}}`)
+	}
+	if err == nil {
+		out.html, err = templates.BoundHTML(html[language])
 	}
 	if err != nil {
 		return custom{}, fmt.Errorf("html: %w", err)

@@ -2,6 +2,7 @@ package email_test
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/templates"
 )
 
@@ -92,4 +94,65 @@ func TestATenantsTemplateReplacesHeraldsForItsRecipientsOnly(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Equal(c, "Pedido de compra PO-2026-0042 de Frutas del Sur S.L.", compose("acme", "es").Subject)
 	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// Every part of a tenant's template is bounded, HTML too: the sample check
+// refuses one that runs away, naming the part and the bound — a loop of
+// four million steps (which, unbounded, would render after a while) or
+// text written without end — and one nested too deep when it is parsed.
+func TestEveryPartOfATenantsTemplateIsBounded(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	good := templates.Template{Tenant: "acme", Name: "purchase_order", Locale: "en",
+		Subject: "Order {{.Order.ID}}", Text: "Hello.", HTML: "<p>Hello.</p>"}
+	loop := `{{range 2000}}{{range 2000}}{{end}}{{end}}`
+	flood := `{{range 100000}}` + strings.Repeat("<p>Frutas del Sur S.L.</p>", 40) + `{{end}}`
+	for name, c2 := range map[string]struct {
+		edit func(*templates.Template)
+		want string
+	}{
+		"a loop in the subject": {func(t *templates.Template) { t.Subject += loop }, "rendering en/purchase_order.subject: template exceeded its work bound (20000 steps)"},
+		"a loop in the text":    {func(t *templates.Template) { t.Text += loop }, "rendering en/purchase_order.body: template exceeded its work bound (20000 steps)"},
+		"a loop in the html":    {func(t *templates.Template) { t.HTML += loop }, "rendering en/purchase_order.html: template exceeded its work bound (20000 steps)"},
+		"a flood of html":       {func(t *templates.Template) { t.HTML += flood }, "rendering en/purchase_order.html: template exceeded its output bound (524288 bytes)"},
+		"nested too deep": {func(t *templates.Template) {
+			t.Text = strings.Repeat("{{if .Order}}", 17) + strings.Repeat("{{end}}", 17)
+		},
+			"subject, text: template purchase_order.body: {{if}}, {{range}}, {{with}} and parentheses nest more than 16 deep"},
+	} {
+		bad := good
+		c2.edit(&bad)
+		_, err := c.Check(bad)
+		require.EqualError(t, err, c2.want, name)
+	}
+}
+
+// Bounded, Herald's own templates render byte for byte as they do
+// unbounded — every template and language, text and HTML, names to
+// escape, with a link and without: paying for a render changes nothing it
+// writes.
+func TestHeraldsTemplatesRenderTheSameBounded(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	for _, template := range append([]string{"low_stock"}, notification.DocumentTypes...) {
+		for _, locale := range []string{"en", "es", "ru", "de"} {
+			for _, name := range []string{"Olga Petrova", "", `<script>alert("x")</script> & 'O'Brien'`} {
+				for _, content := range []email.Content{
+					{Attachments: []email.Attachment{{Filename: "x.pdf"}}},
+					{Unsubscribe: `https://h.example/u?a=1&b="2"`, Link: "https://herald.example.com/v1/documents/x?sig=a&b",
+						LinkExpires: time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC), Brand: email.Brand{LogoURL: "javascript:x", Colour: "red;x:y"}},
+				} {
+					d := templated(template, locale, 2, name)
+					bounded, err := c.ComposeBounded(d, content)
+					require.NoError(t, err)
+					alone, err := c.ComposeAlone(d, content)
+					require.NoError(t, err)
+					bounded.Date, alone.Date = time.Time{}, time.Time{}
+					require.Equal(t, alone, bounded, "%s %s name %q", template, locale, name)
+				}
+			}
+		}
+	}
 }
