@@ -92,17 +92,22 @@ func (s *Store) Check(ctx context.Context, tenant, domain, provider string, r Re
 }
 
 // ask is the provider's answer about e: what call asks it, unless r is a
-// Shared account, which asks Herald's proof for the tenant first (giving
-// e a token if it has none yet).
+// Shared account (or a pointer to one), which asks Herald's proof for the
+// tenant first, giving e a token if it has none yet.
 func (s *Store) ask(ctx context.Context, e *Entry, r Registrar, call func() (State, error)) (State, error) {
-	sh, shared := r.(Shared)
+	p, shared := r.(prover)
 	if !shared {
 		return call()
 	}
 	if e.Proof == "" {
 		e.Proof = newProof()
 	}
-	return sh.state(ctx, *e)
+	return p.state(ctx, *e)
+}
+
+// prover is what Shared is to ask: its state.
+type prover interface {
+	state(ctx context.Context, e Entry) (State, error)
 }
 
 // apply is e as the provider's answer st has it, checked now.
