@@ -116,6 +116,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_delivery_retries":  {jetstream.LimitsPolicy, []string{"$KV.delivery_retries.>"}, nil},
 		"KV_credentials":       {jetstream.LimitsPolicy, []string{"$KV.credentials.>"}, nil},
 		"KV_tenants":           {jetstream.LimitsPolicy, []string{"$KV.tenants.>"}, nil},
+		"KV_plans":             {jetstream.LimitsPolicy, []string{"$KV.plans.>"}, nil},
 		"KV_api_keys":          {jetstream.LimitsPolicy, []string{"$KV.api_keys.>"}, nil},
 		"KV_idempotency":       {jetstream.LimitsPolicy, []string{"$KV.idempotency.>"}, nil},
 		"KV_webhook_endpoints": {jetstream.LimitsPolicy, []string{"$KV.webhook_endpoints.>"}, nil},
@@ -199,7 +200,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 48)
+	require.Len(t, report, 49)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -220,11 +221,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 26, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 27, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 26, report.Drifted())
+	require.Equal(t, 27, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

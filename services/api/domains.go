@@ -74,7 +74,9 @@ func registerDomains(s *Service) {
 		OperationID: "create-domain", Method: http.MethodPost, Path: "/v1/domains",
 		Summary: "Register a sending domain",
 		Description: "Registers the domain with the tenant's email provider (the first of its chain that registers domains: ses or sendgrid) " +
-			"and answers the DNS records to publish for it. Adding a domain again registers it once: the provider is asked where it stands instead " +
+			"and answers the DNS records to publish for it. On the platform's SES account, which every tenant shares, the tenant first proves the " +
+			"domain to Herald: the answer is one TXT record (_herald.<domain>, a token made for the tenant), and SES is asked only once Herald finds it. " +
+			"Adding a domain again registers it once: the provider is asked where it stands instead " +
 			"(one that failed is registered anew, as when it was deleted at the provider). " +
 			"A provider's refusal is a 503 in its words.",
 		Tags: tags, DefaultStatus: http.StatusCreated, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),

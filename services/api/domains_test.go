@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/ses"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/shared/domains"
+	"github.com/heraldhq/herald/shared/domains/dnstest"
 )
 
 // sesProvider is the ses provider on its fake.
@@ -218,4 +220,91 @@ func TestADomainOfAnotherProviderIsAConflict(t *testing.T) {
 	require.Equal(t, http.StatusCreated, added.status, added.body)
 	require.Equal(t, "ses", sendingDomain(t, added).Provider)
 	require.WithinDuration(t, time.Now(), sendingDomain(t, added).CheckedAt, time.Minute)
+}
+
+// sharedSESDomains is an API whose tenants all register their domains
+// with one SES account — the platform's — and so prove each to Herald
+// first, with a TXT record on the fake DNS.
+func sharedSESDomains(t *testing.T) (*bundle, *sestest.Server, *dnstest.Server) {
+	t.Helper()
+	p, srv := sesProvider(t)
+	dns := dnstest.New(t)
+	shared := domains.Shared{Registrar: p, Resolver: dns.Resolver()}
+	b := setup(t, api.Config{Domains: func(context.Context, string) (string, domains.Registrar, error) { return ses.Name, shared, nil }})
+	return b, srv, dns
+}
+
+// On an SES account the tenants share, a domain is verified for a tenant
+// only by the proof published for that tenant. Registering a domain
+// another tenant has verified answers exactly as registering one nobody
+// has — pending, one TXT record of the caller's own to publish, nothing of
+// SES's — asks SES nothing, and stays so however often it is checked.
+func TestASharedSESAccountVerifiesADomainOnlyByTheTenantsOwnProof(t *testing.T) {
+	t.Parallel()
+	b, srv, dns := sharedSESDomains(t)
+	domain := func(a answer, status int) api.SendingDomain {
+		t.Helper()
+		require.Equal(t, status, a.status, a.body)
+		return sendingDomain(t, a)
+	}
+
+	// acme proves acme.example to Herald, then SES finds its DKIM records.
+	added := domain(b.sendJSON(t, http.MethodPost, "/v1/domains", acmeSend, `{"domain":"acme.example"}`), http.StatusCreated)
+	require.Equal(t, "pending", added.Status)
+	require.Len(t, added.Records, 1, added.Records)
+	proof := added.Records[0]
+	require.Equal(t, "TXT", proof.Type)
+	require.Equal(t, "_herald.acme.example", proof.Name)
+	require.Regexp(t, `^herald-verification=[a-z2-7]{26}$`, proof.Value)
+	require.Zero(t, srv.Calls(), "SES is not asked before Herald finds the proof")
+	dns.PublishTXT(proof.Name, "v=spf1 -all") // other records beside it
+	dns.PublishTXT(proof.Name, proof.Value)
+	checked := domain(b.do(t, http.MethodGet, "/v1/domains/acme.example", acmeRead, nil), http.StatusOK)
+	require.Equal(t, "pending", checked.Status)
+	require.Equal(t, "SES has not found the DKIM records yet (PENDING)", checked.Detail)
+	tokens := srv.DKIMTokens("acme.example")
+	require.Len(t, tokens, 3, "registered with SES once proven")
+	require.Equal(t, append([]api.DNSRecord{proof}, api.DNSRecord{Type: "CNAME", Name: tokens[0] + "._domainkey.acme.example",
+		Value: tokens[0] + ".dkim.amazonses.com"}), checked.Records[:2])
+	srv.VerifyDomain("acme.example")
+	require.Equal(t, "verified", domain(b.do(t, http.MethodGet, "/v1/domains/acme.example", acmeRead, nil), http.StatusOK).Status)
+
+	// globex registers acme.example, and a domain nobody has registered.
+	calls := srv.Calls()
+	theirs := b.sendJSON(t, http.MethodPost, "/v1/domains", globexSend, `{"domain":"acme.example"}`)
+	fresh := b.sendJSON(t, http.MethodPost, "/v1/domains", globexSend, `{"domain":"fresh.example"}`)
+	require.Equal(t, shape(domain(fresh, http.StatusCreated), "fresh.example"), shape(domain(theirs, http.StatusCreated), "acme.example"),
+		"the same answer for acme's verified domain as for a new one")
+	for _, a := range []answer{theirs, b.do(t, http.MethodGet, "/v1/domains/acme.example", globexRead, nil)} {
+		d := domain(a, a.status)
+		require.Equal(t, "pending", d.Status, "globex has not proven acme.example")
+		require.NotEqual(t, proof.Value, d.Records[0].Value, "a token of globex's own")
+		for _, tok := range tokens {
+			require.NotContains(t, a.body, tok, "nothing of SES's identity")
+		}
+	}
+	require.Equal(t, shape(domain(b.do(t, http.MethodGet, "/v1/domains/fresh.example", globexRead, nil), http.StatusOK), "fresh.example"),
+		shape(domain(b.do(t, http.MethodGet, "/v1/domains/acme.example", globexRead, nil), http.StatusOK), "acme.example"),
+		"checked, the same again")
+	require.Equal(t, calls, srv.Calls(), "SES was not asked for globex")
+	require.Equal(t, "verified", domain(b.do(t, http.MethodGet, "/v1/domains/acme.example", acmeRead, nil), http.StatusOK).Status,
+		"acme's stays verified")
+}
+
+// shape is d with what differs between any two fresh registrations — the
+// domain's name, the token, the times — made the same.
+func shape(d api.SendingDomain, name string) api.SendingDomain {
+	d.Domain = strings.ReplaceAll(d.Domain, name, "example.test")
+	d.Detail = strings.ReplaceAll(d.Detail, name, "example.test")
+	d.CreatedAt, d.CheckedAt = time.Time{}, time.Time{}
+	records := make([]api.DNSRecord, len(d.Records))
+	for i, r := range d.Records {
+		r.Name = strings.ReplaceAll(r.Name, name, "example.test")
+		if prefix, _, ok := strings.Cut(r.Value, "="); ok && r.Type == "TXT" {
+			r.Value = prefix + "=token"
+		}
+		records[i] = r
+	}
+	d.Records = records
+	return d
 }

@@ -16,8 +16,7 @@ import (
 // (--config or HERALD_CONFIG), then the environment (NATS_URL, REDIS_URL, HISTORY_URL,
 // OUTBOX_URL), then the command's own flags (--http-listen, --api-listen, --postgres).
 func loadConfig(cmd *cobra.Command) (app.Config, error) {
-	path, _ := cmd.Flags().GetString("config")
-	cfg, err := app.Load(cmp.Or(path, os.Getenv("HERALD_CONFIG")))
+	cfg, err := app.Load(configPath(cmd))
 	if err != nil {
 		return cfg, err
 	}
@@ -36,6 +35,13 @@ func loadConfig(cmd *cobra.Command) (app.Config, error) {
 		cfg.Outbox.URL = f.Value.String()
 	}
 	return cfg.WithDefaults(), nil
+}
+
+// configPath is the config file a command reads: --config, else
+// HERALD_CONFIG; "" for none.
+func configPath(cmd *cobra.Command) string {
+	path, _ := cmd.Flags().GetString("config")
+	return cmp.Or(path, os.Getenv("HERALD_CONFIG"))
 }
 
 // newLogger logs to w: the command's stderr.

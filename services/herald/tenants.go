@@ -25,17 +25,39 @@ func tenantsCommand() *cobra.Command {
 (nats kv get tenants ID shows one raw). Each has a plan (the built-in free,
 indie, startup and enterprise, or one the config file's plans: section adds),
 a status (a suspended tenant's traffic is dead-lettered, not dropped), a
-default sending identity and an ordered provider chain.`,
+default sending identity and an ordered provider chain.
+
+A plan is checked against the plans the running api uses, which it
+publishes to the KV bucket "plans" when it starts; only when none are
+published are this command's own (--config) used.`,
 	}
 	cmd.AddCommand(tenantsCreateCommand(), tenantsListCommand(), tenantsShowCommand(), tenantsSetCommand(), tenantsUsageCommand())
 	return cmd
 }
 
-// configuredPlans are the plans a tenant may be on: the built-in plans,
-// with the config file's plans: over them.
-func configuredPlans(cfg app.Config) (tenant.Plans, error) {
+// deploymentPlans are the plans a tenant may be on, and where they come
+// from, for a refusal to name: the plans the running services check
+// tenants against, as the api published them when it started — or, when no
+// service has, this command's own configuration (the built-in plans, with
+// its config file's plans: over them).
+func deploymentPlans(ctx context.Context, cmd *cobra.Command, cfg app.Config, js jetstream.JetStream) (tenant.Plans, string, error) {
+	published, err := tenant.PublishedPlans(ctx, js)
+	if err == nil {
+		return published.Plans, fmt.Sprintf("checked against the plans %s published at %s (KV bucket %s)",
+			published.By, published.At.Format(time.RFC3339), tenant.PlansBucket), nil
+	}
+	if !errors.Is(err, tenant.ErrNoPlansPublished) {
+		return nil, "", err
+	}
 	plans := cfg.Plans.WithDefaults()
-	return plans, plans.Validate()
+	if err := plans.Validate(); err != nil {
+		return nil, "", err
+	}
+	source := "the built-in plans (no --config or HERALD_CONFIG given)"
+	if path := configPath(cmd); path != "" {
+		source = "the plans of " + path
+	}
+	return plans, fmt.Sprintf("checked against %s, as %v", source, err), nil
 }
 
 // withRegistry connects and opens the registry for a command.
@@ -45,20 +67,26 @@ func withRegistry(cmd *cobra.Command, fn func(ctx context.Context, reg *tenant.R
 	})
 }
 
-// withPlans is withRegistry, with the connection and the configured plans.
+// withPlans is withRegistry, with the connection and the deployment's
+// plans. A tenant refused for its plan is told which plans it was checked
+// against.
 func withPlans(cmd *cobra.Command, fn func(ctx context.Context, reg *tenant.Registry, js jetstream.JetStream, plans tenant.Plans) error) error {
 	return withNATS(cmd, func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error {
-		plans, err := configuredPlans(cfg)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		plans, source, err := deploymentPlans(ctx, cmd, cfg, js)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
 		reg, err := tenant.Open(ctx, js, plans)
 		if err != nil {
 			return err
 		}
-		return fn(ctx, reg, js, plans)
+		err = fn(ctx, reg, js, plans)
+		if errors.Is(err, tenant.ErrUnknownPlan) {
+			return fmt.Errorf("%w; %s", err, source)
+		}
+		return err
 	})
 }
 

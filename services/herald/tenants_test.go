@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/tenant"
 )
@@ -103,7 +108,8 @@ func TestTenantsCreateRefuses(t *testing.T) {
 	}{
 		{[]string{"acme", "--plan", "free"}, `tenant "acme" is already registered`},
 		{[]string{"zarya"}, `required flag(s) "plan" not set`},
-		{[]string{"zarya", "--plan", "gold"}, `invalid tenant: plan: "gold" is not a plan (known: enterprise, free, indie, startup)`},
+		{[]string{"zarya", "--plan", "gold"}, `invalid tenant: plan: "gold" is not a plan (known: enterprise, free, indie, startup); ` +
+			`checked against the built-in plans (no --config or HERALD_CONFIG given), as no service has published its plans to bucket plans`},
 		{[]string{"zarya.eu", "--plan", "free", "--from", "nobody"}, `invalid tenant: id: "zarya.eu" is not a tenant id (1 to 64 letters, digits, '-' or '_'); ` +
 			`from: "nobody" is not one address like "Acme <orders@acme.example>" (mail: missing '@' or angle-addr)`},
 	} {
@@ -150,4 +156,40 @@ func TestTenantsSet(t *testing.T) {
 	shown := heraldJSON[tenant.Tenant](t, "tenants", "show", "acme")
 	require.Equal(t, tenant.Suspended, shown.Status, "refused changes wrote nothing")
 	require.Equal(t, []string{"acme-ses", "sendgrid"}, shown.Providers)
+}
+
+// The CLI checks a tenant's plan against the plans the running services
+// use — the api publishes them when it starts — not against its own
+// configuration, which may be none; a refusal names the plans it read.
+// Not parallel: it sets the environment.
+func TestTenantsCreateChecksThePlansTheServicesUse(t *testing.T) {
+	n := heraldtest.StartNATSWithStreams(t)
+	t.Setenv("NATS_URL", n.Server.URL())
+	t.Setenv("HERALD_CONFIG", "")
+	own := filepath.Join(t.TempDir(), "herald.yaml")
+	require.NoError(t, os.WriteFile(own, []byte("plans:\n  trial:\n    description: Only this CLI's.\n"), 0o600))
+
+	_, err := herald(t, "tenants", "create", "zarya", "--plan", "pilot", "--config", own)
+	require.EqualError(t, err, `invalid tenant: plan: "pilot" is not a plan (known: enterprise, free, indie, startup, trial); `+
+		`checked against the plans of `+own+`, as no service has published its plans to bucket plans`)
+
+	var cfg app.Config
+	cfg.NATS.URL, cfg.Services = n.Server.URL(), []string{"api"}
+	cfg.HTTP.Listen, cfg.API.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Plans = tenant.Plans{"pilot": {Description: "A pilot customer."}}
+	api, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, api.Start(heraldtest.Context(t)))
+	t.Cleanup(func() { require.NoError(t, api.Stop(context.Background())) })
+
+	out, err := herald(t, "tenants", "create", "zarya", "--plan", "pilot")
+	require.NoError(t, err, "the api knows the plan, though this command has no config")
+	require.Equal(t, "registered tenant zarya (plan pilot, active)\n", out)
+	_, err = herald(t, "tenants", "create", "yuzhny", "--plan", "trial", "--config", own)
+	host, _ := os.Hostname()
+	require.ErrorContains(t, err, `invalid tenant: plan: "trial" is not a plan (known: enterprise, free, indie, pilot, startup); `+
+		`checked against the plans the api on `+host+` published at `)
+	require.ErrorContains(t, err, "(KV bucket plans)")
+	_, err = herald(t, "tenants", "set", "zarya", "--plan", "trial", "--config", own)
+	require.ErrorIs(t, err, tenant.ErrUnknownPlan, "changing a plan is checked the same way")
 }

@@ -32,6 +32,8 @@ func vaultRotateCommand() *cobra.Command {
 signing secret in the KV bucket webhook_endpoints, of every tenant, under the
 key in --new-key-file. The current key (HERALD_MASTER_KEY or
 --master-key-file) and any --previous-key-file still decrypt meanwhile.
+The earlier revisions the buckets keep go too: once it has finished, no
+revision of any key holds anything sealed under the old key.
 
 Before: run the services with the new key as their master key and the old
 one in vault.previous_key_files, so they read both. After: drop the old key.

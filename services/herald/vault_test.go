@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -166,4 +167,91 @@ func TestVaultRotateKeepsWhatItCannotOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "re-encrypted 1 of 2 credentials")
 	require.Contains(t, out, "may go")
+}
+
+// After a rotation the retired key reads nothing Herald keeps: no message
+// of any stream — no revision of any key of any bucket — holds a ciphertext
+// it reads. Not a credential replaced before the rotation, not a signing
+// secret of an endpoint's earlier revision, not the secret of an endpoint
+// removed before it. Not parallel: it sets the environment.
+func TestVaultRotateLeavesNothingTheOldKeyReads(t *testing.T) {
+	n, oldFile := vaultSetup(t)
+	oldText, err := os.ReadFile(oldFile)
+	require.NoError(t, err)
+	t.Setenv("HERALD_MASTER_KEY", string(oldText))
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := herald(t, args...)
+		require.NoError(t, err, "%s", out)
+		return out
+	}
+	for i, tenant := range []string{"acme", "acme", "globex"} {
+		run("providers", "set", "--tenant", tenant, "--name", "sendgrid-own", "--type", "sendgrid",
+			"--api-key-file", secretFile(t, fmt.Sprintf("%s-%d", cliAPIKey, i)))
+	}
+	added := func(tenant, url string) string {
+		t.Helper()
+		var e webhooks.Endpoint
+		require.NoError(t, json.Unmarshal([]byte(run("webhooks", "add", "--tenant", tenant, "--url", url, "--json")), &e))
+		return e.ID
+	}
+	kept := added("acme", "https://erp.acme.example/hook")
+	run("webhooks", "rotate", "--tenant", "acme", "--id", kept, "--grace", "24h")
+	removed := added("acme", "https://old.acme.example/hook")
+	run("webhooks", "enable", "--tenant", "acme", "--id", removed) // one more revision
+	run("webhooks", "rm", "--tenant", "acme", "--id", removed)
+	added("globex", "https://erp.globex.example/hook")
+	// What a Herald before this rule left behind: a tenant's last endpoint
+	// removed by a plain update, and a key deleted by hand (nats kv del),
+	// their secrets still in earlier revisions.
+	ctx := heraldtest.Context(t)
+	kv, err := n.JS.KeyValue(ctx, webhooks.Bucket)
+	require.NoError(t, err)
+	acme, err := kv.Get(ctx, "acme")
+	require.NoError(t, err)
+	for _, tenant := range []string{"initech", "umbrella"} {
+		_, err := kv.Put(ctx, tenant, acme.Value())
+		require.NoError(t, err)
+	}
+	_, err = kv.Put(ctx, "initech", []byte(`{"endpoints":[]}`))
+	require.NoError(t, err)
+	require.NoError(t, kv.Delete(ctx, "umbrella"))
+
+	oldKey, newKey := rawKey(t, oldFile), filepath.Join(t.TempDir(), "new.key")
+	_, err = vault.GenerateKeyFile(newKey)
+	require.NoError(t, err)
+	readByOld := func() map[string]int {
+		read := map[string]int{}
+		for _, s := range heraldtest.SealedInStreams(t, n.JS) {
+			if _, ok := heraldtest.Reads(t, oldKey, s); ok {
+				read[s.Stream]++
+			}
+		}
+		return read
+	}
+	before := readByOld()
+	require.Greater(t, before["KV_credentials"], 0, "the scan reads the credentials")
+	require.Greater(t, before["KV_webhook_endpoints"], 0, "and the endpoints'")
+
+	run("vault", "rotate", "--new-key-file", newKey)
+
+	require.Empty(t, readByOld(), "the old key reads these streams' ciphertexts, by stream")
+	byNew := map[string]int{}
+	for _, s := range heraldtest.SealedInStreams(t, n.JS) {
+		if _, ok := heraldtest.Reads(t, rawKey(t, newKey), s); ok {
+			byNew[s.Stream]++
+		}
+	}
+	require.Equal(t, map[string]int{"KV_credentials": 2, "KV_webhook_endpoints": 3}, byNew,
+		"the new key reads the two credentials and the three secrets that still sign, each once")
+}
+
+// rawKey is the 32 bytes of a key file GenerateKeyFile wrote.
+func rawKey(t *testing.T, path string) []byte {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	require.NoError(t, err)
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(text)))
+	require.NoError(t, err)
+	return raw
 }

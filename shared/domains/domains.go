@@ -5,7 +5,9 @@
 // word on whether it has seen them.
 //
 // The provider decides whether a domain is verified; this package only
-// remembers what it said and when. A domain is keyed by tenant and the hex
+// remembers what it said and when — except on a provider account tenants
+// share, where the provider's word proves nothing to the tenant asking and
+// Herald asks its own proof first (Shared). A domain is keyed by tenant and the hex
 // of the domain name, so the name's dots, which would split a KV key into
 // tokens, are only in the value.
 package domains
@@ -64,7 +66,11 @@ type Entry struct {
 	Records     []Record `json:"records"`
 	Status      Status   `json:"status"`
 	// Detail is the provider's reason for the status, in words.
-	Detail    string    `json:"detail,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Proof is the token Herald asks the tenant to publish at
+	// _herald.<domain> when the provider account is Shared: made for this
+	// entry alone, and forgotten with it.
+	Proof     string    `json:"proof,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// CheckedAt is when the provider last said what Status says.
 	CheckedAt time.Time `json:"checked_at"`

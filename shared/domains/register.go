@@ -64,11 +64,11 @@ func (s *Store) Register(ctx context.Context, tenant, domain, provider string, r
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return Entry{}, err
 	}
-	st, err := r.RegisterDomain(ctx, domain)
+	e := Entry{Tenant: tenant, Domain: domain, Provider: provider, CreatedAt: old.CreatedAt, Proof: old.Proof}
+	st, err := s.ask(ctx, &e, r, func() (State, error) { return r.RegisterDomain(ctx, domain) })
 	if err != nil {
 		return Entry{}, &ProviderError{Provider: provider, Err: err}
 	}
-	e := Entry{Tenant: tenant, Domain: domain, Provider: provider, CreatedAt: old.CreatedAt}
 	return s.Put(ctx, s.apply(e, st))
 }
 
@@ -84,11 +84,30 @@ func (s *Store) Check(ctx context.Context, tenant, domain, provider string, r Re
 		return e, fmt.Errorf("%w: %s is registered with %s, and the tenant's email goes through %s now; add it again to register it there",
 			ErrProviderChanged, e.Domain, e.Provider, provider)
 	}
-	st, err := r.DomainStatus(ctx, e.Domain, e.ProviderRef)
+	st, err := s.ask(ctx, &e, r, func() (State, error) { return r.DomainStatus(ctx, e.Domain, e.ProviderRef) })
 	if err != nil {
 		return Entry{}, &ProviderError{Provider: provider, Err: err}
 	}
 	return s.Put(ctx, s.apply(e, st))
+}
+
+// ask is the provider's answer about e: what call asks it, unless r is a
+// Shared account (or a pointer to one), which asks Herald's proof for the
+// tenant first, giving e a token if it has none yet.
+func (s *Store) ask(ctx context.Context, e *Entry, r Registrar, call func() (State, error)) (State, error) {
+	p, shared := r.(prover)
+	if !shared {
+		return call()
+	}
+	if e.Proof == "" {
+		e.Proof = newProof()
+	}
+	return p.state(ctx, *e)
+}
+
+// prover is what Shared is to ask: its state.
+type prover interface {
+	state(ctx context.Context, e Entry) (State, error)
 }
 
 // apply is e as the provider's answer st has it, checked now.

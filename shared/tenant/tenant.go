@@ -91,11 +91,21 @@ func (t Tenant) Chain(channel event.Channel) []string {
 // naming its field.
 type ValidationError struct {
 	Problems []string
+	// unknownPlan: one problem is a plan the plans checked against lack.
+	unknownPlan bool
 }
 
 func (e *ValidationError) Error() string {
 	return "invalid tenant: " + strings.Join(e.Problems, "; ")
 }
+
+// ErrUnknownPlan is what a ValidationError matches when the tenant's plan
+// is not one of the plans it was checked against: a caller that knows
+// where those came from can say so.
+var ErrUnknownPlan = errors.New("not a plan")
+
+// Is matches ErrUnknownPlan when the plan was among the problems.
+func (e *ValidationError) Is(target error) bool { return target == ErrUnknownPlan && e.unknownPlan }
 
 // namePattern is what a plan or provider name may be: like a tenant id, it
 // may become part of a KV key or a metric label.
@@ -117,7 +127,8 @@ func (t Tenant) Validate(plans Plans) error {
 	if err := event.CheckText(t.Name); err != nil {
 		add("name: %q %v", t.Name, err)
 	}
-	if _, ok := plans[t.Plan]; !ok {
+	_, known := plans[t.Plan]
+	if !known {
 		add("plan: %q is not a plan (known: %s)", t.Plan, strings.Join(plans.Names(), ", "))
 	}
 	if !slices.Contains(Statuses, t.Status) {
@@ -148,7 +159,7 @@ func (t Tenant) Validate(plans Plans) error {
 		}
 	}
 	if len(problems) > 0 {
-		return &ValidationError{Problems: problems}
+		return &ValidationError{Problems: problems, unknownPlan: !known}
 	}
 	return nil
 }

@@ -54,5 +54,7 @@
 //  3. Drop the old key from vault.previous_key_files and restart. The
 //     bucket keeps one revision per key, so the records sealed under the
 //     old key are gone from it (the server reclaims their bytes on disk as
-//     it compacts its files).
+//     it compacts its files). The webhook endpoints' bucket keeps several,
+//     and webhooks.Reseal, which the command runs next, removes every
+//     earlier revision that holds a secret it reseals.
 package vault

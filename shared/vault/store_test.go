@@ -156,6 +156,20 @@ func TestSealedRecordsAreBoundToTheirPlaceAndKey(t *testing.T) {
 	_, err = b.store.Get(ctx, "acme", "sendgrid-eu")
 	require.ErrorIs(t, err, vault.ErrDecrypt)
 
+	// Where the tenant ends and the name begins is part of the binding:
+	// acme's credential x is not acm's credential ex, though both read
+	// "acmex" run together.
+	x := sendgridCredential()
+	x.Name = "x"
+	require.NoError(t, b.store.Put(ctx, "acme", x))
+	entry, err = b.kv.Get(ctx, vault.BucketKey("acme", "x"))
+	require.NoError(t, err)
+	_, err = b.kv.Put(ctx, vault.BucketKey("acm", "ex"), entry.Value())
+	require.NoError(t, err)
+	_, err = b.store.Get(ctx, "acm", "ex")
+	require.ErrorIs(t, err, vault.ErrDecrypt)
+	require.ErrorContains(t, err, "acm.ex: vault: does not decrypt under key "+b.key.ID())
+
 	other, _ := newKey(t)
 	stranger, err := vault.Open(ctx, b.n.JS, keyring(t, other))
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,6 +33,11 @@ type Resealing struct {
 // an endpoint added or rotated meanwhile is never overwritten: the tenant
 // is read again. It can stop at any point and lose nothing (every secret
 // is sealed under one key or the other); run again, it finishes the job.
+// The earlier revisions the bucket keeps of a tenant go with the write
+// that reseals it — and with a write made for that alone when they hold a
+// secret the latest does not (one removed by an older Herald), or when the
+// key was deleted by hand — so that once it is done no revision holds a
+// secret the old key opens.
 //
 // progress, if not nil, is called after each tenant. A secret that does not
 // open is reported in the error, naming its tenant, endpoint and key id,
@@ -63,33 +69,50 @@ func Reseal(ctx context.Context, s *Store, to *vault.Keyring, progress func(done
 	return r, errors.Join(errs...)
 }
 
-// tenants lists the bucket's keys: one per tenant with endpoints.
+// tenants lists the bucket's keys: one per tenant with endpoints, and one
+// per key deleted by hand, whose earlier revisions may still hold secrets.
 func (s *Store) tenants(ctx context.Context) ([]string, error) {
-	lister, err := s.kv.ListKeys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil
-	}
+	w, err := s.kv.WatchAll(ctx, jetstream.MetaOnly())
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: listing %s: %w", Bucket, err)
 	}
-	defer func() { _ = lister.Stop() }()
+	defer func() { _ = w.Stop() }()
 	var keys []string
-	for k := range lister.Keys() {
-		if !slices.Contains(keys, k) { // a key written during the listing can come twice
-			keys = append(keys, k)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("webhooks: listing %s: the watch ended before every key was read", Bucket)
+			case e == nil: // every key present when the watch began was seen
+				return keys, nil
+			case !slices.Contains(keys, e.Key()): // a key written during the listing can come twice
+				keys = append(keys, e.Key())
+			}
 		}
 	}
-	return keys, ctx.Err()
 }
 
 // resealTenant reseals one tenant's secrets in one revision-checked write,
-// again from the start if another writer got in between.
+// again from the start if another writer got in between. The write removes
+// the key's earlier revisions when they hold a secret it leaves out — one
+// it reseals or drops, or one removed before — so that no revision is left
+// that the old key opens.
 func (s *Store) resealTenant(ctx context.Context, tenant string, to *vault.Keyring) (Resealing, error) {
+	earlier, deleted, err := s.history(ctx, tenant)
+	if err != nil {
+		return Resealing{}, err
+	}
+	if deleted != 0 {
+		return Resealing{}, s.forgetDeleted(ctx, tenant, earlier, deleted)
+	}
 	var (
 		got  Resealing
 		errs []error
 	)
-	err := s.update(ctx, tenant, func(r *record) error {
+	err = s.updateOver(ctx, tenant, earlier, func(r *record) error {
 		got, errs = Resealing{}, nil
 		now := s.now()
 		for i := range r.Endpoints {
@@ -122,14 +145,50 @@ func (s *Store) resealTenant(ctx context.Context, tenant string, to *vault.Keyri
 		}
 		return nil
 	})
-	if errors.Is(err, errNothingToWrite) {
-		err = nil
-	}
 	if err != nil {
 		return Resealing{}, err
 	}
 	return got, errors.Join(errs...)
 }
 
-// errNothingToWrite ends an update that would change nothing.
+// history is the secrets of every revision of the tenant's key but the
+// latest, and the latest's revision if it marks the key deleted (0 if not).
+func (s *Store) history(ctx context.Context, tenant string) ([]sealed, uint64, error) {
+	entries, err := s.kv.History(ctx, tenant)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("webhooks: reading tenant %q's revisions: %w", tenant, err)
+	}
+	var earlier []sealed
+	for _, e := range entries[:len(entries)-1] {
+		if e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return nil, 0, fmt.Errorf("webhooks: tenant %q's endpoints, revision %d: %w", tenant, e.Revision(), err)
+		}
+		earlier = append(earlier, r.sealed()...)
+	}
+	if last := entries[len(entries)-1]; last.Operation() != jetstream.KeyValuePut {
+		return earlier, last.Revision(), nil
+	}
+	return earlier, 0, nil
+}
+
+// forgetDeleted purges a key deleted by hand (at revision deleted) whose
+// earlier revisions still hold secrets.
+func (s *Store) forgetDeleted(ctx context.Context, tenant string, earlier []sealed, deleted uint64) error {
+	if len(earlier) == 0 {
+		return nil
+	}
+	if err := s.kv.Purge(ctx, tenant, jetstream.LastRevision(deleted)); err != nil {
+		return fmt.Errorf("webhooks: purging tenant %q's deleted endpoints: %w", tenant, err)
+	}
+	return nil
+}
+
+// errNothingToWrite ends an edit that changes nothing.
 var errNothingToWrite = errors.New("webhooks: nothing to write")

@@ -9,6 +9,11 @@
 // bucket never holds one in the clear. A secret is shown once, when it is
 // created or rotated; a rotated-out secret keeps signing, beside the new
 // one, until its grace period ends.
+//
+// The bucket keeps a few revisions of each tenant's list, but never a
+// secret that no longer signs: the write that leaves one out — its endpoint
+// removed, its grace over, resealed under a new master key — replaces every
+// earlier revision with itself.
 package webhooks
 
 import (
@@ -24,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
@@ -116,6 +122,7 @@ type stored struct {
 
 // Store reads and writes endpoints.
 type Store struct {
+	js   jetstream.JetStream
 	kv   jetstream.KeyValue
 	keys *vault.Keyring
 	now  func() time.Time
@@ -128,7 +135,7 @@ func Open(ctx context.Context, js jetstream.JetStream, keys *vault.Keyring) (*St
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: bucket %s: %w", Bucket, err)
 	}
-	return &Store{kv: kv, keys: keys, now: time.Now}, nil
+	return &Store{js: js, kv: kv, keys: keys, now: time.Now}, nil
 }
 
 // New describes an endpoint to create.
@@ -395,23 +402,41 @@ func (s *Store) read(ctx context.Context, tenant string) (record, uint64, error)
 }
 
 // update applies edit to the tenant's endpoints in a revision-checked
-// write, again on a conflict.
+// write, again on a conflict. A write that leaves out a sealed secret the
+// key held replaces the key's every earlier revision with itself.
 func (s *Store) update(ctx context.Context, tenant string, edit func(*record) error) error {
+	return s.updateOver(ctx, tenant, nil, edit)
+}
+
+// updateOver is update, where earlier are the sealed secrets of the key's
+// earlier revisions: a write that leaves out any of them, or of the
+// revision it edits, removes those revisions. An edit that returns
+// errNothingToWrite changes nothing, and is written only to do that.
+func (s *Store) updateOver(ctx context.Context, tenant string, earlier []sealed, edit func(*record) error) error {
 	for range 5 {
 		r, rev, err := s.read(ctx, tenant)
 		if err != nil {
 			return err
 		}
-		if err := edit(&r); err != nil {
+		held := append(r.sealed(), earlier...)
+		err = edit(&r)
+		forgets := r.leavesOut(held)
+		if errors.Is(err, errNothingToWrite) && !forgets {
+			return nil
+		}
+		if err != nil && !errors.Is(err, errNothingToWrite) {
 			return err
 		}
 		data, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
-		if rev == 0 {
+		switch {
+		case rev == 0:
 			_, err = s.kv.Create(ctx, tenant, data)
-		} else {
+		case forgets:
+			err = s.replace(ctx, tenant, data, rev)
+		default:
 			_, err = s.kv.Update(ctx, tenant, data, rev)
 		}
 		if err == nil {
@@ -442,6 +467,40 @@ func (n New) check(events []string) error {
 		return fmt.Errorf("description: %w", err)
 	}
 	return nil
+}
+
+// replace writes data as tenant's key if it is still at revision rev, and
+// removes every earlier revision with it (a rollup): what data leaves out
+// is gone from the bucket, not only from its latest revision.
+func (s *Store) replace(ctx context.Context, tenant string, data []byte, rev uint64) error {
+	m := nats.NewMsg("$KV." + Bucket + "." + tenant)
+	m.Data = data
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	_, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
+	}
+	return err
+}
+
+// sealed is every signing secret of the tenant's endpoints, as stored.
+func (r record) sealed() []sealed {
+	var out []sealed
+	for _, st := range r.Endpoints {
+		out = append(out, st.Secrets...)
+	}
+	return out
+}
+
+// leavesOut reports whether any of held is no longer among r's secrets.
+func (r record) leavesOut(held []sealed) bool {
+	kept := map[string]bool{}
+	for _, x := range r.sealed() {
+		kept[string(x.Sealed)] = true
+	}
+	return slices.ContainsFunc(held, func(x sealed) bool { return !kept[string(x.Sealed)] })
 }
 
 // validURL accepts http and https URLs with a host. Whether its address

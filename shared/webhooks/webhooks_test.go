@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,4 +181,59 @@ func TestResealMovesSecretsUnderTheNewKey(t *testing.T) {
 	require.NoError(t, err)
 	_, err = storeUnder(lostKey).Secrets("acme", e)
 	require.NoError(t, err, "what could not be opened is left as it was")
+}
+
+// A secret that stops signing leaves the bucket, not only its latest
+// revision: once an endpoint is removed, or a rotated-out secret is dropped
+// past its grace, no revision the bucket still holds has a ciphertext of it
+// that the key reads — nor, for the endpoint, its id. The tenant's other
+// endpoint keeps signing with the secrets it has.
+func TestASecretThatStopsSigningLeavesNoRevisionBehind(t *testing.T) {
+	t.Parallel()
+	n, ctx := heraldtest.StartNATSWithStreams(t), heraldtest.Context(t)
+	raw := []byte("0123456789abcdef0123456789abcdef")
+	key, err := vault.ParseKey(raw)
+	require.NoError(t, err)
+	ring, err := vault.NewKeyring(key)
+	require.NoError(t, err)
+	s, err := webhooks.Open(ctx, n.JS, ring)
+	require.NoError(t, err)
+
+	kept, dropped, err := s.Create(ctx, "acme", webhooks.New{URL: "https://erp.acme.example/hook"})
+	require.NoError(t, err)
+	gone, goneFirst, err := s.Create(ctx, "acme", webhooks.New{URL: "https://old.acme.example/hook"})
+	require.NoError(t, err)
+	goneSecond, err := s.Rotate(ctx, "acme", gone.ID, time.Hour)
+	require.NoError(t, err)
+	_, err = s.Failed(ctx, "acme", gone.ID, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, s.Delete(ctx, "acme", gone.ID))
+	_, err = s.Rotate(ctx, "acme", kept.ID, 0)
+	require.NoError(t, err)
+	current, err := s.Rotate(ctx, "acme", kept.ID, time.Hour) // drops the first, past its grace
+	require.NoError(t, err)
+
+	revisions := heraldtest.StreamMessages(t, n.JS, "KV_"+webhooks.Bucket)
+	require.NotEmpty(t, revisions)
+	for _, m := range revisions {
+		require.False(t, strings.Contains(string(m.Data), gone.ID), "revision %d names the removed endpoint", m.Sequence)
+	}
+	var read int
+	for _, box := range heraldtest.SealedInStreams(t, n.JS) {
+		text, ok := heraldtest.Reads(t, raw, box)
+		require.True(t, ok, "every secret in the bucket is sealed under the key")
+		for i, secret := range []string{goneFirst, goneSecond, dropped} {
+			require.False(t, text == secret, "revision %d holds stopped secret #%d", box.Seq, i)
+		}
+		read++
+	}
+	require.GreaterOrEqual(t, read, 2, "the scan reads the secrets still signing")
+
+	e, err := s.Get(ctx, "acme", kept.ID)
+	require.NoError(t, err)
+	secrets, err := s.Secrets("acme", e)
+	require.NoError(t, err)
+	want, err := webhooks.ParseSecret(current)
+	require.NoError(t, err)
+	require.Contains(t, secrets, want)
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/api/console"
@@ -13,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/ratelimit"
+	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -88,6 +91,9 @@ func (a *App) configureInbound() error {
 // registering sending domains with the tenants' email providers; its
 // routes are served on the public listener.
 func (a *App) buildAPI(ctx context.Context) (service, error) {
+	if err := a.publishPlans(ctx); err != nil {
+		return nil, err
+	}
 	if a.cfg.History.URL != "" {
 		store, err := a.historyStore(ctx)
 		if err != nil {
@@ -129,6 +135,15 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 		return nil, err
 	}
 	return auth, nil
+}
+
+// publishPlans tells the command-line tools which plans the api checks
+// tenants against, in the KV bucket plans: `herald tenants create --plan`
+// checks the same, whatever configuration it was started with.
+func (a *App) publishPlans(ctx context.Context) error {
+	host, _ := os.Hostname()
+	by := "the api on " + cmp.Or(host, "a host without a name")
+	return tenant.PublishPlans(ctx, a.js, tenant.Published{Plans: a.apiC.Plans, By: by, At: time.Now().UTC()})
 }
 
 // serveInbound takes the providers' webhooks on the public listener,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -205,6 +206,11 @@ type EmailConfig struct {
 	// Providers are tried in this order on every try. Defaults to SES, then
 	// SendGrid (region from AWS_REGION, key from SENDGRID_API_KEY).
 	Providers []ProviderConfig `yaml:"providers"`
+	// DNSResolver is the DNS server (host:port) Herald asks for the TXT
+	// record that proves a tenant's sending domain is its own, when the
+	// domain is registered with the platform's SES account, which every
+	// tenant shares. Defaults to the system's resolver.
+	DNSResolver string `yaml:"dns_resolver"`
 }
 
 // TextConfig is the section of a text channel: sms, or whatsapp.
@@ -483,6 +489,11 @@ func (c Config) Validate() error {
 	}
 	if w := c.Scheduling.Weights; w != nil && len(w) != len(notification.Priorities) {
 		problems = append(problems, "scheduling.weights: give all three priorities a weight (critical, normal, low)")
+	}
+	if r := c.Email.DNSResolver; r != "" {
+		if _, port, err := net.SplitHostPort(r); err != nil || port == "" {
+			problems = append(problems, fmt.Sprintf("email.dns_resolver: %q is not host:port, such as 10.0.0.2:53", r))
+		}
 	}
 	for _, err := range []error{c.Plans.Validate(), c.Vault.Validate()} {
 		if err != nil {

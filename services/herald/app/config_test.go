@@ -82,6 +82,7 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		{"default chain without a region", "email: {from: a@b.example}", `email.providers[0].region: is required for ses (or set AWS_REGION)`},
 		{"delivery without redis", "email: {from: a@b.example, providers: [{type: maildir, dir: /tmp/x}]}", `redis.url: required by email delivery`},
 		{"smtp without host", "email: {from: a@b.example, providers: [{type: smtp}]}", `email.providers[0].host: is required for smtp`},
+		{"dns resolver without a port", "email: {dns_resolver: 10.0.0.2}", `email.dns_resolver: "10.0.0.2" is not host:port, such as 10.0.0.2:53`},
 		{"route to a missing template", "router: {routes: [{event: order.created, template: quote, channels: [email]}]}",
 			`router.routes[0].template: no email template "quote"`},
 		{"bad route", "router: {routes: [{event: order.created, document: quote, channels: [email]}]}",

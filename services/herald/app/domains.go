@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
 
@@ -20,6 +21,14 @@ import (
 // registersDomains are the email provider types that register sending
 // domains (they implement domains.Registrar).
 var registersDomains = []string{"ses", "sendgrid"}
+
+// registersPerAccount are those of them that keep one registration of a
+// domain for the whole account, whoever asked for it: on the platform's
+// account, which every tenant shares, their word proves nothing to the
+// tenant asking, and Herald asks its own proof (domains.Shared). SendGrid
+// makes each registration its own authenticated domain, with records of
+// its own to publish: its word is proof made for the tenant.
+var registersPerAccount = []string{"ses"}
 
 // Domains finds the email provider each tenant's sending domains are
 // registered with, for the api and `herald domains`: the first provider
@@ -93,6 +102,7 @@ func (d *Domains) Registrar(ctx context.Context, id string) (string, domains.Reg
 		var r domains.Registrar
 		if i := slices.IndexFunc(platform, func(p ProviderConfig) bool { return p.Type == name }); i >= 0 {
 			r, err = d.platform(ctx, i)
+			r = d.app.shared(r, name)
 		} else {
 			r, err = d.account(ctx, id, name)
 		}
@@ -128,6 +138,23 @@ func (d *Domains) platform(ctx context.Context, i int) (domains.Registrar, error
 	}
 	d.built[i] = r
 	return r, nil
+}
+
+// shared is r, a platform provider of type kind, as every tenant shares
+// it: behind Herald's own proof when the provider's registration is the
+// account's (registersPerAccount).
+func (a *App) shared(r domains.Registrar, kind string) domains.Registrar {
+	if r == nil || !slices.Contains(registersPerAccount, kind) {
+		return r
+	}
+	sh := domains.Shared{Registrar: r}
+	if addr := a.cfg.Email.DNSResolver; addr != "" {
+		sh.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}}
+	}
+	return sh
 }
 
 // account is the tenant's own account name, if it registers domains; as

@@ -153,6 +153,8 @@ var servicePermissions = map[string][]string{
 		"notify.reports.*",
 		"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
 		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
+		// The plans it runs with, published when it starts.
+		"$KV.plans.>",
 		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",
 		"$JS.API.CONSUMER.DELETE.KV_api_keys.>", "$JS.FC.KV_api_keys.>",
 		"$KV.tenants.>", "$JS.API.DIRECT.GET.KV_tenants.>",
