@@ -274,7 +274,9 @@ func TestOneClickUnsubscribeHoldsBackTheCategory(t *testing.T) {
 	require.Contains(t, next.Reason, "unsubscribed from updates")
 
 	// A required route's email carries no link and reaches her anyway.
-	p.publish(t, "orders.updated", "evt-2026-11-30-0003", sample(t, "order.updated.json", nil))
+	p.publish(t, "orders.updated", "evt-2026-11-30-0003", sample(t, "order.updated.json", func(m map[string]any) {
+		m["id"] = "evt-2026-11-30-0003" // the file's id is the second order's, routed already
+	}))
 	p.settle(t)
 	olga = byRecipient(p.mail(t))["olga@zarya.example"]
 	require.Len(t, olga, 2, "the revision reached her")
