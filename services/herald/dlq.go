@@ -99,6 +99,9 @@ func dlqListCommand() *cobra.Command {
 					return err
 				}
 				if asJSON {
+					if list == nil {
+						list = []dlq.Entry{} // [], not null: a script iterates it
+					}
 					enc := json.NewEncoder(cmd.OutOrStdout())
 					enc.SetIndent("", "  ")
 					return enc.Encode(list)

@@ -46,3 +46,14 @@ func TestDLQListAndShow(t *testing.T) {
 	require.True(t, strings.HasPrefix(payload, "{\n  \"note\": \"xxxxxxxx"), "the payload, pretty-printed: %.60q", payload)
 	require.True(t, strings.HasSuffix(payload, "x\",\n  \"tenant\": \"acme\"\n}\n"), "the payload, pretty-printed, in full")
 }
+
+// With nothing to list, --json prints an empty array, which a script can
+// iterate, not null.
+func TestDLQListAsJSONOfNothingIsAnEmptyArray(t *testing.T) {
+	n := heraldtest.StartNATSWithStreams(t)
+	t.Setenv("NATS_URL", n.Server.URL())
+	t.Setenv("HERALD_CONFIG", "")
+	out, err := herald(t, "dlq", "list", "--json")
+	require.NoError(t, err)
+	require.Equal(t, "[]\n", out)
+}

@@ -2,6 +2,7 @@ package event_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -85,4 +86,16 @@ func TestReadDecodesTheDataByItsFamily(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ev.ID, binary.ID)
 	require.Equal(t, "PO-2026-0042", data.Order.Order.ID)
+}
+
+// The README's broken example — what `herald publish --no-validate` sends
+// to show the DLQ — is refused, its reason naming both of its faults.
+func TestTheBrokenExampleIsRefusedNamingEachFault(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../examples/broken/order.created.json")
+	require.NoError(t, err)
+	_, _, err = event.Read(raw)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `data.order.totals.net: must be a JSON string such as "183.48", not a number`)
+	require.Contains(t, err.Error(), `data.recipients[1].Email: is not a field`)
 }
