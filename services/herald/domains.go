@@ -106,7 +106,7 @@ func domainsListCommand() *cobra.Command {
 				}
 				w := newTable(cmd.OutOrStdout(), "DOMAIN", "PROVIDER", "STATUS", "CHECKED", "DETAIL")
 				for _, e := range list {
-					w.row(e.Domain, e.Provider, e.Status, e.CheckedAt.Format(time.RFC3339), orDash(e.Detail))
+					w.row(e.Domain, e.Provider, e.Status, e.CheckedAt.Format(time.RFC3339), dash(e.Detail))
 				}
 				return w.flush()
 			})

@@ -90,7 +90,7 @@ func printOutboxStatus(cmd *cobra.Command, st outbox.Status, asJSON bool) error 
 		}{st, st.Age(time.Now()).Seconds()})
 	}
 	w := newTable(cmd.OutOrStdout(), "BACKLOG", "OLDEST AGE", "RETRYING", "FAILED", "PUBLISHED (KEPT)", "LAST ERROR")
-	w.row(st.Backlog, st.Age(time.Now()).Round(time.Millisecond), st.Retrying, st.Failed, st.Published, orDash(st.LastError))
+	w.row(st.Backlog, st.Age(time.Now()).Round(time.Millisecond), st.Retrying, st.Failed, st.Published, dash(st.LastError))
 	return w.flush()
 }
 

@@ -49,8 +49,8 @@ func suppressionsListCommand() *cobra.Command {
 				}
 				w := newTable(cmd.OutOrStdout(), "ADDRESS", "CHANNEL", "CATEGORY", "REASON", "SOURCE", "SINCE", "DETAIL")
 				for _, e := range list {
-					w.row(e.Address, cmp.Or(string(e.Channel), "(all)"), cmp.Or(e.Category, "(all)"), e.Reason, orDash(e.Source),
-						e.CreatedAt.Format(time.RFC3339), orDash(e.Detail))
+					w.row(e.Address, cmp.Or(string(e.Channel), "(all)"), cmp.Or(e.Category, "(all)"), e.Reason, dash(e.Source),
+						e.CreatedAt.Format(time.RFC3339), dash(e.Detail))
 				}
 				return w.flush()
 			})
@@ -63,13 +63,6 @@ func suppressionsListCommand() *cobra.Command {
 }
 
 // orDash is s, or a dash for a table's empty cell.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func suppressionsAddCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "add --tenant ID --address A [--channel C] [--reason manual] [--detail TEXT]",

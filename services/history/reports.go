@@ -162,7 +162,7 @@ func (r *reports) suppress(ctx context.Context, e ledger.Entry, rep report.Repor
 	if err != nil && !errors.Is(err, suppression.ErrInvalid) {
 		return fmt.Errorf("suppressing the address: %w", err)
 	}
-	return nil // an entry without an address has nothing to suppress
+	return nil // the store refused the entry (no address, or none its channel sends to): nothing to suppress
 }
 
 func (r *reports) count(ctx context.Context, rep report.Report, outcome string) {

@@ -211,8 +211,12 @@ var errUnverified = errors.New("not verified")
 // unverified marks err, a refusal, as made before the request was verified.
 func unverified(err error) error { return fmt.Errorf("%w: %w", errUnverified, err) }
 
+// knownProvider says whether a path's provider is one Herald takes
+// webhooks from.
+func knownProvider(p string) bool { return p == SendGrid || p == SES || p == Twilio }
+
 func (h *Handler) count(ctx context.Context, provider, outcome string) {
-	if provider != SendGrid && provider != SES && provider != Twilio {
+	if !knownProvider(provider) {
 		provider = "other" // the path is the caller's to make up
 	}
 	h.requests.Add(ctx, 1, metric.WithAttributes(attribute.String("provider", provider), attribute.String("outcome", outcome)))
@@ -232,7 +236,7 @@ type signed interface {
 // judged before its keys are looked up: a tenant's account costs a vault
 // read, which only a request that could be signed earns.
 func (h *Handler) verify(r *http.Request, provider string) ([]report.Report, error) {
-	if provider != SendGrid && provider != SES && provider != Twilio {
+	if !knownProvider(provider) {
 		return nil, refuse(http.StatusNotFound, "no provider %q: Herald takes webhooks from sendgrid, ses and twilio", provider)
 	}
 	body, err := h.readBody(r)

@@ -47,9 +47,9 @@ const (
 // Reasons lists the reasons an entry may give.
 var Reasons = []string{HardBounce, Complaint, Manual, Unsubscribed}
 
-// Channels are the channels whose addresses are suppressed. A webhook
+// channels are the channels whose addresses are suppressed. A webhook
 // endpoint is the tenant's own: it is disabled, not suppressed.
-var Channels = []event.Channel{event.ChannelEmail, event.ChannelSMS, event.ChannelWhatsApp}
+var channels = []event.Channel{event.ChannelEmail, event.ChannelSMS, event.ChannelWhatsApp}
 
 // Entry is one suppressed address of a tenant.
 type Entry struct {
@@ -127,18 +127,14 @@ func key(tenant string, channel event.Channel, address, category string) string 
 // channel's for all categories, the one for every channel, then the same
 // two for the category.
 func blocking(tenant string, channel event.Channel, address, category string) []string {
-	channels := []event.Channel{channel, ""}
-	if channel == "" {
-		channels = channels[1:]
+	keys := make([]string, 0, 4)
+	if channel != "" {
+		keys = append(keys, key(tenant, channel, address, ""))
 	}
-	categories := []string{""}
-	if category != "" {
-		categories = append(categories, category)
-	}
-	var keys []string
-	for _, cat := range categories {
-		for _, ch := range channels {
-			keys = append(keys, key(tenant, ch, address, cat))
+	keys = append(keys, key(tenant, "", address, ""))
+	if category != "" { // the same entries limited to the category: no digest again
+		for _, k := range slices.Clone(keys) {
+			keys = append(keys, k+"."+category)
 		}
 	}
 	return keys
@@ -176,9 +172,9 @@ func (e Entry) check() error {
 	switch {
 	case !event.ValidTenant(e.Tenant):
 		return invalid(fmt.Sprintf("suppression: tenant %q is not a tenant id", e.Tenant))
-	case e.Channel != "" && !slices.Contains(Channels, e.Channel):
+	case e.Channel != "" && !slices.Contains(channels, e.Channel):
 		return invalid(fmt.Sprintf("channel: %q is not one of %s (or none, for all)", e.Channel, channelList()))
-	case !e.validAddress():
+	case e.addressProblem() != "":
 		return invalid("address: " + e.addressProblem())
 	case !slices.Contains(Reasons, e.Reason):
 		return invalid(fmt.Sprintf("reason: %q is not one of %s", e.Reason, strings.Join(Reasons, ", ")))
@@ -194,17 +190,15 @@ func (e Entry) check() error {
 	return nil
 }
 
-// validAddress says whether e's address is one its channel sends to — for
-// an entry of every channel, an email address or a phone number.
-func (e Entry) validAddress() bool {
-	if e.Channel != "" {
-		return event.ValidAddress(e.Channel, e.Address)
-	}
-	return event.ValidAddress(event.ChannelEmail, e.Address) || event.ValidAddress(event.ChannelSMS, e.Address)
-}
-
-// addressProblem says why e's address is not one.
+// addressProblem says why e's address is not one its channel sends to —
+// for an entry of every channel, an email address or a phone number — or
+// "" when it is.
 func (e Entry) addressProblem() string {
+	switch {
+	case e.Channel != "" && event.ValidAddress(e.Channel, e.Address),
+		e.Channel == "" && (event.ValidAddress(event.ChannelEmail, e.Address) || event.ValidAddress(event.ChannelSMS, e.Address)):
+		return ""
+	}
 	switch e.Channel {
 	case "":
 		if e.Address == "" {
@@ -219,8 +213,8 @@ func (e Entry) addressProblem() string {
 }
 
 func channelList() string {
-	names := make([]string, len(Channels))
-	for i, c := range Channels {
+	names := make([]string, len(channels))
+	for i, c := range channels {
 		names[i] = string(c)
 	}
 	return strings.Join(names, ", ")
