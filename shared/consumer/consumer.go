@@ -86,12 +86,7 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 	l := &Loop{work: make(chan jetstream.Msg), quit: make(chan struct{}), cancel: cancel}
 	info := c.CachedInfo()
 	name := info.Name
-	handle, err := wrap(cfg, info.Stream, name, info.Config.MaxDeliver, h)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	keep, err := newKeeper(cfg, info.Stream, name, info.Config.AckWait)
+	handle, err := wrap(cfg, info.Stream, name, info.Config.MaxDeliver, info.Config.AckWait, h)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -99,9 +94,7 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 	for range n {
 		l.workers.Go(func() {
 			for msg := range l.work {
-				stop := keep.keepAlive(hctx, msg)
 				handle(hctx, msg)
-				stop()
 			}
 		})
 	}
@@ -133,8 +126,8 @@ func Start(ctx context.Context, c jetstream.Consumer, h Handler, cfg Config) (*L
 }
 
 // wrap is h as a loop runs it: settled by its outcome, counted and traced
-// when cfg says so.
-func wrap(cfg Config, stream, name string, maxDeliver int, h Handler) (Handler, error) {
+// when cfg says so, and kept alive while it runs (keeper).
+func wrap(cfg Config, stream, name string, maxDeliver int, ackWait time.Duration, h Handler) (Handler, error) {
 	logger := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	s := settler{js: cfg.JetStream, maxDeliver: maxDeliver, logger: logger.With("consumer", name)}
 	handle := func(ctx context.Context, msg jetstream.Msg) Outcome { return s.settle(ctx, msg, h(ctx, msg)) }
@@ -148,7 +141,11 @@ func wrap(cfg Config, stream, name string, maxDeliver int, h Handler) (Handler, 
 	if cfg.TracerProvider != nil {
 		handle = Traced(cfg.TracerProvider, name)(handle)
 	}
-	return handle, nil
+	keep, err := newKeeper(cfg, stream, name, ackWait)
+	if err != nil {
+		return nil, err
+	}
+	return keep.around(handle), nil
 }
 
 // dispatch hands a message to a free worker. After a shutdown ran out of

@@ -131,7 +131,6 @@ type classState struct {
 	// handle settles the class's messages, counted and traced under the
 	// class's name: its keys' consumers are one consumer to operators.
 	handle  Handler
-	keep    keeper
 	current int // smooth weighted round robin
 	keys    map[string]*keyState
 	// fresh and turns are the keys to serve, in line. fresh are keys that
@@ -245,15 +244,11 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		changes: make(chan struct{}, changing), notes: map[foundKey]note{}}
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
-		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, h)
+		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, c.Template.AckWait, h)
 		if err != nil {
 			return nil, err
 		}
-		keep, err := newKeeper(cfg.Config, cfg.Stream, c.Name, c.Template.AckWait)
-		if err != nil {
-			return nil, err
-		}
-		f.classes = append(f.classes, &classState{Class: c, handle: handle, keep: keep, keys: map[string]*keyState{},
+		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{},
 			waiting: map[string]*keyState{}, changing: map[string]bool{}})
 	}
 	nc := cfg.JetStream.Conn()
@@ -493,11 +488,9 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 			return
 		}
 	}
-	stop := c.keep.keepAlive(ctx, msg)
 	if o := c.handle(ctx, msg); o.settle == done || o.settle == giveUp {
 		acked = msg.Reply()
 	}
-	stop()
 }
 
 // fetch pulls k's next messages: the first to handle, the others to k's

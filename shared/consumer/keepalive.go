@@ -52,6 +52,15 @@ func newKeeper(cfg Config, stream, consumer string, ackWait time.Duration) (keep
 	return k, err
 }
 
+// around keeps each message alive while h handles it.
+func (k keeper) around(h Handler) Handler {
+	return func(ctx context.Context, msg jetstream.Msg) Outcome {
+		stop := k.keepAlive(ctx, msg)
+		defer stop()
+		return h(ctx, msg)
+	}
+}
+
 // keepAlive sends InProgress for msg every k.every until stopped, or
 // until k.limit has passed.
 func (k keeper) keepAlive(ctx context.Context, msg jetstream.Msg) (stop func()) {
