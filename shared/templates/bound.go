@@ -37,16 +37,16 @@ const bytesPerStep = 64
 // ErrBound is what a render that went past one of the bounds matches.
 var ErrBound = errors.New("templates: a bound on rendering was exceeded")
 
-// BoundError says which bound a render went past.
-type BoundError struct{ what string }
+// boundError says which bound a render went past; it is ErrBound.
+type boundError string
 
-func (e *BoundError) Error() string        { return e.what }
-func (e *BoundError) Is(target error) bool { return target == ErrBound }
+func (e boundError) Error() string        { return string(e) }
+func (e boundError) Is(target error) bool { return target == ErrBound }
 
 var (
-	errSteps  = &BoundError{fmt.Sprintf("template exceeded its work bound (%d steps)", MaxSteps)}
-	errOutput = &BoundError{fmt.Sprintf("template exceeded its output bound (%d bytes)", MaxOutput)}
-	errDepth  = &BoundError{fmt.Sprintf("templates called one another more than %d deep", MaxDepth)}
+	errSteps  = boundError(fmt.Sprintf("template exceeded its work bound (%d steps)", MaxSteps))
+	errOutput = boundError(fmt.Sprintf("template exceeded its output bound (%d bytes)", MaxOutput))
+	errDepth  = boundError(fmt.Sprintf("templates called one another more than %d deep", MaxDepth))
 )
 
 // executable is what Bounded needs of a parsed set of templates:
@@ -62,8 +62,8 @@ type executable[T any] interface {
 
 // Bounded is a set of templates whose every execution is bounded: in
 // steps (MaxSteps), output (MaxOutput) and depth (MaxDepth). Executions
-// that go past a bound stop with a *BoundError. It is safe for concurrent
-// use.
+// that go past a bound stop with an error that is ErrBound. It is safe for
+// concurrent use.
 //
 // Each execution has a budget of its own, which the functions its
 // rewritten trees call spend; those functions are bound to the budget by
@@ -102,7 +102,8 @@ func bound[T executable[T]](set T, treeOf func(T) *parse.Tree) (*Bounded[T], err
 		if treeOf(t) == nil {
 			continue
 		}
-		tree, err := rewrite(treeOf(t).Copy())
+		tree := treeOf(t).Copy()
+		err := rewrite(tree)
 		if err == nil {
 			_, err = set.AddParseTree(t.Name(), tree)
 		}
@@ -110,27 +111,23 @@ func bound[T executable[T]](set T, treeOf func(T) *parse.Tree) (*Bounded[T], err
 			return nil, err
 		}
 	}
-	return bounded(set), nil
-}
-
-func bounded[T executable[T]](master T) *Bounded[T] {
-	b := &Bounded[T]{master: master}
+	b := &Bounded[T]{master: set}
 	b.pool.New = func() any {
-		t, err := master.Clone()
+		t, err := set.Clone()
 		if err != nil {
 			return err
 		}
 		budget := &budget{}
 		return &instance[T]{t: t.Funcs(budget.funcs()), budget: budget}
 	}
-	return b
+	return b, nil
 }
 
 // Name is the set's name: the language, for Herald's templates.
 func (b *Bounded[T]) Name() string { return b.master.Name() }
 
 // ExecuteTemplate runs the template name on data, writing to w, within the
-// bounds. A bound exceeded is reported as the *BoundError alone, without
+// bounds. A bound exceeded is reported as the bound alone (ErrBound), without
 // the template engine's words about the function that found it.
 func (b *Bounded[T]) ExecuteTemplate(w io.Writer, name string, data any) error {
 	got := b.pool.Get()
@@ -141,7 +138,7 @@ func (b *Bounded[T]) ExecuteTemplate(w io.Writer, name string, data any) error {
 	defer b.pool.Put(in)
 	*in.budget = budget{}
 	err := in.t.ExecuteTemplate(&limitedWriter{w: w, left: MaxOutput}, name, data)
-	if bound := (*BoundError)(nil); errors.As(err, &bound) {
+	if bound := boundError(""); errors.As(err, &bound) {
 		return bound
 	}
 	return err

@@ -7,7 +7,7 @@ import (
 )
 
 // rewrite makes a parsed template pay for what it does, by adding calls to
-// its execution's budget:
+// its execution's budget (in place: give it a copy):
 //
 //   - every list of nodes (a template's body, the branches of {{if}},
 //     {{range}} and {{with}}) begins by spending a step, and one for each
@@ -23,16 +23,16 @@ import (
 // The calls are variable declarations, which print nothing and which
 // html/template does not escape. A tree nested more than MaxNesting deep
 // is refused.
-func rewrite(tree *parse.Tree) (*parse.Tree, error) {
+func rewrite(tree *parse.Tree) error {
 	if tree.Root == nil {
-		return tree, nil
+		return nil
 	}
 	r := rewriter{tree: tree}
 	if err := r.list(tree.Root, 0, enterFunc); err != nil {
-		return nil, err
+		return err
 	}
 	tree.Root.Nodes = append(tree.Root.Nodes, r.declare(r.newCommand(tree.Root.Pos, parse.NewIdentifier(leaveFunc))))
-	return tree, nil
+	return nil
 }
 
 type rewriter struct{ tree *parse.Tree }

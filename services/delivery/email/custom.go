@@ -40,34 +40,46 @@ func (c *Composer) parse(t templates.Template) (custom, error) {
 		return custom{}, fmt.Errorf("name: %q is not a template Herald has (%v)", t.Name, c.names())
 	}
 	var out custom
-	text, err := base.Clone()
-	if err == nil {
-		_, err = text.Parse(`{{define "` + t.Name + `.subject"}}` + t.Subject + `{{end}}` +
-			`{{define "` + t.Name + `.body"}}` + t.Text + `{{end}}`)
-	}
-	if err == nil {
-		out.text, err = templates.BoundText(text)
-	}
+	var err error
+	out.text, err = boundText(base, `{{define "`+t.Name+`.subject"}}`+t.Subject+`{{end}}`+
+		`{{define "`+t.Name+`.body"}}`+t.Text+`{{end}}`)
 	if err != nil {
 		return custom{}, fmt.Errorf("subject, text: %w", err)
 	}
 	if t.HTML == "" {
 		return out, nil
 	}
-	// An html/template cannot be cloned once it has run, and the shipped
-	// ones have: the language's file is read again, for this template alone.
-	language := base.Name()
-	html, err := localized.ParseHTML(templateFiles, "templates/html/"+language+".tmpl", htmlFuncs, "templates/html/layout.html")
-	if err == nil {
-		_, err = html[language].Parse(`{{define "` + t.Name + `.html"}}` + t.HTML + `{{end}}`)
-	}
-	if err == nil {
-		out.html, err = templates.BoundHTML(html[language])
-	}
-	if err != nil {
+	if out.html, err = boundHTML(base.Name(), `{{define "`+t.Name+`.html"}}`+t.HTML+`{{end}}`); err != nil {
 		return custom{}, fmt.Errorf("html: %w", err)
 	}
 	return out, nil
+}
+
+// boundText is the shipped text templates of base's language, with defs
+// (a tenant's definitions) over them, bounded.
+func boundText(base *template.Template, defs string) (*templates.Bounded[*template.Template], error) {
+	text, err := base.Clone()
+	if err == nil && defs != "" {
+		_, err = text.Parse(defs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return templates.BoundText(text)
+}
+
+// boundHTML is the shipped HTML templates of language, with defs over
+// them, bounded. An html/template cannot be cloned once it has run, and
+// the shipped ones have: the language's file is read again.
+func boundHTML(language, defs string) (*templates.Bounded[*htmltemplate.Template], error) {
+	html, err := localized.ParseHTML(templateFiles, "templates/html/"+language+".tmpl", htmlFuncs, "templates/html/layout.html")
+	if err == nil && defs != "" {
+		_, err = html[language].Parse(defs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return templates.BoundHTML(html[language])
 }
 
 // names are the templates Herald ships.

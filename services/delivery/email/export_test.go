@@ -1,9 +1,7 @@
 package email
 
 import (
-	"github.com/heraldhq/herald/services/delivery/localized"
 	"github.com/heraldhq/herald/shared/notification"
-	"github.com/heraldhq/herald/shared/templates"
 )
 
 // ComposeAlone renders d with Herald's templates for its recipient alone,
@@ -17,19 +15,14 @@ func (c *Composer) ComposeAlone(d notification.Delivery, content Content) (Messa
 // must equal.
 func (c *Composer) ComposeBounded(d notification.Delivery, content Content) (Message, error) {
 	base := c.templates.Pick(d.Locale, d.Template+".subject")
-	text, err := base.Clone()
-	if err != nil {
+	var (
+		p   custom
+		err error
+	)
+	if p.text, err = boundText(base, ""); err != nil {
 		return Message{}, err
 	}
-	var p custom
-	if p.text, err = templates.BoundText(text); err != nil {
-		return Message{}, err
-	}
-	html, err := localized.ParseHTML(templateFiles, "templates/html/"+base.Name()+".tmpl", htmlFuncs, "templates/html/layout.html")
-	if err != nil {
-		return Message{}, err
-	}
-	if p.html, err = templates.BoundHTML(html[base.Name()]); err != nil {
+	if p.html, err = boundHTML(base.Name(), ""); err != nil {
 		return Message{}, err
 	}
 	return c.render(d, content, &p)
