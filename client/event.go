@@ -47,8 +47,9 @@ type Envelope struct {
 // the same bytes and the copies are recognised as duplicates. Make one with
 // OrderCreated, LowStock or another constructor.
 type Event struct {
-	id      string
-	tenant  string
+	id string
+	// msgID is its Nats-Msg-Id (event.MsgID), fixed with the payload.
+	msgID   string
 	subject string
 	payload []byte
 	err     error
@@ -115,7 +116,7 @@ func newEvent(family, eventType string, env Envelope, data any) *Event {
 	if env.Time.IsZero() {
 		env.Time = time.Now().UTC()
 	}
-	e := &Event{id: env.ID, tenant: env.Tenant}
+	e := &Event{id: env.ID}
 	subject, err := subjectOf(family, eventType, env)
 	if err != nil {
 		e.err = err
@@ -123,6 +124,9 @@ func newEvent(family, eventType string, env Envelope, data any) *Event {
 	}
 	e.subject = subject
 	e.payload, e.err = encode(eventType, env, data)
+	if e.err == nil {
+		e.msgID = event.MsgID(env.Tenant, env.ID, e.payload)
+	}
 	return e
 }
 
@@ -176,13 +180,14 @@ func validate(payload []byte) error {
 // (Envelope.TenantSubject).
 func FromJSON(payload []byte, tenantSubject bool) *Event {
 	ev, _, err := event.Read(payload)
-	e := &Event{id: ev.ID, tenant: ev.Tenant, err: err}
+	e := &Event{id: ev.ID, err: err}
 	if err != nil {
 		return e
 	}
 	family, _, _ := strings.Cut(ev.Type, ".")
 	if e.subject, e.err = subjectOf(family, ev.Type, Envelope{Tenant: ev.Tenant, TenantSubject: tenantSubject}); e.err == nil {
 		e.payload = bytes.Clone(payload)
+		e.msgID = event.MsgID(ev.Tenant, ev.ID, e.payload)
 	}
 	return e
 }
@@ -226,7 +231,7 @@ func (e *Event) Msg(ctx context.Context) (*nats.Msg, error) {
 	}
 	msg := nats.NewMsg(e.subject)
 	msg.Data = payload
-	msg.Header.Set(jetstream.MsgIDHeader, event.MsgID(e.tenant, e.id, payload))
+	msg.Header.Set(jetstream.MsgIDHeader, e.msgID)
 	msg.Header.Set("content-type", ContentType)
 	injectTrace(ctx, natsHeader(msg.Header))
 	return msg, nil

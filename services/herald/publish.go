@@ -174,13 +174,13 @@ func publishCopies(cmd *cobra.Command, js jetstream.JetStream, subject string, r
 		}
 		done <- nil
 	}()
+	tenant, _ := doc["tenant"].(string) // a copy's is the original's
 	for i := 1; i <= count; i++ {
 		id, body, err := deriveCopy(doc, i)
 		if err != nil {
 			close(pending)
 			return err
 		}
-		tenant, _ := doc["tenant"].(string)
 		msg, err := eventMsg(subject, tenant, id, body, binary)
 		if err != nil {
 			close(pending)

@@ -110,14 +110,7 @@ func ValidTenant(s string) bool { return tenantPattern.MatchString(s) }
 // UTF-8, a key repeated in one object (exactly or in another case) and an
 // envelope key that is not a CloudEvents attribute name are refused, so
 // Herald never reads an event differently from a gateway in front of it.
-func Decode(payload []byte) (Event, error) {
-	var p problems
-	ev, err := decode(&p, payload)
-	if err != nil {
-		return Event{}, err
-	}
-	return ev, p.err()
-}
+func Decode(payload []byte) (Event, error) { return DecodeMsg(nil, payload) }
 
 // decode is Decode with the envelope's problems left in p; the error is
 // for a payload that is no event at all (ErrMalformed).
@@ -201,7 +194,7 @@ func requireText(p *problems, field, value string, maxLen int) {
 // headers or body: a CR or LF in a name ends a header line or forges a line
 // of the body ("Bcc: …"), and no mail client shows the others.
 func checkText(p *problems, field, value string) {
-	if strings.ContainsFunc(value, IsControl) {
+	if strings.ContainsFunc(value, isControl) {
 		p.add(field, "contains control characters")
 	}
 }
@@ -210,7 +203,7 @@ func checkText(p *problems, field, value string) {
 // the address's own: LF is allowed, CR and every other control is not.
 // Addresses are printed in documents only, never in an email.
 func checkMultiline(p *problems, field, value string) {
-	if strings.ContainsFunc(value, func(r rune) bool { return r != '\n' && IsControl(r) }) {
+	if strings.ContainsFunc(value, func(r rune) bool { return r != '\n' && isControl(r) }) {
 		p.add(field, "contains control characters (only \\n, between lines, is allowed)")
 	}
 }

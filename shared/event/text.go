@@ -17,9 +17,9 @@ import (
 // lists it, a NUL cuts a string short in C code downstream. Every package
 // that keeps tenant input checks it with these.
 
-// IsControl reports C0 and C1 controls, DEL, and the Unicode line and
+// isControl reports C0 and C1 controls, DEL, and the Unicode line and
 // paragraph separators that some clients break lines at.
-func IsControl(r rune) bool {
+func isControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == '\u2028' || r == '\u2029'
 }
 
@@ -38,7 +38,7 @@ func checkControls(s, layout string) error {
 		return fmt.Errorf("is not UTF-8")
 	}
 	for i, r := range s {
-		if IsControl(r) && !strings.ContainsRune(layout, r) {
+		if isControl(r) && !strings.ContainsRune(layout, r) {
 			return fmt.Errorf("holds a control character (%U at byte %d)", r, i)
 		}
 	}
@@ -49,7 +49,7 @@ func checkControls(s, layout string) error {
 // Recipient.Address gives it: an email address (bare, lowercase), an E.164
 // phone number for SMS and WhatsApp, an http(s) URL for a webhook.
 func ValidAddress(c Channel, address string) bool {
-	if strings.ContainsFunc(address, IsControl) {
+	if strings.ContainsFunc(address, isControl) {
 		return false
 	}
 	switch c {
