@@ -16,7 +16,6 @@ import (
 
 // Limiter is the shared rate limiter (ratelimit.Limiter).
 type Limiter interface {
-	Allow(ctx context.Context, key string, limit ratelimit.Limit) (ratelimit.Decision, error)
 	AllowN(ctx context.Context, key string, limit ratelimit.Limit, n int) (ratelimit.Decision, error)
 }
 
@@ -59,21 +58,17 @@ const limiterTimeout = 250 * time.Millisecond
 // — and is counted (herald.api.rate_limit.unchecked).
 func (s *Service) limitRate(ctx huma.Context, next func(huma.Context)) {
 	p := principal(ctx.Context())
-	if !intake[ctx.Operation().OperationID] || p.Tenant == "" || s.cfg.Limiter == nil || s.cfg.Registry == nil {
+	if !intake[ctx.Operation().OperationID] || p.Tenant == "" {
 		next(ctx)
 		return
 	}
-	name, plan := s.cfg.Registry.Plan(p.Tenant, s.cfg.Plans)
-	perMinute, burst, limited := plan.Rate()
+	name, limit, limited := s.intakeRate(p.Tenant)
 	if !limited {
 		next(ctx)
 		return
 	}
-	lctx, cancel := context.WithTimeout(ctx.Context(), limiterTimeout)
-	d, err := s.cfg.Limiter.Allow(lctx, "intake:"+p.Tenant, ratelimit.Limit{PerMinute: perMinute, Burst: burst})
-	cancel()
-	if err != nil {
-		s.unchecked(ctx.Context(), p.Tenant, err)
+	d, checked := s.takeIntake(ctx.Context(), p.Tenant, limit, 1)
+	if !checked {
 		next(ctx)
 		return
 	}
@@ -82,10 +77,36 @@ func (s *Service) limitRate(ctx huma.Context, next func(huma.Context)) {
 	}
 	if !d.Allowed {
 		_ = huma.WriteErr(s.api, ctx, http.StatusTooManyRequests, fmt.Sprintf("%s; retry after %s seconds",
-			rateExceeded(name, perMinute, burst), d.Headers(name)["Retry-After"]))
+			rateExceeded(name, limit), d.Headers(name)["Retry-After"]))
 		return
 	}
 	next(ctx)
+}
+
+// intakeRate is the rate a tenant's requests are held to, and its plan's
+// name; limited is false without one (no limiter or registry, or a plan
+// without a rate).
+func (s *Service) intakeRate(tenant string) (name string, limit ratelimit.Limit, limited bool) {
+	if s.cfg.Limiter == nil || s.cfg.Registry == nil {
+		return "", ratelimit.Limit{}, false
+	}
+	name, plan := s.cfg.Registry.Plan(tenant, s.cfg.Plans)
+	perMinute, burst, limited := plan.Rate()
+	return name, ratelimit.Limit{PerMinute: perMinute, Burst: burst}, limited
+}
+
+// takeIntake takes n, all or none, from the tenant's allowance. checked is
+// false when Redis did not answer: counted and logged, and the caller
+// lets the request through.
+func (s *Service) takeIntake(ctx context.Context, tenant string, limit ratelimit.Limit, n int) (d ratelimit.Decision, checked bool) {
+	lctx, cancel := context.WithTimeout(ctx, limiterTimeout)
+	defer cancel()
+	d, err := s.cfg.Limiter.AllowN(lctx, "intake:"+tenant, limit, n)
+	if err != nil {
+		s.unchecked(ctx, tenant, err)
+		return d, false
+	}
+	return d, true
 }
 
 // unchecked counts and logs a request let through unchecked: Redis did not
@@ -96,6 +117,6 @@ func (s *Service) unchecked(ctx context.Context, tenant string, err error) {
 }
 
 // rateExceeded begins a 429's detail: the plan's rate.
-func rateExceeded(plan string, perMinute, burst int) string {
-	return fmt.Sprintf("rate limit exceeded: plan %s allows %d requests a minute (burst %d)", plan, perMinute, burst)
+func rateExceeded(plan string, limit ratelimit.Limit) string {
+	return fmt.Sprintf("rate limit exceeded: plan %s allows %d requests a minute (burst %d)", plan, limit.PerMinute, limit.Burst)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/heraldhq/herald/shared/quota"
-	"github.com/heraldhq/herald/shared/ratelimit"
 )
 
 // RedeliveryCapType is the problem type of a webhook redelivery refused
@@ -91,34 +90,30 @@ func redeliveryCapped(tenant string, n int, t quota.Taken) error {
 // returns where it stands after (the RateLimit field), if its plan has a
 // rate. Redis unavailable fails open, as limitRate does.
 func (s *Service) drawRate(ctx context.Context, tenant string, extra int) (string, error) {
-	if extra < 1 || s.cfg.Limiter == nil || s.cfg.Registry == nil {
+	if extra < 1 {
 		return "", nil
 	}
-	name, plan := s.cfg.Registry.Plan(tenant, s.cfg.Plans)
-	perMinute, burst, limited := plan.Rate()
+	name, limit, limited := s.intakeRate(tenant)
 	if !limited {
 		return "", nil
 	}
-	if extra >= burst { // the request itself took one of the burst
+	if extra >= limit.Burst { // the request itself took one of the burst
 		return "", huma.Error422UnprocessableEntity(fmt.Sprintf("%d webhooks to redeliver, more than plan %s's burst of %d requests "+
-			"(a redelivery costs one request per webhook); narrow the range (since, until)", extra+1, name, burst))
+			"(a redelivery costs one request per webhook); narrow the range (since, until)", extra+1, name, limit.Burst))
 	}
-	lctx, cancel := context.WithTimeout(ctx, limiterTimeout)
-	d, err := s.cfg.Limiter.AllowN(lctx, "intake:"+tenant, ratelimit.Limit{PerMinute: perMinute, Burst: burst}, extra)
-	cancel()
-	if err != nil {
-		s.unchecked(ctx, tenant, err)
+	d, checked := s.takeIntake(ctx, tenant, limit, extra)
+	if !checked {
 		return "", nil
 	}
 	if d.Allowed {
 		return d.Headers(name)["RateLimit"], nil
 	}
-	d.RetryAfter += time.Minute / time.Duration(perMinute) // asked again, the request draws its own one too
+	d.RetryAfter += time.Minute / time.Duration(limit.PerMinute) // asked again, the request draws its own one too
 	h := http.Header{}
 	for k, v := range d.Headers(name) {
 		h.Set(k, v)
 	}
 	return "", huma.ErrorWithHeaders(huma.Error429TooManyRequests(fmt.Sprintf(
 		"%s, and a redelivery costs one request per webhook: this one's %d are more than remain; retry after %s seconds",
-		rateExceeded(name, perMinute, burst), extra+1, h.Get("Retry-After"))), h)
+		rateExceeded(name, limit), extra+1, h.Get("Retry-After"))), h)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -93,8 +94,9 @@ func registerWebhooks(s *Service) {
 		OperationID: "redeliver-webhooks", Method: http.MethodPost, Path: "/v1/webhooks/endpoints/{id}/redeliver",
 		Summary: "Send an endpoint's webhooks again",
 		Description: "One webhook (message), or every one whose outcome was told between since and until (read from the ledger's writes: " +
-			"a range spans at most 24 hours and 10000 of the tenant's ledger writes), " +
-			"at most 1000 at a time, optionally only those that failed. Each is sent again as it was: the same webhook-id and body, " +
+			fmt.Sprintf("a range spans at most %d hours and %d of the tenant's ledger writes), ", int(webhooks.MaxRange.Hours()), webhooks.MaxLedgerReads) +
+			fmt.Sprintf("at most %d at a time, optionally", webhooks.MaxRedeliveries) +
+			" only those that failed. Each is sent again as it was: the same webhook-id and body, " +
 			"signed with the endpoint's current secrets, as a new notification naming the original (redelivery_of). " +
 			"The same id never sends a webhook twice. A tenant key's redelivery costs one request of its plan's rate per webhook sent " +
 			"(at least one), and counts against the tenant's redeliveries an hour (api.redeliveries_per_hour): past either, it is " +

@@ -196,12 +196,12 @@ func webhooksRedeliverCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "redeliver --tenant ID (--message ntf_… | --since T [--until T] [--failed]) [--endpoint we_…] [--id rd_…] [--dry-run] [--json]",
 		Short: "Send webhooks again: one, or every one told in a time range",
-		Long: `Each webhook is sent again as it was — the same webhook-id and body, signed
+		Long: fmt.Sprintf(`Each webhook is sent again as it was — the same webhook-id and body, signed
 with the endpoint's current secrets — as a new notification whose ledger
 entry names the original (redelivery_of). A range is read from the
 ledger's writes by when each webhook's outcome was told: it spans at most
-24 hours and 10000 of the tenant's ledger writes, and holds at most 1000
-webhooks. Running the same --id again sends nothing twice.`,
+%d hours and %d of the tenant's ledger writes, and holds at most %d
+webhooks. Running the same --id again sends nothing twice.`, int(webhooks.MaxRange.Hours()), webhooks.MaxLedgerReads, webhooks.MaxRedeliveries),
 		Example: `  herald webhooks redeliver --tenant acme --message ntf_3f…
   herald webhooks redeliver --tenant acme --endpoint we_… --since 2026-12-01T08:00:00Z --until 2026-12-01T12:00:00Z --failed`,
 		Args: cobra.NoArgs,

@@ -3,7 +3,6 @@ package quota
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -32,8 +31,8 @@ type Taken struct {
 // refused, and an error after the add may leave n counted — the cap errs
 // in the platform's favour, never past limit.
 func (c *Counter) TakeHourly(ctx context.Context, tenant, what string, n, limit int64, now time.Time) (Taken, error) {
-	if tenant == "" || strings.ContainsAny(tenant, ".*> \t\r\n") {
-		return Taken{}, fmt.Errorf("quota: tenant %q cannot be a subject token", tenant)
+	if err := subjectToken("tenant", tenant); err != nil {
+		return Taken{}, err
 	}
 	hour := now.UTC().Truncate(time.Hour)
 	t := Taken{Max: limit, Reset: hour.Add(time.Hour), subject: fmt.Sprintf("quota.%s.%s.%s", tenant, what, Hour(hour)), n: n}

@@ -61,9 +61,18 @@ func (k Key) RefusedSubject() string { return k.Subject() + ".refused" }
 // validate keeps every part one subject token.
 func (k Key) validate() error {
 	for name, v := range map[string]string{"tenant": k.Tenant, "channel": string(k.Channel), "month": k.Month} {
-		if v == "" || strings.ContainsAny(v, ".*> \t\r\n") {
-			return fmt.Errorf("quota: %s %q cannot be a subject token", name, v)
+		if err := subjectToken(name, v); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// subjectToken says what keeps v, the counter's name part, from being one
+// subject token.
+func subjectToken(name, v string) error {
+	if v == "" || strings.ContainsAny(v, ".*> \t\r\n") {
+		return fmt.Errorf("quota: %s %q cannot be a subject token", name, v)
 	}
 	return nil
 }

@@ -58,9 +58,7 @@ func New(rdb redis.UniversalClient, prefix string) *Limiter {
 // error means Redis did not answer: the caller decides whether that fails
 // open or closed.
 func (l *Limiter) Allow(ctx context.Context, key string, limit Limit) (Decision, error) {
-	limit.Burst = max(limit.Burst, 1)
-	res, err := l.rl.Allow(ctx, l.prefix+key, limit.gcra())
-	return decide(res, limit, err)
+	return l.AllowN(ctx, key, limit, 1)
 }
 
 // AllowN takes n (at least 1) from key's allowance under limit, all or

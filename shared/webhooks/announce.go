@@ -56,9 +56,6 @@ func (s *Store) Announce(ctx context.Context, pub jetstream.Publisher, tenant st
 		}
 		return nil
 	})
-	if errors.Is(err, errNothingToWrite) {
-		err = nil
-	}
 	return len(published), errors.Join(failed, err)
 }
 

@@ -269,20 +269,18 @@ func (s *Store) Disable(ctx context.Context, tenant, id, reason, cause string) (
 		if err != nil {
 			return err
 		}
-		disabled, out = st.Status != Disabled, st.withSecrets()
+		if disabled = st.Status != Disabled; disabled {
+			now := s.now().UTC()
+			st.Status, st.DisabledReason, st.DisabledAt, st.UpdatedAt = Disabled, reason, now, now
+			r.Unannounced = append(r.Unannounced, notification.EndpointDisabled{Tenant: tenant, EndpointID: id,
+				URL: st.ShownURL(), Reason: reason, NotificationID: cause, Time: now})
+		}
+		out = st.withSecrets()
 		if !disabled {
 			return errNothingToWrite
 		}
-		now := s.now().UTC()
-		st.Status, st.DisabledReason, st.DisabledAt, st.UpdatedAt = Disabled, reason, now, now
-		r.Unannounced = append(r.Unannounced, notification.EndpointDisabled{Tenant: tenant, EndpointID: id,
-			URL: st.ShownURL(), Reason: reason, NotificationID: cause, Time: now})
-		out = st.withSecrets()
 		return nil
 	})
-	if errors.Is(err, errNothingToWrite) {
-		err = nil
-	}
 	return out, disabled && err == nil, err
 }
 
