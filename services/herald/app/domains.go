@@ -102,7 +102,6 @@ func (d *Domains) Registrar(ctx context.Context, id string) (string, domains.Reg
 		var r domains.Registrar
 		if i := slices.IndexFunc(platform, func(p ProviderConfig) bool { return p.Type == name }); i >= 0 {
 			r, err = d.platform(ctx, i)
-			r = d.app.shared(r, name)
 		} else {
 			r, err = d.account(ctx, id, name)
 		}
@@ -114,7 +113,7 @@ func (d *Domains) Registrar(ctx context.Context, id string) (string, domains.Reg
 }
 
 // platform is the platform's provider at index i of email.providers, if
-// it registers domains; built once.
+// it registers domains, as every tenant shares it (App.shared); built once.
 func (d *Domains) platform(ctx context.Context, i int) (domains.Registrar, error) {
 	p := d.app.emailProviders()[i]
 	if !slices.Contains(registersDomains, p.Type) {
@@ -136,15 +135,15 @@ func (d *Domains) platform(ctx context.Context, i int) (domains.Registrar, error
 	if d.built == nil {
 		d.built = map[int]domains.Registrar{}
 	}
-	d.built[i] = r
-	return r, nil
+	d.built[i] = d.app.shared(r, p.Type)
+	return d.built[i], nil
 }
 
 // shared is r, a platform provider of type kind, as every tenant shares
 // it: behind Herald's own proof when the provider's registration is the
 // account's (registersPerAccount).
 func (a *App) shared(r domains.Registrar, kind string) domains.Registrar {
-	if r == nil || !slices.Contains(registersPerAccount, kind) {
+	if !slices.Contains(registersPerAccount, kind) {
 		return r
 	}
 	sh := domains.Shared{Registrar: r}
