@@ -20,11 +20,14 @@ import (
 // Config configures the router.
 type Config struct {
 	// Routes decide who hears about which event. Setting them replaces the
-	// built-in routes entirely. Defaults to DefaultRoutes().
+	// built-in routes entirely. Defaults to the built-in routes
+	// (docs/ARCHITECTURE.md, "Default routes").
 	Routes []Route `yaml:"routes"`
 	// Channels are the channels this deployment delivers on; deliveries for
 	// other channels are not published (and are counted as skipped), so no
-	// message waits for a worker that does not exist. Defaults to [email].
+	// message waits for a worker that does not exist. Defaults to email
+	// and webhook, and sms and whatsapp when their providers are configured
+	// (herald decides it, the router package alone defaults to email).
 	Channels []event.Channel `yaml:"channels"`
 	// Concurrency is how many events are routed at once. Defaults to 4.
 	Concurrency int `yaml:"concurrency"`

@@ -38,9 +38,14 @@ const (
 // TLS are the files a rediss URL may need: a CA for a server certificate
 // no system root signs, and a client certificate for servers that ask.
 type TLS struct {
-	CAFile   string `yaml:"ca_file"`
+	// CAFile is a PEM file of the CA that signed the server's
+	// certificate. Defaults to the system's roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile is a PEM file of the client certificate, for a server
+	// that asks for one; KeyFile holds its key. Defaults to none.
 	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
+	// KeyFile is a PEM file of CertFile's private key.
+	KeyFile string `yaml:"key_file"`
 }
 
 // Accepted names the forms, for errors.

@@ -32,10 +32,15 @@ import (
 // same file serves `herald dev` and production. Environment variables and
 // flags override it in main.
 type Config struct {
+	// NATS is the server whose streams, key-value buckets and object
+	// store carry every event, delivery and document.
 	NATS struct {
 		// URL of the NATS server. Defaults to nats://127.0.0.1:4222.
 		URL string `yaml:"url"`
 	} `yaml:"nats"`
+	// Redis holds what replicas share beside NATS: the leases on
+	// notifications being sent, and the rate limits of tenants' plans and
+	// of the HTTP intake.
 	Redis struct {
 		// URL of Redis. Required by the delivery services. One server:
 		// redis://[:password@]host:port[/db], rediss:// for TLS, or
@@ -49,11 +54,13 @@ type Config struct {
 		ClusterAddrs []string `yaml:"cluster_addrs"`
 		// TLS are the files a rediss:// server may need: ca_file (a CA no
 		// system root has), cert_file and key_file (a client certificate).
+		// Defaults to none: the system's roots, no client certificate.
 		TLS redisconn.TLS `yaml:"tls"`
 		// Prefix of every key Herald writes, so deployments can share one
 		// Redis. Defaults to "herald:".
 		Prefix string `yaml:"prefix"`
 	} `yaml:"redis"`
+	// HTTP is the operations address every process opens.
 	HTTP struct {
 		// Listen is the operations address: /healthz, /readyz and
 		// /metrics, for probes and scrapers, never for the internet (the
@@ -61,6 +68,7 @@ type Config struct {
 		// Defaults to 127.0.0.1:8080.
 		Listen string `yaml:"listen"`
 	} `yaml:"http"`
+	// API is the public HTTP server the api service opens.
 	API struct {
 		// Listen is the public address: what recipients and outsiders
 		// reach — the API, signed document and unsubscribe links, the
@@ -78,15 +86,20 @@ type Config struct {
 		// redeliver an hour, across replicas. Defaults to 5000.
 		RedeliveriesPerHour int64 `yaml:"redeliveries_per_hour"`
 	} `yaml:"api"`
+	// Breakers are the circuit breakers in front of each provider (and
+	// each tenant's own account or webhook endpoint).
 	Breakers struct {
 		// Failures is how many transient failures in a row open a
 		// provider's circuit: it is skipped, not called, and the chain
 		// moves on, until Cooldown has passed and a probe succeeds.
 		// Defaults to 5; -1 turns the breakers off.
 		Failures int `yaml:"failures"`
-		// Cooldown defaults to 30s.
+		// Cooldown is how long an open circuit skips its provider before
+		// one call probes it. Defaults to 30s.
 		Cooldown time.Duration `yaml:"cooldown"`
 	} `yaml:"breakers"`
+	// Streams adjusts the JetStream streams, buckets and object store
+	// Herald declares (streams/*.json) to the NATS deployment.
 	Streams struct {
 		// Replicas overrides num_replicas of every stream (3 on a cluster).
 		// Defaults to the declared value.
@@ -95,12 +108,14 @@ type Config struct {
 		// hook runs `herald streams apply` instead). Defaults to false.
 		SkipApply bool `yaml:"skip_apply"`
 	} `yaml:"streams"`
+	// Log is what each process writes to its standard error.
 	Log struct {
 		// Level is debug, info, warn or error. Defaults to info.
 		Level string `yaml:"level"`
 		// Format is text or json. Defaults to text.
 		Format string `yaml:"format"`
 	} `yaml:"log"`
+	// Metrics are the Prometheus metrics served at /metrics.
 	Metrics struct {
 		// MaxTenants is how many distinct tenants label the metrics of one
 		// process; later tenants are counted together as "other", so
@@ -108,21 +123,36 @@ type Config struct {
 		// to 100.
 		MaxTenants int `yaml:"max_tenants"`
 	} `yaml:"metrics"`
+	// Router decides who hears about each event, on which channels, and
+	// with which document.
 	Router router.Config `yaml:"router"`
-	Email  EmailConfig   `yaml:"email"`
-	// SMS and WhatsApp are the text channels' sections.
-	SMS      TextConfig     `yaml:"sms"`
+	// Email is the email channel: its sender, workers and providers.
+	Email EmailConfig `yaml:"email"`
+	// SMS is the sms channel, which runs when it has providers.
+	SMS TextConfig `yaml:"sms"`
+	// WhatsApp is the whatsapp channel, which runs when it has providers,
+	// and its approved templates.
 	WhatsApp WhatsAppConfig `yaml:"whatsapp"`
+	// Webhooks are signed POSTs to the endpoints tenants register: their
+	// notifications' status events, or a channel of routes.
 	Webhooks WebhooksConfig `yaml:"webhooks"`
-	PDF      struct {
+	// PDF is the service that renders business documents.
+	PDF struct {
 		// Concurrency is how many documents are rendered at once (CPU-bound).
 		// Defaults to 2.
 		Concurrency int `yaml:"concurrency"`
 	} `yaml:"pdf"`
+	// Documents says how rendered documents reach recipients: attached,
+	// or as a signed link.
 	Documents DocumentsConfig `yaml:"documents"`
-	Inbound   InboundConfig   `yaml:"inbound"`
-	DLQ       DLQConfig       `yaml:"dlq"`
-	Ledger    struct {
+	// Inbound verifies the delivery reports the platform's provider
+	// accounts post to the api.
+	Inbound InboundConfig `yaml:"inbound"`
+	// DLQ is the dead-letter service: its alerts and its resend sweep.
+	DLQ DLQConfig `yaml:"dlq"`
+	// Ledger is the record of every delivery, which keeps a notification
+	// from being sent twice.
+	Ledger struct {
 		// Retention is how long the delivery ledger remembers a
 		// notification after its last write — and so how late a copy of it
 		// is still recognised and not sent again. It must outlast the
@@ -131,6 +161,8 @@ type Config struct {
 		Retention time.Duration `yaml:"retention"`
 	} `yaml:"ledger"`
 
+	// History is the SQL index of notifications the api lists from,
+	// which the history service fills.
 	History struct {
 		// URL of the notification index GET /v1/notifications lists
 		// from: postgres://user:password@host/db for any number of
@@ -173,6 +205,8 @@ type Config struct {
 		Weights map[notification.Priority]int `yaml:"weights"`
 	} `yaml:"scheduling"`
 
+	// Tenants says how events of tenants the registry does not know are
+	// treated.
 	Tenants struct {
 		// RequireRegistered dead-letters the events of a tenant the
 		// registry (`herald tenants`) does not know, with the reason
@@ -238,9 +272,9 @@ type WhatsAppConfig struct {
 // endpoints tenants register, with their notifications' status events or as
 // a channel of routes.
 type WebhooksConfig struct {
-	// Concurrency, Timeout and LockTTL as for email; MaxTries defaults to
-	// 15 and RetryDelay to 5s, doubling up to MaxRetryDelay (6h): tries
-	// over about a day.
+	// The delivery keys are as for email, but MaxTries defaults to 15;
+	// RetryDelay defaults to 5s; the wait doubles up to MaxRetryDelay:
+	// tries over about a day.
 	DeliveryConfig `yaml:",inline"`
 	// MaxRetryDelay caps the wait between tries. Defaults to 6h.
 	MaxRetryDelay time.Duration `yaml:"max_retry_delay"`
@@ -267,7 +301,8 @@ type DeliveryConfig struct {
 	// before it is given up and dead-lettered. Defaults to 10.
 	MaxTries int `yaml:"max_tries"`
 	// RetryDelay is the wait after a notification's first failed try; it
-	// doubles with each try, up to five minutes. Defaults to 2s.
+	// doubles with each try, up to five minutes (webhooks: up to
+	// max_retry_delay). Defaults to 2s.
 	RetryDelay time.Duration `yaml:"retry_delay"`
 	// LockTTL is how long a worker's lease on a notification lasts.
 	// Defaults to twice the consumer's AckWait (or the providers' timeouts
@@ -284,7 +319,9 @@ type DocumentsConfig struct {
 	// LinkSecretEnv or LinkSecretFile name where the key that signs
 	// download links is (at least 32 bytes). Without one, every document is
 	// attached whatever its size.
-	LinkSecretEnv  string `yaml:"link_secret_env"`
+	LinkSecretEnv string `yaml:"link_secret_env"`
+	// LinkSecretFile is a file holding the key that signs download links,
+	// instead of LinkSecretEnv.
 	LinkSecretFile string `yaml:"link_secret_file"`
 	// LinkTTL is how long a link works. Defaults to 7 days.
 	LinkTTL time.Duration `yaml:"link_ttl"`
@@ -305,11 +342,14 @@ type DocumentsConfig struct {
 // in sms.providers or whatsapp.providers, at the URL documents.public_url
 // begins.
 type InboundConfig struct {
+	// SendGrid verifies the platform SendGrid account's event webhook.
 	SendGrid struct {
 		// PublicKey is the platform SendGrid account's Signed Event
 		// Webhook verification key: base64, as SendGrid shows it.
 		PublicKey string `yaml:"public_key"`
 	} `yaml:"sendgrid"`
+	// SES admits the platform SES account's events, which come through
+	// SNS.
 	SES struct {
 		// Topics are the SNS topics (ARNs) the platform's SES events come
 		// through; messages from any other topic are refused.
@@ -322,20 +362,27 @@ type InboundConfig struct {
 
 // DLQConfig configures the DLQ service: alerts and the resend sweep.
 type DLQConfig struct {
+	// Alerts tell people when deliveries fail for good. Defaults to none.
 	Alerts struct {
 		// SlackURLEnv (or SlackURLFile) names where a Slack-compatible
 		// incoming-webhook URL is (a secret: it lets anyone post).
-		SlackURLEnv  string `yaml:"slack_url_env"`
+		SlackURLEnv string `yaml:"slack_url_env"`
+		// SlackURLFile is a file holding the Slack incoming-webhook URL,
+		// instead of SlackURLEnv.
 		SlackURLFile string `yaml:"slack_url_file"`
 		// WebhookURLEnv (or WebhookURLFile) names where a URL that receives
 		// each alert as JSON is.
-		WebhookURLEnv  string `yaml:"webhook_url_env"`
+		WebhookURLEnv string `yaml:"webhook_url_env"`
+		// WebhookURLFile is a file holding the alert webhook's URL, instead
+		// of WebhookURLEnv.
 		WebhookURLFile string `yaml:"webhook_url_file"`
 		// Window is the longest time between two alerts while failures
 		// keep coming; the first failure after a quiet spell alerts at once.
 		// Defaults to 1 minute.
 		Window time.Duration `yaml:"window"`
 	} `yaml:"alerts"`
+	// Sweep resends, every so often, the notifications whose tries ran
+	// out on transient failures.
 	Sweep dlq.SweepConfig `yaml:"sweep"`
 }
 
@@ -353,38 +400,52 @@ type ProviderConfig struct {
 	// AccessKeyIDEnv and SecretAccessKeyEnv name the variables holding SES
 	// credentials. Defaults to the standard AWS chain (environment, shared
 	// files, instance or pod role).
-	AccessKeyIDEnv     string `yaml:"access_key_id_env,omitempty"`
+	AccessKeyIDEnv string `yaml:"access_key_id_env,omitempty"`
+	// SecretAccessKeyEnv names the variable holding the secret of
+	// AccessKeyIDEnv's key (ses, awssms).
 	SecretAccessKeyEnv string `yaml:"secret_access_key_env,omitempty"`
 
 	// APIKeyEnv names the variable holding SendGrid's API key, or
 	// APIKeyFile a file holding it. Defaults to SENDGRID_API_KEY.
-	APIKeyEnv  string `yaml:"api_key_env,omitempty"`
+	APIKeyEnv string `yaml:"api_key_env,omitempty"`
+	// APIKeyFile is a file holding SendGrid's API key, instead of
+	// APIKeyEnv.
 	APIKeyFile string `yaml:"api_key_file,omitempty"`
 
-	// Host and Port of the SMTP server (port defaults to 587).
+	// Host of the SMTP server. Required for smtp.
 	Host string `yaml:"host,omitempty"`
-	Port int    `yaml:"port,omitempty"`
+	// Port of the SMTP server. Defaults to 587.
+	Port int `yaml:"port,omitempty"`
 	// Username for SMTP AUTH; the password comes from PasswordEnv or
 	// PasswordFile.
-	Username     string `yaml:"username,omitempty"`
-	PasswordEnv  string `yaml:"password_env,omitempty"`
+	Username string `yaml:"username,omitempty"`
+	// PasswordEnv names the variable holding the SMTP password.
+	PasswordEnv string `yaml:"password_env,omitempty"`
+	// PasswordFile is a file holding the SMTP password, instead of
+	// PasswordEnv.
 	PasswordFile string `yaml:"password_file,omitempty"`
-	// TLS is mandatory (STARTTLS, the default), opportunistic, implicit
-	// (SMTPS) or none.
+	// TLS is mandatory (STARTTLS), opportunistic, implicit (SMTPS) or
+	// none. Defaults to mandatory.
 	TLS string `yaml:"tls,omitempty"`
 
 	// Dir is where maildir writes .eml files, and textdir .json files.
 	Dir string `yaml:"dir,omitempty"`
 
 	// AccountSID is the Twilio account ("AC…"); its auth token comes from
-	// AuthTokenEnv (defaults to TWILIO_AUTH_TOKEN) or AuthTokenFile.
-	AccountSID    string `yaml:"account_sid,omitempty"`
-	AuthTokenEnv  string `yaml:"auth_token_env,omitempty"`
+	// AuthTokenEnv or AuthTokenFile. Required for twilio.
+	AccountSID string `yaml:"account_sid,omitempty"`
+	// AuthTokenEnv names the variable holding the Twilio account's auth
+	// token. Defaults to TWILIO_AUTH_TOKEN.
+	AuthTokenEnv string `yaml:"auth_token_env,omitempty"`
+	// AuthTokenFile is a file holding the Twilio auth token, instead of
+	// AuthTokenEnv.
 	AuthTokenFile string `yaml:"auth_token_file,omitempty"`
 	// From is the sending number in E.164 ("+14155550100"), for twilio —
 	// the WhatsApp sender on whatsapp — or MessagingServiceSID ("MG…")
 	// instead.
-	From                string `yaml:"from,omitempty"`
+	From string `yaml:"from,omitempty"`
+	// MessagingServiceSID is the Twilio messaging service ("MG…") that
+	// picks the sender, instead of From.
 	MessagingServiceSID string `yaml:"messaging_service_sid,omitempty"`
 	// OriginationIdentity is the awssms sender: a phone number, sender
 	// id, pool, or their ARN. Defaults to the account's choice.

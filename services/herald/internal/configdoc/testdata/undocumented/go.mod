@@ -1,0 +1,3 @@
+module example.com/undocumented
+
+go 1.26.0
