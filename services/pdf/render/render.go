@@ -95,6 +95,8 @@ type printedLine struct {
 	sku, description, quantity, unit, unitPrice, taxRate, total string
 }
 
+// newDocument checks in and turns it into the strings to print; every
+// problem found is reported at once, each naming its field.
 func newDocument(in Input, fs *faces) (*document, error) {
 	locale := in.Locale
 	if strings.TrimSpace(locale) == "" {
@@ -108,103 +110,129 @@ func newDocument(in Input, fs *faces) (*document, error) {
 		title: notification.DocumentTitle(in.DocumentType, lang),
 		ms:    &measurer{faces: fs},
 	}
-	var problems []string
-	problem := func(field, format string, args ...any) {
-		problems = append(problems, field+": "+fmt.Sprintf(format, args...))
-	}
+	var p problems
 	if !slices.Contains(notification.DocumentTypes, in.DocumentType) {
-		problem("document type", "%q is not one of %s", in.DocumentType, strings.Join(notification.DocumentTypes, ", "))
+		p.add("document type", "%q is not one of %s", in.DocumentType, strings.Join(notification.DocumentTypes, ", "))
 	}
+	d.setDates(&p)
+	d.checkHeading(&p)
+	d.printLines(&p)
+	p.amount("data.order.totals.net", in.Order.Totals.Net, true)
+	p.amount("data.order.totals.tax", in.Order.Totals.Tax, true)
+	p.amount("data.order.totals.gross", in.Order.Totals.Gross, true)
+	if len(p) > 0 {
+		return nil, &InputError{Problems: p}
+	}
+	return d, nil
+}
 
-	o := in.Order
-	d.created = in.Date
+// problems collects what is wrong with an input.
+type problems []string
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, field+": "+fmt.Sprintf(format, args...))
+}
+
+// amount parses the decimal of field, noting it if it is missing (and
+// required) or malformed; ok is false when there is none to print.
+func (p *problems) amount(field string, v event.Decimal, required bool) (n decimal, ok bool) {
+	if v == "" && !required {
+		return decimal{}, false
+	}
+	n, ok = parseDecimal(v)
+	switch {
+	case v == "":
+		p.add(field, "is required")
+	case !ok:
+		p.add(field, "%q is not a decimal such as \"183.48\"", string(v))
+	}
+	return n, ok
+}
+
+// setDates sets the PDF's creation date (the input's date, else the
+// order's) and the date printed (the order's, else the input's).
+func (d *document) setDates(p *problems) {
+	o := d.in.Order
+	d.created = d.in.Date
 	if d.created.IsZero() {
 		d.created = o.IssuedAt
 	}
 	switch {
 	case d.created.IsZero():
-		problem("date", "is required: it is the PDF's creation date, which keeps the output reproducible")
+		p.add("date", "is required: it is the PDF's creation date, which keeps the output reproducible")
 	case d.created.UTC().Year() < 1 || d.created.UTC().Year() > 9999:
-		problem("date", "%s is outside the years 1 to 9999 a PDF date can hold", d.created)
+		p.add("date", "%s is outside the years 1 to 9999 a PDF date can hold", d.created)
 	}
 	// PDF dates carry no zone: UTC makes one instant one set of bytes.
 	d.created = d.created.UTC()
 	printed := o.IssuedAt
 	if printed.IsZero() {
-		printed = in.Date
+		printed = d.in.Date
 	}
 	d.date = printed.Format(d.num.date)
+}
 
-	glyphs := func(field, s string) {
-		if r, missing := fs.missingGlyph(&d.ms.buf, s); missing {
-			problem(field, "%q (%U) has no glyph in the document font", string(r), r)
-		}
+// glyphs notes the first character of s (field) the document font cannot
+// draw: a PDF that silently drops it would misstate the document.
+func (d *document) glyphs(p *problems, field, s string) {
+	if r, missing := d.ms.faces.missingGlyph(&d.ms.buf, s); missing {
+		p.add(field, "%q (%U) has no glyph in the document font", string(r), r)
 	}
-	glyphs("document title", d.title)
+}
+
+// checkHeading checks what the page prints above the lines: the title and
+// labels, the order's id and currency, and the two parties.
+func (d *document) checkHeading(p *problems) {
+	o := d.in.Order
+	d.glyphs(p, "document title", d.title)
 	for _, l := range d.text.all() {
-		glyphs("label", l)
+		d.glyphs(p, "label", l)
 	}
 	if strings.TrimSpace(o.ID) == "" {
-		problem("data.order.id", "is required")
+		p.add("data.order.id", "is required")
 	}
 	if strings.TrimSpace(o.Currency) == "" {
-		problem("data.order.currency", "is required")
+		p.add("data.order.currency", "is required")
 	}
-	glyphs("data.order.id", o.ID)
-	glyphs("data.order.currency", o.Currency)
-	for _, p := range []struct {
+	d.glyphs(p, "data.order.id", o.ID)
+	d.glyphs(p, "data.order.currency", o.Currency)
+	for _, party := range []struct {
 		field string
 		party event.Party
 	}{{"data.order.buyer", o.Buyer}, {"data.order.supplier", o.Supplier}} {
-		glyphs(p.field+".name", p.party.Name)
-		glyphs(p.field+".tax_id", p.party.TaxID)
-		glyphs(p.field+".address", p.party.Address)
+		d.glyphs(p, party.field+".name", party.party.Name)
+		d.glyphs(p, party.field+".tax_id", party.party.TaxID)
+		d.glyphs(p, party.field+".address", party.party.Address)
 	}
+}
 
-	amount := func(field string, v event.Decimal, required bool) (decimal, bool) {
-		if v == "" && !required {
-			return decimal{}, false
-		}
-		n, ok := parseDecimal(v)
-		switch {
-		case v == "":
-			problem(field, "is required")
-		case !ok:
-			problem(field, "%q is not a decimal such as \"183.48\"", string(v))
-		}
-		return n, ok
-	}
-	for i, l := range o.Lines {
+// printLines checks the order's lines and formats each for the table, its
+// total computed from quantity and unit price.
+func (d *document) printLines(p *problems) {
+	currency := d.in.Order.Currency
+	for i, l := range d.in.Order.Lines {
 		field := fmt.Sprintf("data.order.lines[%d]", i)
-		glyphs(field+".sku", l.SKU)
-		glyphs(field+".description", l.Description)
-		glyphs(field+".unit", l.Unit)
-		q, qok := amount(field+".quantity", l.Quantity, true)
-		p, pok := amount(field+".unit_price", l.UnitPrice, true)
-		rate, rok := amount(field+".tax_rate", l.TaxRate, false)
+		d.glyphs(p, field+".sku", l.SKU)
+		d.glyphs(p, field+".description", l.Description)
+		d.glyphs(p, field+".unit", l.Unit)
+		q, qok := p.amount(field+".quantity", l.Quantity, true)
+		price, pok := p.amount(field+".unit_price", l.UnitPrice, true)
+		rate, rok := p.amount(field+".tax_rate", l.TaxRate, false)
 		pl := printedLine{sku: l.SKU, description: l.Description, unit: l.Unit, taxRate: "—"}
 		if qok {
 			pl.quantity = d.num.number(string(l.Quantity), 0)
 		}
 		if pok {
-			pl.unitPrice = d.num.number(string(l.UnitPrice), money.Decimals(o.Currency))
+			pl.unitPrice = d.num.number(string(l.UnitPrice), money.Decimals(currency))
 		}
 		if qok && pok {
-			pl.total = d.num.number(lineTotal(q, p, o.Currency).String(), 0)
+			pl.total = d.num.number(lineTotal(q, price, currency).String(), 0)
 		}
 		if rok {
 			pl.taxRate = d.num.percent(rate)
 		}
 		d.lines = append(d.lines, pl)
 	}
-	amount("data.order.totals.net", o.Totals.Net, true)
-	amount("data.order.totals.tax", o.Totals.Tax, true)
-	amount("data.order.totals.gross", o.Totals.Gross, true)
-
-	if len(problems) > 0 {
-		return nil, &InputError{Problems: problems}
-	}
-	return d, nil
 }
 
 // Page geometry in mm. The grid has one unit per mm of usable width, so a
