@@ -56,6 +56,11 @@ type typeRef struct {
 	pkg  *pkg
 }
 
+// of is expr, read in the declaration of ref.
+func (ref typeRef) of(expr ast.Expr) typeRef {
+	return typeRef{expr: expr, file: ref.file, pkg: ref.pkg}
+}
+
 // shape is what a type expression is: its YAML type, and, for objects
 // (or lists and maps of them), the struct holding the nested keys.
 type shape struct {
@@ -129,7 +134,7 @@ func (w *walker) fields(st *ast.StructType, in typeRef, prefix, goPrefix string,
 // own, as yaml's ",inline" reads them (and Go promotes them). The embedded
 // field's doc comment may change their defaults: "MaxTries defaults to 15".
 func (w *walker) inline(f *ast.Field, in typeRef, prefix, goPrefix string, names map[string]string) error {
-	sh, err := w.src.shape(typeRef{expr: f.Type, file: in.file, pkg: in.pkg})
+	sh, err := w.src.shape(in.of(f.Type))
 	if err != nil {
 		return fmt.Errorf("%s: %w", prefix, err)
 	}
@@ -150,15 +155,42 @@ var inlineDefault = regexp.MustCompile(`\b([A-Z][A-Za-z0-9]*) defaults to (.+?)(
 // field adds the key of a struct's field goName, and the keys beneath it.
 func (w *walker) field(f *ast.Field, goName string, names map[string]string, def string, in typeRef, prefix, goPrefix string) error {
 	path := join(prefix, names[goName])
-	sh, err := w.src.shape(typeRef{expr: f.Type, file: in.file, pkg: in.pkg})
+	sh, err := w.src.shape(in.of(f.Type))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	k, err := w.key(f, goName, names, def, sh, path)
+	if err != nil {
+		return err
+	}
+	if goPrefix != "" || prefix == "" {
+		k.goPath = join(goPrefix, goName)
+	}
+	first, seen := w.seen[sh.named]
+	if seen && sh.object != nil {
+		k.SameAs = first
+	}
+	w.keys = append(w.keys, k)
+	switch {
+	case sh.object == nil || seen:
+		return nil
+	case sh.named != "":
+		w.seen[sh.named] = path + sh.elem
+	}
+	if sh.elem != "" {
+		return w.fields(sh.object, sh.in, path+sh.elem, "", nil, nil)
+	}
+	return w.fields(sh.object, sh.in, path, k.goPath, nil, nil)
+}
+
+// key describes field f (goName, of shape sh) at path, noting it if its
+// doc comment is missing. An object may be described by its type's doc.
+func (w *walker) key(f *ast.Field, goName string, names map[string]string, def string, sh shape, path string) (Key, error) {
 	k := Key{Path: path, Type: sh.yamlType, Doc: yamlNames(oneLine(cmp.Or(f.Doc.Text(), f.Comment.Text())), names, goName)}
 	if k.Doc == "" && sh.object != nil {
 		own, err := w.src.keyNames(sh.object, sh.in)
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return k, fmt.Errorf("%s: %w", path, err)
 		}
 		k.Doc = yamlNames(oneLine(sh.doc), own, "")
 	}
@@ -169,32 +201,14 @@ func (w *walker) field(f *ast.Field, goName string, names map[string]string, def
 		k.Doc = withDefault(k.Doc, def)
 	}
 	k.Default = defaultOf(k.Doc)
-	if goPrefix != "" || prefix == "" {
-		k.goPath = join(goPrefix, goName)
-	}
-	if first, ok := w.seen[sh.named]; ok && sh.object != nil {
-		k.SameAs = first
-		w.keys = append(w.keys, k)
-		return nil
-	}
-	w.keys = append(w.keys, k)
-	if sh.object == nil {
-		return nil
-	}
-	if sh.named != "" {
-		w.seen[sh.named] = path + sh.elem
-	}
-	if sh.elem != "" {
-		return w.fields(sh.object, sh.in, path+sh.elem, "", nil, nil)
-	}
-	return w.fields(sh.object, sh.in, path, k.goPath, nil, nil)
+	return k, nil
 }
 
 // shape says what the type expression ref is.
 func (s *source) shape(ref typeRef) (shape, error) {
 	switch e := ref.expr.(type) {
 	case *ast.StarExpr:
-		return s.shape(typeRef{expr: e.X, file: ref.file, pkg: ref.pkg})
+		return s.shape(ref.of(e.X))
 	case *ast.StructType:
 		return shape{yamlType: "object", object: e, in: ref}, nil
 	case *ast.ArrayType:
@@ -260,7 +274,7 @@ func (s *source) named(importPath, name string) (shape, error) {
 // container is the shape of a list (or map) of elem; an object's elements
 // add elemPath to the path of their keys.
 func (s *source) container(ref typeRef, elem ast.Expr, elemPath string, describe func(string) string) (shape, error) {
-	sh, err := s.shape(typeRef{expr: elem, file: ref.file, pkg: ref.pkg})
+	sh, err := s.shape(ref.of(elem))
 	if err != nil {
 		return shape{}, err
 	}
@@ -355,7 +369,7 @@ func (s *source) keyNames(st *ast.StructType, in typeRef) (map[string]string, er
 		switch {
 		case skip:
 		case len(f.Names) == 0 && inline:
-			sh, err := s.shape(typeRef{expr: f.Type, file: in.file, pkg: in.pkg})
+			sh, err := s.shape(in.of(f.Type))
 			if err != nil || sh.object == nil {
 				return nil, fmt.Errorf("inline field %s: not a struct (%v)", exprString(f.Type), err)
 			}
