@@ -92,7 +92,7 @@ func (e invalid) Is(target error) bool { return target == ErrInvalid || target =
 // tenant and the hex of its name.
 var Domains = resource.Kind[Entry]{Name: "sending domain", Bucket: Bucket, NotFound: ErrNotFound,
 	Key:      func(e Entry) string { return key(e.Tenant, e.Domain) },
-	Validate: Entry.validate, MaxBytes: 64 << 10}
+	Validate: Entry.validate, MaxBytes: resource.MaxPayload}
 
 // Store reads and writes sending domains.
 type Store struct {

@@ -59,6 +59,11 @@ var (
 // defaultMaxBytes is MaxBytes' default.
 const defaultMaxBytes = 64 << 10
 
+// MaxPayload is the largest message a NATS server takes by default: the
+// cap of a kind whose records were never bounded but by the server, so
+// that what it stored before is still stored.
+const MaxPayload = 1 << 20
+
 func (k Kind[T]) maxBytes() int {
 	if k.MaxBytes > 0 {
 		return k.MaxBytes
