@@ -94,20 +94,17 @@ var Domains = resource.Kind[Entry]{Name: "sending domain", Bucket: Bucket, NotFo
 	Key:      func(e Entry) string { return key(e.Tenant, e.Domain) },
 	Validate: Entry.validate, MaxBytes: resource.MaxPayload}
 
-// Store reads and writes sending domains.
-type Store struct {
-	records *resource.Store[Entry]
-	now     func() time.Time
-}
+// Store reads and writes sending domains: the kind's resource store, with the
+// package's own methods.
+type Store resource.Store[Entry]
 
 // Open binds to the bucket, which streams.Apply creates.
 func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
-	records, err := resource.Open(ctx, js, Domains)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{records: records, now: time.Now}, nil
+	s, err := resource.Open(ctx, js, Domains)
+	return (*Store)(s), err
 }
+
+func (s *Store) records() *resource.Store[Entry] { return (*resource.Store[Entry])(s) }
 
 // Normalize is the form a domain is kept and compared in: trimmed,
 // lowercased, without the root's trailing dot.
@@ -166,12 +163,12 @@ func key(tenant, domain string) string {
 func (s *Store) Put(ctx context.Context, e Entry) (Entry, error) {
 	e.Domain = Normalize(e.Domain)
 	if e.CreatedAt.IsZero() {
-		e.CreatedAt = s.now().UTC()
+		e.CreatedAt = time.Now().UTC()
 	}
 	if e.Records == nil {
 		e.Records = []Record{} // none yet is an empty list, not null
 	}
-	if _, err := s.records.Put(ctx, e); err != nil {
+	if _, err := s.records().Put(ctx, e); err != nil {
 		return Entry{}, err
 	}
 	return e, nil
@@ -191,19 +188,19 @@ func (e Entry) validate() error {
 
 // Get returns the tenant's entry for domain, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, domain string) (Entry, error) {
-	e, _, err := s.records.Get(ctx, key(tenant, domain))
+	e, _, err := s.records().Get(ctx, key(tenant, domain))
 	return e, err
 }
 
 // Delete forgets the tenant's domain — here only: the provider keeps its
 // registration. ErrNotFound if there was none.
 func (s *Store) Delete(ctx context.Context, tenant, domain string) error {
-	return s.records.Delete(ctx, key(tenant, domain))
+	return s.records().Delete(ctx, key(tenant, domain))
 }
 
 // List returns the tenant's sending domains in name order.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	out, err := s.records.All(ctx, tenant)
+	out, err := s.records().All(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}

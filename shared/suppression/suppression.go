@@ -88,20 +88,17 @@ var Suppressions = resource.Kind[Entry]{Name: "suppression", Bucket: Bucket, Not
 	Key:      func(e Entry) string { return key(e.Tenant, e.Channel, e.Address, e.Category) },
 	Validate: Entry.check, MaxBytes: resource.MaxPayload, Unreadable: unreadable}
 
-// Store reads and writes suppressions.
-type Store struct {
-	records *resource.Store[Entry]
-	now     func() time.Time
-}
+// Store reads and writes suppressions: the kind's resource store, with the
+// package's own methods.
+type Store resource.Store[Entry]
 
 // Open binds to the bucket, which streams.Apply creates.
 func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
-	records, err := resource.Open(ctx, js, Suppressions)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{records: records, now: time.Now}, nil
+	s, err := resource.Open(ctx, js, Suppressions)
+	return (*Store)(s), err
 }
+
+func (s *Store) records() *resource.Store[Entry] { return (*resource.Store[Entry])(s) }
 
 // Normalize is the form an address is compared in: trimmed, and an email
 // address lowercased (providers treat them so; a phone number has no case).
@@ -154,9 +151,9 @@ func ValidCategory(s string) bool { return categoryPattern.MatchString(s) }
 func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
 	e.Address = Normalize(e.Address)
 	if e.CreatedAt.IsZero() {
-		e.CreatedAt = s.now().UTC()
+		e.CreatedAt = time.Now().UTC()
 	}
-	if _, err := s.records.Put(ctx, e); err != nil {
+	if _, err := s.records().Put(ctx, e); err != nil {
 		return Entry{}, err
 	}
 	return e, nil
@@ -228,7 +225,7 @@ func (s *Store) Get(ctx context.Context, tenant string, channel event.Channel, a
 }
 
 func (s *Store) get(ctx context.Context, k string) (Entry, error) {
-	e, _, err := s.records.Get(ctx, k)
+	e, _, err := s.records().Get(ctx, k)
 	return e, err
 }
 
@@ -256,13 +253,13 @@ func (s *Store) Remove(ctx context.Context, tenant string, channel event.Channel
 	if category != "" && !ValidCategory(category) {
 		return ErrNotFound
 	}
-	return s.records.Delete(ctx, key(tenant, channel, address, category))
+	return s.records().Delete(ctx, key(tenant, channel, address, category))
 }
 
 // List returns the tenant's suppressed addresses, those limited to a
 // category included, newest first.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	out, err := s.records.All(ctx, tenant)
+	out, err := s.records().All(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
