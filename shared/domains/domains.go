@@ -104,7 +104,10 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	return (*Store)(s), err
 }
 
-func (s *Store) records() *resource.Store[Entry] { return (*resource.Store[Entry])(s) }
+// Records is s as the generic store, for code that handles every kind of
+// resource alike; the package's own methods normalize what they are given
+// first.
+func (s *Store) Records() *resource.Store[Entry] { return (*resource.Store[Entry])(s) }
 
 // Normalize is the form a domain is kept and compared in: trimmed,
 // lowercased, without the root's trailing dot.
@@ -168,7 +171,7 @@ func (s *Store) Put(ctx context.Context, e Entry) (Entry, error) {
 	if e.Records == nil {
 		e.Records = []Record{} // none yet is an empty list, not null
 	}
-	if _, err := s.records().Put(ctx, e); err != nil {
+	if _, err := s.Records().Put(ctx, e); err != nil {
 		return Entry{}, err
 	}
 	return e, nil
@@ -188,19 +191,19 @@ func (e Entry) validate() error {
 
 // Get returns the tenant's entry for domain, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, domain string) (Entry, error) {
-	e, _, err := s.records().Get(ctx, key(tenant, domain))
+	e, _, err := s.Records().Get(ctx, key(tenant, domain))
 	return e, err
 }
 
 // Delete forgets the tenant's domain — here only: the provider keeps its
 // registration. ErrNotFound if there was none.
 func (s *Store) Delete(ctx context.Context, tenant, domain string) error {
-	return s.records().Delete(ctx, key(tenant, domain))
+	return s.Records().Delete(ctx, key(tenant, domain))
 }
 
 // List returns the tenant's sending domains in name order.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	out, err := s.records().All(ctx, tenant)
+	out, err := s.Records().All(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}

@@ -98,7 +98,10 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	return (*Store)(s), err
 }
 
-func (s *Store) records() *resource.Store[Entry] { return (*resource.Store[Entry])(s) }
+// Records is s as the generic store, for code that handles every kind of
+// resource alike; the package's own methods normalize what they are given
+// first.
+func (s *Store) Records() *resource.Store[Entry] { return (*resource.Store[Entry])(s) }
 
 // Normalize is the form an address is compared in: trimmed, and an email
 // address lowercased (providers treat them so; a phone number has no case).
@@ -153,7 +156,7 @@ func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = time.Now().UTC()
 	}
-	if _, err := s.records().Put(ctx, e); err != nil {
+	if _, err := s.Records().Put(ctx, e); err != nil {
 		return Entry{}, err
 	}
 	return e, nil
@@ -225,7 +228,7 @@ func (s *Store) Get(ctx context.Context, tenant string, channel event.Channel, a
 }
 
 func (s *Store) get(ctx context.Context, k string) (Entry, error) {
-	e, _, err := s.records().Get(ctx, k)
+	e, _, err := s.Records().Get(ctx, k)
 	return e, err
 }
 
@@ -253,13 +256,13 @@ func (s *Store) Remove(ctx context.Context, tenant string, channel event.Channel
 	if category != "" && !ValidCategory(category) {
 		return ErrNotFound
 	}
-	return s.records().Delete(ctx, key(tenant, channel, address, category))
+	return s.Records().Delete(ctx, key(tenant, channel, address, category))
 }
 
 // List returns the tenant's suppressed addresses, those limited to a
 // category included, newest first.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	out, err := s.records().All(ctx, tenant)
+	out, err := s.Records().All(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}

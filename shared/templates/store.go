@@ -32,14 +32,17 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	return (*Store)(s), err
 }
 
-func (s *Store) records() *resource.Store[Template] { return (*resource.Store[Template])(s) }
+// Records is s as the generic store, for code that handles every kind of
+// resource alike; the package's own methods normalize what they are given
+// first.
+func (s *Store) Records() *resource.Store[Template] { return (*resource.Store[Template])(s) }
 
 // Put stores t, replacing the tenant's template of that name and locale.
 // The caller has checked that it renders.
 func (s *Store) Put(ctx context.Context, t Template) (Template, error) {
 	t.Locale = NormalizeLocale(t.Locale)
 	t.UpdatedAt = time.Now().UTC()
-	if _, err := s.records().Put(ctx, t); err != nil {
+	if _, err := s.Records().Put(ctx, t); err != nil {
 		return Template{}, err
 	}
 	return t, nil
@@ -51,7 +54,7 @@ func (s *Store) Get(ctx context.Context, tenant, name, locale string) (Template,
 	if !namePattern.MatchString(name) || !localePattern.MatchString(locale) {
 		return Template{}, ErrNotFound
 	}
-	t, _, err := s.records().Get(ctx, Key(tenant, name, locale))
+	t, _, err := s.Records().Get(ctx, Key(tenant, name, locale))
 	return t, err
 }
 
@@ -61,12 +64,12 @@ func (s *Store) Delete(ctx context.Context, tenant, name, locale string) error {
 	if !namePattern.MatchString(name) || !localePattern.MatchString(locale) {
 		return ErrNotFound
 	}
-	return s.records().Delete(ctx, Key(tenant, name, locale))
+	return s.Records().Delete(ctx, Key(tenant, name, locale))
 }
 
 // List is the tenant's templates, by name then locale.
 func (s *Store) List(ctx context.Context, tenant string) ([]Template, error) {
-	out, err := s.records().All(ctx, tenant)
+	out, err := s.Records().All(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
