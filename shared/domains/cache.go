@@ -2,12 +2,10 @@ package domains
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/heraldhq/herald/shared/kvmirror"
+	"github.com/heraldhq/herald/shared/resource"
 )
 
 // Cache is every tenant's sending domains in memory, kept current by a KV
@@ -16,7 +14,7 @@ import (
 // it as soon as the server delivers it to the watch — well within a second
 // on a healthy connection.
 type Cache struct {
-	mirror *kvmirror.Mirror[Entry]
+	records *resource.Cache[Entry]
 }
 
 // Watch binds to the bucket and starts following it; it returns once every
@@ -27,19 +25,16 @@ type Cache struct {
 // as no domain: not verified, which is the side to err on for a domain
 // email is sent from.
 func Watch(ctx context.Context, js jetstream.JetStream) (*Cache, error) {
-	m, err := kvmirror.Watch(ctx, js, Bucket, func(kve jetstream.KeyValueEntry) (Entry, bool) {
-		var e Entry
-		return e, json.Unmarshal(kve.Value(), &e) == nil
-	})
+	records, err := resource.Watch(ctx, js, Domains)
 	if err != nil {
-		return nil, fmt.Errorf("domains: %w", err)
+		return nil, err
 	}
-	return &Cache{mirror: m}, nil
+	return &Cache{records: records}, nil
 }
 
 // Get returns the tenant's entry for domain as last seen, or ErrNotFound.
 func (c *Cache) Get(_ context.Context, tenant, domain string) (Entry, error) {
-	e, ok := c.mirror.Get(key(tenant, domain))
+	e, ok := c.records.Get(key(tenant, domain))
 	if !ok {
 		return Entry{}, ErrNotFound
 	}
@@ -56,4 +51,4 @@ func (c *Cache) Verified(ctx context.Context, tenant, domain string) (bool, Entr
 }
 
 // Stop ends the watch and waits for the cache to stop updating.
-func (c *Cache) Stop() { c.mirror.Stop() }
+func (c *Cache) Stop() { c.records.Stop() }

@@ -15,15 +15,15 @@ package domains
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/heraldhq/herald/shared/kvmirror"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/resource"
 )
 
 // Bucket is the key-value bucket declared in streams/KV_sending_domains.
@@ -86,22 +86,28 @@ var ErrInvalid = errors.New("domains: invalid entry")
 type invalid string
 
 func (e invalid) Error() string        { return string(e) }
-func (e invalid) Is(target error) bool { return target == ErrInvalid }
+func (e invalid) Is(target error) bool { return target == ErrInvalid || target == resource.ErrInvalid }
 
-// Store reads and writes sending domains.
-type Store struct {
-	kv  jetstream.KeyValue
-	now func() time.Time
-}
+// Domains is the resource kind of sending domains: a domain is keyed by
+// tenant and the hex of its name.
+var Domains = resource.Kind[Entry]{Name: "sending domain", Bucket: Bucket, NotFound: ErrNotFound,
+	Key:      func(e Entry) string { return key(e.Tenant, e.Domain) },
+	Validate: Entry.validate, MaxBytes: resource.MaxPayload}
+
+// Store reads and writes sending domains: the kind's resource store, with the
+// package's own methods.
+type Store resource.Store[Entry]
 
 // Open binds to the bucket, which streams.Apply creates.
 func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
-	kv, err := js.KeyValue(ctx, Bucket)
-	if err != nil {
-		return nil, fmt.Errorf("domains: bucket %s: %w", Bucket, err)
-	}
-	return &Store{kv: kv, now: time.Now}, nil
+	s, err := resource.Open(ctx, js, Domains)
+	return (*Store)(s), err
 }
+
+// Records is s as the generic store, for code that handles every kind of
+// resource alike; the package's own methods normalize what they are given
+// first.
+func (s *Store) Records() *resource.Store[Entry] { return (*resource.Store[Entry])(s) }
 
 // Normalize is the form a domain is kept and compared in: trimmed,
 // lowercased, without the root's trailing dot.
@@ -159,21 +165,14 @@ func key(tenant, domain string) string {
 // Put keeps e as e.Tenant's entry for e.Domain, replacing one it had.
 func (s *Store) Put(ctx context.Context, e Entry) (Entry, error) {
 	e.Domain = Normalize(e.Domain)
-	if err := e.validate(); err != nil {
-		return Entry{}, err
-	}
 	if e.CreatedAt.IsZero() {
-		e.CreatedAt = s.now().UTC()
+		e.CreatedAt = time.Now().UTC()
 	}
 	if e.Records == nil {
 		e.Records = []Record{} // none yet is an empty list, not null
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
+	if _, err := s.Records().Put(ctx, e); err != nil {
 		return Entry{}, err
-	}
-	if _, err := s.kv.Put(ctx, key(e.Tenant, e.Domain), b); err != nil {
-		return Entry{}, fmt.Errorf("domains: %w", err)
 	}
 	return e, nil
 }
@@ -192,41 +191,21 @@ func (e Entry) validate() error {
 
 // Get returns the tenant's entry for domain, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, domain string) (Entry, error) {
-	kve, err := s.kv.Get(ctx, key(tenant, domain))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Entry{}, ErrNotFound
-	}
-	if err != nil {
-		return Entry{}, fmt.Errorf("domains: %w", err)
-	}
-	return decode(kve)
-}
-
-func decode(kve jetstream.KeyValueEntry) (Entry, error) {
-	var e Entry
-	if err := json.Unmarshal(kve.Value(), &e); err != nil {
-		return Entry{}, fmt.Errorf("domains: entry %s: %w", kve.Key(), err)
-	}
-	return e, nil
+	e, _, err := s.Records().Get(ctx, key(tenant, domain))
+	return e, err
 }
 
 // Delete forgets the tenant's domain — here only: the provider keeps its
 // registration. ErrNotFound if there was none.
 func (s *Store) Delete(ctx context.Context, tenant, domain string) error {
-	if _, err := s.Get(ctx, tenant, domain); err != nil {
-		return err
-	}
-	if err := s.kv.Delete(ctx, key(tenant, domain)); err != nil {
-		return fmt.Errorf("domains: %w", err)
-	}
-	return nil
+	return s.Records().Delete(ctx, key(tenant, domain))
 }
 
 // List returns the tenant's sending domains in name order.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	out, err := kvmirror.List(ctx, s.kv, tenant+".*", decode)
+	out, err := s.Records().All(ctx, tenant)
 	if err != nil {
-		return nil, fmt.Errorf("domains: %w", err)
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Domain, b.Domain) })
 	return out, nil

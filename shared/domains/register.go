@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Registrar is an email provider that registers sending domains: SES and
@@ -118,6 +119,6 @@ func (s *Store) apply(e Entry, st State) Entry {
 	if st.ProviderRef != "" {
 		e.ProviderRef = st.ProviderRef
 	}
-	e.Status, e.Detail, e.CheckedAt = st.Status, st.Detail, s.now().UTC()
+	e.Status, e.Detail, e.CheckedAt = st.Status, st.Detail, time.Now().UTC()
 	return e
 }

@@ -2,14 +2,12 @@ package suppression
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
-	"github.com/heraldhq/herald/shared/kvmirror"
+	"github.com/heraldhq/herald/shared/resource"
 )
 
 // Cache is every tenant's suppressions in memory, kept current by a KV
@@ -18,32 +16,30 @@ import (
 // soon as the server delivers it to the watch — well within a second on a
 // healthy connection.
 type Cache struct {
-	mirror *kvmirror.Mirror[Entry]
+	records *resource.Cache[Entry]
 }
 
 // Watch binds to the bucket and starts following it; it returns once every
 // suppression present when it began is loaded (ctx bounds that wait, not
 // the watch). Stop ends the watch.
-//
-// A value that does not read as an entry (a hand edit gone wrong) still
-// suppresses its key's address: holding a notification back is the safe
-// side, and the entry says why.
 func Watch(ctx context.Context, js jetstream.JetStream) (*Cache, error) {
-	m, err := kvmirror.Watch(ctx, js, Bucket, func(kve jetstream.KeyValueEntry) (Entry, bool) {
-		var e Entry
-		if err := json.Unmarshal(kve.Value(), &e); err != nil {
-			tokens := strings.Split(kve.Key(), ".")
-			e = Entry{Tenant: tokens[0], Reason: Manual, Detail: "unreadable entry " + kve.Key() + ": " + err.Error()}
-			if len(tokens) == 3 {
-				e.Category = tokens[2]
-			}
-		}
-		return e, true
-	})
+	records, err := resource.Watch(ctx, js, Suppressions)
 	if err != nil {
-		return nil, fmt.Errorf("suppression: %w", err)
+		return nil, err
 	}
-	return &Cache{mirror: m}, nil
+	return &Cache{records: records}, nil
+}
+
+// unreadable is what a value that does not read as an entry (a hand edit
+// gone wrong) counts as: it still suppresses its key's address, for
+// holding a notification back is the safe side, and the entry says why.
+func unreadable(key string, err error) (Entry, bool) {
+	tokens := strings.Split(key, ".")
+	e := Entry{Tenant: tokens[0], Reason: Manual, Detail: "unreadable entry " + key + ": " + err.Error()}
+	if len(tokens) == 3 {
+		e.Category = tokens[2]
+	}
+	return e, true
 }
 
 // Blocks returns, as last seen, the tenant's entry that keeps a
@@ -52,7 +48,7 @@ func Watch(ctx context.Context, js jetstream.JetStream) (*Cache, error) {
 // category's — or ErrNotFound.
 func (c *Cache) Blocks(_ context.Context, tenant string, channel event.Channel, address, category string) (Entry, error) {
 	for _, k := range blocking(tenant, channel, address, category) {
-		if e, ok := c.mirror.Get(k); ok {
+		if e, ok := c.records.Get(k); ok {
 			return e, nil
 		}
 	}
@@ -60,4 +56,4 @@ func (c *Cache) Blocks(_ context.Context, tenant string, channel event.Channel, 
 }
 
 // Stop ends the watch and waits for the cache to stop updating.
-func (c *Cache) Stop() { c.mirror.Stop() }
+func (c *Cache) Stop() { c.records.Stop() }

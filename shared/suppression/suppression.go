@@ -18,7 +18,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -29,7 +28,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
-	"github.com/heraldhq/herald/shared/kvmirror"
+	"github.com/heraldhq/herald/shared/resource"
 )
 
 // Bucket is the key-value bucket declared in streams/KV_suppressions.
@@ -82,22 +81,27 @@ var ErrInvalid = errors.New("suppression: invalid entry")
 type invalid string
 
 func (e invalid) Error() string        { return string(e) }
-func (e invalid) Is(target error) bool { return target == ErrInvalid }
+func (e invalid) Is(target error) bool { return target == ErrInvalid || target == resource.ErrInvalid }
 
-// Store reads and writes suppressions.
-type Store struct {
-	kv  jetstream.KeyValue
-	now func() time.Time
-}
+// Suppressions is the resource kind of suppressed addresses.
+var Suppressions = resource.Kind[Entry]{Name: "suppression", Bucket: Bucket, NotFound: ErrNotFound,
+	Key:      func(e Entry) string { return key(e.Tenant, e.Channel, e.Address, e.Category) },
+	Validate: Entry.check, MaxBytes: resource.MaxPayload, Unreadable: unreadable}
+
+// Store reads and writes suppressions: the kind's resource store, with the
+// package's own methods.
+type Store resource.Store[Entry]
 
 // Open binds to the bucket, which streams.Apply creates.
 func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
-	kv, err := js.KeyValue(ctx, Bucket)
-	if err != nil {
-		return nil, fmt.Errorf("suppression: bucket %s: %w", Bucket, err)
-	}
-	return &Store{kv: kv, now: time.Now}, nil
+	s, err := resource.Open(ctx, js, Suppressions)
+	return (*Store)(s), err
 }
+
+// Records is s as the generic store, for code that handles every kind of
+// resource alike; the package's own methods normalize what they are given
+// first.
+func (s *Store) Records() *resource.Store[Entry] { return (*resource.Store[Entry])(s) }
 
 // Normalize is the form an address is compared in: trimmed, and an email
 // address lowercased (providers treat them so; a phone number has no case).
@@ -149,18 +153,11 @@ func ValidCategory(s string) bool { return categoryPattern.MatchString(s) }
 // Add suppresses e.Address for e.Tenant, replacing an entry it had.
 func (s *Store) Add(ctx context.Context, e Entry) (Entry, error) {
 	e.Address = Normalize(e.Address)
-	if err := e.check(); err != nil {
-		return Entry{}, err
-	}
 	if e.CreatedAt.IsZero() {
-		e.CreatedAt = s.now().UTC()
+		e.CreatedAt = time.Now().UTC()
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
+	if _, err := s.Records().Put(ctx, e); err != nil {
 		return Entry{}, err
-	}
-	if _, err := s.kv.Put(ctx, key(e.Tenant, e.Channel, e.Address, e.Category), b); err != nil {
-		return Entry{}, fmt.Errorf("suppression: %w", err)
 	}
 	return e, nil
 }
@@ -231,22 +228,8 @@ func (s *Store) Get(ctx context.Context, tenant string, channel event.Channel, a
 }
 
 func (s *Store) get(ctx context.Context, k string) (Entry, error) {
-	kve, err := s.kv.Get(ctx, k)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Entry{}, ErrNotFound
-	}
-	if err != nil {
-		return Entry{}, fmt.Errorf("suppression: %w", err)
-	}
-	return decode(kve)
-}
-
-func decode(kve jetstream.KeyValueEntry) (Entry, error) {
-	var e Entry
-	if err := json.Unmarshal(kve.Value(), &e); err != nil {
-		return Entry{}, fmt.Errorf("suppression: entry %s: %w", kve.Key(), err)
-	}
-	return e, nil
+	e, _, err := s.Records().Get(ctx, k)
+	return e, err
 }
 
 // Blocks returns the tenant's entry that keeps a notification of category
@@ -270,21 +253,18 @@ func (s *Store) Blocks(ctx context.Context, tenant string, channel event.Channel
 // every channel) for tenant in category ("" for the one blocking every
 // notification); ErrNotFound if there was none.
 func (s *Store) Remove(ctx context.Context, tenant string, channel event.Channel, address, category string) error {
-	if _, err := s.Get(ctx, tenant, channel, address, category); err != nil {
-		return err
+	if category != "" && !ValidCategory(category) {
+		return ErrNotFound
 	}
-	if err := s.kv.Delete(ctx, key(tenant, channel, address, category)); err != nil {
-		return fmt.Errorf("suppression: %w", err)
-	}
-	return nil
+	return s.Records().Delete(ctx, key(tenant, channel, address, category))
 }
 
 // List returns the tenant's suppressed addresses, those limited to a
 // category included, newest first.
 func (s *Store) List(ctx context.Context, tenant string) ([]Entry, error) {
-	out, err := kvmirror.List(ctx, s.kv, tenant+".>", decode)
+	out, err := s.Records().All(ctx, tenant)
 	if err != nil {
-		return nil, fmt.Errorf("suppression: %w", err)
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, nil

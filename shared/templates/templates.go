@@ -9,19 +9,15 @@
 package templates
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/heraldhq/herald/shared/event"
-	"github.com/heraldhq/herald/shared/kvmirror"
+	"github.com/heraldhq/herald/shared/resource"
 )
 
 // Bucket is the key-value bucket declared in streams/KV_templates.
@@ -71,7 +67,7 @@ var ErrInvalid = errors.New("templates: invalid template")
 type invalid string
 
 func (e invalid) Error() string        { return string(e) }
-func (e invalid) Is(target error) bool { return target == ErrInvalid }
+func (e invalid) Is(target error) bool { return target == ErrInvalid || target == resource.ErrInvalid }
 
 var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
@@ -126,55 +122,6 @@ func NormalizeLocale(locale string) string {
 	return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(locale), "_", "-"))
 }
 
-// Store reads and writes templates.
-type Store struct {
-	kv  jetstream.KeyValue
-	now func() time.Time
-}
-
-// Open binds to the bucket, which streams.Apply creates.
-func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
-	kv, err := js.KeyValue(ctx, Bucket)
-	if err != nil {
-		return nil, fmt.Errorf("templates: bucket %s: %w", Bucket, err)
-	}
-	return &Store{kv: kv, now: time.Now}, nil
-}
-
-// Put stores t, replacing the tenant's template of that name and locale.
-// The caller has checked that it renders.
-func (s *Store) Put(ctx context.Context, t Template) (Template, error) {
-	t.Locale = NormalizeLocale(t.Locale)
-	if err := t.Check(); err != nil {
-		return Template{}, err
-	}
-	t.UpdatedAt = s.now().UTC()
-	b, err := json.Marshal(t)
-	if err != nil {
-		return Template{}, err
-	}
-	if _, err := s.kv.Put(ctx, Key(t.Tenant, t.Name, t.Locale), b); err != nil {
-		return Template{}, fmt.Errorf("templates: %w", err)
-	}
-	return t, nil
-}
-
-// Get is the tenant's template of name in locale, or ErrNotFound.
-func (s *Store) Get(ctx context.Context, tenant, name, locale string) (Template, error) {
-	locale = NormalizeLocale(locale)
-	if !namePattern.MatchString(name) || !localePattern.MatchString(locale) {
-		return Template{}, ErrNotFound
-	}
-	kve, err := s.kv.Get(ctx, Key(tenant, name, locale))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Template{}, ErrNotFound
-	}
-	if err != nil {
-		return Template{}, fmt.Errorf("templates: %w", err)
-	}
-	return Decode(kve.Value())
-}
-
 // Decode reads a stored template.
 func Decode(b []byte) (Template, error) {
 	var t Template
@@ -182,25 +129,4 @@ func Decode(b []byte) (Template, error) {
 		return Template{}, fmt.Errorf("templates: unreadable entry: %w", err)
 	}
 	return t, nil
-}
-
-// Delete removes the tenant's template; ErrNotFound if it had none.
-func (s *Store) Delete(ctx context.Context, tenant, name, locale string) error {
-	if _, err := s.Get(ctx, tenant, name, locale); err != nil {
-		return err
-	}
-	if err := s.kv.Delete(ctx, Key(tenant, name, NormalizeLocale(locale))); err != nil {
-		return fmt.Errorf("templates: %w", err)
-	}
-	return nil
-}
-
-// List is the tenant's templates, by name then locale.
-func (s *Store) List(ctx context.Context, tenant string) ([]Template, error) {
-	out, err := kvmirror.List(ctx, s.kv, tenant+".>", func(kve jetstream.KeyValueEntry) (Template, error) { return Decode(kve.Value()) })
-	if err != nil {
-		return nil, fmt.Errorf("templates: %w", err)
-	}
-	slices.SortFunc(out, func(a, b Template) int { return strings.Compare(a.Name+"."+a.Locale, b.Name+"."+b.Locale) })
-	return out, nil
 }

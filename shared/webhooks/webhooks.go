@@ -20,7 +20,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -29,11 +28,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -120,9 +119,15 @@ type stored struct {
 	Secrets []sealed `json:"secrets"`
 }
 
+// endpoints is the resource kind of a tenant's endpoints: one record per
+// tenant, keyed by the tenant id alone, written only by Patch.
+var endpoints = resource.Kind[record]{Name: "webhooks", Bucket: Bucket, MaxBytes: resource.MaxPayload}
+
 // Store reads and writes endpoints.
 type Store struct {
-	js   jetstream.JetStream
+	records *resource.Store[record]
+	// kv is the bucket itself, for what Reseal reads of it: every key, and
+	// a key's earlier revisions.
 	kv   jetstream.KeyValue
 	keys *vault.Keyring
 	now  func() time.Time
@@ -135,7 +140,11 @@ func Open(ctx context.Context, js jetstream.JetStream, keys *vault.Keyring) (*St
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: bucket %s: %w", Bucket, err)
 	}
-	return &Store{js: js, kv: kv, keys: keys, now: time.Now}, nil
+	records, err := resource.Open(ctx, js, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{records: records, kv: kv, keys: keys, now: time.Now}, nil
 }
 
 // New describes an endpoint to create.
@@ -385,18 +394,14 @@ func (r *record) endpoint(id string) (*stored, error) {
 }
 
 func (s *Store) read(ctx context.Context, tenant string) (record, uint64, error) {
-	entry, err := s.kv.Get(ctx, tenant)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	r, rev, err := s.records.Get(ctx, tenant)
+	if errors.Is(err, resource.ErrNotFound) {
 		return record{}, 0, nil
 	}
 	if err != nil {
 		return record{}, 0, fmt.Errorf("webhooks: reading tenant %q's endpoints: %w", tenant, err)
 	}
-	var r record
-	if err := json.Unmarshal(entry.Value(), &r); err != nil {
-		return record{}, 0, fmt.Errorf("webhooks: tenant %q's endpoints: %w", tenant, err)
-	}
-	return r, entry.Revision(), nil
+	return r, rev, nil
 }
 
 // update applies edit to the tenant's endpoints in a revision-checked
@@ -411,40 +416,24 @@ func (s *Store) update(ctx context.Context, tenant string, edit func(*record) er
 // revision it edits, removes those revisions. An edit that returns
 // errNothingToWrite changes nothing, and is written only to do that.
 func (s *Store) updateOver(ctx context.Context, tenant string, earlier []sealed, edit func(*record) error) error {
-	for range 5 {
-		r, rev, err := s.read(ctx, tenant)
-		if err != nil {
-			return err
-		}
+	_, err := s.records.Patch(ctx, tenant, func(r *record, _ bool) (resource.Write, error) {
 		held := append(r.sealed(), earlier...)
-		err = edit(&r)
+		err := edit(r)
 		forgets := r.leavesOut(held)
-		if errors.Is(err, errNothingToWrite) && !forgets {
-			return nil
-		}
-		if err != nil && !errors.Is(err, errNothingToWrite) {
-			return err
-		}
-		data, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
 		switch {
-		case rev == 0:
-			_, err = s.kv.Create(ctx, tenant, data)
+		case err != nil && !errors.Is(err, errNothingToWrite):
+			return resource.Skip, err
 		case forgets:
-			err = s.replace(ctx, tenant, data, rev)
-		default:
-			_, err = s.kv.Update(ctx, tenant, data, rev)
+			return resource.Replace, nil
+		case err != nil:
+			return resource.Skip, nil
 		}
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return fmt.Errorf("webhooks: writing tenant %q's endpoints: %w", tenant, err)
-		}
+		return resource.Save, nil
+	})
+	if errors.Is(err, resource.ErrConflict) {
+		return ErrConflict
 	}
-	return ErrConflict
+	return err
 }
 
 // check says what is wrong with n, naming the field. Its texts are the
@@ -465,22 +454,6 @@ func (n New) check(events []string) error {
 		return fmt.Errorf("description: %w", err)
 	}
 	return nil
-}
-
-// replace writes data as tenant's key if it is still at revision rev, and
-// removes every earlier revision with it (a rollup): what data leaves out
-// is gone from the bucket, not only from its latest revision.
-func (s *Store) replace(ctx context.Context, tenant string, data []byte, rev uint64) error {
-	m := nats.NewMsg("$KV." + Bucket + "." + tenant)
-	m.Data = data
-	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-	_, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-		return fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
-	}
-	return err
 }
 
 // sealed is every signing secret of the tenant's endpoints, as stored.
