@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 
@@ -250,6 +251,7 @@ func buildHerald(t *testing.T, root string) string {
 type devServer struct {
 	work, path     string
 	nats, ops, api string
+	hook           string // the webhook sink's address, when this dev has one
 	env            []string
 	state          string
 	statePage      string
@@ -264,8 +266,12 @@ func startDev(t *testing.T, work, bin, tools string) *devServer {
 	d.nats, d.ops, d.api = freeAddr(t), freeAddr(t), freeAddr(t)
 	d.env = blockEnv(t, d)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "herald"), "dev", "--nats-listen", d.nats,
-		"--http-listen", d.ops, "--api-listen", d.api, "--shutdown-timeout", "10s")
+	args := []string{"dev", "--nats-listen", d.nats, "--http-listen", d.ops, "--api-listen", d.api, "--shutdown-timeout", "10s"}
+	if hasFlag(t, bin, "--hook-listen") {
+		d.hook = freeAddr(t)
+		args = append(args, "--hook-listen", d.hook)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "herald"), args...)
 	cmd.Dir = work
 	cmd.Env = []string{"REDIS_URL=" + heraldtest.RedisURL(t)}
 	for _, kv := range d.env {
@@ -294,6 +300,14 @@ func startDev(t *testing.T, work, bin, tools string) *devServer {
 		return resp.StatusCode == http.StatusOK
 	}, 90*time.Second, 100*time.Millisecond, "herald dev is not ready: %s", d.log)
 	return d
+}
+
+// hasFlag says whether `herald dev` takes flag.
+func hasFlag(t *testing.T, bin, flag string) bool {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(bin, "herald"), "dev", "--help").CombinedOutput()
+	require.NoError(t, err, "herald dev --help: %s", out)
+	return strings.Contains(string(out), flag+" ")
 }
 
 func freeAddr(t *testing.T) string {
@@ -337,6 +351,9 @@ func (d *devServer) addresses(script string) string {
 		script = strings.ReplaceAll(script, host+":4222", d.nats)
 		script = strings.ReplaceAll(script, host+":8080", d.ops)
 		script = strings.ReplaceAll(script, host+":8081", d.api)
+		if d.hook != "" {
+			script = strings.ReplaceAll(script, host+":8082", d.hook)
+		}
 	}
 	return script
 }
@@ -354,7 +371,7 @@ func (d *devServer) run(t *testing.T, b block, script string) {
 		d.state = filepath.Join(t.TempDir(), "state.sh")
 		require.NoError(t, os.WriteFile(d.state, nil, 0o600))
 	}
-	full := "set -e\n. " + d.state + "\n" + d.addresses(script) + "\nexport -p > " + d.state + ".new\n"
+	full := "set -e\n" + failingCurl + ". " + d.state + "\n" + d.addresses(script) + "\nexport -p > " + d.state + ".new\n"
 	deadline := time.Now().Add(30 * time.Second)
 	for attempt := 1; ; attempt++ {
 		out, err := d.bash(full)
@@ -370,6 +387,18 @@ func (d *devServer) run(t *testing.T, b block, script string) {
 		time.Sleep(time.Second)
 	}
 }
+
+// failingCurl makes an HTTP error fail its block, as curl alone does not:
+// a guide's request that Herald refuses (a 415 for a missing Content-Type)
+// is a broken example. A curl that writes out the status (-w) is showing
+// the reader an error on purpose.
+const failingCurl = `curl() {
+  case " $* " in
+    *" -w "*|*" --write-out "*) command curl "$@" ;;
+    *) command curl --fail-with-body "$@" ;;
+  esac
+}
+`
 
 func (d *devServer) bash(script string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -410,4 +439,85 @@ func exportedName(line string) string {
 		return m[1]
 	}
 	return ""
+}
+
+var (
+	link    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading = regexp.MustCompile("^#{1,6} +(.+?) *$")
+)
+
+// Every relative link of README.md, the guides and the chart's README names
+// a file that exists and, after #, a heading of that page: pages moved, and
+// sections with them.
+func TestEveryLinkResolves(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	pages := []string{"README.md", filepath.Join("helm", "herald", "README.md"), filepath.Join("docs", "console", "README.md")}
+	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	for _, g := range guides {
+		pages = append(pages, filepath.Join("docs", filepath.Base(g)))
+	}
+	for _, page := range pages {
+		raw, err := os.ReadFile(filepath.Join(root, page))
+		require.NoError(t, err)
+		for _, m := range link.FindAllStringSubmatch(withoutFences(string(raw)), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := filepath.Join(root, page)
+			if file != "" {
+				path = filepath.Join(filepath.Dir(path), file)
+			}
+			_, err := os.Stat(path)
+			require.NoError(t, err, "%s links to %s, which does not exist", page, target)
+			if anchor != "" {
+				require.Contains(t, anchors(t, path), anchor, "%s links to %s: no such heading", page, target)
+			}
+		}
+	}
+}
+
+// withoutFences is a page without its fenced blocks, where ]( is code.
+func withoutFences(page string) string {
+	var kept []string
+	inside := false
+	for _, line := range strings.Split(page, "\n") {
+		if fence.MatchString(line) {
+			inside = !inside
+			continue
+		}
+		if !inside {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+// anchors are the ids GitHub gives a page's headings: lower case, spaces
+// as hyphens, punctuation dropped.
+func anchors(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var ids []string
+	for _, line := range strings.Split(withoutFences(string(raw)), "\n") {
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		var id strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				id.WriteRune(r)
+			case r == ' ':
+				id.WriteRune('-')
+			}
+		}
+		ids = append(ids, id.String())
+	}
+	return ids
 }
