@@ -273,7 +273,11 @@ func startDev(t *testing.T, work, bin, tools string) *devServer {
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "herald"), args...)
 	cmd.Dir = work
-	cmd.Env = []string{"REDIS_URL=" + heraldtest.RedisURL(t)}
+	// Keys of their own on a Redis other tests share: the guides' tenant
+	// and orders are the e2e tests' too.
+	config := filepath.Join(t.TempDir(), "dev.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("redis:\n  prefix: \""+heraldtest.Prefix()+"\"\n"), 0o600))
+	cmd.Env = []string{"REDIS_URL=" + heraldtest.RedisURL(t), "HERALD_CONFIG=" + config}
 	for _, kv := range d.env {
 		if !strings.HasPrefix(kv, "HERALD_CONFIG=") {
 			cmd.Env = append(cmd.Env, kv)
@@ -520,4 +524,17 @@ func anchors(t *testing.T, path string) []string {
 		ids = append(ids, id.String())
 	}
 	return ids
+}
+
+// The README is read in five minutes, and its first screen holds the two
+// commands: the rest is in the guides.
+func TestTheREADMEIsShortAndStartsWithTheTwoCommands(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	require.LessOrEqual(t, len(lines), 250, "README.md has %d lines: move detail to a guide under docs/", len(lines))
+	firstScreen := strings.Join(lines[:min(len(lines), 30)], "\n")
+	for _, command := range []string{"go run ./services/herald dev", "go test ./..."} {
+		require.Contains(t, firstScreen, command, "the first screen of README.md shows %q", command)
+	}
 }
