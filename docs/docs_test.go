@@ -144,8 +144,9 @@ func TestEveryShellBlockRunsAgainstHeraldDev(t *testing.T) {
 	require.LessOrEqual(t, skipped, 12, "keep the blocks left unrun few")
 }
 
-// withoutDev drops the `herald dev` line of a block: the test's own dev is
-// already running, as the reader's is in their first terminal.
+// withoutDev drops a block's lines of the two commands: the test's own dev
+// is already running, as the reader's is in their first terminal, and the
+// tests are what runs this one.
 func withoutDev(text string) string {
 	var kept []string
 	for _, line := range strings.Split(text, "\n") {
