@@ -225,7 +225,7 @@ fails the release when the index is missing, optional leaves it out.
 {{- $use := index . 1 }}
 {{- $history := $root.Values.history }}
 {{- if and (eq $use "required") (not (include "herald.historyConfigured" $root)) }}
-{{- fail "services.history.enabled needs history.existingSecret (or history.url): the history service fills the notification index, a PostgreSQL database (README.md, Notification history)" }}
+{{- fail "services.history.enabled needs history.existingSecret (or history.url): the history service fills the notification index, a PostgreSQL database (docs/operating.md, Notification history)" }}
 {{- end }}
 {{- if and (ne $use "none") (include "herald.historyConfigured" $root) }}
 - name: HISTORY_URL
@@ -252,7 +252,7 @@ release fails instead.
 */}}
 {{- define "herald.outboxEnv" -}}
 {{- if not (include "herald.outboxConfigured" .) }}
-{{- fail "services.outbox-relay.enabled needs outbox.existingSecret (or outbox.url): the relay publishes the rows of herald_outbox, in the publishers' PostgreSQL database (README.md, Through a transactional outbox)" }}
+{{- fail "services.outbox-relay.enabled needs outbox.existingSecret (or outbox.url): the relay publishes the rows of herald_outbox, in the publishers' PostgreSQL database (docs/publishing.md, Through a transactional outbox)" }}
 {{- end }}
 - name: OUTBOX_URL
 {{- if .Values.outbox.existingSecret }}
