@@ -155,8 +155,11 @@ func putRoute[I carrying[N], K, N, E, V any](s *Service, r *resource[K, N, E, V]
 // saved is the handler that stores the request's record.
 func saved[I carrying[N], C, K, N, E, V any](s *Service, r *resource[K, N, E, V], op route, show func(E) C) func(context.Context, *I) (*bodyOf[C], error) {
 	return func(ctx context.Context, in *I) (*bodyOf[C], error) {
-		var none K
-		e, err := call(ctx, s, r, (*in).named(), none, op.timeout, func(ctx context.Context, st resourceStore[K, N, E], tenant string) (E, error) {
+		var k K // a request that names its record says which in a problem
+		if named, ok := any(*in).(keyed[K]); ok {
+			k = named.key()
+		}
+		e, err := call(ctx, s, r, (*in).named(), k, op.timeout, func(ctx context.Context, st resourceStore[K, N, E], tenant string) (E, error) {
 			return st.Put(ctx, tenant, (*in).record(tenant))
 		})
 		if err != nil {
