@@ -60,10 +60,8 @@ type domainInput struct {
 
 func (in domainInput) key() string { return domains.Normalize(in.Domain) }
 
-type listDomainsOutput struct {
-	Body struct {
-		Domains []SendingDomain `json:"domains"`
-	}
+type listDomainsOutputBody struct {
+	Domains []SendingDomain `json:"domains"`
 }
 
 func registerDomains(s *Service) {
@@ -81,11 +79,7 @@ func registerDomains(s *Service) {
 	}
 	listRoute(s, r, route{Operation: huma.Operation{OperationID: "list-domains",
 		Summary: "List sending domains", Description: "The tenant's sending domains in name order, as the provider last described them (it is not asked)."}},
-		func(l []SendingDomain) *listDomainsOutput {
-			out := &listDomainsOutput{}
-			out.Body.Domains = l
-			return out
-		})
+		func(l []SendingDomain) listDomainsOutputBody { return listDomainsOutputBody{l} })
 	createRoute[createDomainInput](s, r, route{timeout: domainTimeout, Operation: huma.Operation{OperationID: "create-domain",
 		Summary: "Register a sending domain",
 		Description: "Registers the domain with the tenant's email provider (the first of its chain that registers domains: ses or sendgrid) " +

@@ -96,10 +96,11 @@ func (r *resource[K, N, E, V]) operation(op route, method, path, scope string, e
 	return o
 }
 
-// listRoute registers GET path: the tenant's records, as envelope lists
-// them.
-func listRoute[L, K, N, E, V any](s *Service, r *resource[K, N, E, V], op route, envelope func([]V) *L) {
-	huma.Register(s.api, r.operation(op, http.MethodGet, r.path, r.read), func(ctx context.Context, in *WebhookTenant) (*L, error) {
+// listRoute registers GET path: the tenant's records, in the envelope
+// every list the API answers has, a member named for what it lists. (The
+// envelope's type name is its schema's in the OpenAPI document.)
+func listRoute[L, K, N, E, V any](s *Service, r *resource[K, N, E, V], op route, envelope func([]V) L) {
+	huma.Register(s.api, r.operation(op, http.MethodGet, r.path, r.read), func(ctx context.Context, in *WebhookTenant) (*bodyOf[L], error) {
 		var none K
 		list, err := call(ctx, s, r, in.Tenant, none, op.timeout, func(ctx context.Context, st resourceStore[K, N, E], tenant string) ([]E, error) {
 			return st.List(ctx, tenant)
@@ -111,7 +112,7 @@ func listRoute[L, K, N, E, V any](s *Service, r *resource[K, N, E, V], op route,
 		for i, e := range list {
 			views[i] = r.view(e)
 		}
-		return envelope(views), nil
+		return &bodyOf[L]{Body: envelope(views)}, nil
 	})
 }
 
@@ -204,6 +205,23 @@ func call[T, K, N, E, V any](ctx context.Context, s *Service, r *resource[K, N, 
 		return none, r.problem(ctx, s, tenant, key, err)
 	}
 	return out, nil
+}
+
+// managed is the stores and the tenant whose things (what) the request
+// manages: a tenant key's own, or the one an admin key names.
+func (s *Service) managed(ctx context.Context, named, what string) (*stores, string, error) {
+	st, err := s.ready()
+	if err != nil {
+		return nil, "", err
+	}
+	tenant, err := s.tenantOf(ctx, named)
+	if err != nil {
+		return nil, "", err
+	}
+	if !principal(ctx).Reaches(tenant) {
+		return nil, "", huma.Error403Forbidden("this key manages tenant " + principal(ctx).Tenant + "'s " + what + " only")
+	}
+	return st, tenant, nil
 }
 
 // problem answers a store's error. One already a problem (an adapter's

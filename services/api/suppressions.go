@@ -62,12 +62,10 @@ func (in suppressionInput) key() suppressionKey {
 	return suppressionKey{channel: in.Channel, address: in.Address, category: in.Category}
 }
 
-// listSuppressionsOutput is enveloped as every list the API answers: a
-// member named for what it lists.
-type listSuppressionsOutput struct {
-	Body struct {
-		Suppressions []Suppression `json:"suppressions"`
-	}
+// listSuppressionsOutputBody is the envelope of a list of suppressions
+// (listRoute); its name is the OpenAPI document's for it.
+type listSuppressionsOutputBody struct {
+	Suppressions []Suppression `json:"suppressions"`
 }
 
 func registerSuppressions(s *Service) {
@@ -84,11 +82,7 @@ func registerSuppressions(s *Service) {
 	}
 	listRoute(s, r, route{Operation: huma.Operation{OperationID: "list-suppressions",
 		Summary: "List suppressed addresses", Description: "The tenant's addresses Herald does not send to, newest first."}},
-		func(l []Suppression) *listSuppressionsOutput {
-			out := &listSuppressionsOutput{}
-			out.Body.Suppressions = l
-			return out
-		})
+		func(l []Suppression) listSuppressionsOutputBody { return listSuppressionsOutputBody{l} })
 	createRoute[createSuppressionInput](s, r, route{Operation: huma.Operation{OperationID: "create-suppression",
 		Summary:     "Suppress an address",
 		Description: "Herald sends the tenant's notifications to it no more: each is recorded as suppressed, not tried. Suppressing an address again replaces its entry."}},

@@ -86,10 +86,8 @@ func (in putTemplateInput) record(tenant string) templates.Template {
 		Subject: in.Body.Subject, Text: in.Body.Text, HTML: in.Body.HTML}
 }
 
-type listTemplatesOutput struct {
-	Body struct {
-		Templates []Template `json:"templates"`
-	}
+type listTemplatesOutputBody struct {
+	Templates []Template `json:"templates"`
 }
 
 type previewInput struct {
@@ -117,11 +115,7 @@ func registerTemplates(s *Service) {
 		broken: "the templates cannot be read right now",
 	}
 	listRoute(s, r, route{Operation: huma.Operation{OperationID: "list-templates", Summary: "List the tenant's own email templates"}},
-		func(l []Template) *listTemplatesOutput {
-			out := &listTemplatesOutput{}
-			out.Body.Templates = l
-			return out
-		})
+		func(l []Template) listTemplatesOutputBody { return listTemplatesOutputBody{l} })
 	getRoute[templateInput](s, r, route{Operation: huma.Operation{OperationID: "get-template", Summary: "Get one of the tenant's own email templates"}})
 	// Rendering a template counts against the tenant's rate (ratelimit.go).
 	putRoute[putTemplateInput](s, r, route{Operation: huma.Operation{OperationID: "put-template",
