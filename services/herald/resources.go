@@ -51,13 +51,7 @@ func (r resourceCommands[S]) command(c resourceCommand[S]) *cobra.Command {
 					return err
 				}
 			}
-			return withNATS(cmd, func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error {
-				s, err := r.open(ctx, cfg, js, keys)
-				if err != nil {
-					return err
-				}
-				return c.run(cmd, ctx, s, tenant)
-			})
+			return r.with(cmd, keys, func(ctx context.Context, s S) error { return c.run(cmd, ctx, s, tenant) })
 		},
 	}
 	cmd.Flags().String("tenant", "", "the tenant (required)")
@@ -71,6 +65,18 @@ func (r resourceCommands[S]) command(c resourceCommand[S]) *cobra.Command {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// with connects and runs fn against the store, opened with keys (nil but
+// for a command that seals).
+func (r resourceCommands[S]) with(cmd *cobra.Command, keys *vault.Keyring, fn func(context.Context, S) error) error {
+	return withNATS(cmd, func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error {
+		s, err := r.open(ctx, cfg, js, keys)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, s)
+	})
 }
 
 // listCommand makes `list --tenant ID [--json]`: the tenant's records, as
