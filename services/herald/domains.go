@@ -63,52 +63,54 @@ Domains are kept in the KV bucket sending_domains.`,
 func domainCommand(use, short, example string, run func(cmd *cobra.Command, ctx context.Context, d sendingDomains, tenant, domain string) error) *cobra.Command {
 	return domainCommands.command(resourceCommand[sendingDomains]{
 		use: use + " --tenant ID --domain D", short: short, example: example,
-		flags:    func(cmd *cobra.Command) { cmd.Flags().String("domain", "", "the domain, e.g. acme.example (required)") },
-		required: []string{"domain"},
-		run: func(cmd *cobra.Command, ctx context.Context, d sendingDomains, tenant string) error {
-			domain, _ := cmd.Flags().GetString("domain")
-			return run(cmd, ctx, d, tenant, domain)
-		},
+		key: "domain", keyUsage: "the domain, e.g. acme.example (required)",
+		run: run,
+	})
+}
+
+// askingCommand is a domain command that asks the tenant's email provider,
+// within providerTimeout, and prints the domain as it answered.
+func askingCommand(use, short, example string, ask func(d sendingDomains, ctx context.Context, tenant, domain string) (domains.Entry, error)) *cobra.Command {
+	return domainCommand(use, short, example, func(cmd *cobra.Command, ctx context.Context, d sendingDomains, tenant, domain string) error {
+		ctx, cancel := context.WithTimeout(ctx, providerTimeout)
+		defer cancel()
+		e, err := ask(d, ctx, tenant, domain)
+		if err != nil {
+			return err
+		}
+		return printDomain(cmd.OutOrStdout(), e)
 	})
 }
 
 func domainsAddCommand() *cobra.Command {
-	return domainCommand("add", "Register a domain with the tenant's email provider, and print the DNS records to publish",
-		`  herald domains add --tenant acme --domain acme.example`,
-		func(cmd *cobra.Command, ctx context.Context, d sendingDomains, tenant, domain string) error {
-			ctx, cancel := context.WithTimeout(ctx, providerTimeout)
-			defer cancel()
-			name, r, err := d.registrar(ctx, tenant)
-			if err != nil {
-				return err
-			}
-			e, err := d.Register(ctx, tenant, domain, name, r)
-			if err != nil {
-				return err
-			}
-			return printDomain(cmd.OutOrStdout(), e)
-		})
+	return askingCommand("add", "Register a domain with the tenant's email provider, and print the DNS records to publish",
+		`  herald domains add --tenant acme --domain acme.example`, sendingDomains.register)
 }
 
 func domainsStatusCommand() *cobra.Command {
-	return domainCommand("status", "Ask the provider where a domain stands now, and print it", "",
-		func(cmd *cobra.Command, ctx context.Context, d sendingDomains, tenant, domain string) error {
-			ctx, cancel := context.WithTimeout(ctx, providerTimeout)
-			defer cancel()
-			// An unknown domain is said so before any provider is set up.
-			if _, err := d.Get(ctx, tenant, domain); err != nil {
-				return fmt.Errorf("%s: %w", domains.Normalize(domain), err)
-			}
-			name, r, err := d.registrar(ctx, tenant)
-			if err != nil {
-				return err
-			}
-			e, err := d.Check(ctx, tenant, domain, name, r)
-			if err != nil {
-				return err
-			}
-			return printDomain(cmd.OutOrStdout(), e)
-		})
+	return askingCommand("status", "Ask the provider where a domain stands now, and print it", "", sendingDomains.check)
+}
+
+// register registers domain with the tenant's email provider.
+func (d sendingDomains) register(ctx context.Context, tenant, domain string) (domains.Entry, error) {
+	name, r, err := d.registrar(ctx, tenant)
+	if err != nil {
+		return domains.Entry{}, err
+	}
+	return d.Register(ctx, tenant, domain, name, r)
+}
+
+// check asks the tenant's email provider where domain stands.
+func (d sendingDomains) check(ctx context.Context, tenant, domain string) (domains.Entry, error) {
+	// An unknown domain is said so before any provider is set up.
+	if _, err := d.Get(ctx, tenant, domain); err != nil {
+		return domains.Entry{}, fmt.Errorf("%s: %w", domains.Normalize(domain), err)
+	}
+	name, r, err := d.registrar(ctx, tenant)
+	if err != nil {
+		return domains.Entry{}, err
+	}
+	return d.Check(ctx, tenant, domain, name, r)
 }
 
 func domainsListCommand() *cobra.Command {

@@ -209,7 +209,7 @@ func providersListCommand() *cobra.Command {
 	return providerCommands.command(resourceCommand[*vault.Store]{
 		use: "list --tenant ID", short: "List a tenant's provider accounts: settings and masked secrets",
 		flags: func(cmd *cobra.Command) { cmd.Flags().Bool("json", false, "print JSON") },
-		run: func(cmd *cobra.Command, ctx context.Context, s *vault.Store, tenant string) error {
+		run: func(cmd *cobra.Command, ctx context.Context, s *vault.Store, tenant, _ string) error {
 			list, err := s.List(ctx, tenant)
 			if err != nil {
 				return err
@@ -264,10 +264,8 @@ func providerSettings(p vault.Info) string {
 func providersRemoveCommand() *cobra.Command {
 	return providerCommands.command(resourceCommand[*vault.Store]{
 		use: "remove --tenant ID --name N", short: "Remove a tenant's provider account, with every earlier revision of it",
-		flags:    func(cmd *cobra.Command) { cmd.Flags().String("name", "", "the provider's name (required)") },
-		required: []string{"name"},
-		run: func(cmd *cobra.Command, ctx context.Context, s *vault.Store, tenant string) error {
-			name, _ := cmd.Flags().GetString("name")
+		key: "name", keyUsage: "the provider's name (required)",
+		run: func(cmd *cobra.Command, ctx context.Context, s *vault.Store, tenant, name string) error {
 			err := s.Delete(ctx, tenant, name)
 			if errors.Is(err, vault.ErrNotFound) {
 				return fmt.Errorf("tenant %s has no provider named %q", tenant, name)

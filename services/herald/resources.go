@@ -28,6 +28,10 @@ type resourceCommands[S any] struct {
 // resourceCommand is one command on a tenant's records.
 type resourceCommand[S any] struct {
 	use, short, long, example string
+	// key is the flag that names the one record the command is on
+	// ("domain", "id"), required, and keyUsage its usage; none for a
+	// command on many.
+	key, keyUsage string
 	// flags adds the command's own flags, beside --tenant; required
 	// names those that must be given.
 	flags    func(*cobra.Command)
@@ -35,7 +39,9 @@ type resourceCommand[S any] struct {
 	// seals says the command seals secrets: it takes --master-key-file,
 	// and the store opens with the master key.
 	seals bool
-	run   func(cmd *cobra.Command, ctx context.Context, s S, tenant string) error
+	// run runs the command on the tenant's records, or on the one key
+	// names.
+	run func(cmd *cobra.Command, ctx context.Context, s S, tenant, key string) error
 }
 
 // command makes c.
@@ -44,6 +50,10 @@ func (r resourceCommands[S]) command(c resourceCommand[S]) *cobra.Command {
 		Use: c.use, Short: c.short, Long: c.long, Example: c.example, Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tenant, _ := cmd.Flags().GetString("tenant")
+			var key string
+			if c.key != "" {
+				key, _ = cmd.Flags().GetString(c.key)
+			}
 			var keys *vault.Keyring
 			if c.seals {
 				var err error
@@ -51,17 +61,22 @@ func (r resourceCommands[S]) command(c resourceCommand[S]) *cobra.Command {
 					return err
 				}
 			}
-			return r.with(cmd, keys, func(ctx context.Context, s S) error { return c.run(cmd, ctx, s, tenant) })
+			return r.with(cmd, keys, func(ctx context.Context, s S) error { return c.run(cmd, ctx, s, tenant, key) })
 		},
 	}
 	cmd.Flags().String("tenant", "", "the tenant (required)")
+	required := append([]string{"tenant"}, c.required...)
+	if c.key != "" {
+		cmd.Flags().String(c.key, "", c.keyUsage)
+		required = append(required, c.key)
+	}
 	if c.flags != nil {
 		c.flags(cmd)
 	}
 	if c.seals {
 		masterKeyFlag(cmd)
 	}
-	for _, name := range append([]string{"tenant"}, c.required...) {
+	for _, name := range required {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
@@ -87,7 +102,7 @@ func listCommand[S, E any](r resourceCommands[S], short string, list func(S, con
 	return r.command(resourceCommand[S]{
 		use: "list --tenant ID [--json]", short: short,
 		flags: func(cmd *cobra.Command) { cmd.Flags().Bool("json", false, "print JSON") },
-		run: func(cmd *cobra.Command, ctx context.Context, s S, tenant string) error {
+		run: func(cmd *cobra.Command, ctx context.Context, s S, tenant, _ string) error {
 			records, err := list(s, ctx, tenant)
 			if err != nil {
 				return err

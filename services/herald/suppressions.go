@@ -50,19 +50,17 @@ func suppressionsAddCommand() *cobra.Command {
 		short: "Suppress an address: the tenant's notifications are not sent to it",
 		example: `  herald suppressions add --tenant acme --address jane@example.com --detail 'asked by phone'
   herald suppressions add --tenant acme --address +34600111222 --channel sms`,
+		key: "address", keyUsage: "the email address or phone number, E.164 (required)",
 		flags: func(cmd *cobra.Command) {
 			f := cmd.Flags()
-			f.String("address", "", "the email address or phone number, E.164 (required)")
 			f.String("channel", "", "email, sms or whatsapp: only that channel's notifications; default every channel")
 			f.String("reason", suppression.Manual, "hard_bounce, complaint, manual or unsubscribed")
 			f.String("detail", "", "why, for people")
 			f.String("category", "", "only the notifications of this category (a route's, e.g. alerts); default all")
 		},
-		required: []string{"address"},
-		run: func(cmd *cobra.Command, ctx context.Context, s *suppression.Store, tenant string) error {
+		run: func(cmd *cobra.Command, ctx context.Context, s *suppression.Store, tenant, address string) error {
 			f := cmd.Flags()
-			e := suppression.Entry{Tenant: tenant, Source: "cli"}
-			e.Address, _ = f.GetString("address")
+			e := suppression.Entry{Tenant: tenant, Address: address, Source: "cli"}
 			channel, _ := f.GetString("channel")
 			e.Channel = event.Channel(channel)
 			e.Reason, _ = f.GetString("reason")
@@ -82,14 +80,12 @@ func suppressionsRemoveCommand() *cobra.Command {
 	return suppressionCommands.command(resourceCommand[*suppression.Store]{
 		use:   "remove --tenant ID --address A [--channel C]",
 		short: "Lift an address's suppression: it is sent to again",
+		key:   "address", keyUsage: "the address (required)",
 		flags: func(cmd *cobra.Command) {
-			cmd.Flags().String("address", "", "the address (required)")
 			cmd.Flags().String("channel", "", "the channel it was limited to; default the one for every channel")
 			cmd.Flags().String("category", "", "the category it was limited to (an unsubscribe); default the one for all")
 		},
-		required: []string{"address"},
-		run: func(cmd *cobra.Command, ctx context.Context, s *suppression.Store, tenant string) error {
-			address, _ := cmd.Flags().GetString("address")
+		run: func(cmd *cobra.Command, ctx context.Context, s *suppression.Store, tenant, address string) error {
 			channel, _ := cmd.Flags().GetString("channel")
 			category, _ := cmd.Flags().GetString("category")
 			if err := s.Remove(ctx, tenant, event.Channel(channel), address, category); err != nil {

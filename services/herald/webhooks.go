@@ -60,7 +60,7 @@ func webhooksAddCommand() *cobra.Command {
 		},
 		required: []string{"url"},
 		seals:    true,
-		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant string) error {
+		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant, _ string) error {
 			f := cmd.Flags()
 			var n webhooks.New
 			n.URL, _ = f.GetString("url")
@@ -102,14 +102,12 @@ func webhooksRotateCommand() *cobra.Command {
 	return webhookCommands.command(resourceCommand[endpoints]{
 		use:   "rotate --tenant ID --id we_…",
 		short: "Give an endpoint a new signing secret; the old one keeps signing beside it for --grace",
+		key:   "id", keyUsage: "the endpoint (required)",
 		flags: func(cmd *cobra.Command) {
-			cmd.Flags().String("id", "", "the endpoint (required)")
 			cmd.Flags().Duration("grace", 24*time.Hour, "how long the old secret keeps signing")
 		},
-		required: []string{"id"},
-		seals:    true,
-		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant string) error {
-			id, _ := cmd.Flags().GetString("id")
+		seals: true,
+		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant, id string) error {
 			grace, _ := cmd.Flags().GetDuration("grace")
 			secret, err := s.Rotate(ctx, tenant, id, grace)
 			if err != nil {
@@ -145,10 +143,8 @@ herald webhooks redeliver --tenant ID --endpoint we_… --since T [--until T] --
 func endpointCommand(name, short, long string, do func(ctx context.Context, s endpoints, tenant, id string) (string, error)) *cobra.Command {
 	return webhookCommands.command(resourceCommand[endpoints]{
 		use: name + " --tenant ID --id we_…", short: short, long: long,
-		flags:    func(cmd *cobra.Command) { cmd.Flags().String("id", "", "the endpoint (required)") },
-		required: []string{"id"},
-		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant string) error {
-			id, _ := cmd.Flags().GetString("id")
+		key: "id", keyUsage: "the endpoint (required)",
+		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant, id string) error {
 			done, err := do(ctx, s, tenant, id)
 			if err != nil {
 				return err
@@ -213,7 +209,7 @@ func redelivery(cmd *cobra.Command, tenant string) (webhooks.Redelivery, error) 
 
 // redeliver sends the webhooks the flags select again, reading the
 // ledger's outcomes with a progress bar.
-func redeliver(cmd *cobra.Command, ctx context.Context, s endpoints, tenant string) error {
+func redeliver(cmd *cobra.Command, ctx context.Context, s endpoints, tenant, _ string) error {
 	r, err := redelivery(cmd, tenant)
 	if err != nil {
 		return err
