@@ -33,8 +33,8 @@ type resourceStore[K, N, E any] interface {
 // resource is how one tenant resource is exposed: where, to which scopes,
 // its store, what it answers, and its store's errors.
 type resource[K, N, E, V any] struct {
-	// what a tenant's key manages only its own of, as a 403 says it:
-	// "suppressions".
+	// what names the records in a 403: "this key manages tenant acme's
+	// suppressions only".
 	what string
 	// path is the collection, "/v1/suppressions"; item one record under
 	// it, "/{address}".
