@@ -36,6 +36,9 @@ type resourceCommand[S any] struct {
 	// names those that must be given.
 	flags    func(*cobra.Command)
 	required []string
+	// check refuses what the flags get wrong before the master key is
+	// read or NATS reached; nil when the store is the judge.
+	check func(cmd *cobra.Command) error
 	// seals says the command seals secrets: it takes --master-key-file,
 	// and the store opens with the master key.
 	seals bool
@@ -53,6 +56,11 @@ func (r resourceCommands[S]) command(c resourceCommand[S]) *cobra.Command {
 			var key string
 			if c.key != "" {
 				key, _ = cmd.Flags().GetString(c.key)
+			}
+			if c.check != nil {
+				if err := c.check(cmd); err != nil {
+					return err
+				}
 			}
 			var keys *vault.Keyring
 			if c.seals {

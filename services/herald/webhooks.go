@@ -168,7 +168,11 @@ webhooks. Running the same --id again sends nothing twice.`, int(webhooks.MaxRan
 		example: `  herald webhooks redeliver --tenant acme --message ntf_3f…
   herald webhooks redeliver --tenant acme --endpoint we_… --since 2026-12-01T08:00:00Z --until 2026-12-01T12:00:00Z --failed`,
 		flags: redeliveryFlags,
-		run:   redeliver,
+		check: func(cmd *cobra.Command) error {
+			_, err := redelivery(cmd, "")
+			return err
+		},
+		run: redeliver,
 	})
 	cmd.MarkFlagsMutuallyExclusive("message", "since")
 	cmd.MarkFlagsOneRequired("message", "since")
