@@ -49,63 +49,88 @@ type createDomainInput struct {
 	Body NewSendingDomain
 }
 
+func (in createDomainInput) key() string { return domains.Normalize(in.Body.Domain) }
+
+func (in createDomainInput) record(string) string { return in.key() }
+
 type domainInput struct {
 	WebhookTenant
 	Domain string `path:"domain"`
 }
 
-type domainOutput struct{ Body SendingDomain }
+func (in domainInput) key() string { return domains.Normalize(in.Domain) }
 
-type listDomainsOutput struct {
-	Body struct {
-		Domains []SendingDomain `json:"domains"`
-	}
+type listDomainsOutputBody struct {
+	Domains []SendingDomain `json:"domains"`
 }
 
 func registerDomains(s *Service) {
-	errs := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
-	tags := []string{"Sending domains"}
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-domains", Method: http.MethodGet, Path: "/v1/domains",
-		Summary: "List sending domains", Description: "The tenant's sending domains in name order, as the provider last described them (it is not asked).",
-		Tags: tags, Security: needs(ScopeRead), Errors: errs,
-	}, s.listDomains)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "create-domain", Method: http.MethodPost, Path: "/v1/domains",
+	r := &resource[string, string, domains.Entry, SendingDomain]{
+		what: "sending domains", path: "/v1/domains", item: "/{domain}", tags: []string{"Sending domains"},
+		read: ScopeRead, write: ScopeSend,
+		store: func(st *stores) (resourceStore[string, string, domains.Entry], error) {
+			return sendingDomains{st.domains, s}, nil
+		},
+		view:     sendingDomainOf,
+		notFound: domains.ErrNotFound, invalid: domains.ErrInvalid,
+		absent: func(_, domain string) string { return domain + " is not one of the tenant's sending domains" },
+		broken: "the sending domains could not be read or written right now",
+		own:    s.providerProblem,
+	}
+	listRoute(s, r, route{Operation: huma.Operation{OperationID: "list-domains",
+		Summary: "List sending domains", Description: "The tenant's sending domains in name order, as the provider last described them (it is not asked)."}},
+		func(l []SendingDomain) listDomainsOutputBody { return listDomainsOutputBody{l} })
+	createRoute[createDomainInput](s, r, route{timeout: domainTimeout, Operation: huma.Operation{OperationID: "create-domain",
 		Summary: "Register a sending domain",
 		Description: "Registers the domain with the tenant's email provider (the first of its chain that registers domains: ses or sendgrid) " +
 			"and answers the DNS records to publish for it. On the platform's SES account, which every tenant shares, the tenant first proves the " +
 			"domain to Herald: the answer is one TXT record (_herald.<domain>, a token made for the tenant), and SES is asked only once Herald finds it. " +
 			"Adding a domain again registers it once: the provider is asked where it stands instead " +
 			"(one that failed is registered anew, as when it was deleted at the provider). " +
-			"A provider's refusal is a 503 in its words.",
-		Tags: tags, DefaultStatus: http.StatusCreated, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),
-		Errors: errs,
-	}, s.createDomain)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "get-domain", Method: http.MethodGet, Path: "/v1/domains/{domain}",
+			"A provider's refusal is a 503 in its words."}},
+		sendingDomainOf)
+	getRoute[domainInput](s, r, route{timeout: domainTimeout, Operation: huma.Operation{OperationID: "get-domain",
 		Summary:     "Check a sending domain",
 		Description: "Asks the provider where the domain stands now, keeps its answer, and answers it.",
-		Tags:        tags, Security: needs(ScopeRead), Errors: append(errs, http.StatusNotFound, http.StatusConflict),
-	}, s.getDomain)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "delete-domain", Method: http.MethodDelete, Path: "/v1/domains/{domain}",
+		Errors:      []int{http.StatusConflict}}})
+	deleteRoute[domainInput](s, r, route{Operation: huma.Operation{OperationID: "delete-domain",
 		Summary: "Forget a sending domain",
 		Description: "Herald forgets the domain; the provider keeps it registered, and sends from it still, until it is removed there " +
-			"(the SES or SendGrid console).",
-		Tags: tags, DefaultStatus: http.StatusNoContent, Security: needs(ScopeSend),
-		Errors: append(errs, http.StatusNotFound),
-	}, s.deleteDomain)
+			"(the SES or SendGrid console)."}})
 }
 
-// domainStore is the store and whose domains the request manages, scoped
-// as the webhook endpoints are.
-func (s *Service) domainStore(ctx context.Context, named string) (*domains.Store, string, error) {
-	st, tenant, err := s.managed(ctx, named, "sending domains")
-	if err != nil {
-		return nil, "", err
+// sendingDomains is the domain store as the API exposes it: a domain is
+// put by registering it with the tenant's email provider, and got by
+// asking the provider where it stands.
+type sendingDomains struct {
+	*domains.Store
+	s *Service
+}
+
+func (d sendingDomains) Get(ctx context.Context, tenant, domain string) (domains.Entry, error) {
+	if err := domains.Validate(domain); err != nil {
+		return domains.Entry{}, err
 	}
-	return st.domains, tenant, nil
+	// Unknown before the provider is looked for: a 404 says more than a 503.
+	if _, err := d.Store.Get(ctx, tenant, domain); err != nil {
+		return domains.Entry{}, err
+	}
+	name, r, err := d.s.registrar(ctx, tenant)
+	if err != nil {
+		return domains.Entry{}, err
+	}
+	return d.Check(ctx, tenant, domain, name, r)
+}
+
+func (d sendingDomains) Put(ctx context.Context, tenant, domain string) (domains.Entry, error) {
+	if err := domains.Validate(domain); err != nil {
+		return domains.Entry{}, err
+	}
+	name, r, err := d.s.registrar(ctx, tenant)
+	if err != nil {
+		return domains.Entry{}, err
+	}
+	return d.Register(ctx, tenant, domain, name, r)
 }
 
 // registrar is the provider that registers the tenant's domains, by name.
@@ -126,109 +151,25 @@ func (s *Service) registrar(ctx context.Context, tenant string) (string, domains
 	return name, r, nil
 }
 
-func (s *Service) listDomains(ctx context.Context, in *WebhookTenant) (*listDomainsOutput, error) {
-	st, tenant, err := s.domainStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	list, err := st.List(cctx, tenant)
-	if err != nil {
-		return nil, s.domainError(ctx, tenant, "", err)
-	}
-	out := &listDomainsOutput{}
-	out.Body.Domains = make([]SendingDomain, len(list))
-	for i, e := range list {
-		out.Body.Domains[i] = sendingDomainOf(e)
-	}
-	return out, nil
-}
-
-func (s *Service) createDomain(ctx context.Context, in *createDomainInput) (*domainOutput, error) {
-	st, tenant, err := s.domainStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	domain := domains.Normalize(in.Body.Domain)
-	if err := domains.Validate(domain); err != nil {
-		return nil, huma.Error422UnprocessableEntity(err.Error())
-	}
-	cctx, cancel := context.WithTimeout(ctx, domainTimeout)
-	defer cancel()
-	name, r, err := s.registrar(cctx, tenant)
-	if err != nil {
-		return nil, err
-	}
-	e, err := st.Register(cctx, tenant, domain, name, r)
-	if err != nil {
-		return nil, s.domainError(ctx, tenant, domain, err)
-	}
-	return &domainOutput{Body: sendingDomainOf(e)}, nil
-}
-
-func (s *Service) getDomain(ctx context.Context, in *domainInput) (*domainOutput, error) {
-	st, tenant, err := s.domainStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	domain := domains.Normalize(in.Domain)
-	if err := domains.Validate(domain); err != nil {
-		return nil, huma.Error422UnprocessableEntity(err.Error())
-	}
-	cctx, cancel := context.WithTimeout(ctx, domainTimeout)
-	defer cancel()
-	// Unknown before the provider is looked for: a 404 says more than a 503.
-	if _, err := st.Get(cctx, tenant, domain); err != nil {
-		return nil, s.domainError(ctx, tenant, domain, err)
-	}
-	name, r, err := s.registrar(cctx, tenant)
-	if err != nil {
-		return nil, err
-	}
-	e, err := st.Check(cctx, tenant, domain, name, r)
-	if err != nil {
-		return nil, s.domainError(ctx, tenant, domain, err)
-	}
-	return &domainOutput{Body: sendingDomainOf(e)}, nil
-}
-
-func (s *Service) deleteDomain(ctx context.Context, in *domainInput) (*struct{}, error) {
-	st, tenant, err := s.domainStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	if err := st.Delete(cctx, tenant, in.Domain); err != nil {
-		return nil, s.domainError(ctx, tenant, domains.Normalize(in.Domain), err)
-	}
-	return nil, nil
-}
-
-// domainError answers err as a problem. A provider's refusal is told in its
-// words, which never hold a credential (the providers leave them out).
-func (s *Service) domainError(ctx context.Context, tenant, domain string, err error) error {
+// providerProblem answers what the email provider said of a domain, or
+// nil for what it did not say. A provider's refusal is told in its words,
+// which never hold a credential (the providers leave them out).
+func (s *Service) providerProblem(ctx context.Context, tenant, domain string, err error) error {
 	var pe *domains.ProviderError
 	switch {
-	case errors.Is(err, domains.ErrInvalid):
-		return huma.Error422UnprocessableEntity(err.Error())
-	case errors.Is(err, domains.ErrNotFound):
-		return huma.Error404NotFound(domain + " is not one of the tenant's sending domains")
 	case errors.Is(err, domains.ErrProviderChanged):
 		return huma.Error409Conflict(strings.TrimPrefix(err.Error(), domains.ErrProviderChanged.Error()+": "))
-	case errors.As(err, &pe):
-		s.cfg.Logger.WarnContext(ctx, "email provider did not register or check a sending domain", "tenant", tenant,
-			"domain", domain, "provider", pe.Provider, "error", err)
-		var refused *provider.PermanentError
-		if errors.As(pe.Err, &refused) {
-			// Trying again would not help: no Retry-After.
-			return huma.Error503ServiceUnavailable("the email provider " + pe.Provider + " refused: " + refused.Err.Error())
-		}
-		return unavailable("the email provider " + pe.Provider + " did not answer: " + pe.Err.Error())
+	case !errors.As(err, &pe):
+		return nil
 	}
-	s.cfg.Logger.WarnContext(ctx, "sending domains not read or written", "tenant", tenant, "domain", domain, "error", err)
-	return unavailable("the sending domains could not be read or written right now")
+	s.cfg.Logger.WarnContext(ctx, "email provider did not register or check a sending domain", "tenant", tenant,
+		"domain", domain, "provider", pe.Provider, "error", err)
+	var refused *provider.PermanentError
+	if errors.As(pe.Err, &refused) {
+		// Trying again would not help: no Retry-After.
+		return huma.Error503ServiceUnavailable("the email provider " + pe.Provider + " refused: " + refused.Err.Error())
+	}
+	return unavailable("the email provider " + pe.Provider + " did not answer: " + pe.Err.Error())
 }
 
 func sendingDomainOf(e domains.Entry) SendingDomain {

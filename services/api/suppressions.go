@@ -1,9 +1,8 @@
 package api
 
 import (
+	"cmp"
 	"context"
-	"errors"
-	"net/http"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -41,6 +40,13 @@ type createSuppressionInput struct {
 	Body NewSuppression
 }
 
+// record is the entry to add: by hand, through the API.
+func (in createSuppressionInput) record(tenant string) suppression.Entry {
+	b := in.Body
+	return suppression.Entry{Tenant: tenant, Channel: event.Channel(b.Channel), Address: b.Address,
+		Reason: cmp.Or(b.Reason, suppression.Manual), Detail: b.Detail, Category: b.Category, Source: "api"}
+}
+
 type suppressionInput struct {
 	WebhookTenant
 	Address  string `path:"address"`
@@ -48,106 +54,56 @@ type suppressionInput struct {
 	Category string `query:"category" maxLength:"64" doc:"The category the suppression is limited to; default the one for all notifications."`
 }
 
-type suppressionOutput struct{ Body Suppression }
+// suppressionKey names one suppression: an address on a channel (or all),
+// for a category (or all).
+type suppressionKey struct{ channel, address, category string }
 
-// listSuppressionsOutput is enveloped as every list the API answers: a
-// member named for what it lists.
-type listSuppressionsOutput struct {
-	Body struct {
-		Suppressions []Suppression `json:"suppressions"`
-	}
+func (in suppressionInput) key() suppressionKey {
+	return suppressionKey{channel: in.Channel, address: in.Address, category: in.Category}
+}
+
+// listSuppressionsOutputBody is the envelope of a list of suppressions
+// (listRoute); its name is the OpenAPI document's for it.
+type listSuppressionsOutputBody struct {
+	Suppressions []Suppression `json:"suppressions"`
 }
 
 func registerSuppressions(s *Service) {
-	errs := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-suppressions", Method: http.MethodGet, Path: "/v1/suppressions",
-		Summary: "List suppressed addresses", Description: "The tenant's addresses Herald does not send to, newest first.",
-		Tags: []string{"Suppressions"}, Security: needs(ScopeRead), Errors: errs,
-	}, s.listSuppressions)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "create-suppression", Method: http.MethodPost, Path: "/v1/suppressions",
+	r := &resource[suppressionKey, suppression.Entry, suppression.Entry, Suppression]{
+		what: "suppressions", path: "/v1/suppressions", item: "/{address}", tags: []string{"Suppressions"},
+		read: ScopeRead, write: ScopeSend,
+		store: func(st *stores) (resourceStore[suppressionKey, suppression.Entry, suppression.Entry], error) {
+			return suppressions{st.suppressions}, nil
+		},
+		view:     suppressionOf,
+		notFound: suppression.ErrNotFound, invalid: suppression.ErrInvalid, // its message names the field
+		absent: func(_ string, k suppressionKey) string { return k.address + " is not suppressed" },
+		broken: "the suppressions could not be read or written right now",
+	}
+	listRoute(s, r, route{Operation: huma.Operation{OperationID: "list-suppressions",
+		Summary: "List suppressed addresses", Description: "The tenant's addresses Herald does not send to, newest first."}},
+		func(l []Suppression) listSuppressionsOutputBody { return listSuppressionsOutputBody{l} })
+	createRoute[createSuppressionInput](s, r, route{Operation: huma.Operation{OperationID: "create-suppression",
 		Summary:     "Suppress an address",
-		Description: "Herald sends the tenant's notifications to it no more: each is recorded as suppressed, not tried. Suppressing an address again replaces its entry.",
-		Tags:        []string{"Suppressions"}, DefaultStatus: http.StatusCreated, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),
-		Errors: errs,
-	}, s.createSuppression)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "delete-suppression", Method: http.MethodDelete, Path: "/v1/suppressions/{address}",
-		Summary: "Lift a suppression", Description: "The address is sent to again.",
-		Tags: []string{"Suppressions"}, DefaultStatus: http.StatusNoContent, Security: needs(ScopeSend),
-		Errors: append(errs, http.StatusNotFound),
-	}, s.deleteSuppression)
+		Description: "Herald sends the tenant's notifications to it no more: each is recorded as suppressed, not tried. Suppressing an address again replaces its entry."}},
+		suppressionOf)
+	deleteRoute[suppressionInput](s, r, route{Operation: huma.Operation{OperationID: "delete-suppression",
+		Summary: "Lift a suppression", Description: "The address is sent to again."}})
 }
 
-// suppressionStore is the store and whose addresses the request manages,
-// scoped as the webhook endpoints are.
-func (s *Service) suppressionStore(ctx context.Context, named string) (*suppression.Store, string, error) {
-	st, tenant, err := s.managed(ctx, named, "suppressions")
-	if err != nil {
-		return nil, "", err
-	}
-	return st.suppressions, tenant, nil
+// suppressions is the suppression store as the API exposes it.
+type suppressions struct{ *suppression.Store }
+
+func (s suppressions) Get(ctx context.Context, tenant string, k suppressionKey) (suppression.Entry, error) {
+	return s.Store.Get(ctx, tenant, event.Channel(k.channel), k.address, k.category)
 }
 
-func (s *Service) listSuppressions(ctx context.Context, in *WebhookTenant) (*listSuppressionsOutput, error) {
-	st, tenant, err := s.suppressionStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	list, err := st.List(cctx, tenant)
-	if err != nil {
-		s.cfg.Logger.WarnContext(ctx, "suppressions not listed", "tenant", tenant, "error", err)
-		return nil, unavailable("the suppressions could not be read right now")
-	}
-	out := &listSuppressionsOutput{}
-	out.Body.Suppressions = make([]Suppression, len(list))
-	for i, e := range list {
-		out.Body.Suppressions[i] = suppressionOf(e)
-	}
-	return out, nil
+func (s suppressions) Put(ctx context.Context, _ string, e suppression.Entry) (suppression.Entry, error) {
+	return s.Add(ctx, e)
 }
 
-func (s *Service) createSuppression(ctx context.Context, in *createSuppressionInput) (*suppressionOutput, error) {
-	st, tenant, err := s.suppressionStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	reason := in.Body.Reason
-	if reason == "" {
-		reason = suppression.Manual
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	e, err := st.Add(cctx, suppression.Entry{Tenant: tenant, Channel: event.Channel(in.Body.Channel), Address: in.Body.Address,
-		Reason: reason, Detail: in.Body.Detail, Category: in.Body.Category, Source: "api"})
-	switch {
-	case errors.Is(err, suppression.ErrInvalid): // its message names the field
-		return nil, huma.Error422UnprocessableEntity(err.Error())
-	case err != nil:
-		s.cfg.Logger.WarnContext(ctx, "suppression not added", "tenant", tenant, "error", err)
-		return nil, unavailable("the suppression could not be stored right now")
-	}
-	return &suppressionOutput{Body: suppressionOf(e)}, nil
-}
-
-func (s *Service) deleteSuppression(ctx context.Context, in *suppressionInput) (*struct{}, error) {
-	st, tenant, err := s.suppressionStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	switch err := st.Remove(cctx, tenant, event.Channel(in.Channel), in.Address, in.Category); {
-	case errors.Is(err, suppression.ErrNotFound):
-		return nil, huma.Error404NotFound(in.Address + " is not suppressed")
-	case err != nil:
-		s.cfg.Logger.WarnContext(ctx, "suppression not lifted", "tenant", tenant, "error", err)
-		return nil, unavailable("the suppression could not be lifted right now")
-	}
-	return nil, nil
+func (s suppressions) Delete(ctx context.Context, tenant string, k suppressionKey) error {
+	return s.Remove(ctx, tenant, event.Channel(k.channel), k.address, k.category)
 }
 
 func suppressionOf(e suppression.Entry) Suppression {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -70,6 +69,11 @@ type templateInput struct {
 	Locale string `path:"locale"`
 }
 
+// templateKey names one of a tenant's templates.
+type templateKey struct{ name, locale string }
+
+func (in templateInput) key() templateKey { return templateKey{name: in.Name, locale: in.Locale} }
+
 type putTemplateInput struct {
 	WebhookTenant
 	Name   string `path:"name"`
@@ -77,12 +81,13 @@ type putTemplateInput struct {
 	Body   TemplateBody
 }
 
-type templateOutput struct{ Body Template }
+func (in putTemplateInput) record(tenant string) templates.Template {
+	return templates.Template{Tenant: tenant, Name: in.Name, Locale: templates.NormalizeLocale(in.Locale),
+		Subject: in.Body.Subject, Text: in.Body.Text, HTML: in.Body.HTML}
+}
 
-type listTemplatesOutput struct {
-	Body struct {
-		Templates []Template `json:"templates"`
-	}
+type listTemplatesOutputBody struct {
+	Templates []Template `json:"templates"`
 }
 
 type previewInput struct {
@@ -93,167 +98,112 @@ type previewInput struct {
 type previewOutput struct{ Body Preview }
 
 func registerTemplates(s *Service) {
-	errs := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
+	r := &resource[templateKey, templates.Template, templates.Template, Template]{
+		what: "templates", path: "/v1/templates", item: "/{name}/{locale}", tags: []string{"Templates"},
+		read: ScopeRead, write: ScopeSend,
+		store: func(st *stores) (resourceStore[templateKey, templates.Template, templates.Template], error) {
+			if s.cfg.Templates == nil {
+				return nil, huma.Error503ServiceUnavailable("templates cannot be rendered by this process (no email channel configured)")
+			}
+			return tenantTemplates{st.templates, s.cfg.Templates}, nil
+		},
+		view:     templateOf,
+		notFound: templates.ErrNotFound, invalid: templates.ErrInvalid,
+		absent: func(tenant string, k templateKey) string {
+			return "tenant " + tenant + " has no template " + k.name + " in " + k.locale + ": Herald's own is used"
+		},
+		broken: "the templates cannot be read right now",
+	}
+	listRoute(s, r, route{Operation: huma.Operation{OperationID: "list-templates", Summary: "List the tenant's own email templates"}},
+		func(l []Template) listTemplatesOutputBody { return listTemplatesOutputBody{l} })
+	getRoute[templateInput](s, r, route{Operation: huma.Operation{OperationID: "get-template", Summary: "Get one of the tenant's own email templates"}})
 	// Rendering a template counts against the tenant's rate (ratelimit.go).
-	rendering := append(slices.Clone(errs), http.StatusTooManyRequests)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-templates", Method: http.MethodGet, Path: "/v1/templates",
-		Summary: "List the tenant's own email templates", Tags: []string{"Templates"}, Security: needs(ScopeRead), Errors: errs,
-	}, s.listTemplates)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "get-template", Method: http.MethodGet, Path: "/v1/templates/{name}/{locale}",
-		Summary: "Get one of the tenant's own email templates", Tags: []string{"Templates"}, Security: needs(ScopeRead),
-		Errors: append(errs, http.StatusNotFound),
-	}, s.getTemplate)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "put-template", Method: http.MethodPut, Path: "/v1/templates/{name}/{locale}",
+	putRoute[putTemplateInput](s, r, route{Operation: huma.Operation{OperationID: "put-template",
 		Summary: "Set the tenant's own email template",
 		Description: "Replaces Herald's template name for the tenant's recipients of locale (and its regions). " +
 			"It is rendered for a sample delivery first: one that does not parse or run, or runs past a bound on rendering " +
 			"(its work, its output, how deep it nests or calls templates), is refused (422), naming the part and the bound.",
-		Tags: []string{"Templates"}, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(), Errors: rendering,
-	}, s.putTemplate)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "delete-template", Method: http.MethodDelete, Path: "/v1/templates/{name}/{locale}",
-		Summary: "Go back to Herald's template", Tags: []string{"Templates"}, DefaultStatus: http.StatusNoContent,
-		Security: needs(ScopeSend), Errors: append(errs, http.StatusNotFound),
-	}, s.deleteTemplate)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "preview-template", Method: http.MethodPost, Path: "/v1/templates/preview",
-		Summary: "Preview an email template",
+		Errors: []int{http.StatusTooManyRequests}}})
+	deleteRoute[templateInput](s, r, route{Operation: huma.Operation{OperationID: "delete-template", Summary: "Go back to Herald's template"}})
+	huma.Register(s.api, r.operation(route{Operation: huma.Operation{OperationID: "preview-template", Summary: "Preview an email template",
 		Description: "Renders, for a sample delivery, the parts given — or the tenant's own template, or Herald's — without storing anything. " +
 			"A render that runs past a bound (its work, its output, how deep it nests or calls templates) is refused (422), naming the bound.",
-		Tags: []string{"Templates"}, Security: needs(ScopeRead), MaxBodyBytes: s.bodyLimit(), Errors: rendering,
-	}, s.previewTemplate)
+		MaxBodyBytes: s.bodyLimit(), Errors: []int{http.StatusTooManyRequests}}}, http.MethodPost, r.path+"/preview", r.read),
+		func(ctx context.Context, in *previewInput) (*previewOutput, error) {
+			return s.previewTemplate(ctx, r, in)
+		})
 }
 
-// templateStore is the store and whose templates the request manages.
-func (s *Service) templateStore(ctx context.Context, named string) (*templates.Store, string, error) {
-	if s.cfg.Templates == nil {
-		return nil, "", huma.Error503ServiceUnavailable("templates cannot be rendered by this process (no email channel configured)")
-	}
-	st, tenant, err := s.managed(ctx, named, "templates")
-	if err != nil {
-		return nil, "", err
-	}
-	return st.templates, tenant, nil
+// tenantTemplates is the template store as the API exposes it: a template
+// is stored only once it renders for a sample delivery.
+type tenantTemplates struct {
+	*templates.Store
+	renderer TemplateRenderer
 }
 
-func (s *Service) listTemplates(ctx context.Context, in *WebhookTenant) (*listTemplatesOutput, error) {
-	st, tenant, err := s.templateStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	list, err := st.List(cctx, tenant)
-	if err != nil {
-		s.cfg.Logger.WarnContext(ctx, "templates not listed", "tenant", tenant, "error", err)
-		return nil, unavailable("the templates cannot be read right now")
-	}
-	out := &listTemplatesOutput{}
-	out.Body.Templates = make([]Template, len(list))
-	for i, t := range list {
-		out.Body.Templates[i] = templateOf(t)
-	}
-	return out, nil
+func (t tenantTemplates) Get(ctx context.Context, tenant string, k templateKey) (templates.Template, error) {
+	return t.Store.Get(ctx, tenant, k.name, k.locale)
 }
 
-func (s *Service) getTemplate(ctx context.Context, in *templateInput) (*templateOutput, error) {
-	st, tenant, err := s.templateStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
+func (t tenantTemplates) Put(ctx context.Context, _ string, tmpl templates.Template) (templates.Template, error) {
+	if _, err := rendered(t.renderer, tmpl); err != nil {
+		return templates.Template{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	t, err := st.Get(cctx, tenant, in.Name, in.Locale)
-	if err != nil {
-		return nil, s.templateError(ctx, tenant, in.Name, in.Locale, err)
-	}
-	return &templateOutput{Body: templateOf(t)}, nil
+	return t.Store.Put(ctx, tmpl)
 }
 
-func (s *Service) putTemplate(ctx context.Context, in *putTemplateInput) (*templateOutput, error) {
-	st, tenant, err := s.templateStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	t := templates.Template{Tenant: tenant, Name: in.Name, Locale: templates.NormalizeLocale(in.Locale),
-		Subject: in.Body.Subject, Text: in.Body.Text, HTML: in.Body.HTML}
-	if err := t.Check(); err != nil {
-		return nil, huma.Error422UnprocessableEntity(err.Error())
-	}
-	if _, err := s.cfg.Templates.Check(t); err != nil {
-		return nil, huma.Error422UnprocessableEntity("the template does not render: " + err.Error())
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	t, err = st.Put(cctx, t)
-	if err != nil {
-		return nil, s.templateError(ctx, tenant, in.Name, in.Locale, err)
-	}
-	return &templateOutput{Body: templateOf(t)}, nil
+func (t tenantTemplates) Delete(ctx context.Context, tenant string, k templateKey) error {
+	return t.Store.Delete(ctx, tenant, k.name, k.locale)
 }
 
-func (s *Service) deleteTemplate(ctx context.Context, in *templateInput) (*struct{}, error) {
-	st, tenant, err := s.templateStore(ctx, in.Tenant)
+// rendered is tmpl rendered for a sample delivery, or a 422 that names
+// the part and why it is not valid or does not render.
+func rendered(renderer TemplateRenderer, tmpl templates.Template) (templates.Rendered, error) {
+	if err := tmpl.Check(); err != nil {
+		return templates.Rendered{}, huma.Error422UnprocessableEntity(err.Error())
+	}
+	r, err := renderer.Check(tmpl)
 	if err != nil {
-		return nil, err
+		return templates.Rendered{}, huma.Error422UnprocessableEntity("the template does not render: " + err.Error())
 	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	if err := st.Delete(cctx, tenant, in.Name, in.Locale); err != nil {
-		return nil, s.templateError(ctx, tenant, in.Name, in.Locale, err)
-	}
-	return nil, nil
+	return r, nil
 }
 
-func (s *Service) previewTemplate(ctx context.Context, in *previewInput) (*previewOutput, error) {
-	st, tenant, err := s.templateStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
+// previewTemplate renders the parts the request gives, or else the
+// tenant's own template, or else Herald's.
+func (s *Service) previewTemplate(ctx context.Context, r *resource[templateKey, templates.Template, templates.Template, Template],
+	in *previewInput) (*previewOutput, error) {
 	b := in.Body
-	t := templates.Template{Tenant: tenant, Name: b.Name, Locale: templates.NormalizeLocale(b.Locale),
-		Subject: b.Subject, Text: b.Text, HTML: b.HTML}
-	source := "request"
-	if b.Subject == "" && b.Text == "" && b.HTML == "" {
-		cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-		defer cancel()
-		stored, err := st.Get(cctx, tenant, b.Name, t.Locale)
-		switch {
-		case errors.Is(err, templates.ErrNotFound):
-			r, err := s.cfg.Templates.Shipped(tenant, b.Name, t.Locale)
-			if err != nil {
-				return nil, huma.Error422UnprocessableEntity(err.Error())
+	p, err := call(ctx, s, r, in.Tenant, templateKey{name: b.Name, locale: b.Locale}, 0,
+		func(ctx context.Context, st resourceStore[templateKey, templates.Template, templates.Template], tenant string) (Preview, error) {
+			t := templates.Template{Tenant: tenant, Name: b.Name, Locale: templates.NormalizeLocale(b.Locale),
+				Subject: b.Subject, Text: b.Text, HTML: b.HTML}
+			source := "request"
+			if b.Subject == "" && b.Text == "" && b.HTML == "" {
+				stored, err := st.Get(ctx, tenant, templateKey{name: b.Name, locale: t.Locale})
+				if errors.Is(err, templates.ErrNotFound) {
+					out, err := s.cfg.Templates.Shipped(tenant, b.Name, t.Locale)
+					if err != nil {
+						return Preview{}, huma.Error422UnprocessableEntity(err.Error())
+					}
+					return previewOf(out, "herald"), nil
+				}
+				if err != nil {
+					return Preview{}, err
+				}
+				t, source = stored, "tenant"
 			}
-			return &previewOutput{Body: Preview{Subject: r.Subject, Text: r.Text, HTML: r.HTML, Source: "herald"}}, nil
-		case err != nil:
-			return nil, s.templateError(ctx, tenant, b.Name, b.Locale, err)
-		}
-		t, source = stored, "tenant"
-	}
-	if err := t.Check(); err != nil {
-		return nil, huma.Error422UnprocessableEntity(err.Error())
-	}
-	r, err := s.cfg.Templates.Check(t)
+			out, err := rendered(s.cfg.Templates, t)
+			return previewOf(out, source), err
+		})
 	if err != nil {
-		return nil, huma.Error422UnprocessableEntity("the template does not render: " + err.Error())
+		return nil, err
 	}
-	return &previewOutput{Body: Preview{Subject: r.Subject, Text: r.Text, HTML: r.HTML, Source: source}}, nil
+	return &previewOutput{Body: p}, nil
 }
 
-// templateError answers a store error: the caller's mistake says so, the
-// store's own trouble is a 503.
-func (s *Service) templateError(ctx context.Context, tenant, name, locale string, err error) error {
-	switch {
-	case errors.Is(err, templates.ErrNotFound):
-		return huma.Error404NotFound("tenant " + tenant + " has no template " + name + " in " + locale + ": Herald's own is used")
-	case errors.Is(err, templates.ErrInvalid):
-		return huma.Error422UnprocessableEntity(err.Error())
-	}
-	s.cfg.Logger.WarnContext(ctx, "templates unavailable", "tenant", tenant, "error", err)
-	return unavailable("the templates cannot be read right now")
+func previewOf(r templates.Rendered, source string) Preview {
+	return Preview{Subject: r.Subject, Text: r.Text, HTML: r.HTML, Source: source}
 }
 
 func templateOf(t templates.Template) Template {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/heraldhq/herald/shared/vault"
 	"github.com/heraldhq/herald/shared/webhooks"
 )
 
@@ -51,47 +52,53 @@ type createWebhookInput struct {
 	Body NewWebhookEndpoint
 }
 
+func (in createWebhookInput) record(string) webhooks.New {
+	return webhooks.New{URL: in.Body.URL, Events: in.Body.Events, Description: in.Body.Description}
+}
+
 type webhookInput struct {
 	WebhookTenant
 	ID string `path:"id"`
 }
 
-type createWebhookOutput struct{ Body CreatedWebhookEndpoint }
+func (in webhookInput) key() string { return in.ID }
 
-type listWebhooksOutput struct {
-	Body struct {
-		Endpoints []WebhookEndpoint `json:"endpoints"`
-	}
+type listWebhooksOutputBody struct {
+	Endpoints []WebhookEndpoint `json:"endpoints"`
 }
 
 func registerWebhooks(s *Service) {
-	errs := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
-	huma.Register(s.api, huma.Operation{
-		OperationID: "create-webhook-endpoint", Method: http.MethodPost, Path: "/v1/webhooks/endpoints",
+	r := &resource[string, webhooks.New, endpoint, WebhookEndpoint]{
+		what: "endpoints", path: "/v1/webhooks/endpoints", item: "/{id}", tags: []string{"Webhooks"},
+		read: ScopeRead, write: ScopeSend,
+		store: func(st *stores) (resourceStore[string, webhooks.New, endpoint], error) {
+			return endpoints{st.webhooks, s.cfg.Keyring}, nil
+		},
+		view:     func(e endpoint) WebhookEndpoint { return endpointOf(e.Endpoint) },
+		notFound: webhooks.ErrNotFound, conflict: webhooks.ErrConflict,
+		absent: func(_, id string) string { return "no endpoint " + id },
+		broken: "the endpoint registry did not answer",
+	}
+	createRoute[createWebhookInput](s, r, route{Operation: huma.Operation{OperationID: "create-webhook-endpoint",
 		Summary:     "Register a webhook endpoint",
 		Description: "Herald POSTs the tenant's status events (and webhook-channel notifications) to it, signed per the Standard Webhooks spec with a secret generated here and shown this once. Addresses in private networks are refused when dialled.",
-		Tags:        []string{"Webhooks"}, DefaultStatus: http.StatusCreated, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),
-		Errors: append(errs, http.StatusConflict),
-	}, s.createWebhook)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "list-webhook-endpoints", Method: http.MethodGet, Path: "/v1/webhooks/endpoints",
-		Summary: "List webhook endpoints", Description: "With their status; never a secret.",
-		Tags: []string{"Webhooks"}, Security: needs(ScopeRead), Errors: errs,
-	}, s.listWebhooks)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "delete-webhook-endpoint", Method: http.MethodDelete, Path: "/v1/webhooks/endpoints/{id}",
-		Summary: "Remove a webhook endpoint", Description: "Nothing more is sent to it.",
-		Tags: []string{"Webhooks"}, DefaultStatus: http.StatusNoContent, Security: needs(ScopeSend),
-		Errors: append(errs, http.StatusNotFound),
-	}, s.deleteWebhook)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "enable-webhook-endpoint", Method: http.MethodPost, Path: "/v1/webhooks/endpoints/{id}/enable",
+		Errors:      []int{http.StatusConflict}}},
+		func(e endpoint) CreatedWebhookEndpoint {
+			return CreatedWebhookEndpoint{WebhookEndpoint: endpointOf(e.Endpoint), Secret: e.secret}
+		})
+	listRoute(s, r, route{Operation: huma.Operation{OperationID: "list-webhook-endpoints",
+		Summary: "List webhook endpoints", Description: "With their status; never a secret."}},
+		func(l []WebhookEndpoint) listWebhooksOutputBody { return listWebhooksOutputBody{l} })
+	deleteRoute[webhookInput](s, r, route{Operation: huma.Operation{OperationID: "delete-webhook-endpoint",
+		Summary: "Remove a webhook endpoint", Description: "Nothing more is sent to it."}})
+	actionRoute[webhookInput](s, r, route{Operation: huma.Operation{OperationID: "enable-webhook-endpoint",
 		Summary:     "Enable a disabled webhook endpoint",
-		Description: "Herald disables an endpoint that answers 410 Gone or keeps failing for webhooks.disable_after; once it is fixed, enable it (its failures are forgotten), then redeliver what it missed.",
-		Tags:        []string{"Webhooks"}, Security: needs(ScopeSend), Errors: append(errs, http.StatusNotFound),
-	}, s.enableWebhook)
-	huma.Register(s.api, huma.Operation{
-		OperationID: "redeliver-webhooks", Method: http.MethodPost, Path: "/v1/webhooks/endpoints/{id}/redeliver",
+		Description: "Herald disables an endpoint that answers 410 Gone or keeps failing for webhooks.disable_after; once it is fixed, enable it (its failures are forgotten), then redeliver what it missed."}},
+		http.MethodPost, r.item+"/enable", r.write,
+		func(st resourceStore[string, webhooks.New, endpoint], ctx context.Context, tenant, id string) (endpoint, error) {
+			return st.(endpoints).enable(ctx, tenant, id)
+		})
+	huma.Register(s.api, r.operation(route{Operation: huma.Operation{OperationID: "redeliver-webhooks",
 		Summary: "Send an endpoint's webhooks again",
 		Description: "One webhook (message), or every one whose outcome was told between since and until (read from the ledger's writes: " +
 			fmt.Sprintf("a range spans at most %d hours and %d of the tenant's ledger writes), ", int(webhooks.MaxRange.Hours()), webhooks.MaxLedgerReads) +
@@ -101,9 +108,61 @@ func registerWebhooks(s *Service) {
 			"The same id never sends a webhook twice. A tenant key's redelivery costs one request of its plan's rate per webhook sent " +
 			"(at least one), and counts against the tenant's redeliveries an hour (api.redeliveries_per_hour): past either, it is " +
 			"refused whole with 429, saying how many remain and when.",
-		Tags: []string{"Webhooks"}, DefaultStatus: http.StatusAccepted, Security: needs(ScopeSend), MaxBodyBytes: s.bodyLimit(),
-		Errors: append(errs, http.StatusNotFound, http.StatusTooManyRequests),
-	}, s.redeliverWebhooks)
+		DefaultStatus: http.StatusAccepted, MaxBodyBytes: s.bodyLimit(),
+		Errors: []int{http.StatusNotFound, http.StatusTooManyRequests}}}, http.MethodPost, r.path+r.item+"/redeliver", r.write),
+		s.redeliverWebhooks)
+}
+
+// endpoint is a webhook endpoint, with its signing secret when it was
+// just created.
+type endpoint struct {
+	webhooks.Endpoint
+	secret string
+}
+
+// endpoints is the endpoint registry as the API exposes it.
+type endpoints struct {
+	st   *webhooks.Store
+	keys *vault.Keyring
+}
+
+func (e endpoints) List(ctx context.Context, tenant string) ([]endpoint, error) {
+	list, err := e.st.List(ctx, tenant)
+	out := make([]endpoint, len(list))
+	for i, ep := range list {
+		out[i] = endpoint{Endpoint: ep}
+	}
+	return out, err
+}
+
+func (e endpoints) Get(ctx context.Context, tenant, id string) (endpoint, error) {
+	ep, err := e.st.Get(ctx, tenant, id)
+	return endpoint{Endpoint: ep}, err
+}
+
+// Put registers a new endpoint. What the registry refuses before it runs
+// out of time is the caller's to fix, in the registry's words.
+func (e endpoints) Put(ctx context.Context, tenant string, n webhooks.New) (endpoint, error) {
+	if e.keys == nil {
+		return endpoint{}, huma.Error503ServiceUnavailable("no master key configured (vault.master_key_env or vault.master_key_file): signing secrets cannot be stored")
+	}
+	ep, secret, err := e.st.Create(ctx, tenant, n)
+	if err != nil && !errors.Is(err, webhooks.ErrConflict) && ctx.Err() == nil {
+		return endpoint{}, huma.Error422UnprocessableEntity(err.Error())
+	}
+	return endpoint{Endpoint: ep, secret: secret}, err
+}
+
+func (e endpoints) Delete(ctx context.Context, tenant, id string) error {
+	return e.st.Delete(ctx, tenant, id)
+}
+
+// enable sends to a disabled endpoint again, and answers it as it then is.
+func (e endpoints) enable(ctx context.Context, tenant, id string) (endpoint, error) {
+	if err := e.st.Enable(ctx, tenant, id); err != nil {
+		return endpoint{}, err
+	}
+	return e.Get(ctx, tenant, id)
 }
 
 // RedeliveryRequest selects the webhooks to send again.
@@ -132,7 +191,7 @@ type redeliverOutput struct {
 const redeliverTimeout = time.Minute
 
 func (s *Service) redeliverWebhooks(ctx context.Context, in *redeliverInput) (*redeliverOutput, error) {
-	st, tenant, err := s.webhookStore(ctx, in.Tenant)
+	st, tenant, err := s.managed(ctx, in.Tenant, "endpoints")
 	if err != nil {
 		return nil, err
 	}
@@ -158,108 +217,6 @@ func (s *Service) redeliverWebhooks(ctx context.Context, in *redeliverInput) (*r
 		return nil, unavailable("the webhooks could not be redelivered right now")
 	}
 	return &redeliverOutput{RateLimit: rate, Body: out}, nil
-}
-
-type webhookOutput struct{ Body WebhookEndpoint }
-
-func (s *Service) enableWebhook(ctx context.Context, in *webhookInput) (*webhookOutput, error) {
-	st, tenant, err := s.webhookStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	err = st.webhooks.Enable(cctx, tenant, in.ID)
-	var e webhooks.Endpoint
-	if err == nil {
-		e, err = st.webhooks.Get(cctx, tenant, in.ID)
-	}
-	switch {
-	case errors.Is(err, webhooks.ErrNotFound):
-		return nil, huma.Error404NotFound("no endpoint " + in.ID)
-	case err != nil:
-		return nil, huma.Error503ServiceUnavailable("the endpoint registry did not answer")
-	}
-	return &webhookOutput{Body: endpointOf(e)}, nil
-}
-
-// webhookStore is the stores and whose endpoints the request manages.
-func (s *Service) webhookStore(ctx context.Context, named string) (*stores, string, error) {
-	return s.managed(ctx, named, "endpoints")
-}
-
-// managed is the stores and the tenant whose things (what) the request
-// manages: a tenant key's own, or the one an admin key names.
-func (s *Service) managed(ctx context.Context, named, what string) (*stores, string, error) {
-	st, err := s.ready()
-	if err != nil {
-		return nil, "", err
-	}
-	tenant, err := s.tenantOf(ctx, named)
-	if err != nil {
-		return nil, "", err
-	}
-	if !principal(ctx).Reaches(tenant) {
-		return nil, "", huma.Error403Forbidden("this key manages tenant " + principal(ctx).Tenant + "'s " + what + " only")
-	}
-	return st, tenant, nil
-}
-
-func (s *Service) createWebhook(ctx context.Context, in *createWebhookInput) (*createWebhookOutput, error) {
-	if s.cfg.Keyring == nil {
-		return nil, huma.Error503ServiceUnavailable("no master key configured (vault.master_key_env or vault.master_key_file): signing secrets cannot be stored")
-	}
-	st, tenant, err := s.webhookStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	e, secret, err := st.webhooks.Create(cctx, tenant, webhooks.New{URL: in.Body.URL, Events: in.Body.Events, Description: in.Body.Description})
-	switch {
-	case errors.Is(err, webhooks.ErrConflict):
-		return nil, huma.Error409Conflict(err.Error())
-	case err != nil && cctx.Err() == nil:
-		return nil, huma.Error422UnprocessableEntity(err.Error())
-	case err != nil:
-		return nil, huma.Error503ServiceUnavailable("the endpoint registry did not answer")
-	}
-	return &createWebhookOutput{Body: CreatedWebhookEndpoint{WebhookEndpoint: endpointOf(e), Secret: secret}}, nil
-}
-
-func (s *Service) listWebhooks(ctx context.Context, in *WebhookTenant) (*listWebhooksOutput, error) {
-	st, tenant, err := s.webhookStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	list, err := st.webhooks.List(cctx, tenant)
-	if err != nil {
-		return nil, huma.Error503ServiceUnavailable("the endpoint registry did not answer")
-	}
-	out := &listWebhooksOutput{}
-	out.Body.Endpoints = make([]WebhookEndpoint, len(list))
-	for i, e := range list {
-		out.Body.Endpoints[i] = endpointOf(e)
-	}
-	return out, nil
-}
-
-func (s *Service) deleteWebhook(ctx context.Context, in *webhookInput) (*struct{}, error) {
-	st, tenant, err := s.webhookStore(ctx, in.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	switch err := st.webhooks.Delete(cctx, tenant, in.ID); {
-	case errors.Is(err, webhooks.ErrNotFound):
-		return nil, huma.Error404NotFound("no endpoint " + in.ID)
-	case err != nil:
-		return nil, huma.Error503ServiceUnavailable("the endpoint registry did not answer")
-	}
-	return nil, nil
 }
 
 func endpointOf(e webhooks.Endpoint) WebhookEndpoint {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -12,10 +11,38 @@ import (
 
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/domains"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // providerTimeout bounds a command that asks an email provider.
 const providerTimeout = time.Minute
+
+// sendingDomains is the domain store, with what finds the provider that
+// registers a tenant's domains — as the api finds it, from the
+// configuration's email providers and the tenant's own accounts.
+type sendingDomains struct {
+	*domains.Store
+	cfg app.Config
+	js  jetstream.JetStream
+}
+
+// registrar is the provider that registers the tenant's domains, and its
+// name.
+func (d sendingDomains) registrar(ctx context.Context, tenant string) (string, domains.Registrar, error) {
+	o, err := app.OpenDomains(ctx, d.cfg, d.js)
+	if err != nil {
+		return "", nil, err
+	}
+	return o.Registrar(ctx, tenant)
+}
+
+// domainCommands reach the domain store.
+var domainCommands = resourceCommands[sendingDomains]{
+	open: func(ctx context.Context, cfg app.Config, js jetstream.JetStream, _ *vault.Keyring) (sendingDomains, error) {
+		s, err := domains.Open(ctx, js)
+		return sendingDomains{Store: s, cfg: cfg, js: js}, err
+	},
+}
 
 func domainsCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -32,127 +59,82 @@ Domains are kept in the KV bucket sending_domains.`,
 	return cmd
 }
 
+// domainCommand is a command on one of the tenant's domains (--domain).
+func domainCommand(use, short, example string, run func(cmd *cobra.Command, ctx context.Context, d sendingDomains, tenant, domain string) error) *cobra.Command {
+	return domainCommands.command(resourceCommand[sendingDomains]{
+		use: use + " --tenant ID --domain D", short: short, example: example,
+		key: "domain", keyUsage: "the domain, e.g. acme.example (required)",
+		run: run,
+	})
+}
+
+// askingCommand is a domain command that asks the tenant's email provider,
+// within providerTimeout, and prints the domain as it answered.
+func askingCommand(use, short, example string, ask func(d sendingDomains, ctx context.Context, tenant, domain string) (domains.Entry, error)) *cobra.Command {
+	return domainCommand(use, short, example, func(cmd *cobra.Command, ctx context.Context, d sendingDomains, tenant, domain string) error {
+		ctx, cancel := context.WithTimeout(ctx, providerTimeout)
+		defer cancel()
+		e, err := ask(d, ctx, tenant, domain)
+		if err != nil {
+			return err
+		}
+		return printDomain(cmd.OutOrStdout(), e)
+	})
+}
+
 func domainsAddCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "add --tenant ID --domain D",
-		Short:   "Register a domain with the tenant's email provider, and print the DNS records to publish",
-		Example: `  herald domains add --tenant acme --domain acme.example`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, domain := domainFlags(cmd)
-			return withRegistrar(cmd, tenant, func(ctx context.Context, s *domains.Store, registrar registrarFunc) error {
-				name, r, err := registrar()
-				if err != nil {
-					return err
-				}
-				e, err := s.Register(ctx, tenant, domain, name, r)
-				if err != nil {
-					return err
-				}
-				return printDomain(cmd.OutOrStdout(), e)
-			})
-		},
-	}
-	requireDomainFlags(cmd)
-	return cmd
+	return askingCommand("add", "Register a domain with the tenant's email provider, and print the DNS records to publish",
+		`  herald domains add --tenant acme --domain acme.example`, sendingDomains.register)
 }
 
 func domainsStatusCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "status --tenant ID --domain D",
-		Short: "Ask the provider where a domain stands now, and print it",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, domain := domainFlags(cmd)
-			return withRegistrar(cmd, tenant, func(ctx context.Context, s *domains.Store, registrar registrarFunc) error {
-				// An unknown domain is said so before any provider is set up.
-				if _, err := s.Get(ctx, tenant, domain); err != nil {
-					return fmt.Errorf("%s: %w", domains.Normalize(domain), err)
-				}
-				name, r, err := registrar()
-				if err != nil {
-					return err
-				}
-				e, err := s.Check(ctx, tenant, domain, name, r)
-				if err != nil {
-					return err
-				}
-				return printDomain(cmd.OutOrStdout(), e)
-			})
-		},
+	return askingCommand("status", "Ask the provider where a domain stands now, and print it", "", sendingDomains.check)
+}
+
+// register registers domain with the tenant's email provider.
+func (d sendingDomains) register(ctx context.Context, tenant, domain string) (domains.Entry, error) {
+	name, r, err := d.registrar(ctx, tenant)
+	if err != nil {
+		return domains.Entry{}, err
 	}
-	requireDomainFlags(cmd)
-	return cmd
+	return d.Register(ctx, tenant, domain, name, r)
+}
+
+// check asks the tenant's email provider where domain stands.
+func (d sendingDomains) check(ctx context.Context, tenant, domain string) (domains.Entry, error) {
+	// An unknown domain is said so before any provider is set up.
+	if _, err := d.Get(ctx, tenant, domain); err != nil {
+		return domains.Entry{}, fmt.Errorf("%s: %w", domains.Normalize(domain), err)
+	}
+	name, r, err := d.registrar(ctx, tenant)
+	if err != nil {
+		return domains.Entry{}, err
+	}
+	return d.Check(ctx, tenant, domain, name, r)
 }
 
 func domainsListCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "list --tenant ID [--json]",
-		Short: "List a tenant's sending domains as the provider last described them",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, _ := cmd.Flags().GetString("tenant")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			return withDomains(cmd, func(ctx context.Context, s *domains.Store) error {
-				list, err := s.List(ctx, tenant)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					if list == nil {
-						list = []domains.Entry{} // none is an empty list, not null
-					}
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
-				}
-				w := newTable(cmd.OutOrStdout(), "DOMAIN", "PROVIDER", "STATUS", "CHECKED", "DETAIL")
-				for _, e := range list {
-					w.row(e.Domain, e.Provider, e.Status, e.CheckedAt.Format(time.RFC3339), dash(e.Detail))
-				}
-				return w.flush()
-			})
-		},
-	}
-	cmd.Flags().String("tenant", "", "the tenant (required)")
-	cmd.Flags().Bool("json", false, "print JSON")
-	_ = cmd.MarkFlagRequired("tenant")
-	return cmd
+	return listCommand(domainCommands, "List a tenant's sending domains as the provider last described them",
+		sendingDomains.List,
+		[]any{"DOMAIN", "PROVIDER", "STATUS", "CHECKED", "DETAIL"},
+		func(e domains.Entry) []any {
+			return []any{e.Domain, e.Provider, e.Status, e.CheckedAt.Format(time.RFC3339), dash(e.Detail)}
+		})
 }
 
 func domainsRemoveCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "remove --tenant ID --domain D",
-		Short: "Forget a sending domain (the provider keeps it registered)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, domain := domainFlags(cmd)
-			return withDomains(cmd, func(ctx context.Context, s *domains.Store) error {
-				e, err := s.Get(ctx, tenant, domain)
-				if err == nil {
-					err = s.Delete(ctx, tenant, domain)
-				}
-				if err != nil {
-					return fmt.Errorf("%s: %w", domains.Normalize(domain), err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "forgot %s for tenant %s; %s keeps it registered until it is removed there\n", e.Domain, tenant, e.Provider)
-				return nil
-			})
-		},
-	}
-	requireDomainFlags(cmd)
-	return cmd
-}
-
-func domainFlags(cmd *cobra.Command) (tenant, domain string) {
-	tenant, _ = cmd.Flags().GetString("tenant")
-	domain, _ = cmd.Flags().GetString("domain")
-	return tenant, domain
-}
-
-func requireDomainFlags(cmd *cobra.Command) {
-	cmd.Flags().String("tenant", "", "the tenant (required)")
-	cmd.Flags().String("domain", "", "the domain, e.g. acme.example (required)")
-	_ = cmd.MarkFlagRequired("tenant")
-	_ = cmd.MarkFlagRequired("domain")
+	return domainCommand("remove", "Forget a sending domain (the provider keeps it registered)", "",
+		func(cmd *cobra.Command, ctx context.Context, d sendingDomains, tenant, domain string) error {
+			e, err := d.Get(ctx, tenant, domain)
+			if err == nil {
+				err = d.Delete(ctx, tenant, domain)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", domains.Normalize(domain), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "forgot %s for tenant %s; %s keeps it registered until it is removed there\n", e.Domain, tenant, e.Provider)
+			return nil
+		})
 }
 
 // printDomain is a domain's status, then the records to publish as a
@@ -168,39 +150,4 @@ func printDomain(out io.Writer, e domains.Entry) error {
 		w.row(r.Type, r.Name, r.Value)
 	}
 	return w.flush()
-}
-
-func withDomains(cmd *cobra.Command, fn func(context.Context, *domains.Store) error) error {
-	return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
-		s, err := domains.Open(ctx, js)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, s)
-	})
-}
-
-// registrarFunc finds the provider that registers the tenant's domains,
-// and its name.
-type registrarFunc func() (string, domains.Registrar, error)
-
-// withRegistrar runs fn with the store and what finds the provider that
-// registers the tenant's domains — as the api finds it, from the
-// configuration's email providers and the tenant's own accounts.
-func withRegistrar(cmd *cobra.Command, tenant string, fn func(context.Context, *domains.Store, registrarFunc) error) error {
-	return withNATS(cmd, func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error {
-		ctx, cancel := context.WithTimeout(ctx, providerTimeout)
-		defer cancel()
-		s, err := domains.Open(ctx, js)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, s, func() (string, domains.Registrar, error) {
-			d, err := app.OpenDomains(ctx, cfg, js)
-			if err != nil {
-				return "", nil, err
-			}
-			return d.Registrar(ctx, tenant)
-		})
-	})
 }

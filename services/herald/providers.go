@@ -34,6 +34,14 @@ lists; nothing prints more of a secret than its last 4 characters.`,
 	return cmd
 }
 
+// providerCommands reach the credentials store; setting an account seals
+// its secrets with the master key.
+var providerCommands = resourceCommands[*vault.Store]{
+	open: func(ctx context.Context, _ app.Config, js jetstream.JetStream, keys *vault.Keyring) (*vault.Store, error) {
+		return vault.Open(ctx, js, keys)
+	},
+}
+
 func providersSetCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "set --tenant ID --name N --type ses|sendgrid|smtp|twilio|awssms [settings] [secret files]",
@@ -52,64 +60,104 @@ A tenant names its email accounts in its chain with herald tenants set
 --providers, its SMS and WhatsApp accounts with --sms-providers and
 --whatsapp-providers.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, _ := cmd.Flags().GetString("tenant")
-			c, err := credentialFromFlags(cmd)
-			if err != nil {
-				return err
-			}
-			if err := c.Validate(); err != nil {
-				return fmt.Errorf("%w\n(%s)", err, providerFlagsHint)
-			}
-			// A tenant's chain names the platform's providers by type: an
-			// account of that name would never be used.
-			if slices.ContainsFunc(vault.ChannelsOf(c.Type), func(ch event.Channel) bool {
-				return slices.Contains(app.ProviderTypes[string(ch)], c.Name)
-			}) {
-				return fmt.Errorf("name: %q is the platform's provider of that type in a tenant's chain; name the tenant's own account otherwise (e.g. %s-%s)",
-					c.Name, c.Name, tenant)
-			}
-			keys, err := cliKeyring(cmd)
-			if err != nil {
-				return err
-			}
-			return withVault(cmd, keys, func(ctx context.Context, s *vault.Store) error {
-				if err := s.Put(ctx, tenant, c); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "stored %s provider %s for tenant %s (secret %s, sealed under key %s)\n",
-					c.Type, c.Name, tenant, c.Secret().Preview(), keys.Current().ID())
-				return nil
-			})
-		},
+		RunE: setProvider,
 	}
-	f := cmd.Flags()
-	f.String("tenant", "", "the tenant (required)")
-	f.String("name", "", "the provider's name in the tenant's chain (required)")
-	f.String("type", "", "ses, sendgrid, smtp (email), twilio (SMS, WhatsApp) or awssms (SMS) (required)")
-	f.String("endpoint", "", "all but smtp: the API's base URL, for an emulator, a proxy or a regional endpoint")
-	f.String("region", "", "ses, awssms: the AWS region")
-	f.String("access-key-id", "", "ses, awssms: the AWS access key id (stored sealed all the same)")
-	f.String("secret-access-key-file", "", "ses, awssms: file holding the AWS secret access key")
-	f.String("api-key-file", "", "sendgrid: file holding the API key")
-	f.String("webhook-public-key", "", "sendgrid: the Signed Event Webhook's verification key (base64), for /v1/inbound/sendgrid/<tenant>/<name>")
-	f.StringSlice("sns-topic", nil, "ses: an SNS topic ARN its events come through to /v1/inbound/ses/<tenant>/<name> (repeatable)")
-	f.String("host", "", "smtp: the server")
-	f.Int("port", 0, "smtp: the port (default 587, or 465 with --tls implicit)")
-	f.String("username", "", "smtp: the AUTH user")
-	f.String("password-file", "", "smtp: file holding the AUTH password")
-	f.String("tls", "", "smtp: mandatory (default), opportunistic, implicit or none")
-	f.String("account-sid", "", "twilio: the account SID (AC…)")
-	f.String("auth-token-file", "", "twilio: file holding the auth token")
-	f.String("from", "", "twilio: the sender number, E.164 (or --messaging-service-sid)")
-	f.String("messaging-service-sid", "", "twilio: the messaging service (MG…) that picks the sender")
-	f.String("origination-identity", "", "awssms: the sender: phone number, sender id or pool")
-	f.String("configuration-set", "", "awssms: the configuration set that receives the message's events")
+	providerFlags(cmd)
 	masterKeyFlag(cmd)
 	for _, name := range []string{"tenant", "name", "type"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// setProvider stores the account the flags describe. What could not be
+// used is refused before the master key is read or anything stored.
+func setProvider(cmd *cobra.Command, _ []string) error {
+	tenant, _ := cmd.Flags().GetString("tenant")
+	c, err := credentialFromFlags(cmd)
+	if err != nil {
+		return err
+	}
+	if err := usable(c, tenant); err != nil {
+		return err
+	}
+	keys, err := cliKeyring(cmd)
+	if err != nil {
+		return err
+	}
+	return providerCommands.with(cmd, keys, func(ctx context.Context, s *vault.Store) error {
+		if err := s.Put(ctx, tenant, c); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "stored %s provider %s for tenant %s (secret %s, sealed under key %s)\n",
+			c.Type, c.Name, tenant, c.Secret().Preview(), keys.Current().ID())
+		return nil
+	})
+}
+
+// usable refuses an account that is not valid, or that the tenant's chain
+// could not name: a chain names the platform's providers by type, so an
+// account of that name would never be used.
+func usable(c vault.Credential, tenant string) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%w\n(%s)", err, providerFlagsHint)
+	}
+	if slices.ContainsFunc(vault.ChannelsOf(c.Type), func(ch event.Channel) bool {
+		return slices.Contains(app.ProviderTypes[string(ch)], c.Name)
+	}) {
+		return fmt.Errorf("name: %q is the platform's provider of that type in a tenant's chain; name the tenant's own account otherwise (e.g. %s-%s)",
+			c.Name, c.Name, tenant)
+	}
+	return nil
+}
+
+// settingFlags are the flags of an account's plain settings, each the
+// field it sets.
+var settingFlags = []struct {
+	name, usage string
+	field       func(*vault.Credential) *string
+}{
+	{"name", "the provider's name in the tenant's chain (required)", func(c *vault.Credential) *string { return &c.Name }},
+	{"type", "ses, sendgrid, smtp (email), twilio (SMS, WhatsApp) or awssms (SMS) (required)", func(c *vault.Credential) *string { return &c.Type }},
+	{"endpoint", "all but smtp: the API's base URL, for an emulator, a proxy or a regional endpoint", func(c *vault.Credential) *string { return &c.Endpoint }},
+	{"region", "ses, awssms: the AWS region", func(c *vault.Credential) *string { return &c.Region }},
+	{"webhook-public-key", "sendgrid: the Signed Event Webhook's verification key (base64), for /v1/inbound/sendgrid/<tenant>/<name>",
+		func(c *vault.Credential) *string { return &c.WebhookPublicKey }},
+	{"host", "smtp: the server", func(c *vault.Credential) *string { return &c.Host }},
+	{"username", "smtp: the AUTH user", func(c *vault.Credential) *string { return &c.Username }},
+	{"tls", "smtp: mandatory (default), opportunistic, implicit or none", func(c *vault.Credential) *string { return &c.TLS }},
+	{"account-sid", "twilio: the account SID (AC…)", func(c *vault.Credential) *string { return &c.AccountSID }},
+	{"from", "twilio: the sender number, E.164 (or --messaging-service-sid)", func(c *vault.Credential) *string { return &c.From }},
+	{"messaging-service-sid", "twilio: the messaging service (MG…) that picks the sender", func(c *vault.Credential) *string { return &c.MessagingServiceSID }},
+	{"origination-identity", "awssms: the sender: phone number, sender id or pool", func(c *vault.Credential) *string { return &c.OriginationIdentity }},
+	{"configuration-set", "awssms: the configuration set that receives the message's events", func(c *vault.Credential) *string { return &c.ConfigurationSet }},
+}
+
+// secretFileFlags name the files an account's secrets are read from:
+// never a flag's value, which shell history and process lists keep.
+var secretFileFlags = []struct {
+	name, usage string
+	field       func(*vault.Credential) *vault.Secret
+}{
+	{"secret-access-key-file", "ses, awssms: file holding the AWS secret access key", func(c *vault.Credential) *vault.Secret { return &c.SecretAccessKey }},
+	{"api-key-file", "sendgrid: file holding the API key", func(c *vault.Credential) *vault.Secret { return &c.APIKey }},
+	{"password-file", "smtp: file holding the AUTH password", func(c *vault.Credential) *vault.Secret { return &c.Password }},
+	{"auth-token-file", "twilio: file holding the auth token", func(c *vault.Credential) *vault.Secret { return &c.AuthToken }},
+}
+
+// providerFlags are the flags that describe an account to set.
+func providerFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("tenant", "", "the tenant (required)")
+	for _, s := range settingFlags {
+		f.String(s.name, "", s.usage)
+	}
+	for _, s := range secretFileFlags {
+		f.String(s.name, "", s.usage)
+	}
+	f.String("access-key-id", "", "ses, awssms: the AWS access key id (stored sealed all the same)")
+	f.StringSlice("sns-topic", nil, "ses: an SNS topic ARN its events come through to /v1/inbound/ses/<tenant>/<name> (repeatable)")
+	f.Int("port", 0, "smtp: the port (default 587, or 465 with --tls implicit)")
 }
 
 const providerFlagsHint = "ses takes --region, --access-key-id, --secret-access-key-file, --sns-topic and --endpoint; " +
@@ -122,36 +170,23 @@ const providerFlagsHint = "ses takes --region, --access-key-id, --secret-access-
 func credentialFromFlags(cmd *cobra.Command) (vault.Credential, error) {
 	f := cmd.Flags()
 	var c vault.Credential
-	c.Name, _ = f.GetString("name")
-	c.Type, _ = f.GetString("type")
-	c.Endpoint, _ = f.GetString("endpoint")
-	c.Region, _ = f.GetString("region")
-	c.Host, _ = f.GetString("host")
+	for _, s := range settingFlags {
+		*s.field(&c), _ = f.GetString(s.name)
+	}
 	c.Port, _ = f.GetInt("port")
-	c.Username, _ = f.GetString("username")
-	c.TLS, _ = f.GetString("tls")
-	c.AccountSID, _ = f.GetString("account-sid")
-	c.From, _ = f.GetString("from")
-	c.MessagingServiceSID, _ = f.GetString("messaging-service-sid")
-	c.OriginationIdentity, _ = f.GetString("origination-identity")
-	c.ConfigurationSet, _ = f.GetString("configuration-set")
-	c.WebhookPublicKey, _ = f.GetString("webhook-public-key")
 	c.SNSTopics, _ = f.GetStringSlice("sns-topic")
 	id, _ := f.GetString("access-key-id")
 	c.AccessKeyID = vault.NewSecret(id)
-	for _, file := range []struct {
-		flag string
-		into *vault.Secret
-	}{{"secret-access-key-file", &c.SecretAccessKey}, {"api-key-file", &c.APIKey}, {"password-file", &c.Password}, {"auth-token-file", &c.AuthToken}} {
-		path, _ := f.GetString(file.flag)
+	for _, s := range secretFileFlags {
+		path, _ := f.GetString(s.name)
 		if path == "" {
 			continue
 		}
-		s, err := readSecretFile(path)
+		secret, err := readSecretFile(path)
 		if err != nil {
-			return c, fmt.Errorf("--%s: %w", file.flag, err)
+			return c, fmt.Errorf("--%s: %w", s.name, err)
 		}
-		*file.into = s
+		*s.field(&c) = secret
 	}
 	return c, nil
 }
@@ -171,32 +206,23 @@ func readSecretFile(path string) (vault.Secret, error) {
 }
 
 func providersListCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "list --tenant ID",
-		Short: "List a tenant's provider accounts: settings and masked secrets",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, _ := cmd.Flags().GetString("tenant")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			return withVault(cmd, nil, func(ctx context.Context, s *vault.Store) error {
-				list, err := s.List(ctx, tenant)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					return enc.Encode(append([]vault.Info{}, list...))
-				}
-				printProviders(cmd.OutOrStdout(), list)
-				return nil
-			})
+	return providerCommands.command(resourceCommand[*vault.Store]{
+		use: "list --tenant ID", short: "List a tenant's provider accounts: settings and masked secrets",
+		flags: func(cmd *cobra.Command) { cmd.Flags().Bool("json", false, "print JSON") },
+		run: func(cmd *cobra.Command, ctx context.Context, s *vault.Store, tenant, _ string) error {
+			list, err := s.List(ctx, tenant)
+			if err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(append([]vault.Info{}, list...))
+			}
+			printProviders(cmd.OutOrStdout(), list)
+			return nil
 		},
-	}
-	cmd.Flags().String("tenant", "", "the tenant (required)")
-	cmd.Flags().Bool("json", false, "print JSON")
-	_ = cmd.MarkFlagRequired("tenant")
-	return cmd
+	})
 }
 
 func printProviders(w io.Writer, list []vault.Info) {
@@ -236,41 +262,19 @@ func providerSettings(p vault.Info) string {
 }
 
 func providersRemoveCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "remove --tenant ID --name N",
-		Short: "Remove a tenant's provider account, with every earlier revision of it",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, _ := cmd.Flags().GetString("tenant")
-			name, _ := cmd.Flags().GetString("name")
-			return withVault(cmd, nil, func(ctx context.Context, s *vault.Store) error {
-				err := s.Delete(ctx, tenant, name)
-				if errors.Is(err, vault.ErrNotFound) {
-					return fmt.Errorf("tenant %s has no provider named %q", tenant, name)
-				}
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed provider %s of tenant %s\n", name, tenant)
-				return nil
-			})
+	return providerCommands.command(resourceCommand[*vault.Store]{
+		use: "remove --tenant ID --name N", short: "Remove a tenant's provider account, with every earlier revision of it",
+		key: "name", keyUsage: "the provider's name (required)",
+		run: func(cmd *cobra.Command, ctx context.Context, s *vault.Store, tenant, name string) error {
+			err := s.Delete(ctx, tenant, name)
+			if errors.Is(err, vault.ErrNotFound) {
+				return fmt.Errorf("tenant %s has no provider named %q", tenant, name)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed provider %s of tenant %s\n", name, tenant)
+			return nil
 		},
-	}
-	cmd.Flags().String("tenant", "", "the tenant (required)")
-	cmd.Flags().String("name", "", "the provider's name (required)")
-	_ = cmd.MarkFlagRequired("tenant")
-	_ = cmd.MarkFlagRequired("name")
-	return cmd
-}
-
-// withVault connects and opens the credentials store for a command; keys
-// may be nil when it only lists or removes.
-func withVault(cmd *cobra.Command, keys *vault.Keyring, fn func(context.Context, *vault.Store) error) error {
-	return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
-		s, err := vault.Open(ctx, js, keys)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, s)
 	})
 }

@@ -30,125 +30,99 @@ added or rotated, shown that once, and stored sealed under the master key.`,
 	return cmd
 }
 
+// endpoints is the endpoint registry, and the JetStream a redelivery
+// publishes on.
+type endpoints struct {
+	*webhooks.Store
+	js jetstream.JetStream
+}
+
+// webhookCommands reach the endpoint registry; a command that makes a
+// secret opens it with the master key.
+var webhookCommands = resourceCommands[endpoints]{
+	open: func(ctx context.Context, _ app.Config, js jetstream.JetStream, keys *vault.Keyring) (endpoints, error) {
+		s, err := webhooks.Open(ctx, js, keys)
+		return endpoints{Store: s, js: js}, err
+	},
+}
+
 func webhooksAddCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "add --tenant ID --url URL [--events 'notification.*'] [--json]",
-		Short:   "Register an endpoint; its signing secret is shown this once",
-		Example: `  herald webhooks add --tenant acme --url https://erp.acme.example/herald --events 'notification.failed'`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	return webhookCommands.command(resourceCommand[endpoints]{
+		use:     "add --tenant ID --url URL [--events 'notification.*'] [--json]",
+		short:   "Register an endpoint; its signing secret is shown this once",
+		example: `  herald webhooks add --tenant acme --url https://erp.acme.example/herald --events 'notification.failed'`,
+		flags: func(cmd *cobra.Command) {
 			f := cmd.Flags()
-			tenant, _ := f.GetString("tenant")
-			url, _ := f.GetString("url")
-			events, _ := f.GetStringSlice("events")
-			description, _ := f.GetString("description")
-			asJSON, _ := f.GetBool("json")
-			keys, err := cliKeyring(cmd)
+			f.String("url", "", "the endpoint, https (required)")
+			f.StringSlice("events", nil, "event types, as patterns (default notification.*,report.*,webhook.*,tenant.*)")
+			f.String("description", "", "what the endpoint is, for people")
+			f.Bool("json", false, "print the endpoint and its secret as JSON")
+		},
+		required: []string{"url"},
+		seals:    true,
+		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant, _ string) error {
+			f := cmd.Flags()
+			var n webhooks.New
+			n.URL, _ = f.GetString("url")
+			n.Events, _ = f.GetStringSlice("events")
+			n.Description, _ = f.GetString("description")
+			e, secret, err := s.Create(ctx, tenant, n)
 			if err != nil {
 				return err
 			}
-			return withWebhooks(cmd, keys, func(ctx context.Context, s *webhooks.Store) error {
-				e, secret, err := s.Create(ctx, tenant, webhooks.New{URL: url, Events: events, Description: description})
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
-						webhooks.Endpoint
-						Secret string `json:"secret"`
-					}{e, secret})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "added endpoint %s for tenant %s (events %s)\nsigning secret, shown this once: %s\n",
-					e.ID, tenant, strings.Join(e.Events, ","), secret)
-				return nil
-			})
+			if asJSON, _ := f.GetBool("json"); asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+					webhooks.Endpoint
+					Secret string `json:"secret"`
+				}{e, secret})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "added endpoint %s for tenant %s (events %s)\nsigning secret, shown this once: %s\n",
+				e.ID, tenant, strings.Join(e.Events, ","), secret)
+			return nil
 		},
-	}
-	f := cmd.Flags()
-	f.String("tenant", "", "the tenant (required)")
-	f.String("url", "", "the endpoint, https (required)")
-	f.StringSlice("events", nil, "event types, as patterns (default notification.*,report.*,webhook.*,tenant.*)")
-	f.String("description", "", "what the endpoint is, for people")
-	f.Bool("json", false, "print the endpoint and its secret as JSON")
-	masterKeyFlag(cmd)
-	_ = cmd.MarkFlagRequired("tenant")
-	_ = cmd.MarkFlagRequired("url")
-	return cmd
+	})
 }
 
 func webhooksListCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "list --tenant ID [--json]",
-		Short: "List a tenant's endpoints and their health; never a secret",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, _ := cmd.Flags().GetString("tenant")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			return withWebhooks(cmd, nil, func(ctx context.Context, s *webhooks.Store) error {
-				list, err := s.List(ctx, tenant)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(list)
-				}
-				w := newTable(cmd.OutOrStdout(), "ID", "URL", "EVENTS", "STATUS", "FAILING SINCE")
-				for _, e := range list {
-					status, failing := string(e.Status), "-"
-					if e.DisabledReason != "" {
-						status += ": " + e.DisabledReason
-					}
-					if !e.FailingSince.IsZero() {
-						failing = e.FailingSince.Format(time.RFC3339)
-					}
-					w.row(e.ID, e.URL, strings.Join(e.Events, ","), status, failing)
-				}
-				return w.flush()
-			})
-		},
-	}
-	cmd.Flags().String("tenant", "", "the tenant (required)")
-	cmd.Flags().Bool("json", false, "print JSON")
-	_ = cmd.MarkFlagRequired("tenant")
-	return cmd
+	return listCommand(webhookCommands, "List a tenant's endpoints and their health; never a secret", endpoints.List,
+		[]any{"ID", "URL", "EVENTS", "STATUS", "FAILING SINCE"},
+		func(e webhooks.Endpoint) []any {
+			status, failing := string(e.Status), "-"
+			if e.DisabledReason != "" {
+				status += ": " + e.DisabledReason
+			}
+			if !e.FailingSince.IsZero() {
+				failing = e.FailingSince.Format(time.RFC3339)
+			}
+			return []any{e.ID, e.URL, strings.Join(e.Events, ","), status, failing}
+		})
 }
 
 func webhooksRotateCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "rotate --tenant ID --id we_…",
-		Short: "Give an endpoint a new signing secret; the old one keeps signing beside it for --grace",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, _ := cmd.Flags().GetString("tenant")
-			id, _ := cmd.Flags().GetString("id")
+	return webhookCommands.command(resourceCommand[endpoints]{
+		use:   "rotate --tenant ID --id we_…",
+		short: "Give an endpoint a new signing secret; the old one keeps signing beside it for --grace",
+		key:   "id", keyUsage: "the endpoint (required)",
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().Duration("grace", 24*time.Hour, "how long the old secret keeps signing")
+		},
+		seals: true,
+		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant, id string) error {
 			grace, _ := cmd.Flags().GetDuration("grace")
-			keys, err := cliKeyring(cmd)
+			secret, err := s.Rotate(ctx, tenant, id, grace)
 			if err != nil {
 				return err
 			}
-			return withWebhooks(cmd, keys, func(ctx context.Context, s *webhooks.Store) error {
-				secret, err := s.Rotate(ctx, tenant, id, grace)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "rotated %s; the old secret signs too until %s\nnew signing secret, shown this once: %s\n",
-					id, time.Now().Add(grace).UTC().Format(time.RFC3339), secret)
-				return nil
-			})
+			fmt.Fprintf(cmd.OutOrStdout(), "rotated %s; the old secret signs too until %s\nnew signing secret, shown this once: %s\n",
+				id, time.Now().Add(grace).UTC().Format(time.RFC3339), secret)
+			return nil
 		},
-	}
-	cmd.Flags().String("tenant", "", "the tenant (required)")
-	cmd.Flags().String("id", "", "the endpoint (required)")
-	cmd.Flags().Duration("grace", 24*time.Hour, "how long the old secret keeps signing")
-	masterKeyFlag(cmd)
-	_ = cmd.MarkFlagRequired("tenant")
-	_ = cmd.MarkFlagRequired("id")
-	return cmd
+	})
 }
 
 func webhooksRemoveCommand() *cobra.Command {
 	return endpointCommand("rm", "Remove an endpoint: nothing more is sent to it", "",
-		func(ctx context.Context, s *webhooks.Store, tenant, id string) (string, error) {
+		func(ctx context.Context, s endpoints, tenant, id string) (string, error) {
 			return "removed", s.Delete(ctx, tenant, id)
 		})
 }
@@ -159,95 +133,54 @@ func webhooksEnableCommand() *cobra.Command {
 webhooks.disable_after. Once it is fixed, enable it, then redeliver what it
 missed, a day at most each time:
 herald webhooks redeliver --tenant ID --endpoint we_… --since T [--until T] --failed`,
-		func(ctx context.Context, s *webhooks.Store, tenant, id string) (string, error) {
+		func(ctx context.Context, s endpoints, tenant, id string) (string, error) {
 			return "enabled", s.Enable(ctx, tenant, id)
 		})
 }
 
 // endpointCommand is a command that does one thing to one endpoint
 // (--tenant, --id) and says what it did.
-func endpointCommand(name, short, long string, do func(ctx context.Context, s *webhooks.Store, tenant, id string) (string, error)) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   name + " --tenant ID --id we_…",
-		Short: short,
-		Long:  long,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			tenant, _ := cmd.Flags().GetString("tenant")
-			id, _ := cmd.Flags().GetString("id")
-			return withWebhooks(cmd, nil, func(ctx context.Context, s *webhooks.Store) error {
-				done, err := do(ctx, s, tenant, id)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s endpoint %s of tenant %s\n", done, id, tenant)
-				return nil
-			})
+func endpointCommand(name, short, long string, do func(ctx context.Context, s endpoints, tenant, id string) (string, error)) *cobra.Command {
+	return webhookCommands.command(resourceCommand[endpoints]{
+		use: name + " --tenant ID --id we_…", short: short, long: long,
+		key: "id", keyUsage: "the endpoint (required)",
+		run: func(cmd *cobra.Command, ctx context.Context, s endpoints, tenant, id string) error {
+			done, err := do(ctx, s, tenant, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s endpoint %s of tenant %s\n", done, id, tenant)
+			return nil
 		},
-	}
-	cmd.Flags().String("tenant", "", "the tenant (required)")
-	cmd.Flags().String("id", "", "the endpoint (required)")
-	_ = cmd.MarkFlagRequired("tenant")
-	_ = cmd.MarkFlagRequired("id")
-	return cmd
+	})
 }
 
 func webhooksRedeliverCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "redeliver --tenant ID (--message ntf_… | --since T [--until T] [--failed]) [--endpoint we_…] [--id rd_…] [--dry-run] [--json]",
-		Short: "Send webhooks again: one, or every one told in a time range",
-		Long: fmt.Sprintf(`Each webhook is sent again as it was — the same webhook-id and body, signed
+	cmd := webhookCommands.command(resourceCommand[endpoints]{
+		use:   "redeliver --tenant ID (--message ntf_… | --since T [--until T] [--failed]) [--endpoint we_…] [--id rd_…] [--dry-run] [--json]",
+		short: "Send webhooks again: one, or every one told in a time range",
+		long: fmt.Sprintf(`Each webhook is sent again as it was — the same webhook-id and body, signed
 with the endpoint's current secrets — as a new notification whose ledger
 entry names the original (redelivery_of). A range is read from the
 ledger's writes by when each webhook's outcome was told: it spans at most
 %d hours and %d of the tenant's ledger writes, and holds at most %d
 webhooks. Running the same --id again sends nothing twice.`, int(webhooks.MaxRange.Hours()), webhooks.MaxLedgerReads, webhooks.MaxRedeliveries),
-		Example: `  herald webhooks redeliver --tenant acme --message ntf_3f…
+		example: `  herald webhooks redeliver --tenant acme --message ntf_3f…
   herald webhooks redeliver --tenant acme --endpoint we_… --since 2026-12-01T08:00:00Z --until 2026-12-01T12:00:00Z --failed`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := cmd.Flags()
-			var r webhooks.Redelivery
-			r.Tenant, _ = f.GetString("tenant")
-			r.ID, _ = f.GetString("id")
-			r.Message, _ = f.GetString("message")
-			r.Endpoint, _ = f.GetString("endpoint")
-			r.FailedOnly, _ = f.GetBool("failed")
-			r.DryRun, _ = f.GetBool("dry-run")
-			asJSON, _ := f.GetBool("json")
-			for name, t := range map[string]*time.Time{"since": &r.Since, "until": &r.Until} {
-				if v, _ := f.GetString(name); v != "" {
-					var err error
-					if *t, err = time.Parse(time.RFC3339, v); err != nil {
-						return fmt.Errorf("--%s: want a time such as 2026-12-01T08:00:00Z: %w", name, err)
-					}
-				}
-			}
-			return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
-				s, err := webhooks.Open(ctx, js, nil)
-				if err != nil {
-					return err
-				}
-				l, err := ledger.Open(ctx, js)
-				if err != nil {
-					return err
-				}
-				b := progressBar(cmd, "reading outcomes")
-				out, err := s.Redeliver(ctx, js, l, r, func(read int) { b.progress(read, read) })
-				b.finish()
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
-				}
-				printRedelivered(cmd, out)
-				return nil
-			})
+		flags: redeliveryFlags,
+		check: func(cmd *cobra.Command) error {
+			_, err := redelivery(cmd, "")
+			return err
 		},
-	}
+		run: redeliver,
+	})
+	cmd.MarkFlagsMutuallyExclusive("message", "since")
+	cmd.MarkFlagsOneRequired("message", "since")
+	return cmd
+}
+
+func redeliveryFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.String("tenant", "", "the tenant (required)")
 	f.String("message", "", "one webhook's notification id")
 	f.String("since", "", "the range's start, RFC 3339")
 	f.String("until", "", "the range's end, RFC 3339 (default now)")
@@ -256,10 +189,50 @@ webhooks. Running the same --id again sends nothing twice.`, int(webhooks.MaxRan
 	f.String("id", "", "this redelivery's id, rd_…: the same id never sends a webhook twice (default a new one)")
 	f.Bool("dry-run", false, "list what would be sent; send nothing")
 	f.Bool("json", false, "print JSON")
-	_ = cmd.MarkFlagRequired("tenant")
-	cmd.MarkFlagsMutuallyExclusive("message", "since")
-	cmd.MarkFlagsOneRequired("message", "since")
-	return cmd
+}
+
+// redelivery is the redelivery the flags ask for.
+func redelivery(cmd *cobra.Command, tenant string) (webhooks.Redelivery, error) {
+	f := cmd.Flags()
+	r := webhooks.Redelivery{Tenant: tenant}
+	r.ID, _ = f.GetString("id")
+	r.Message, _ = f.GetString("message")
+	r.Endpoint, _ = f.GetString("endpoint")
+	r.FailedOnly, _ = f.GetBool("failed")
+	r.DryRun, _ = f.GetBool("dry-run")
+	for name, t := range map[string]*time.Time{"since": &r.Since, "until": &r.Until} {
+		if v, _ := f.GetString(name); v != "" {
+			var err error
+			if *t, err = time.Parse(time.RFC3339, v); err != nil {
+				return r, fmt.Errorf("--%s: want a time such as 2026-12-01T08:00:00Z: %w", name, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// redeliver sends the webhooks the flags select again, reading the
+// ledger's outcomes with a progress bar.
+func redeliver(cmd *cobra.Command, ctx context.Context, s endpoints, tenant, _ string) error {
+	r, err := redelivery(cmd, tenant)
+	if err != nil {
+		return err
+	}
+	l, err := ledger.Open(ctx, s.js)
+	if err != nil {
+		return err
+	}
+	b := progressBar(cmd, "reading outcomes")
+	out, err := s.Redeliver(ctx, s.js, l, r, func(read int) { b.progress(read, read) })
+	b.finish()
+	if err != nil {
+		return err
+	}
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+	}
+	printRedelivered(cmd, out)
+	return nil
 }
 
 func printRedelivered(cmd *cobra.Command, out webhooks.Redelivered) {
@@ -280,14 +253,4 @@ func printRedelivered(cmd *cobra.Command, out webhooks.Redelivered) {
 		tw.row("skipped "+s.NotificationID, s.Reason)
 	}
 	_ = tw.flush()
-}
-
-func withWebhooks(cmd *cobra.Command, keys *vault.Keyring, fn func(context.Context, *webhooks.Store) error) error {
-	return withNATS(cmd, func(ctx context.Context, _ app.Config, js jetstream.JetStream) error {
-		s, err := webhooks.Open(ctx, js, keys)
-		if err != nil {
-			return err
-		}
-		return fn(ctx, s)
-	})
 }
