@@ -32,6 +32,13 @@ type DevConfig struct {
 	Config Config
 }
 
+// DevDataDir is dev's data directory unless told otherwise.
+const DevDataDir = ".herald"
+
+// DevMasterKeyFile is where dev keeps the vault's master key under its data
+// directory: the CLI, run beside it, finds the key there.
+func DevMasterKeyFile(dataDir string) string { return filepath.Join(dataDir, "master.key") }
+
 // devLinkSecret names the generated key that signs dev's document links.
 const devLinkSecret = "HERALD_DEV_LINK_SECRET"
 
@@ -51,7 +58,7 @@ type Dev struct {
 // StartDev starts embedded NATS (JetStream on disk) and, unless a Redis URL
 // is given, an embedded Redis; then runs every service against them.
 func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, err error) {
-	dir, err := filepath.Abs(cmp.Or(cfg.DataDir, ".herald"))
+	dir, err := filepath.Abs(cmp.Or(cfg.DataDir, DevDataDir))
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +153,7 @@ func devMasterKey(c *Config, dir string) (string, error) {
 	if env := c.Vault.WithDefaults().MasterKeyEnv; c.Vault.MasterKeyFile != "" || (c.Getenv != nil && c.Getenv(env) != "") {
 		return c.Vault.MasterKeyFile, nil
 	}
-	path := filepath.Join(dir, "master.key")
+	path := DevMasterKeyFile(dir)
 	if _, err := vault.ReadKeyFile(path); errors.Is(err, fs.ErrNotExist) {
 		if _, err := vault.GenerateKeyFile(path); err != nil {
 			return "", err
