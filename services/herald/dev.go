@@ -80,7 +80,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 // --master-key-file only when the CLI's defaults there (cliNATS, the
 // working directory's dev key) would not reach this dev.
 func printBanner(w io.Writer, dev *app.Dev, cliNATS string) {
-	herald, keyFlag := devCLI(dev, cliNATS)
+	herald, keyFlag := devCLI(dev.NATS.URL(), dev.MasterKey, cliNATS)
 	api := "http://" + dev.App.APIAddr()
 	fmt.Fprintf(w, "\nHerald dev is running; its data is in %s.\n\n", dev.DataDir)
 	fmt.Fprintf(w, "  Console   %s%s  sign in with an admin key, printed by:\n", api, console.Path)
@@ -105,15 +105,17 @@ func printBanner(w io.Writer, dev *app.Dev, cliNATS string) {
 	fmt.Fprintf(w, "\nCtrl-C stops Herald after finishing in-flight messages.\n\n")
 }
 
-// devCLI is how the banner's commands call the CLI, and the flag the ones
-// that need the master key add ("" when the CLI finds the key itself).
-func devCLI(dev *app.Dev, cliNATS string) (herald, keyFlag string) {
+// devCLI is how the banner's commands call the CLI of a dev on natsURL
+// whose key is masterKey, and the flag the commands that need the key add:
+// nothing the CLI's own defaults there (cliNATS, the working directory's
+// dev key) already give.
+func devCLI(natsURL, masterKey, cliNATS string) (herald, keyFlag string) {
 	herald = "go run ./services/herald"
-	if cliNATS != dev.NATS.URL() {
-		herald = "NATS_URL=" + dev.NATS.URL() + " " + herald
+	if cliNATS != natsURL {
+		herald = "NATS_URL=" + natsURL + " " + herald
 	}
-	if here, err := filepath.Abs(app.DevMasterKeyFile(app.DevDataDir)); dev.MasterKey != "" && (err != nil || here != dev.MasterKey) {
-		keyFlag = " --master-key-file " + dev.MasterKey
+	if here, err := filepath.Abs(app.DevMasterKeyFile(app.DevDataDir)); masterKey != "" && (err != nil || here != masterKey) {
+		keyFlag = " --master-key-file " + masterKey
 	}
 	return herald, keyFlag
 }

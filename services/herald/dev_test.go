@@ -167,3 +167,28 @@ func requireFiles(t *testing.T, dir, pattern string, n int) []app.Delivery {
 	}
 	return out
 }
+
+// The banner's commands carry NATS_URL and --master-key-file only when the
+// CLI, run from the same directory, would not find this dev by itself: the
+// README's `go run ./services/herald dev` prints them bare.
+func TestDevCommandsNeedNoSettingsUnderDefaults(t *testing.T) {
+	t.Parallel()
+	here, err := filepath.Abs(".herald/master.key")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, natsURL, masterKey string
+		wantHerald, wantKeyFlag  string
+	}{
+		{"defaults", "nats://127.0.0.1:4222", here, "go run ./services/herald", ""},
+		{"a key configured", "nats://127.0.0.1:4222", "", "go run ./services/herald", ""},
+		{"another port", "nats://127.0.0.1:4333", here, "NATS_URL=nats://127.0.0.1:4333 go run ./services/herald", ""},
+		{"another data directory", "nats://127.0.0.1:4222", "/tmp/devtry/master.key", "go run ./services/herald", " --master-key-file /tmp/devtry/master.key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			herald, keyFlag := devCLI(tc.natsURL, tc.masterKey, "nats://127.0.0.1:4222")
+			require.Equal(t, tc.wantHerald, herald)
+			require.Equal(t, tc.wantKeyFlag, keyFlag)
+		})
+	}
+}
