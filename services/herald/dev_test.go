@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -101,12 +102,16 @@ func TestDevBannerCommandsWorkAsPasted(t *testing.T) {
 		"publish examples/events/order.created.json", "publish --no-validate examples/events/broken.order.created.json", "dlq list"} {
 		require.True(t, strings.Contains(strings.Join(lines, "\n"), "services/herald "+want), "the banner shows %q:\n%s", want, banner)
 	}
+	var tenantKey string
 	for _, c := range cmds {
 		if c.natsURL != "" {
 			t.Setenv("NATS_URL", c.natsURL)
 		}
 		out, err := herald(t, c.args...)
 		require.NoError(t, err, "%s\n%s", c.line, out)
+		if strings.Contains(c.line, "keys create --tenant") {
+			tenantKey = regexp.MustCompile(`hk_\S+`).FindString(out)
+		}
 	}
 
 	console := regexp.MustCompile(`Console +(http://\S+/console/)`).FindStringSubmatch(banner)
@@ -139,6 +144,40 @@ func TestDevBannerCommandsWorkAsPasted(t *testing.T) {
 	require.Equal(t, "acme", entries[0].Tenant)
 	require.Contains(t, entries[0].Reason, `data.order.totals.net: must be a JSON string such as "183.48", not a number`)
 	require.Contains(t, entries[0].Reason, `data.recipients[1].Email: is not a field`)
+
+	api := regexp.MustCompile(`HTTP API +(http://\S+)/v1/`).FindStringSubmatch(banner)
+	require.NotNil(t, api, banner)
+	requireNotificationsFound(t, api[1], tenantKey)
+}
+
+// requireNotificationsFound posts the revised order to the API with a key
+// of acme, and finds each notification its 202 names, once routed.
+func requireNotificationsFound(t *testing.T, api, key string) {
+	t.Helper()
+	order, err := os.ReadFile("examples/events/order.updated.json")
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(heraldtest.Context(t), http.MethodPost, api+"/v1/events", bytes.NewReader(order))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := heraldtest.HTTPClient(t).Do(req)
+	require.NoError(t, err)
+	var accepted struct{ Notifications []string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&accepted))
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	require.Len(t, accepted.Notifications, 2, "one email per recipient")
+	for _, id := range accepted.Notifications {
+		require.Eventually(t, func() bool {
+			req, err := http.NewRequestWithContext(heraldtest.Context(t), http.MethodGet, api+"/v1/notifications/"+id, nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := heraldtest.HTTPClient(t).Do(req)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			return resp.StatusCode == http.StatusOK
+		}, 30*time.Second, 50*time.Millisecond, "notification %s", id)
+	}
 }
 
 // requireFiles waits for n files matching pattern in dir — dev's sinks
