@@ -29,8 +29,9 @@ type DevConfig struct {
 	// Redis-protocol server is started on a free loopback port.
 	RedisURL string
 	// HookListen is the address of the webhook sink, which writes each
-	// delivery posted to /hook under DataDir/hooks. Defaults to
-	// 127.0.0.1:8082.
+	// delivery posted to /hook under DataDir/hooks (Dev.HookURL says where
+	// it is). Defaults to a free loopback port; herald dev's --hook-listen
+	// is 127.0.0.1:8082.
 	HookListen string
 	// Config is the same configuration production uses. Without email
 	// providers, mail goes to the mail-directory sink under DataDir/mail.
@@ -144,7 +145,7 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 // startHookSink serves the webhook sink, writing under DataDir/hooks.
 func (d *Dev) startHookSink(listen string, logger *slog.Logger) error {
 	d.HookDir = filepath.Join(d.DataDir, "hooks")
-	srv, addr, err := startHookSink(cmp.Or(listen, "127.0.0.1:8082"), d.HookDir, logger.With("component", "webhook-sink"))
+	srv, addr, err := startHookSink(cmp.Or(listen, "127.0.0.1:0"), d.HookDir, logger.With("component", "webhook-sink"))
 	if err != nil {
 		return err
 	}
