@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
@@ -70,6 +71,10 @@ type Config struct {
 	// adding or checking a domain answers 503; listing and forgetting
 	// work. Defaults to nil.
 	Domains func(ctx context.Context, tenant string) (string, domains.Registrar, error) `yaml:"-"`
+	// Plan names the notifications the router plans for an event
+	// (router.Config.Plan, with the routes the router has): POST /v1/events
+	// answers with their ids. Nil: the answer names none. Defaults to nil.
+	Plan func(header nats.Header, payload []byte) ([]string, error) `yaml:"-"`
 	// TracerProvider, when set, traces every request as a server span
 	// whose context travels on with what the request publishes; nil
 	// traces nothing.

@@ -57,6 +57,10 @@ type EventAccepted struct {
 	Stream    string `json:"stream" doc:"The stream that stored it."`
 	Sequence  uint64 `json:"sequence" doc:"Its sequence in the stream (the earlier copy's, if a duplicate)."`
 	Duplicate bool   `json:"duplicate" doc:"JetStream had stored the same event (tenant, id and bytes: the same Nats-Msg-Id) within its duplicate window, and kept that one."`
+	// Notifications are planned by the router's own pure decision, from
+	// the same routes: ids are digests of dedupe keys, so the API knows
+	// them without waiting for the router.
+	Notifications []string `json:"notifications,omitzero" doc:"The ids (ntf_…) of the notifications the routes plan for the event, one per recipient per channel: GET /v1/notifications/{id} finds each once the router has routed the event, within moments. Empty when no route applies or the router will dead-letter the event."`
 }
 
 type eventInput struct {
@@ -206,9 +210,24 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 		return nil, err
 	}
 	out := &eventOutput{Status: http.StatusAccepted, Body: EventAccepted{ID: ev.ID, Tenant: ev.Tenant, Subject: subject,
-		Stream: ack.Stream, Sequence: ack.Sequence, Duplicate: ack.Duplicate}}
+		Stream: ack.Stream, Sequence: ack.Sequence, Duplicate: ack.Duplicate, Notifications: s.planned(ctx, header, body)}}
 	s.done(ctx, c, out.Status, out.Body)
 	return out, nil
+}
+
+// planned names the notifications the router plans for the event as
+// published: none (not nil) when it plans none, nil when the API does not
+// know the routes.
+func (s *Service) planned(ctx context.Context, header nats.Header, body []byte) []string {
+	if s.cfg.Plan == nil {
+		return nil
+	}
+	ids, err := s.cfg.Plan(header, body)
+	if err != nil {
+		// Accepted, and published: the router dead-letters it, saying why.
+		s.cfg.Logger.DebugContext(ctx, "the router will plan nothing for an accepted event", "error", err)
+	}
+	return append([]string{}, ids...)
 }
 
 // decodeEvent returns the message to publish — with the key's tenant

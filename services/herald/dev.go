@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/examples"
+	"github.com/heraldhq/herald/services/api/console"
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/event"
 )
@@ -25,15 +27,21 @@ func devCommand() *cobra.Command {
 		Long: `Run every Herald service in one process with an embedded NATS server
 (JetStream on disk under --data), an embedded Redis-protocol server unless
 REDIS_URL is set, and a mail sink that writes one .eml file per email under
-<data>/mail (unless the configuration names email providers).
+<data>/mail (unless the configuration names email providers), and a webhook
+sink on --hook-listen that answers each signed POST to /hook and writes it
+under <data>/hooks: register it as an endpoint (herald webhooks add --tenant
+acme --url http://127.0.0.1:8082/hook) to see the status events Herald sends.
+Commands run from the same directory use dev's master key, <data>/master.key,
+when --data is the default.
 
 The embedded NATS server listens on --nats-listen, so the stock nats CLI works
 against it. Ctrl-C finishes in-flight messages, then stops.`,
 		Args: cobra.NoArgs,
 		RunE: runDev,
 	}
-	cmd.Flags().String("data", ".herald", "data directory: JetStream store and mail sink")
+	cmd.Flags().String("data", ".herald", "data directory: JetStream store, master key, and the mail, SMS and webhook sinks")
 	cmd.Flags().String("nats-listen", "127.0.0.1:4222", "embedded NATS client address")
+	cmd.Flags().String("hook-listen", "127.0.0.1:8082", "webhook sink address: it writes each delivery POSTed to /hook under <data>/hooks")
 	listenFlags(cmd)
 	cmd.Flags().Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may spend finishing in-flight messages")
 	return cmd
@@ -49,14 +57,15 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	cfg.Services = nil
 	data, _ := cmd.Flags().GetString("data")
 	natsListen, _ := cmd.Flags().GetString("nats-listen")
+	hookListen, _ := cmd.Flags().GetString("hook-listen")
 	logger := newLogger(cfg, cmd.ErrOrStderr())
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dev, err := app.StartDev(ctx, app.DevConfig{DataDir: data, NATSListen: natsListen, RedisURL: cfg.Redis.URL, Config: cfg}, logger)
+	dev, err := app.StartDev(ctx, app.DevConfig{DataDir: data, NATSListen: natsListen, HookListen: hookListen, RedisURL: cfg.Redis.URL, Config: cfg}, logger)
 	if err != nil {
 		return err
 	}
-	printBanner(cmd.OutOrStdout(), dev)
+	printBanner(cmd.OutOrStdout(), dev, cfg.NATS.URL)
 	<-ctx.Done()
 	stop()
 	timeout, _ := cmd.Flags().GetDuration("shutdown-timeout")
@@ -66,40 +75,76 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	return dev.Stop(sctx)
 }
 
-func printBanner(w io.Writer, dev *app.Dev) {
+// printBanner says where everything is, and prints the tour's commands as
+// they run from the repository root in another shell: with NATS_URL and
+// --master-key-file only when the CLI's defaults there (cliNATS, the
+// working directory's dev key) would not reach this dev.
+func printBanner(w io.Writer, dev *app.Dev, cliNATS string) {
+	herald, keyFlag := devCLI(dev.NATS.URL(), dev.MasterKey, cliNATS)
+	api := "http://" + dev.App.APIAddr()
+	fmt.Fprintf(w, "\nHerald dev is running; its data is in %s.\n\n", dev.DataDir)
+	fmt.Fprintf(w, "  Console   %s%s  sign in with an admin key, printed by:\n", api, console.Path)
+	fmt.Fprintf(w, "              %s keys create --admin --name console\n", herald)
+	fmt.Fprintf(w, "  HTTP API  %s/v1/  (%s/v1/openapi.json)  a key of %s, printed by:\n", api, api, app.SampleTenant)
+	fmt.Fprintf(w, "              %s keys create --tenant %s --name demo\n", herald, app.SampleTenant)
+	if dev.MailDir != "" {
+		fmt.Fprintf(w, "  Mail      %s/  one .eml file per email\n", dev.MailDir)
+	}
+	if dev.TextDir != "" {
+		fmt.Fprintf(w, "  SMS       %s/  one .json file per SMS or WhatsApp message\n", dev.TextDir)
+	}
+	fmt.Fprintf(w, "  Webhooks  %s  writes each delivery to %s/\n", dev.HookURL, dev.HookDir)
+	fmt.Fprintf(w, "  Tenant    %s, the sample events' (herald tenants list)\n", app.SampleTenant)
+	printPlumbing(w, dev)
+	fmt.Fprintf(w, "\nTry, from the repository root in another shell:\n\n")
+	fmt.Fprintf(w, "  %s webhooks add --tenant %s --url %s%s\n", herald, app.SampleTenant, dev.HookURL, keyFlag)
+	fmt.Fprintf(w, "  %s publish examples/events/order.created.json\n", herald)
+	fmt.Fprintf(w, "  %s publish --no-validate examples/events/broken.order.created.json\n", herald)
+	fmt.Fprintf(w, "  %s dlq list\n", herald)
+	printNATSCommand(w, dev)
+	fmt.Fprintf(w, "\nCtrl-C stops Herald after finishing in-flight messages.\n\n")
+}
+
+// devCLI is how the banner's commands call the CLI of a dev on natsURL
+// whose key is masterKey, and the flag the commands that need the key add:
+// nothing the CLI's own defaults there (cliNATS, the working directory's
+// dev key) already give.
+func devCLI(natsURL, masterKey, cliNATS string) (herald, keyFlag string) {
+	herald = "go run ./services/herald"
+	if cliNATS != natsURL {
+		herald = "NATS_URL=" + natsURL + " " + herald
+	}
+	if here, err := filepath.Abs(app.DevMasterKeyFile(app.DevDataDir)); masterKey != "" && (err != nil || here != masterKey) {
+		keyFlag = " --master-key-file " + masterKey
+	}
+	return herald, keyFlag
+}
+
+// printPlumbing lists the servers underneath, for those who look.
+func printPlumbing(w io.Writer, dev *app.Dev) {
 	redis := dev.App.RedisURL() + " (embedded)"
 	if dev.Redis == nil {
 		redis = dev.App.RedisURL() + " (REDIS_URL)"
 	}
-	fmt.Fprintf(w, "\nHerald dev is running.\n\n")
-	fmt.Fprintf(w, "  NATS    %s   (JetStream store %s/nats)\n", dev.NATS.URL(), dev.DataDir)
-	fmt.Fprintf(w, "  Redis   %s\n", redis)
-	fmt.Fprintf(w, "  Ops     http://%s/healthz  /readyz  /metrics   (--http-listen: keep private)\n", dev.App.HTTPAddr())
-	fmt.Fprintf(w, "  Public  http://%s/v1/   (--api-listen: the HTTP API, /v1/openapi.json; document links)\n", dev.App.APIAddr())
-	if dev.MailDir != "" {
-		fmt.Fprintf(w, "  Mail    %s   (one .eml file per email; open it with any mail client)\n", dev.MailDir)
-	} else {
-		fmt.Fprintf(w, "  Mail    sent through the configured email providers\n")
-	}
-	if dev.TextDir != "" {
-		fmt.Fprintf(w, "  SMS     %s   (one .json file per SMS or WhatsApp message)\n", dev.TextDir)
-	}
-	fmt.Fprintf(w, "  History %s   (the index GET /v1/notifications lists from)\n", dev.App.HistoryURL())
-	fmt.Fprintf(w, "  Tenant  %s (registered; herald tenants list)\n", app.SampleTenant)
+	fmt.Fprintf(w, "  NATS      %s  (JetStream store %s/nats)\n", dev.NATS.URL(), dev.DataDir)
+	fmt.Fprintf(w, "  Redis     %s\n", redis)
+	fmt.Fprintf(w, "  History   %s  (the index GET /v1/notifications lists from)\n", dev.App.HistoryURL())
+	fmt.Fprintf(w, "  Ops       http://%s/healthz  /readyz  /metrics  (keep it private)\n", dev.App.HTTPAddr())
 	if dev.MasterKey != "" {
-		fmt.Fprintf(w, "  Vault   master key %s   (herald providers … --master-key-file %s)\n", dev.MasterKey, dev.MasterKey)
+		fmt.Fprintf(w, "  Vault     master key %s\n", dev.MasterKey)
 	}
-	fmt.Fprintf(w, "\nSend the sample order event, from the repository root:\n\n")
-	fmt.Fprintf(w, "  NATS_URL=%s go run ./services/herald publish examples/events/order.created.json\n", dev.NATS.URL())
-	if sample, err := examples.Events.ReadFile("events/order.created.json"); err == nil {
-		var compact bytes.Buffer
-		if json.Compact(&compact, sample) == nil {
-			fmt.Fprintf(w, "\nor with the stock nats CLI (go install github.com/nats-io/natscli/nats@v0.5.0):\n\n")
-			// The message id Herald's own publishers give these bytes: one
-			// no other tenant can guess (event.MsgID).
-			id := event.MsgID(app.SampleTenant, "evt-2026-11-30-0001", compact.Bytes())
-			fmt.Fprintf(w, "  nats --server %s pub orders.created --header Nats-Msg-Id:%s '%s'\n", dev.NATS.URL(), id, compact.String())
-		}
+}
+
+// printNATSCommand prints the sample order's publish with the stock nats
+// CLI, with the message id Herald's own publishers give its bytes.
+func printNATSCommand(w io.Writer, dev *app.Dev) {
+	sample, err := examples.Events.ReadFile("events/order.created.json")
+	var compact bytes.Buffer
+	if err != nil || json.Compact(&compact, sample) != nil {
+		return
 	}
-	fmt.Fprintf(w, "\nCtrl-C stops Herald after finishing in-flight messages.\n\n")
+	// One no other tenant can guess (event.MsgID).
+	id := event.MsgID(app.SampleTenant, "evt-2026-11-30-0001", compact.Bytes())
+	fmt.Fprintf(w, "\nor publish the order with the stock nats CLI (go install github.com/nats-io/natscli/nats@v0.5.0):\n\n")
+	fmt.Fprintf(w, "  nats --server %s pub orders.created --header Nats-Msg-Id:%s '%s'\n", dev.NATS.URL(), id, compact.String())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -124,10 +125,23 @@ func (b bar) progress(done, total int) {
 
 func (b bar) finish() { _ = b.Finish() }
 
+// devKeyFile is the key a `herald dev` run from the working directory with
+// its default --data keeps, for a command given no key, saying so on
+// stderr; "" when there is none. A newcomer's commands beside dev then need
+// no key of their own, and outside dev nothing changes: no file, no key.
+func devKeyFile(cmd *cobra.Command, env string) string {
+	path := app.DevMasterKeyFile(app.DevDataDir)
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "no %s or --master-key-file: using herald dev's master key, %s\n", env, path)
+	return path
+}
+
 // masterKeyFlag adds --master-key-file, the CLI's way to the master key
 // besides HERALD_MASTER_KEY.
 func masterKeyFlag(cmd *cobra.Command) {
-	cmd.Flags().String("master-key-file", "", "file holding the master key (default: the variable HERALD_MASTER_KEY; herald dev keeps its key in .herald/master.key)")
+	cmd.Flags().String("master-key-file", "", "file holding the master key (default: the variable HERALD_MASTER_KEY, else herald dev's .herald/master.key in the working directory)")
 }
 
 // cliKeyring loads the master key the config file's vault: section names —
@@ -150,6 +164,9 @@ func cliKeyring(cmd *cobra.Command) (*vault.Keyring, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.MasterKeyFile == "" && loaded.Getenv(cfg.MasterKeyEnv) == "" {
+		cfg.MasterKeyFile = devKeyFile(cmd, cfg.MasterKeyEnv)
 	}
 	keys, err := vault.LoadKeyring(cfg, loaded.Getenv)
 	if errors.Is(err, vault.ErrNoKey) {

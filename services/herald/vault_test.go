@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -254,4 +255,45 @@ func rawKey(t *testing.T, path string) []byte {
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(text)))
 	require.NoError(t, err)
 	return raw
+}
+
+// A command that needs the master key and is given none uses the key of a
+// `herald dev` run from the same directory, saying so on stderr in one line
+// that names the file, never the key; without that file it fails as before,
+// naming the variable to set. Not parallel: it changes directory.
+func TestCommandsBesideDevUseItsMasterKey(t *testing.T) {
+	n, _ := vaultSetup(t)
+	t.Chdir(t.TempDir())
+	add := func() (stdout, stderr string, err error) {
+		var out, errOut bytes.Buffer
+		cmd := rootCommand()
+		cmd.SetArgs([]string{"webhooks", "add", "--tenant", "acme", "--url", "https://erp.acme.example/herald"})
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		err = cmd.Execute()
+		return out.String(), errOut.String(), err
+	}
+
+	_, stderr, err := add()
+	require.ErrorIs(t, err, vault.ErrNoKey)
+	require.ErrorContains(t, err, "set HERALD_MASTER_KEY (base64 of 32 bytes) or --master-key-file")
+	require.Empty(t, stderr)
+
+	require.NoError(t, os.Mkdir(".herald", 0o755))
+	key, err := vault.GenerateKeyFile(filepath.Join(".herald", "master.key"))
+	require.NoError(t, err)
+	stdout, stderr, err := add()
+	require.NoError(t, err, stderr)
+	require.Contains(t, stdout, "added endpoint we_")
+	require.Equal(t, "no HERALD_MASTER_KEY or --master-key-file: using herald dev's master key, .herald/master.key\n", stderr)
+
+	keys, err := vault.NewKeyring(key)
+	require.NoError(t, err)
+	store, err := webhooks.Open(heraldtest.Context(t), n.JS, keys)
+	require.NoError(t, err)
+	list, err := store.List(heraldtest.Context(t), "acme")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	_, err = store.Secrets("acme", list[0])
+	require.NoError(t, err, "the secret is sealed under dev's key")
 }

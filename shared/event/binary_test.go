@@ -39,10 +39,7 @@ func sampleData(t *testing.T) []byte {
 
 func TestBinaryModeDecodesToTheEventStructuredModeDoes(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("../../examples/events/*.json")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, file := range files {
+	for _, file := range event.SampleEvents(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel()
 			payload, err := os.ReadFile(file)

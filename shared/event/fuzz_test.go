@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,8 +18,7 @@ import (
 // as any other parser reads it: a generic decode that matches keys exactly
 // finds the same tenant and order id.
 func FuzzDecode(f *testing.F) {
-	files, _ := filepath.Glob("../../examples/events/*.json")
-	for _, file := range files {
+	for _, file := range event.SampleEvents(f) {
 		b, err := os.ReadFile(file)
 		if err == nil {
 			f.Add(b)
@@ -91,8 +89,7 @@ func FuzzDecode(f *testing.F) {
 // mode, is accepted as the same event, and its data reads the same — so a
 // publisher may pick either mode and Herald routes alike.
 func FuzzBinaryAgrees(f *testing.F) {
-	files, _ := filepath.Glob("../../examples/events/*.json")
-	for _, file := range files {
+	for _, file := range event.SampleEvents(f) {
 		if b, err := os.ReadFile(file); err == nil {
 			f.Add(b)
 		}

@@ -92,7 +92,7 @@ func TestReadDecodesTheDataByItsFamily(t *testing.T) {
 // to show the DLQ — is refused, its reason naming both of its faults.
 func TestTheBrokenExampleIsRefusedNamingEachFault(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../examples/broken/order.created.json")
+	raw, err := os.ReadFile("../../examples/events/broken.order.created.json")
 	require.NoError(t, err)
 	_, _, err = event.Read(raw)
 	require.Error(t, err)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -196,16 +197,25 @@ func FuzzScanAgreesWithTokenWalk(f *testing.F) {
 	})
 }
 
-func examples(t testing.TB) [][]byte {
+// SampleEvents are the files of examples/events but those named broken.*,
+// which are made to be refused (the README's tour dead-letters them). It is
+// exported for the package's external tests.
+func SampleEvents(tb testing.TB) []string {
+	tb.Helper()
 	files, err := filepath.Glob("../../examples/events/*.json")
-	require.NoError(t, err)
+	require.NoError(tb, err)
+	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasPrefix(filepath.Base(f), "broken.") })
+	require.NotEmpty(tb, files)
+	return files
+}
+
+func examples(t testing.TB) [][]byte {
 	var out [][]byte
-	for _, file := range files {
+	for _, file := range SampleEvents(t) {
 		b, err := os.ReadFile(file)
 		require.NoError(t, err)
 		out = append(out, b)
 	}
-	require.NotEmpty(t, out)
 	return out
 }
 

@@ -27,6 +27,7 @@ func (a *App) configureAPI() error {
 	}
 	a.apiC = api.Config{MaxBodyBytes: a.cfg.API.MaxBodyBytes, IdempotencyTTL: a.cfg.API.IdempotencyTTL,
 		RedeliveriesPerHour: a.cfg.API.RedeliveriesPerHour, AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, Plans: a.cfg.Plans, Keyring: a.keyring,
+		Plan:   a.routes().WithDefaults().Plan,
 		Logger: a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants,
 		TracerProvider: a.tracer}.WithDefaults()
 	if a.cfg.History.URL != "" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -27,10 +28,22 @@ type DevConfig struct {
 	// RedisURL points at an existing Redis; when empty an embedded
 	// Redis-protocol server is started on a free loopback port.
 	RedisURL string
+	// HookListen is the address of the webhook sink, which writes each
+	// delivery posted to /hook under DataDir/hooks (Dev.HookURL says where
+	// it is). Defaults to a free loopback port; herald dev's --hook-listen
+	// is 127.0.0.1:8082.
+	HookListen string
 	// Config is the same configuration production uses. Without email
 	// providers, mail goes to the mail-directory sink under DataDir/mail.
 	Config Config
 }
+
+// DevDataDir is dev's data directory unless told otherwise.
+const DevDataDir = ".herald"
+
+// DevMasterKeyFile is where dev keeps the vault's master key under its data
+// directory: the CLI, run beside it, finds the key there.
+func DevMasterKeyFile(dataDir string) string { return filepath.Join(dataDir, "master.key") }
 
 // devLinkSecret names the generated key that signs dev's document links.
 const devLinkSecret = "HERALD_DEV_LINK_SECRET"
@@ -42,16 +55,21 @@ type Dev struct {
 	Redis   *embedded.Redis // nil when RedisURL was given
 	MailDir string          // where the sink writes, or "" with configured providers
 	TextDir string          // where SMS and WhatsApp messages are written, or "" with configured providers
+	// HookURL is the webhook sink's endpoint, to register as a tenant's;
+	// HookDir is where it writes what it receives.
+	HookURL string
+	HookDir string
 	// MasterKey is the vault's master key file dev made or found under
 	// DataDir, or "" when one was configured.
 	MasterKey string
 	DataDir   string
+	hooks     *http.Server
 }
 
 // StartDev starts embedded NATS (JetStream on disk) and, unless a Redis URL
 // is given, an embedded Redis; then runs every service against them.
 func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, err error) {
-	dir, err := filepath.Abs(cmp.Or(cfg.DataDir, ".herald"))
+	dir, err := filepath.Abs(cmp.Or(cfg.DataDir, DevDataDir))
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +85,8 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 		c.Email.Providers = []ProviderConfig{{Type: "maildir", Dir: d.MailDir}}
 	}
 	c.Email.From = cmp.Or(c.Email.From, "Herald Dev <herald@localhost>")
-	// Webhook endpoints on this machine are what development is about.
+	// Webhook endpoints on this machine are what development is about,
+	// the sink's first.
 	c.Webhooks.AllowPrivateNetworks = true
 	for _, section := range []*TextConfig{&c.SMS, &c.WhatsApp.TextConfig} {
 		if len(section.Providers) == 0 {
@@ -104,6 +123,9 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	if err != nil {
 		return d, fmt.Errorf("%w (is another herald dev or nats-server running? choose another port with --nats-listen)", err)
 	}
+	if err := d.startHookSink(cfg.HookListen, logger); err != nil {
+		return d, err
+	}
 	c.NATS.URL = d.NATS.URL()
 	c.Redis.URL = cfg.RedisURL
 	if cfg.RedisURL == "" {
@@ -118,6 +140,17 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	d.App.beforeServices = d.App.registerSample
 	d.App.dev = true
 	return d, d.App.Start(ctx)
+}
+
+// startHookSink serves the webhook sink, writing under DataDir/hooks.
+func (d *Dev) startHookSink(listen string, logger *slog.Logger) error {
+	d.HookDir = filepath.Join(d.DataDir, "hooks")
+	srv, addr, err := startHookSink(cmp.Or(listen, "127.0.0.1:0"), d.HookDir, logger.With("component", "webhook-sink"))
+	if err != nil {
+		return err
+	}
+	d.hooks, d.HookURL = srv, "http://"+addr.String()+HookPath
+	return nil
 }
 
 // SampleTenant is the tenant of the sample events (examples/events), which
@@ -146,7 +179,7 @@ func devMasterKey(c *Config, dir string) (string, error) {
 	if env := c.Vault.WithDefaults().MasterKeyEnv; c.Vault.MasterKeyFile != "" || (c.Getenv != nil && c.Getenv(env) != "") {
 		return c.Vault.MasterKeyFile, nil
 	}
-	path := filepath.Join(dir, "master.key")
+	path := DevMasterKeyFile(dir)
 	if _, err := vault.ReadKeyFile(path); errors.Is(err, fs.ErrNotExist) {
 		if _, err := vault.GenerateKeyFile(path); err != nil {
 			return "", err
@@ -164,6 +197,8 @@ func (d *Dev) Stop(ctx context.Context) error {
 	if d.App != nil {
 		errs = append(errs, d.App.Stop(ctx))
 	}
+	// After the app: its last webhook deliveries land.
+	errs = append(errs, stopHookSink(ctx, d.hooks))
 	if d.NATS != nil {
 		d.NATS.Shutdown()
 	}

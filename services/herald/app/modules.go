@@ -93,10 +93,19 @@ func moduleNamed(name string) (module, bool) {
 // emails no template can render: better a start-up error than a dead
 // letter per recipient.
 func (a *App) configureRouter() error {
+	c := a.routes()
+	c.Logger = a.logger.With("service", "router")
+	c.MeterProvider, c.Tenants, c.TracerProvider = a.tel.MeterProvider(), a.tenants, a.tracer
+	a.routerC = c.WithDefaults()
+	return errors.Join(a.routerC.Validate(), checkTemplates(a.routerC))
+}
+
+// routes is router: as the router reads it, with the channels this
+// deployment has providers for when it names none: others' recipients are
+// skipped, and counted. The api plans with it too.
+func (a *App) routes() router.Config {
 	c := a.cfg.Router
 	if c.Channels == nil {
-		// The channels this deployment has providers for: others' recipients
-		// are skipped, and counted.
 		c.Channels = []event.Channel{event.ChannelEmail, event.ChannelWebhook}
 		if len(a.cfg.SMS.Providers) > 0 {
 			c.Channels = append(c.Channels, event.ChannelSMS)
@@ -105,10 +114,7 @@ func (a *App) configureRouter() error {
 			c.Channels = append(c.Channels, event.ChannelWhatsApp)
 		}
 	}
-	c.Logger = a.logger.With("service", "router")
-	c.MeterProvider, c.Tenants, c.TracerProvider = a.tel.MeterProvider(), a.tenants, a.tracer
-	a.routerC = c.WithDefaults()
-	return errors.Join(a.routerC.Validate(), checkTemplates(a.routerC))
+	return c
 }
 
 // buildRouter admits each event's tenant through the registry.
