@@ -58,6 +58,8 @@ type accepted struct {
 	Stream    string `json:"stream"`
 	Sequence  uint64 `json:"sequence"`
 	Duplicate bool   `json:"duplicate"`
+	// Notifications are the ids the routes plan for the event.
+	Notifications []string `json:"notifications"`
 }
 
 // Publish posts ev and returns once JetStream stored it (202). The event
@@ -94,7 +96,8 @@ func (p *HTTP) Publish(ctx context.Context, ev *Event) (Receipt, error) {
 		return Receipt{}, fmt.Errorf("herald api: 202 with an unreadable answer: %w", err)
 	}
 	replayed := resp.Header.Get("Idempotent-Replayed") == "true"
-	return Receipt{ID: a.ID, Subject: a.Subject, Stream: a.Stream, Sequence: a.Sequence, Duplicate: a.Duplicate || replayed}, nil
+	return Receipt{ID: a.ID, Subject: a.Subject, Stream: a.Stream, Sequence: a.Sequence, Duplicate: a.Duplicate || replayed,
+		Notifications: a.Notifications}, nil
 }
 
 func (p *HTTP) request(ctx context.Context, id string, body []byte) *http.Request {

@@ -29,6 +29,12 @@ type Receipt struct {
 	// before with the same id within the stream's duplicate window, or
 	// with the same Idempotency-Key over HTTP — and stored nothing new.
 	Duplicate bool
+	// Notifications are the ids (ntf_…) of the notifications Herald's
+	// routes plan for the event, one per recipient per channel, as the
+	// HTTP API answers them (GET /v1/notifications/{id} finds each once
+	// the router has routed the event); none when no route applies. Over
+	// NATS nothing answers with them: always none.
+	Notifications []string
 }
 
 // ErrRetryable matches every error after which publishing the same event

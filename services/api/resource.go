@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	records "github.com/heraldhq/herald/shared/resource"
 )
 
 // A tenant resource (suppressions, templates, sending domains, webhook
@@ -198,13 +200,23 @@ func call[T, K, N, E, V any](ctx context.Context, s *Service, r *resource[K, N, 
 	if err != nil {
 		return none, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, cmp.Or(timeout, natsTimeout))
+	cctx, cancel := context.WithTimeout(records.WithActor(ctx, actor(principal(ctx))), cmp.Or(timeout, natsTimeout))
 	defer cancel()
 	out, err := fn(cctx, st, tenant)
 	if err != nil {
 		return none, r.problem(ctx, s, tenant, key, err)
 	}
 	return out, nil
+}
+
+// actor is who p is in a record's audit trail: its key's public id, never
+// the secret, marked an admin key's when it is one, for an admin acts on
+// tenants not its own.
+func actor(p Principal) string {
+	if p.Admin {
+		return "admin-key:" + p.KeyID
+	}
+	return "key:" + p.KeyID
 }
 
 // managed is the stores and the tenant whose things (what) the request

@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/domains"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -55,7 +56,7 @@ domain's DNS host — CNAMEs that delegate the domain's DKIM keys (and, for
 SendGrid, its return path) to the provider — and checks them when asked.
 Domains are kept in the KV bucket sending_domains.`,
 	}
-	cmd.AddCommand(domainsAddCommand(), domainsStatusCommand(), domainsListCommand(), domainsRemoveCommand())
+	cmd.AddCommand(domainsAddCommand(), domainsStatusCommand(), domainsListCommand(), domainsRemoveCommand(), domainsChangesCommand())
 	return cmd
 }
 
@@ -119,6 +120,13 @@ func domainsListCommand() *cobra.Command {
 		[]any{"DOMAIN", "PROVIDER", "STATUS", "CHECKED", "DETAIL"},
 		func(e domains.Entry) []any {
 			return []any{e.Domain, e.Provider, e.Status, e.CheckedAt.Format(time.RFC3339), dash(e.Detail)}
+		})
+}
+
+func domainsChangesCommand() *cobra.Command {
+	return changesCommand(domainCommands, "a sending domain", "domain", "the domain, e.g. acme.example (required)", nil,
+		func(d sendingDomains, _ *cobra.Command, ctx context.Context, tenant, domain string) ([]resource.Change, error) {
+			return d.Records().Changes(ctx, domains.Domains.Key(domains.Entry{Tenant: tenant, Domain: domain}))
 		})
 }
 

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"os"
+	"os/user"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/vault"
 )
 
@@ -15,7 +21,9 @@ import (
 // list, show, add, remove) are made one way: each is on one tenant's
 // records (--tenant, required), connects to NATS, opens the resource's
 // store and runs against it; a list prints a table, or with --json JSON,
-// [] when there is nothing.
+// [] when there is nothing. What a command writes, the record's audit
+// trail says the command line wrote, as which user of the machine
+// (cliActor); `changes` prints that trail.
 
 // resourceCommands makes the commands of a tenant resource whose store,
 // as its commands use it, is S.
@@ -98,8 +106,23 @@ func (r resourceCommands[S]) with(cmd *cobra.Command, keys *vault.Keyring, fn fu
 		if err != nil {
 			return err
 		}
-		return fn(ctx, s)
+		return fn(resource.WithActor(ctx, cliActor()), s)
 	})
+}
+
+// cliActor is who the command line writes as in a record's audit trail:
+// "cli:" and the machine's user who ran it. The command line holds no API
+// key to name — whoever reaches NATS with the master key may write — so
+// the operating system's account is the one name there is; "cli" alone
+// when it cannot be told.
+func cliActor() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return "cli:" + name
+	}
+	return "cli"
 }
 
 // listCommand makes `list --tenant ID [--json]`: the tenant's records, as
@@ -124,6 +147,62 @@ func listCommand[S, E any](r resourceCommands[S], short string, list func(S, con
 			w := newTable(cmd.OutOrStdout(), header...)
 			for _, e := range records {
 				w.row(row(e)...)
+			}
+			return w.flush()
+		},
+	})
+}
+
+// change is one revision of a record as `changes` prints it.
+type change struct {
+	Revision uint64 `json:"revision"`
+	// Operation is "write" or "delete".
+	Operation string    `json:"operation"`
+	Actor     string    `json:"actor"`
+	Time      time.Time `json:"time"`
+}
+
+func changeOf(c resource.Change) change {
+	op := "write"
+	if c.Deleted {
+		op = "delete"
+	}
+	return change{Revision: c.Revision, Operation: op, Actor: c.Actor, Time: c.Time.UTC()}
+}
+
+// changesCommand makes `changes --tenant ID --<key> K [--json]`: the audit
+// trail of the tenant's record that key names — each revision the bucket
+// keeps, oldest first, what was done, by whom, when. changes reads it
+// (Store.Changes) at the key the resource's own key rule makes of the
+// tenant and the flags: what the caller types is never the KV key, so it
+// reaches the tenant's own record and no other. flags adds the flags that
+// name a record beside key (a suppression's channel), nil for none.
+func changesCommand[S any](r resourceCommands[S], what, key, keyUsage string, flags func(*cobra.Command),
+	changes func(s S, cmd *cobra.Command, ctx context.Context, tenant, key string) ([]resource.Change, error)) *cobra.Command {
+	return r.command(resourceCommand[S]{
+		use: "changes --tenant ID --" + key + " " + strings.ToUpper(key) + " [--json]", short: "Show who changed " + what + ", and when",
+		key: key, keyUsage: keyUsage,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().Bool("json", false, "print JSON")
+			if flags != nil {
+				flags(cmd)
+			}
+		},
+		run: func(cmd *cobra.Command, ctx context.Context, s S, tenant, key string) error {
+			trail, err := changes(s, cmd, ctx, tenant, key)
+			if err != nil {
+				return err
+			}
+			out := make([]change, len(trail))
+			for i, c := range trail {
+				out[i] = changeOf(c)
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+			}
+			w := newTable(cmd.OutOrStdout(), "REVISION", "TIME", "OPERATION", "BY")
+			for _, c := range out {
+				w.row(c.Revision, c.Time.Format(time.RFC3339), c.Operation, cmp.Or(c.Actor, "(unknown)"))
 			}
 			return w.flush()
 		},

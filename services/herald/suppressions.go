@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/vault"
 )
@@ -31,7 +32,7 @@ each is recorded as suppressed, not tried. Addresses are suppressed after a
 hard bounce or a complaint (on the channel that bounced), or by hand;
 removing one sends to it again.`,
 	}
-	cmd.AddCommand(suppressionsListCommand(), suppressionsAddCommand(), suppressionsRemoveCommand())
+	cmd.AddCommand(suppressionsListCommand(), suppressionsAddCommand(), suppressionsRemoveCommand(), suppressionsChangesCommand())
 	return cmd
 }
 
@@ -41,6 +42,20 @@ func suppressionsListCommand() *cobra.Command {
 		func(e suppression.Entry) []any {
 			return []any{e.Address, cmp.Or(string(e.Channel), "(all)"), cmp.Or(e.Category, "(all)"), e.Reason, dash(e.Source),
 				e.CreatedAt.Format(time.RFC3339), dash(e.Detail)}
+		})
+}
+
+func suppressionsChangesCommand() *cobra.Command {
+	return changesCommand(suppressionCommands, "an address's suppression", "address", "the address (required)",
+		func(cmd *cobra.Command) {
+			cmd.Flags().String("channel", "", "the channel it is limited to; default the one for every channel")
+			cmd.Flags().String("category", "", "the category it is limited to; default the one for all")
+		},
+		func(s *suppression.Store, cmd *cobra.Command, ctx context.Context, tenant, address string) ([]resource.Change, error) {
+			channel, _ := cmd.Flags().GetString("channel")
+			category, _ := cmd.Flags().GetString("category")
+			e := suppression.Entry{Tenant: tenant, Channel: event.Channel(channel), Address: address, Category: category}
+			return s.Records().Changes(ctx, suppression.Suppressions.Key(e))
 		})
 }
 

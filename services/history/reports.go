@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/report"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/suppression"
 )
 
@@ -151,6 +152,8 @@ func (r *reports) suppress(ctx context.Context, e ledger.Entry, rep report.Repor
 		reason, category = suppression.Unsubscribed, e.Unsubscribable
 	}
 	channel := event.Channel(e.Channel)
+	// The trail says which provider's report suppressed it, as inbound took it.
+	ctx = resource.WithActor(ctx, "inbound:"+rep.Provider)
 	if rep.EveryChannel {
 		channel = ""
 	}

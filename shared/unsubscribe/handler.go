@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/suppression"
 )
 
@@ -33,7 +34,7 @@ func Handler(store Store, signer *Signer, logger *slog.Logger) http.Handler {
 			// RFC 8058: the body is List-Unsubscribe=One-Click; a form's
 			// button posts the same. Either unsubscribes: the signature,
 			// not the body, is what proves the link.
-			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(resource.WithActor(r.Context(), "unsubscribe-link"), 10*time.Second)
 			defer cancel()
 			// The link is in an email: the opt-out is from email.
 			_, err := store.Add(ctx, suppression.Entry{Tenant: o.Tenant, Channel: event.ChannelEmail, Address: o.Address, Category: o.Category,

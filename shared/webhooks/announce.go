@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/kvmirror"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/resource"
 )
 
 // Announce publishes the tenant's endpoint_disabled events that Disable
@@ -132,7 +133,7 @@ func (a *Announcer) run(ctx context.Context) {
 // sweep announces the events of every tenant the bucket says has some.
 func (a *Announcer) sweep(ctx context.Context) {
 	for _, tenant := range a.pending.Keys() {
-		tctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+		tctx, cancel := context.WithTimeout(resource.WithActor(ctx, "webhook-announcer"), sweepTimeout)
 		n, err := a.store.Announce(tctx, a.pub, tenant)
 		cancel()
 		if err != nil {

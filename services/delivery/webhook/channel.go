@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/provider"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/webhooks"
 )
 
@@ -135,6 +136,7 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 // send posts msg and keeps the endpoint's health: answered, failing since
 // when, or disabled.
 func (c *Channel) send(ctx context.Context, tenant string, e webhooks.Endpoint, msg Message) (provider.Receipt, error) {
+	ctx = resource.WithActor(ctx, "delivery") // what it records of the endpoint, a disabling most of all
 	r, err := c.cfg.Sender.Send(ctx, msg)
 	if err == nil {
 		if aerr := c.cfg.Endpoints.Answered(context.WithoutCancel(ctx), tenant, e); aerr != nil {
