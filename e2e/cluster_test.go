@@ -44,7 +44,7 @@ func startCluster(t *testing.T) *cluster {
 			}
 		}
 		c.cfgs = append(c.cfgs, embedded.NATSConfig{
-			ServerName: fmt.Sprintf("n%d", i+1), Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), StoreDir: t.TempDir(),
+			ServerName: fmt.Sprintf("n%d", i+1), Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), StoreDir: heraldtest.StoreDir(t),
 			Cluster: &embedded.ClusterConfig{Name: name, Listen: fmt.Sprintf("127.0.0.1:%d", ports[3+i]), Routes: routes},
 		})
 	}

@@ -28,7 +28,7 @@ import (
 // globex's prefix) and one naming globex in its body.
 func TestATenantCannotSwallowAnothersEvent(t *testing.T) {
 	t.Parallel()
-	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Options: tenantUsers("acme", "globex")})
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: heraldtest.StoreDir(t), Options: tenantUsers("acme", "globex")})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	admin := runHeraldAs(t, srv, "admin", "acme", "globex")

@@ -62,7 +62,7 @@ func startPipelineLogging(t *testing.T, logger *slog.Logger, edits ...func(*app.
 		redisURL = heraldtest.RedisURL(t)
 	}
 	dev, err := app.StartDev(context.Background(), app.DevConfig{
-		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: redisURL, Config: cfg,
+		DataDir: heraldtest.StoreDir(t), NATSListen: "127.0.0.1:0", RedisURL: redisURL, Config: cfg,
 	}, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -86,7 +86,7 @@ func (p *tenantPublisher) refusedOn(t *testing.T, subject string, payload []byte
 // globex, on its own subject, is dead-lettered as a tenant mismatch.
 func TestATenantsCredentialsPublishOnlyAsThatTenant(t *testing.T) {
 	t.Parallel()
-	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Options: tenantUsers("acme", "globex")})
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: heraldtest.StoreDir(t), Options: tenantUsers("acme", "globex")})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	admin := runHeraldAs(t, srv, "admin", "acme", "globex")

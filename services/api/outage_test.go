@@ -25,7 +25,7 @@ type restartable struct {
 
 func startRestartable(t *testing.T) *restartable {
 	t.Helper()
-	r := &restartable{dir: t.TempDir(), listen: "127.0.0.1:0"}
+	r := &restartable{dir: heraldtest.StoreDir(t), listen: "127.0.0.1:0"}
 	r.start(t)
 	u, err := net.ResolveTCPAddr("tcp", r.Server.URL()[len("nats://"):])
 	require.NoError(t, err)

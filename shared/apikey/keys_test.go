@@ -142,7 +142,7 @@ func TestCreateRefusesWhatCannotBe(t *testing.T) {
 // file of the JetStream store holds the secret, in any spelling.
 func TestTheSecretIsNeverStored(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := heraldtest.StoreDir(t)
 	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: dir})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)

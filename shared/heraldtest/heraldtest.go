@@ -40,7 +40,7 @@ type NATS struct {
 // StartNATS starts a server for this test; it stops when the test ends.
 func StartNATS(t testing.TB) *NATS {
 	t.Helper()
-	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir()})
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: StoreDir(t)})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	nc, err := nats.Connect(srv.URL())
@@ -49,6 +49,23 @@ func StartNATS(t testing.TB) *NATS {
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	return &NATS{Server: srv, Conn: nc, JS: js}
+}
+
+// StoreDir is a directory for a test server's JetStream store (or a
+// herald dev data directory), removed when the test ends. It is in memory
+// (memDir) where the machine has room there: the store writes its
+// metadata with O_SYNC, and on a disk every stream a test creates waits
+// for the journal — on a shared 2-core machine the tests spent more time
+// in those system calls than in NATS. Elsewhere, it is t.TempDir().
+func StoreDir(t testing.TB) string {
+	t.Helper()
+	if parent := memDir(); parent != "" {
+		if dir, err := os.MkdirTemp(parent, "herald-test-"); err == nil {
+			t.Cleanup(func() { _ = os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
 }
 
 // StartNATSWithStreams also applies Herald's stream declarations.

@@ -69,7 +69,7 @@ func TestRegistryAndCacheNeedOnlyTheirPermissions(t *testing.T) {
 			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
 		}}
 	}
-	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Logger: slog.New(denied),
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: heraldtest.StoreDir(t), Logger: slog.New(denied),
 		Options: func(o *server.Options) {
 			o.Users = []*server.User{{Username: "admin", Password: "admin"},
 				user("reader", readTenants), user("writer", writeTenants)}

@@ -19,7 +19,7 @@ import (
 // only their ciphertext and previews are.
 func TestNoSecretIsStoredInTheClear(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := heraldtest.StoreDir(t)
 	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: dir})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)

@@ -50,7 +50,7 @@ func startDev(t *testing.T) *app.Dev {
 		return ""
 	}
 	dev, err := app.StartDev(heraldtest.Context(t), app.DevConfig{
-		DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", RedisURL: heraldtest.RedisURL(t), Config: cfg,
+		DataDir: heraldtest.StoreDir(t), NATSListen: "127.0.0.1:0", RedisURL: heraldtest.RedisURL(t), Config: cfg,
 	}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() {

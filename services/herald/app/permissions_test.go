@@ -296,7 +296,7 @@ func fairPermissions(channel string) (publish, subscribe []string) {
 
 func runWithPermissions(t *testing.T, fair bool) {
 	denied := &violations{}
-	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: t.TempDir(), Options: natsUsers(fair), Logger: slog.New(denied)})
+	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: heraldtest.StoreDir(t), Options: natsUsers(fair), Logger: slog.New(denied)})
 	require.NoError(t, err)
 	t.Cleanup(srv.Shutdown)
 	as := func(user string) string {
