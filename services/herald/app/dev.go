@@ -80,34 +80,8 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 		}
 	}()
 	c := cfg.Config
-	if len(c.Email.Providers) == 0 {
-		d.MailDir = filepath.Join(dir, "mail")
-		c.Email.Providers = []ProviderConfig{{Type: "maildir", Dir: d.MailDir}}
-	}
-	c.Email.From = cmp.Or(c.Email.From, "Herald Dev <herald@localhost>")
-	// Webhook endpoints on this machine are what development is about,
-	// the sink's first.
-	c.Webhooks.AllowPrivateNetworks = true
-	for _, section := range []*TextConfig{&c.SMS, &c.WhatsApp.TextConfig} {
-		if len(section.Providers) == 0 {
-			d.TextDir = filepath.Join(dir, "sms")
-			section.Providers = []ProviderConfig{{Type: "textdir", Dir: d.TextDir}}
-		}
-	}
-	if c.Documents.LinkSecretEnv == "" && c.Documents.LinkSecretFile == "" {
-		// Links work out of the box in dev: a fresh key each run.
-		c.Documents.LinkSecretEnv = devLinkSecret
-		getenv, key := c.Getenv, rand.Text()+rand.Text()
-		c.Getenv = func(name string) string {
-			if name == devLinkSecret {
-				return key
-			}
-			if getenv == nil {
-				return ""
-			}
-			return getenv(name)
-		}
-	}
+	d.useSinks(&c)
+	useDevLinkSecret(&c)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return d, err
 	}
@@ -140,6 +114,44 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	d.App.beforeServices = d.App.registerSample
 	d.App.dev = true
 	return d, d.App.Start(ctx)
+}
+
+// useSinks points every channel the configuration names no provider for
+// at a local sink under DataDir, and lets webhooks reach this machine.
+func (d *Dev) useSinks(c *Config) {
+	if len(c.Email.Providers) == 0 {
+		d.MailDir = filepath.Join(d.DataDir, "mail")
+		c.Email.Providers = []ProviderConfig{{Type: "maildir", Dir: d.MailDir}}
+	}
+	c.Email.From = cmp.Or(c.Email.From, "Herald Dev <herald@localhost>")
+	// Webhook endpoints on this machine are what development is about,
+	// the sink's first.
+	c.Webhooks.AllowPrivateNetworks = true
+	for _, section := range []*TextConfig{&c.SMS, &c.WhatsApp.TextConfig} {
+		if len(section.Providers) == 0 {
+			d.TextDir = filepath.Join(d.DataDir, "sms")
+			section.Providers = []ProviderConfig{{Type: "textdir", Dir: d.TextDir}}
+		}
+	}
+}
+
+// useDevLinkSecret makes document links work out of the box in dev,
+// signed by a fresh key each run, unless the configuration names one.
+func useDevLinkSecret(c *Config) {
+	if c.Documents.LinkSecretEnv != "" || c.Documents.LinkSecretFile != "" {
+		return
+	}
+	c.Documents.LinkSecretEnv = devLinkSecret
+	getenv, key := c.Getenv, rand.Text()+rand.Text()
+	c.Getenv = func(name string) string {
+		if name == devLinkSecret {
+			return key
+		}
+		if getenv == nil {
+			return ""
+		}
+		return getenv(name)
+	}
 }
 
 // startHookSink serves the webhook sink, writing under DataDir/hooks.
