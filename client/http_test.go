@@ -32,8 +32,9 @@ type httpBundle struct {
 
 // setupHTTP serves Herald's real API over HTTP on a real NATS with
 // Herald's streams, authenticating with keys stored in the api_keys bucket
-// as `herald keys create` stores them, and tracing its requests.
-func setupHTTP(t *testing.T) *httpBundle {
+// as `herald keys create` stores them, and tracing its requests; options
+// change the API's configuration.
+func setupHTTP(t *testing.T, options ...func(*api.Config)) *httpBundle {
 	t.Helper()
 	n := heraldtest.StartNATSWithStreams(t)
 	ctx := heraldtest.Context(t)
@@ -49,7 +50,11 @@ func setupHTTP(t *testing.T) *httpBundle {
 	b := &httpBundle{nats: n, key: plain, spans: tracetest.NewSpanRecorder()}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b.spans))
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
-	svc, err := api.New(n.JS, api.Config{Authenticator: api.StoredKeys{Keys: auth}, TracerProvider: tp})
+	cfg := api.Config{Authenticator: api.StoredKeys{Keys: auth}, TracerProvider: tp}
+	for _, o := range options {
+		o(&cfg)
+	}
+	svc, err := api.New(n.JS, cfg)
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })
