@@ -504,3 +504,26 @@ func TestASlotGivenUpRightAfterAnAckIsFreeAtOnce(t *testing.T) {
 	h.wait(t, 300)
 	h.once(t, counts)
 }
+
+// A retried message is served again soon after its delay ends, not at the
+// next discovery (here a minute away): the loop wakes its key itself. Each
+// of two keys' three messages is naked once, with delays between 25 and
+// 50 ms; the deadline is far above those and far below the discovery.
+func TestARetriedMessageIsServedAfterItsDelayNotAtTheNextDiscovery(t *testing.T) {
+	t.Parallel()
+	counts := map[string]int{"q.low.a": 3, "q.low.b": 3}
+	n := fairQueue(t, counts)
+	h := &handled{}
+	retry := func(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+		md, err := msg.Metadata()
+		require.NoError(t, err)
+		if md.NumDelivered == 1 {
+			return consumer.Retry(errors.New("later"), 50*time.Millisecond, 50*time.Millisecond)
+		}
+		return h.handle(ctx, msg)
+	}
+	startFair(t, n, retry, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Discover: time.Minute})
+	require.Eventually(t, func() bool { return len(h.list()) == 6 }, 10*time.Second, 5*time.Millisecond,
+		"each message was served again after its delay")
+	h.once(t, counts)
+}
