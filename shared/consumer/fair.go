@@ -61,7 +61,8 @@ type FairConfig struct {
 	// wait at a time. Defaults to 1; keep it 1 where handling is slow.
 	Batch int
 	// Discover is how often the stream is asked which keys have a
-	// backlog (new messages wake the loop at once). Defaults to 1 s.
+	// backlog (new messages wake the loop at once, retried ones when
+	// their delay ends). Defaults to 1 s.
 	Discover time.Duration
 	// Idle is how long a key's consumer outlives its last message: the
 	// loop removes it at the first discovery after. Defaults to 30 s.
