@@ -195,6 +195,11 @@ func TestLoadWithDuplicatesAndFaultsSendsEachEmailOnce(t *testing.T) {
 	p := startPipeline(t, f.configure, func(c *app.Config) {
 		c.Router.Routes = []router.Route{{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{event.ChannelEmail}}}
 		c.Services = slices.DeleteFunc(slices.Clone(app.Targets), func(s string) bool { return s == "history" || s == "outbox-relay" })
+		// The faults are answers, never silences: a provider call cut
+		// short by a loaded machine would leave a send ambiguous (the one
+		// duplicate Herald allows), and under -race on two cores SES calls
+		// outlast a one-second timeout.
+		c.Email.Timeout = 10 * time.Second
 	})
 	shrinkDuplicateWindows(t, p, time.Second)
 

@@ -61,7 +61,8 @@ type FairConfig struct {
 	// wait at a time. Defaults to 1; keep it 1 where handling is slow.
 	Batch int
 	// Discover is how often the stream is asked which keys have a
-	// backlog (new messages wake the loop at once). Defaults to 1 s.
+	// backlog (new messages wake the loop at once, retried ones when
+	// their delay ends). Defaults to 1 s.
 	Discover time.Duration
 	// Idle is how long a key's consumer outlives its last message: the
 	// loop removes it at the first discovery after. Defaults to 30 s.
@@ -112,6 +113,12 @@ type Fair struct {
 	// pick (seen).
 	notesMu sync.Mutex
 	notes   map[foundKey]note
+	// wakes are the keys with a message waiting out a retry's delay, and
+	// wakeAt when follow's timer is set to wake the first (fair_wake.go);
+	// rewake tells follow of a wake due sooner. Under notesMu.
+	wakes  map[foundKey]wake
+	wakeAt time.Time
+	rewake chan struct{}
 }
 
 // note is what the core subscription heard of a key since the last pick:
@@ -241,7 +248,8 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	}
 	f := &Fair{cfg: cfg, stream: stream, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		wake: make(chan struct{}, 1), turn: make(chan struct{}, 1), quit: make(chan struct{}),
-		changes: make(chan struct{}, changing), notes: map[foundKey]note{}}
+		changes: make(chan struct{}, changing), notes: map[foundKey]note{},
+		wakes: map[foundKey]wake{}, rewake: make(chan struct{}, 1)}
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
 		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, c.Template.AckWait, h)
@@ -283,11 +291,13 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 // seen is a new message on a class's subject: its key has work. It only
 // notes the key (a burst's thousands of sightings cost a map write each,
 // never a wait for the workers' lock); the next pick takes the notes in.
-func (f *Fair) seen(c *classState, subject string) {
-	fk := foundKey{c, lastToken(subject)}
+func (f *Fair) seen(c *classState, subject string) { f.heard(foundKey{c, lastToken(subject)}, 1) }
+
+// heard notes that fk has n messages coming, as seen does.
+func (f *Fair) heard(fk foundKey, n int) {
 	f.notesMu.Lock()
 	first := len(f.notes) == 0
-	f.notes[fk] = note{at: time.Now(), n: f.notes[fk].n + 1}
+	f.notes[fk] = note{at: time.Now(), n: f.notes[fk].n + n}
 	f.notesMu.Unlock()
 	if first { // one worker takes in every note at its pick
 		f.signal()
@@ -488,8 +498,11 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 			return
 		}
 	}
-	if o := c.handle(ctx, msg); o.settle == done || o.settle == giveUp {
+	switch o := c.handle(ctx, msg); o.settle {
+	case done, giveUp:
 		acked = msg.Reply()
+	case retry:
+		f.wakeAfter(c, k.key, o.after)
 	}
 }
 

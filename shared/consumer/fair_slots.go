@@ -113,15 +113,25 @@ func (c *classState) waitingNow(now time.Time) (all, fresh int) {
 	return all, fresh
 }
 
-// follow gives keys their slots and takes them back, and asks the stream
-// which keys have a backlog every Discover.
+// follow gives keys their slots and takes them back, asks the stream
+// which keys have a backlog every Discover, and wakes the keys whose
+// retried messages come back (fair_wake.go).
 func (f *Fair) follow(ctx context.Context) {
 	t := time.NewTicker(f.cfg.Discover)
 	defer t.Stop()
+	wake := time.NewTimer(time.Hour)
+	wake.Stop()
+	defer wake.Stop()
 	for {
 		select {
 		case <-f.quit:
 			return
+		case <-f.rewake:
+			f.setWake(wake)
+			continue
+		case <-wake.C:
+			f.setWake(wake)
+			continue
 		case <-f.turn:
 		case <-t.C:
 			if err := f.discover(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -502,5 +503,33 @@ func TestASlotGivenUpRightAfterAnAckIsFreeAtOnce(t *testing.T) {
 	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)},
 		Window: 1, Quantum: 5, Discover: time.Hour})
 	h.wait(t, 300)
+	h.once(t, counts)
+}
+
+// A retried message is served again soon after its delay ends, not at the
+// next discovery (here a minute away): the loop wakes its key itself. Each
+// of two keys' three messages is naked once, the i-th with a delay of
+// 50 ms << 2i (jittered: 25–50 ms, 100–200 ms, 400–800 ms), so that the
+// key's one wake must come back for the last of them, long after the
+// first. The deadline is far above the delays and far below the discovery.
+func TestARetriedMessageIsServedAfterItsDelayNotAtTheNextDiscovery(t *testing.T) {
+	t.Parallel()
+	counts := map[string]int{"q.low.a": 3, "q.low.b": 3}
+	n := fairQueue(t, counts)
+	h := &handled{}
+	retry := func(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+		md, err := msg.Metadata()
+		require.NoError(t, err)
+		if md.NumDelivered > 1 {
+			return h.handle(ctx, msg)
+		}
+		i, err := strconv.Atoi(string(msg.Data()))
+		require.NoError(t, err)
+		delay := 50 * time.Millisecond << (2 * i)
+		return consumer.Retry(errors.New("later"), delay, delay)
+	}
+	startFair(t, n, retry, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Discover: time.Minute})
+	require.Eventually(t, func() bool { return len(h.list()) == 6 }, 10*time.Second, 5*time.Millisecond,
+		"each message was served again after its delay")
 	h.once(t, counts)
 }

@@ -17,8 +17,9 @@ import (
 type Outcome struct {
 	settle settlement
 	reason error
-	// first and limit bound a retry's delay.
-	first, limit time.Duration
+	// first and limit bound a retry's delay; after is the delay the
+	// settler asked for, once it naked the message.
+	first, limit, after time.Duration
 }
 
 type settlement int
@@ -94,8 +95,8 @@ func (s settler) settle(ctx context.Context, msg jetstream.Msg, o Outcome) Outco
 				"subject", msg.Subject(), "error", err)
 		}
 	case retry:
-		delay := nakWithBackoff(msg, md, o.first, o.limit)
-		s.logger.WarnContext(ctx, "will retry", "subject", msg.Subject(), "retry_in", delay, "error", o.reason)
+		o.after = nakWithBackoff(msg, md, o.first, o.limit)
+		s.logger.WarnContext(ctx, "will retry", "subject", msg.Subject(), "retry_in", o.after, "error", o.reason)
 	case giveUp:
 		reason := o.reason
 		if reason == nil {
@@ -106,7 +107,9 @@ func (s settler) settle(ctx context.Context, msg jetstream.Msg, o Outcome) Outco
 			delay := nakWithBackoff(msg, md, time.Second, time.Minute)
 			s.logger.ErrorContext(ctx, "dead-lettering failed; the message will come back", "subject", msg.Subject(),
 				"retry_in", delay, "error", err)
-			return Retry(fmt.Errorf("dead-lettering failed: %w", err), time.Second, time.Minute)
+			o = Retry(fmt.Errorf("dead-lettering failed: %w", err), time.Second, time.Minute)
+			o.after = delay
+			return o
 		}
 	}
 	return o
