@@ -38,7 +38,7 @@ type CloudEvent struct {
 	Tenant          string         `json:"tenant,omitempty" pattern:"^[A-Za-z0-9_-]{1,64}$" doc:"Filled in from the API key when absent; another tenant's is refused (403)."`
 	TraceParent     string         `json:"traceparent,omitempty" doc:"W3C trace context (CloudEvents distributed tracing extension)."`
 	TraceState      string         `json:"tracestate,omitempty"`
-	Data            map[string]any `json:"data" doc:"The order (order.*: order, recipients) or the stock level (inventory.*: stock, recipients); see README, Events."`
+	Data            map[string]any `json:"data" doc:"The order (order.*: order, recipients) or the stock level (inventory.*: stock, recipients); see docs/publishing.md."`
 }
 
 // attributes are the envelope members the API accepts: CloudEvents' own,

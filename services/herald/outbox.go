@@ -31,7 +31,7 @@ func outboxInitCommand() *cobra.Command {
 		Use:   "init (--postgres URL | --sqlite PATH)",
 		Short: "Create the herald_outbox table (running it again changes nothing)",
 		Long: "Create the herald_outbox table, its indexes and, on PostgreSQL, the trigger\n" +
-			"that wakes relays. The DDL is in the README (\"Through a transactional outbox\").",
+			"that wakes relays. The DDL is in docs/publishing.md (\"Through a transactional outbox\").",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withOutbox(cmd, func(ctx context.Context, db *outbox.DB, where string) error {

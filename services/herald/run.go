@@ -27,7 +27,7 @@ workers alone does not open it. SIGINT or SIGTERM drains in-flight
 messages, then exits.
 
 Traces are exported over OTLP when the standard variables ask for them
-(OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp; see the README).`,
+(OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp; see docs/deploying.md, "Traces").`,
 		ValidArgs: app.Targets,
 		Args:      cobra.OnlyValidArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -9,7 +9,7 @@
 //
 // The ledger remembers a key for as long as its bucket keeps an entry after
 // its last write: 90 days unless ledger.retention says otherwise, longer than
-// any copy of a message can come back (README, "Streams").
+// any copy of a message can come back (docs/deploying.md, "Streams").
 //
 // Put also keeps an index of the failed-but-retryable entries in a second
 // bucket, "delivery_retries", so the resend sweep reads those and not the

@@ -157,7 +157,7 @@ type Config struct {
 		// notification after its last write — and so how late a copy of it
 		// is still recognised and not sent again. It must outlast the
 		// longest way a copy can come back: 51 days with the declared
-		// streams (README, "Why 90 days"). Defaults to 90 days.
+		// streams (docs/deploying.md, "Streams": why 90 days). Defaults to 90 days.
 		Retention time.Duration `yaml:"retention"`
 	} `yaml:"ledger"`
 
@@ -174,7 +174,7 @@ type Config struct {
 	} `yaml:"history"`
 
 	// Outbox is the transactional outbox the outbox-relay service
-	// publishes from (README, "Through a transactional outbox").
+	// publishes from (docs/publishing.md, "Through a transactional outbox").
 	Outbox struct {
 		// URL of the database holding herald_outbox: postgres://… or
 		// sqlite:PATH. OUTBOX_URL overrides it. Required by the
