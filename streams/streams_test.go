@@ -134,6 +134,13 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		// The events the router routed, by tenant and id.
 		"KV_events": {jetstream.LimitsPolicy, []string{"$KV.events.>"}, nil},
 
+		// Recipients Herald knows: people, companies, lists, what they agreed to.
+		"KV_subscribers":   {jetstream.LimitsPolicy, []string{"$KV.subscribers.>"}, nil},
+		"KV_accounts":      {jetstream.LimitsPolicy, []string{"$KV.accounts.>"}, nil},
+		"KV_topics":        {jetstream.LimitsPolicy, []string{"$KV.topics.>"}, nil},
+		"KV_topic_members": {jetstream.LimitsPolicy, []string{"$KV.topic_members.>"}, nil},
+		"KV_preferences":   {jetstream.LimitsPolicy, []string{"$KV.preferences.>"}, nil},
+
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
 	}
@@ -200,7 +207,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 49)
+	require.Len(t, report, 54)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -221,11 +228,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 27, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 32, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 27, report.Drifted())
+	require.Equal(t, 32, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

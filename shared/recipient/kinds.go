@@ -1,0 +1,118 @@
+package recipient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/resource"
+)
+
+// The buckets, declared in streams/KV_<bucket>.
+const (
+	SubscribersBucket = "subscribers"
+	AccountsBucket    = "accounts"
+	TopicsBucket      = "topics"
+	MembersBucket     = "topic_members"
+	PreferencesBucket = "preferences"
+)
+
+// Errors a missing record is reported as; each matches resource.ErrNotFound.
+var (
+	ErrNoSubscriber  = errors.New("recipient: no such subscriber")
+	ErrNoAccount     = errors.New("recipient: no such account")
+	ErrNoTopic       = errors.New("recipient: no such topic")
+	ErrNoMembership  = errors.New("recipient: not on the topic")
+	ErrNoPreferences = errors.New("recipient: no preferences set")
+)
+
+// SubscriberKey is where a tenant's subscriber is kept.
+func SubscriberKey(tenant, id string) string { return tenant + "." + Token(id) }
+
+// AccountKey is where a tenant's account is kept.
+func AccountKey(tenant, id string) string { return tenant + "." + Token(id) }
+
+// TopicKey is where a tenant's topic is kept.
+func TopicKey(tenant, id string) string { return tenant + "." + Token(id) }
+
+// MembershipKey is where a subscriber's membership of a topic is kept:
+// under the topic's own prefix (MembersPrefix), so a topic's members are
+// listed by one filter.
+func MembershipKey(tenant, topic, subscriber string) string {
+	return MembersPrefix(tenant, topic) + "." + Token(subscriber)
+}
+
+// MembersPrefix is the key prefix of a topic's memberships.
+func MembersPrefix(tenant, topic string) string { return tenant + "." + Token(topic) }
+
+// PreferencesKey is where a subscriber's preferences are kept, or, for
+// subscriber "", the tenant's defaults.
+func PreferencesKey(tenant, subscriber string) string {
+	if subscriber == "" {
+		return tenant + ".defaults"
+	}
+	return tenant + ".s." + Token(subscriber)
+}
+
+// The kinds.
+var (
+	Subscribers = resource.Kind[Subscriber]{Name: "subscriber", Bucket: SubscribersBucket, NotFound: ErrNoSubscriber,
+		Key:      func(s Subscriber) string { return SubscriberKey(s.Tenant, s.ID) },
+		Validate: Subscriber.Validate, MaxBytes: MaxData + 8<<10}
+	Accounts = resource.Kind[Account]{Name: "account", Bucket: AccountsBucket, NotFound: ErrNoAccount,
+		Key:      func(a Account) string { return AccountKey(a.Tenant, a.ID) },
+		Validate: Account.Validate, MaxBytes: 256 << 10}
+	Topics = resource.Kind[Topic]{Name: "topic", Bucket: TopicsBucket, NotFound: ErrNoTopic,
+		Key:      func(t Topic) string { return TopicKey(t.Tenant, t.ID) },
+		Validate: Topic.Validate, MaxBytes: 4 << 10}
+	Memberships = resource.Kind[Membership]{Name: "topic membership", Bucket: MembersBucket, NotFound: ErrNoMembership,
+		Key:      func(m Membership) string { return MembershipKey(m.Tenant, m.Topic, m.Subscriber) },
+		Validate: Membership.Validate, MaxBytes: 1 << 10}
+	PreferenceSets = resource.Kind[Preferences]{Name: "preferences", Bucket: PreferencesBucket, NotFound: ErrNoPreferences,
+		Key:      func(p Preferences) string { return PreferencesKey(p.Tenant, p.Subscriber) },
+		Validate: Preferences.Validate, MaxBytes: 16 << 10}
+)
+
+// Directory is a deployment's recipients: the stores of every kind.
+type Directory struct {
+	Subscribers *resource.Store[Subscriber]
+	Accounts    *resource.Store[Account]
+	Topics      *resource.Store[Topic]
+	Memberships *resource.Store[Membership]
+	Preferences *resource.Store[Preferences]
+}
+
+// Open binds to the buckets, which streams.Apply creates.
+func Open(ctx context.Context, js jetstream.JetStream) (*Directory, error) {
+	var d Directory
+	var errs [5]error
+	d.Subscribers, errs[0] = resource.Open(ctx, js, Subscribers)
+	d.Accounts, errs[1] = resource.Open(ctx, js, Accounts)
+	d.Topics, errs[2] = resource.Open(ctx, js, Topics)
+	d.Memberships, errs[3] = resource.Open(ctx, js, Memberships)
+	d.Preferences, errs[4] = resource.Open(ctx, js, PreferenceSets)
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("recipient: %w", err)
+	}
+	return &d, nil
+}
+
+// PutAccount stores a (normalized), refusing a member who is not one of
+// the tenant's subscribers, naming it.
+func (d *Directory) PutAccount(ctx context.Context, a Account) (uint64, error) {
+	a = a.Normalize()
+	if err := a.Validate(); err != nil {
+		return 0, err
+	}
+	for i, m := range a.Members {
+		if _, _, err := d.Subscribers.Get(ctx, SubscriberKey(a.Tenant, m.Subscriber)); err != nil {
+			if errors.Is(err, resource.ErrNotFound) {
+				return 0, invalid(fmt.Sprintf("members[%d].subscriber: %s is not a subscriber", i, quote(m.Subscriber)))
+			}
+			return 0, err
+		}
+	}
+	return d.Accounts.Put(ctx, a)
+}
