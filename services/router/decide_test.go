@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/recipient"
 )
 
 var now = time.Date(2026, 11, 30, 9, 0, 1, 0, time.UTC)
@@ -430,4 +431,9 @@ func TestDecideBinaryMode(t *testing.T) {
 	got, err = cfg.decide(nats.Header(header), body, now)
 	require.EqualError(t, err, "invalid event: ce-tenant: is required")
 	require.Equal(t, Invalid, got.Outcome)
+}
+
+func TestTheDefaultRoutesCategoriesDocumentsRequired(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []recipient.Category{{Name: "alerts"}, {Name: "documents", Required: true}}, Categories(DefaultRoutes()))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/suppression"
 )
 
@@ -152,4 +153,21 @@ func (r Route) matches(eventType string, kind event.Kind) bool {
 // wants reports whether the route notifies a recipient with this role.
 func (r Route) wants(role string) bool {
 	return len(r.Roles) == 0 || slices.Contains(r.Roles, strings.ToLower(strings.TrimSpace(role)))
+}
+
+// Categories are the categories routes name, sorted, each required when
+// any route naming it is — what recipients' preferences choose among.
+func Categories(routes []Route) []recipient.Category {
+	required := map[string]bool{}
+	for _, r := range routes {
+		if r.Category != "" {
+			required[r.Category] = required[r.Category] || r.Required
+		}
+	}
+	out := make([]recipient.Category, 0, len(required))
+	for name, req := range required {
+		out = append(out, recipient.Category{Name: name, Required: req})
+	}
+	slices.SortFunc(out, func(a, b recipient.Category) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -115,4 +116,46 @@ func (d *Directory) PutAccount(ctx context.Context, a Account) (uint64, error) {
 		}
 	}
 	return d.Accounts.Put(ctx, a)
+}
+
+// SetPreferences records a subscriber's choices (subscriber "" sets the
+// tenant's defaults): laid over those kept when merge is set, replacing
+// them when not. It refuses, naming the category, choices that switch off
+// one of required (the categories routes mark required), and choices for
+// a subscriber the tenant does not have. The API, the CLI, the hosted
+// preference page and one-click unsubscribe all write through it.
+func (d *Directory) SetPreferences(ctx context.Context, tenant, subscriber string, c Choices, required []string, merge bool) (Preferences, error) {
+	p := Preferences{Tenant: tenant, Subscriber: subscriber, Categories: c}
+	if err := p.Validate(); err != nil {
+		return Preferences{}, err
+	}
+	if err := c.Required(required); err != nil {
+		return Preferences{}, err
+	}
+	if subscriber != "" {
+		if _, _, err := d.Subscribers.Get(ctx, SubscriberKey(tenant, subscriber)); err != nil {
+			return Preferences{}, err
+		}
+	}
+	return d.Preferences.Patch(ctx, PreferencesKey(tenant, subscriber), func(v *Preferences, found bool) (resource.Write, error) {
+		if merge && found {
+			c = v.Categories.Merge(c)
+		}
+		*v = Preferences{Tenant: tenant, Subscriber: subscriber, Categories: c, UpdatedAt: time.Now().UTC()}
+		return resource.Save, v.Validate()
+	})
+}
+
+// Choices are a subscriber's own choices and the tenant's defaults, as
+// Allows takes them; none kept is none chosen.
+func (d *Directory) Choices(ctx context.Context, tenant, subscriber string) (own, defaults Choices, err error) {
+	p, _, err := d.Preferences.Get(ctx, PreferencesKey(tenant, subscriber))
+	if err != nil && !errors.Is(err, resource.ErrNotFound) {
+		return nil, nil, err
+	}
+	t, _, err := d.Preferences.Get(ctx, PreferencesKey(tenant, ""))
+	if err != nil && !errors.Is(err, resource.ErrNotFound) {
+		return nil, nil, err
+	}
+	return p.Categories, t.Categories, nil
 }

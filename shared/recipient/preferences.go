@@ -131,3 +131,22 @@ func (c Choices) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Category is what notifications are about, as routes name it ("alerts",
+// "documents"): what preferences choose among, and whether it is
+// required (no one may switch it off).
+type Category struct {
+	Name     string `json:"name"`
+	Required bool   `json:"required"`
+}
+
+// RequiredOf are the names of the required categories among cs.
+func RequiredOf(cs []Category) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Required {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}

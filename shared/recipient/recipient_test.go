@@ -132,3 +132,35 @@ func TestAnAccountMemberMustBeASubscriber(t *testing.T) {
 	require.Empty(t, got.In([]string{"accounts_payable"}))
 	require.Equal(t, []string{"u-olga"}, got.In(nil), "no roles named: every member")
 }
+
+func TestPreferencesAreWrittenThroughOnePlaceThatKeepsRequiredOnes(t *testing.T) {
+	t.Parallel()
+	n, ctx := heraldtest.StartNATSWithStreams(t), heraldtest.Context(t)
+	dir, err := recipient.Open(ctx, n.JS)
+	require.NoError(t, err)
+	required := []string{"documents"}
+	_, err = dir.SetPreferences(ctx, "acme", "u-olga", recipient.Choices{"alerts": {event.ChannelSMS: false}}, required, true)
+	require.ErrorIs(t, err, recipient.ErrNoSubscriber, "no preferences for nobody")
+	_, err = dir.Subscribers.Put(ctx, olga().Normalize())
+	require.NoError(t, err)
+
+	_, err = dir.SetPreferences(ctx, "acme", "u-olga", recipient.Choices{"alerts": {event.ChannelSMS: false}}, required, true)
+	require.NoError(t, err)
+	_, err = dir.SetPreferences(ctx, "acme", "u-olga", recipient.Choices{"alerts": {event.ChannelEmail: false}}, required, true)
+	require.NoError(t, err)
+	_, err = dir.SetPreferences(ctx, "acme", "u-olga", recipient.Choices{"documents": {event.ChannelEmail: false}}, required, true)
+	require.ErrorContains(t, err, "categories.documents: is required")
+	_, err = dir.SetPreferences(ctx, "acme", "", recipient.Choices{"alerts": {event.ChannelWhatsApp: false}}, required, true)
+	require.NoError(t, err)
+
+	own, defaults, err := dir.Choices(ctx, "acme", "u-olga")
+	require.NoError(t, err)
+	require.Equal(t, "alerts.email=false, alerts.sms=false", own.String(), "merged, the refused change left out")
+	require.Equal(t, "alerts.whatsapp=false", defaults.String())
+
+	_, err = dir.SetPreferences(ctx, "acme", "u-olga", recipient.Choices{"alerts": {event.ChannelSMS: true}}, required, false)
+	require.NoError(t, err)
+	own, _, err = dir.Choices(ctx, "acme", "u-olga")
+	require.NoError(t, err)
+	require.Equal(t, "alerts.sms=true", own.String(), "replaced")
+}
