@@ -84,7 +84,7 @@ func TestPreferencesDecideCategoryByChannel(t *testing.T) {
 		required bool
 		want     bool
 	}{
-		{"alerts", event.ChannelSMS, false, false},     // her own choice
+		{"alerts", event.ChannelSMS, false, false},      // her own choice
 		{"alerts", event.ChannelWhatsApp, false, false}, // the tenant's default
 		{"alerts", event.ChannelEmail, false, true},     // the tenant's default, on
 		{"digest", event.ChannelEmail, false, false},
