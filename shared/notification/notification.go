@@ -116,6 +116,13 @@ type Recipient struct {
 	Name    string `json:"name,omitempty"`
 	Role    string `json:"role,omitempty"`
 	Address string `json:"address"`
+	// Subscriber is the tenant's subscriber id when the event named a
+	// subscriber, an account or a topic (shared/recipient), empty for an
+	// inline contact: whose preferences are checked again just before
+	// sending, and whose preference page the message links to.
+	Subscriber string `json:"subscriber,omitempty"`
+	// Timezone is the subscriber's IANA time zone, when known.
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // Document names the business document a delivery concerns. Object, SHA256
