@@ -31,15 +31,20 @@ type position struct {
 // digest identifies the query's tenant and filters (not its page size,
 // which may change from page to page).
 func (q Query) digest() []byte {
-	h := sha256.New()
 	parts := []string{q.Tenant, q.Order, recipientKey(q.Recipient), q.State}
 	// The time range only when set, so that a cursor given before there
 	// was one still continues its listing.
 	if !q.Since.IsZero() || !q.Until.IsZero() {
 		parts = append(parts, "created", stampOf(q.Since), stampOf(q.Until))
 	}
+	return digestOf(parts)
+}
+
+// digestOf is the first 8 bytes of the SHA-256 of parts, each
+// length-prefixed, so that no two different lists hash alike.
+func digestOf(parts []string) []byte {
+	h := sha256.New()
 	for _, part := range parts {
-		// Length-prefixed, so no two different queries hash alike.
 		_ = binary.Write(h, binary.BigEndian, uint32(len(part)))
 		h.Write([]byte(part))
 	}

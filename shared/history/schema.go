@@ -43,6 +43,30 @@ var migrations = [][]string{
 		// answered without) stay out of the index.
 		`CREATE INDEX notifications_by_provider_message ON notifications (provider_message_id) WHERE provider_message_id <> ''`,
 	},
+	{
+		// Subscribers, as their bucket holds them (subscribers.go). A
+		// deleted one stays as a tombstone — deleted 1, every field but
+		// its id blanked — so that an older change delivered late cannot
+		// bring it back. The listing pages by (tenant, id), the primary key.
+		`CREATE TABLE subscribers (
+			tenant {key} NOT NULL,
+			id {key} NOT NULL,
+			name text NOT NULL DEFAULT '',
+			email {key} NOT NULL DEFAULT '',
+			phone {key} NOT NULL DEFAULT '',
+			whatsapp {key} NOT NULL DEFAULT '',
+			locale text NOT NULL DEFAULT '',
+			timezone text NOT NULL DEFAULT '',
+			updated_at {timestamp} NOT NULL,
+			revision bigint NOT NULL,
+			deleted smallint NOT NULL DEFAULT 0,
+			PRIMARY KEY (tenant, id)
+		)`,
+		`CREATE INDEX subscribers_by_email ON subscribers (tenant, email, id) WHERE email <> ''`,
+		// A phone search matches the SMS number or the WhatsApp one.
+		`CREATE INDEX subscribers_by_phone ON subscribers (tenant, phone, id) WHERE phone <> ''`,
+		`CREATE INDEX subscribers_by_whatsapp ON subscribers (tenant, whatsapp, id) WHERE whatsapp <> ''`,
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction.

@@ -156,21 +156,26 @@ func (s *Store) insert(ctx context.Context, rows []Row, onConflict string) error
 func (s *Store) insertSQL(n int, onConflict string) string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO notifications (" + columns + ") VALUES ")
+	s.values(&b, n, columnCount)
+	b.WriteString(" " + onConflict)
+	return b.String()
+}
+
+// values writes the parameters of n rows of width columns each.
+func (s *Store) values(b *strings.Builder, n, width int) {
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteByte('(')
-		for c := range columnCount {
+		for c := range width {
 			if c > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(s.d.param(i*columnCount + c + 1))
+			b.WriteString(s.d.param(i*width + c + 1))
 		}
 		b.WriteByte(')')
 	}
-	b.WriteString(" " + onConflict)
-	return b.String()
 }
 
 // args are the values of rows in the order of columns. A row with no time
