@@ -81,7 +81,9 @@ func TestTheSubscriberIndexFollowsPutsChangesAndDeletes(t *testing.T) {
 		require.Empty(t, byEmail("olga@zarya.example"), "her old address finds nobody")
 		require.Equal(t, []string{"u-olga"}, byEmail("olga@sales.zarya.example"))
 
-		require.NoError(t, s.ApplySubscribers(ctx, []history.SubscriberChange{deleted("acme", "u-olga", 5)}))
+		gone := put("acme", "u-olga", "olga@sales.zarya.example", 5) // a delete that says what it deleted
+		gone.Deleted = true
+		require.NoError(t, s.ApplySubscribers(ctx, []history.SubscriberChange{gone}))
 		require.Equal(t, []string{"u-ivan"}, subscriberIDs(everyone(t, s, acme)))
 		require.Empty(t, byEmail("olga@sales.zarya.example"))
 		require.Equal(t, []string{"u-ivan"}, subscriberIDs(everyone(t, s, history.SubscriberQuery{Tenant: "acme", Phone: "+34600111222"})))
