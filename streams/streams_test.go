@@ -135,7 +135,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_events": {jetstream.LimitsPolicy, []string{"$KV.events.>"}, nil},
 
 		// Recipients Herald knows: people, companies, lists, what they agreed to.
-		"KV_subscribers":   {jetstream.LimitsPolicy, []string{"$KV.subscribers.>"}, nil},
+		"KV_subscribers":   {jetstream.LimitsPolicy, []string{"$KV.subscribers.>"}, []string{"history"}},
 		"KV_accounts":      {jetstream.LimitsPolicy, []string{"$KV.accounts.>"}, nil},
 		"KV_topics":        {jetstream.LimitsPolicy, []string{"$KV.topics.>"}, nil},
 		"KV_topic_members": {jetstream.LimitsPolicy, []string{"$KV.topic_members.>"}, nil},
@@ -207,7 +207,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 54)
+	require.Len(t, report, 55)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

@@ -2,17 +2,19 @@
 // up to date, so that GET /v1/notifications lists a tenant's notifications
 // without reading the ledger.
 //
-// It reads two feeds with durable consumers named "history":
+// It reads three feeds with durable consumers named "history":
 //   - the ledger's own changes: every write to the bucket deliveries is a
 //     message on its KV stream, carrying the whole entry — claimed
 //     (sending), retrying, delivered, failed. The KV revision orders them,
 //     so a change read twice, or late, never moves a row back;
 //   - notify.accepted.<tenant> in STATUS: the notifications the router and
-//     the API created, listed as pending until a worker claims them.
+//     the API created, listed as pending until a worker claims them;
+//   - the subscribers bucket's own changes (its KV stream), for GET
+//     /v1/subscribers to list and search tenants' subscribers (subscribers.go).
 //
 // Messages are written in batches, one transaction each, and acknowledged
 // only once it committed; a failed write is redelivered. The index is
-// derived: replaying both feeds from the start rebuilds it.
+// derived: replaying the feeds from the start rebuilds it.
 package history
 
 import (
@@ -50,6 +52,7 @@ type Store interface {
 	Apply(ctx context.Context, rows []history.Row) error
 	Forget(ctx context.Context, before time.Time) (int64, error)
 	ByProviderMessage(ctx context.Context, messageID string) ([]history.Row, error)
+	ApplySubscribers(ctx context.Context, changes []history.SubscriberChange) error
 }
 
 // Config configures the service.
@@ -123,7 +126,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/history")
 	var errs [3]error
 	s.rows, errs[0] = m.Int64Counter("herald.history.rows",
-		metric.WithDescription("Changes written to the notification index, by feed (accepted, ledger)."))
+		metric.WithDescription("Changes written to the index, by feed (accepted, ledger, subscribers)."))
 	s.fails, errs[1] = m.Int64Counter("herald.history.write_failures",
 		metric.WithDescription("Batches the index refused; their messages are redelivered."))
 	s.reports = reports{index: cfg.Store, js: js}
@@ -132,7 +135,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	return s, errors.Join(errs[:]...)
 }
 
-// Start consumes both feeds and starts the retention sweep.
+// Start consumes the feeds and starts the retention sweep.
 func (s *Service) Start(ctx context.Context) (err error) {
 	s.written.Go(s.write)
 	// One handler per message of a batch, each waiting for its batch to
@@ -144,7 +147,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			_ = s.Stop(ctx)
 		}
 	}()
-	for _, stream := range []string{LedgerStream, StatusStream} {
+	for _, stream := range []string{LedgerStream, StatusStream, SubscribersStream} {
 		cons, err := consumer.Lookup(ctx, s.js, stream, Durable)
 		if err != nil {
 			return fmt.Errorf("history: %w", err)
@@ -222,27 +225,18 @@ func (s *Service) write() {
 // written, redelivered after a pause if the index refused it. A message
 // that can never become a row (another shape) is given up, saying why.
 func (s *Service) flush(ctx context.Context, batch []queued) {
-	var accepted, applied []history.Row
+	var c changes
 	keep := batch[:0:0]
 	for _, q := range batch {
-		feed, read := &accepted, acceptedRows
-		if strings.HasPrefix(q.msg.Subject(), "$KV.") {
-			feed, read = &applied, ledgerRows
-		}
-		rows, err := read(q.msg)
-		if err != nil {
+		if err := c.add(q.msg); err != nil {
 			q.settled <- consumer.GiveUp(fmt.Errorf("not indexable: %w", err))
 			continue
 		}
-		*feed = append(*feed, rows...)
 		keep = append(keep, q)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := s.cfg.Store.Accept(wctx, accepted)
-	if err == nil {
-		err = s.cfg.Store.Apply(wctx, applied)
-	}
+	err := c.write(wctx, s.cfg.Store)
 	outcome := consumer.Done()
 	if err != nil {
 		s.fails.Add(ctx, 1)
@@ -250,8 +244,9 @@ func (s *Service) flush(ctx context.Context, batch []queued) {
 			"messages", len(keep), "error", err)
 		outcome = consumer.Retry(fmt.Errorf("the notification index refused the batch: %w", err), s.cfg.RetryDelay, time.Minute)
 	} else {
-		s.rows.Add(ctx, int64(len(accepted)), metric.WithAttributes(attribute.String("feed", "accepted")))
-		s.rows.Add(ctx, int64(len(applied)), metric.WithAttributes(attribute.String("feed", "ledger")))
+		s.rows.Add(ctx, int64(len(c.accepted)), metric.WithAttributes(attribute.String("feed", "accepted")))
+		s.rows.Add(ctx, int64(len(c.applied)), metric.WithAttributes(attribute.String("feed", "ledger")))
+		s.rows.Add(ctx, int64(len(c.subscribers)), metric.WithAttributes(attribute.String("feed", "subscribers")))
 	}
 	for _, q := range keep {
 		q.settled <- outcome

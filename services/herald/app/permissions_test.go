@@ -135,10 +135,11 @@ var servicePermissions = map[string][]string{
 	// The history service reads the ledger's changes and the accepted
 	// records, and the providers' reports, which it joins to their
 	// notifications: kept in the ledger, told on notify.status.<tenant>,
-	// suppressing the address on a hard bounce or complaint.
+	// suppressing the address on a hard bounce or complaint; and the
+	// subscribers' changes, for the subscriber index.
 	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history"), consume("REPORTS", "history"),
-		dlqPayloads, ledger, []string{"$KV.suppressions.>", "notify.status.*",
-			"dlq.KV_deliveries.history", "dlq.STATUS.history", "dlq.REPORTS.history"}),
+		consume("KV_subscribers", "history"), dlqPayloads, ledger, []string{"$KV.suppressions.>", "notify.status.*",
+			"dlq.KV_deliveries.history", "dlq.STATUS.history", "dlq.REPORTS.history", "dlq.KV_subscribers.history"}),
 	// The outbox relay publishes events as a trusted publisher, on the
 	// subjects its services' rows name.
 	"outbox-relay": join(jsCommon, []string{"orders.*", "inventory.*", "orders.*.*", "inventory.*.*"}),
