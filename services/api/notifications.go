@@ -15,10 +15,12 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 )
 
-// History is the notification index (history.Store).
+// History is the index of notifications and subscribers (history.Store).
 type History interface {
 	Get(ctx context.Context, tenant, id string) (history.Row, error)
 	List(ctx context.Context, q history.Query) (history.Page, error)
+	// Subscribers is a page of a tenant's subscribers (subscribers_list.go).
+	Subscribers(ctx context.Context, q history.SubscriberQuery) (history.SubscriberPage, error)
 }
 
 // Notification is where one notification stands: the ledger's word once a

@@ -203,17 +203,29 @@ func (s *Store) Subscribers(ctx context.Context, q SubscriberQuery) (SubscriberP
 	return page, nil
 }
 
-// check validates q and returns its page size.
+// BadParameter is a query parameter the index refuses, and why. It
+// matches ErrBadQuery.
+type BadParameter struct {
+	Name, Reason string
+}
+
+func (e *BadParameter) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrBadQuery, e.Name, e.Reason)
+}
+func (e *BadParameter) Is(target error) bool { return target == ErrBadQuery }
+
+// check validates q and returns its page size. The values refused are not
+// quoted: they are anyone's input.
 func (q SubscriberQuery) check() (int, error) {
 	switch {
 	case q.Tenant == "":
-		return 0, fmt.Errorf("%w: tenant is required", ErrBadQuery)
+		return 0, &BadParameter{"tenant", "is required"}
 	case q.Limit < 0 || q.Limit > MaxLimit:
-		return 0, fmt.Errorf("%w: limit %d is not between 1 and %d", ErrBadQuery, q.Limit, MaxLimit)
+		return 0, &BadParameter{"limit", fmt.Sprintf("%d is not between 1 and %d", q.Limit, MaxLimit)}
 	case q.Email != "" && !event.ValidAddress(event.ChannelEmail, emailKey(q.Email)):
-		return 0, fmt.Errorf("%w: email: not an email address", ErrBadQuery)
+		return 0, &BadParameter{"email", "not an email address"}
 	case q.Phone != "" && !event.ValidAddress(event.ChannelSMS, q.Phone):
-		return 0, fmt.Errorf("%w: phone: not an E.164 phone number such as +34600111222", ErrBadQuery)
+		return 0, &BadParameter{"phone", "not an E.164 phone number such as +34600111222"}
 	case q.Limit == 0:
 		return DefaultLimit, nil
 	}
