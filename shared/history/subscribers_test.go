@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -201,7 +202,14 @@ func TestSubscriberChangesEndTheSameInAnyOrderAndReplayed(t *testing.T) {
 			require.Equal(t, s.ID+"@new.example", s.Email)
 		}
 
-		s, ctx := b.open(t), heraldtest.Context(t)
+		ctx := heraldtest.Context(t)
+		backwards := b.open(t)
+		reversed := slices.Clone(history1)
+		slices.Reverse(reversed)
+		require.NoError(t, backwards.ApplySubscribers(ctx, reversed))
+		require.Equal(t, want, everyone(t, backwards, history.SubscriberQuery{Tenant: "acme"}), "newest first, in one batch")
+
+		s := b.open(t)
 		for round := range 3 {
 			shuffled := append([]history.SubscriberChange{}, history1...)
 			rng := rand.New(rand.NewPCG(uint64(round), 7))
