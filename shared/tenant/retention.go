@@ -75,23 +75,34 @@ func SetRetention(r *Retention, spec string) error {
 	out := *r
 	var problems []string
 	for part := range strings.SplitSeq(spec, ",") {
-		name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
-		i := slices.IndexFunc(retentionFields, func(f retentionField) bool { return f.name == name })
-		if !ok || i < 0 {
+		name, value, ok := strings.Cut(part, "=")
+		if !ok || !slices.ContainsFunc(retentionFields, func(f retentionField) bool { return f.name == name }) {
 			problems = append(problems, fmt.Sprintf("retention: %q is not history=PERIOD or payloads=PERIOD", part))
 			continue
 		}
-		p, err := ParsePeriod(value)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("retention.%s: %v", name, err))
-			continue
+		if err := out.Set(name, value); err != nil {
+			problems = append(problems, err.(*ValidationError).Problems...)
 		}
-		*retentionFields[i].of(&out) = p
 	}
 	if len(problems) > 0 {
 		return &ValidationError{Problems: problems}
 	}
 	*r = out
+	return nil
+}
+
+// Set sets the period named field (history or payloads) to value, read as
+// ParsePeriod does; a *ValidationError naming the field says why not.
+func (r *Retention) Set(field, value string) error {
+	i := slices.IndexFunc(retentionFields, func(f retentionField) bool { return f.name == field })
+	if i < 0 {
+		return &ValidationError{Problems: []string{fmt.Sprintf("retention.%s: not a retention (history, payloads)", field)}}
+	}
+	p, err := ParsePeriod(value)
+	if err != nil {
+		return &ValidationError{Problems: []string{fmt.Sprintf("retention.%s: %v", field, err)}}
+	}
+	*retentionFields[i].of(r) = p
 	return nil
 }
 
