@@ -7,10 +7,13 @@ import (
 )
 
 // ForgetTenant deletes tenant's rows last changed before before — its own
-// retention, where Forget applies everyone's — and says how many.
+// retention, where Forget applies everyone's — and says how many. A
+// notification still in flight (pending, sending, retrying) stays until it
+// settles: its row is what keeps its document from the sweep (Unsent), and
+// the ledger still holds it.
 func (s *Store) ForgetTenant(ctx context.Context, tenant string, before time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM notifications WHERE tenant = $1 AND updated_at < $2`,
-		tenant, s.d.stamp(micro(before)))
+	res, err := s.db.ExecContext(ctx, `DELETE FROM notifications WHERE tenant = $1 AND updated_at < $2
+		AND state NOT IN ($3, $4, $5)`, tenant, s.d.stamp(micro(before)), Pending, Sending, Retrying)
 	if err != nil {
 		return 0, fmt.Errorf("history: forgetting %s's rows before %s: %w", tenant, before.Format(time.RFC3339), err)
 	}

@@ -10,7 +10,8 @@ import (
 	"github.com/heraldhq/herald/shared/history"
 )
 
-// A tenant's own retention removes its old rows and nobody else's.
+// A tenant's own retention removes its old rows and nobody else's, and
+// keeps those of notifications still in flight.
 func TestForgetTenantDeletesOnlyThatTenantsOldRows(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
@@ -24,13 +25,20 @@ func TestForgetTenantDeletesOnlyThatTenantsOldRows(t *testing.T) {
 			row.State, row.Revision = history.Delivered, 1
 			rows = append(rows, row)
 		}
+		for _, state := range []string{history.Sending, history.Retrying} {
+			row := pending("acme", "ntf_"+state, base.Add(-48*time.Hour))
+			row.State, row.Revision = state, 1
+			rows = append(rows, row)
+		}
 		require.NoError(t, s.Apply(ctx, rows))
+		require.NoError(t, s.Accept(ctx, []history.Row{pending("acme", "ntf_pending", base.Add(-48*time.Hour))}))
 		n, err := s.ForgetTenant(ctx, "acme", base.Add(-24*time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, int64(1), n)
 		_, err = s.Get(ctx, "acme", "ntf_old")
 		require.ErrorIs(t, err, history.ErrNotFound)
-		for _, kept := range [][2]string{{"acme", "ntf_new"}, {"zarya", "ntf_old"}} {
+		for _, kept := range [][2]string{{"acme", "ntf_new"}, {"zarya", "ntf_old"}, {"acme", "ntf_pending"},
+			{"acme", "ntf_sending"}, {"acme", "ntf_retrying"}} {
 			_, err = s.Get(ctx, kept[0], kept[1])
 			require.NoError(t, err, kept)
 		}
