@@ -32,6 +32,9 @@ type Swept struct {
 	// retention; Kept those old enough but still carried by a notification
 	// that may be sent.
 	Documents, Kept int
+	// Events are the messages purged by tenants' payload retention from
+	// the subjects that name them (tenantSubjects).
+	Events int
 	// Deferred are the tenants whose documents waited for a later sweep:
 	// the index had not yet read every notification created for them.
 	Deferred []string
@@ -50,9 +53,9 @@ func (s *Service) forgetLoop(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.cfg.Logger.WarnContext(ctx, "retention sweep failed in part; the next one tries again", "rows", swept.Rows,
-				"documents", swept.Documents, "kept_unsent", swept.Kept, "deferred", swept.Deferred, "error", err)
+				"documents", swept.Documents, "events", swept.Events, "kept_unsent", swept.Kept, "deferred", swept.Deferred, "error", err)
 		case err == nil:
-			s.cfg.Logger.InfoContext(ctx, "retention sweep", "rows", swept.Rows, "documents", swept.Documents,
+			s.cfg.Logger.InfoContext(ctx, "retention sweep", "rows", swept.Rows, "documents", swept.Documents, "events", swept.Events,
 				"kept_unsent", swept.Kept, "deferred", swept.Deferred)
 		}
 		select {
@@ -65,7 +68,7 @@ func (s *Service) forgetLoop(ctx context.Context) {
 
 // Sweep removes what retention no longer keeps: each tenant's documents
 // older than its payload retention that no notification may still carry,
-// then the rows older than its history retention, then every row older
+// and its older messages on the subjects that name it, then the rows older than its history retention, then every row older
 // than the ledger's. Documents go first: the rows are what says a document
 // may still be sent.
 func (s *Service) Sweep(ctx context.Context) (Swept, error) {
@@ -76,7 +79,7 @@ func (s *Service) Sweep(ctx context.Context) (Swept, error) {
 	}
 	var swept Swept
 	docErr := s.sweepDocuments(ctx, now, own, &swept)
-	var errs []error
+	errs := []error{s.purgeEvents(ctx, now, own, &swept)}
 	for _, id := range slices.Sorted(maps.Keys(own)) {
 		h := own[id].History.Duration()
 		if h == 0 || h >= s.cfg.Retention {

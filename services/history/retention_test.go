@@ -137,13 +137,13 @@ func TestRetentionSweepRemovesWhatATenantNoLongerKeeps(t *testing.T) {
 	s.later(2 * day)
 	swept, err = s.svc.Sweep(ctx)
 	require.NoError(t, err)
-	require.Equal(t, svchistory.Swept{Rows: 1, Documents: 1, Kept: 2}, swept)
+	require.Equal(t, svchistory.Swept{Rows: 1, Documents: 1, Kept: 2, Events: 1}, swept, "the accepted record, indexed, is purged too")
 	require.Equal(t, []string{"acme/PO-2/purchase_order-r1.pdf", "acme/PO-3/invoice-r2.pdf", "zarya/PO-9/purchase_order-r1.pdf"},
 		s.stored(t, docs...))
 	require.False(t, s.has(t, "acme", "ntf_delivered"))
 	require.True(t, s.has(t, "acme", waiting.ID), "in flight: kept until it settles")
 	require.True(t, s.has(t, "zarya", "ntf_zarya"), "the platform's retention keeps zarya's row 90 days")
-	require.Equal(t, map[string]int64{"acme": 2}, heraldtest.Counts(t, s.reader, "herald.retention.removed", "tenant"))
+	require.Equal(t, map[string]int64{"acme": 3}, heraldtest.Counts(t, s.reader, "herald.retention.removed", "tenant"))
 
 	swept, err = s.svc.Sweep(ctx)
 	require.NoError(t, err)
@@ -154,7 +154,7 @@ func TestRetentionSweepRemovesWhatATenantNoLongerKeeps(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, svchistory.Swept{Rows: 1, Documents: 1, Kept: 1}, swept, "delivered, its row and document go")
 	require.Equal(t, []string{"acme/PO-3/invoice-r2.pdf", "zarya/PO-9/purchase_order-r1.pdf"}, s.stored(t, docs...))
-	require.Equal(t, map[string]int64{"history": 2, "documents": 2}, heraldtest.Counts(t, s.reader, "herald.retention.removed", "kind"))
+	require.Equal(t, map[string]int64{"history": 2, "documents": 2, "events": 1}, heraldtest.Counts(t, s.reader, "herald.retention.removed", "kind"))
 }
 
 // A document is not removed while the index has not yet read a
@@ -183,4 +183,66 @@ func TestRetentionSweepWaitsForTheIndexBeforeRemovingDocuments(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, 1, swept.Kept, "the pending notification carries it")
 	require.Equal(t, []string{doc}, s.stored(t, doc))
+}
+
+// take reads every message a durable has to take, and acknowledges each,
+// as the service reading it would.
+func (s *sweeping) take(t *testing.T, stream, durable string) {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	cons, err := s.nats.JS.Consumer(ctx, stream, durable)
+	require.NoError(t, err)
+	batch, err := cons.FetchNoWait(100)
+	require.NoError(t, err)
+	for msg := range batch.Messages() {
+		require.NoError(t, msg.DoubleAck(ctx))
+	}
+	require.NoError(t, batch.Error())
+}
+
+// subjects are the subjects of the messages a stream holds.
+func (s *sweeping) subjects(t *testing.T, stream string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range heraldtest.StreamMessages(t, s.nats.JS, stream) {
+		out = append(out, m.Subject)
+	}
+	return out
+}
+
+// acme's events published on subjects that name it, and its outcomes,
+// are purged once older than its payload retention (a younger one stays)
+// — but not before
+// every consumer of their stream has taken them; zarya's, and events
+// that name their tenant only in the body, stay.
+func TestRetentionSweepPurgesATenantsOldEventsOnceTaken(t *testing.T) {
+	t.Parallel()
+	s := setupSweep(t, time.Second)
+	ctx := heraldtest.Context(t)
+	for _, subject := range []string{"orders.created.acme", "orders.created.zarya", "orders.created", "orders.shipped.acme",
+		"inventory.low_stock.acme", "notify.status.acme", "notify.status.zarya"} {
+		_, err := s.nats.JS.Publish(ctx, subject, []byte(`{}`))
+		require.NoError(t, err)
+	}
+	cutoff := time.Now()
+	_, err := s.nats.JS.Publish(ctx, "orders.updated.acme", []byte(`{}`)) // a day younger than the rest, as the clock goes
+	require.NoError(t, err)
+	at := cutoff.Add(day)
+	s.now.Store(&at)
+
+	swept, err := s.svc.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, svchistory.Swept{}, swept, "the router and the status feed have not taken them yet")
+	require.Len(t, s.subjects(t, "ORDERS"), 5)
+
+	s.take(t, "ORDERS", "router")
+	s.take(t, "INVENTORY", "router")
+	s.take(t, "STATUS", "webhooks")
+	swept, err = s.svc.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, svchistory.Swept{Events: 4}, swept)
+	require.Equal(t, []string{"orders.created.zarya", "orders.created", "orders.updated.acme"}, s.subjects(t, "ORDERS"))
+	require.Empty(t, s.subjects(t, "INVENTORY"))
+	require.Equal(t, []string{"notify.status.zarya"}, s.subjects(t, "STATUS"))
+	require.Equal(t, map[string]int64{"events": 4}, heraldtest.Counts(t, s.reader, "herald.retention.removed", "kind"))
 }

@@ -138,11 +138,16 @@ var servicePermissions = map[string][]string{
 	// notifications: kept in the ledger, told on notify.status.<tenant>,
 	// suppressing the address on a hard bounce or complaint. Its retention
 	// sweep follows the tenants' retention, lists and removes documents,
-	// and reads each tenant's last accepted record, to know the index has
-	// taken it.
+	// reads each tenant's last accepted record, to know the index has
+	// taken it, and purges a tenant's old messages from the streams whose
+	// subjects name it: the first one young enough, by direct get, and
+	// the consumers, which must have taken them first.
 	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history"), consume("REPORTS", "history"),
 		dlqPayloads, ledger, readTenants, readDocuments, writeDocuments, []string{"$KV.suppressions.>", "notify.status.*",
-			"dlq.KV_deliveries.history", "dlq.STATUS.history", "dlq.REPORTS.history", "$JS.API.DIRECT.GET.STATUS.notify.accepted.*"}),
+			"dlq.KV_deliveries.history", "dlq.STATUS.history", "dlq.REPORTS.history", "$JS.API.DIRECT.GET.STATUS.notify.accepted.*",
+			"$JS.API.DIRECT.GET.ORDERS", "$JS.API.DIRECT.GET.INVENTORY", "$JS.API.DIRECT.GET.STATUS",
+			"$JS.API.CONSUMER.LIST.ORDERS", "$JS.API.CONSUMER.LIST.INVENTORY", "$JS.API.CONSUMER.LIST.STATUS",
+			"$JS.API.STREAM.PURGE.ORDERS", "$JS.API.STREAM.PURGE.INVENTORY", "$JS.API.STREAM.PURGE.STATUS"}),
 	// The outbox relay publishes events as a trusted publisher, on the
 	// subjects its services' rows name.
 	"outbox-relay": join(jsCommon, []string{"orders.*", "inventory.*", "orders.*.*", "inventory.*.*"}),
