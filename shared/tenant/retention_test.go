@@ -74,6 +74,7 @@ func TestSetRetention(t *testing.T) {
 			`retention.history: "1d\x1b" is not a period like 90d or 12h`,
 		}},
 		{"90d", was, []string{`retention: "90d" is not history=PERIOD or payloads=PERIOD`}},
+		{"history=2d,payloads=soon", was, []string{`retention.payloads: "soon" is not a period like 90d or 12h`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
