@@ -26,6 +26,8 @@ type Tenant struct {
 	LogoURL string `json:"logo_url,omitempty" doc:"Its logo (https), on the header bar of its emails' HTML part."`
 	Colour  string `json:"colour,omitempty" example:"#1f4e79" doc:"The header bar's colour, #rgb or #rrggbb."`
 
+	Retention *TenantRetention `json:"retention,omitempty" doc:"How long its history and payloads are kept; left out: the platform's."`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -44,6 +46,22 @@ type NewTenant struct {
 
 	LogoURL string `json:"logo_url,omitempty"`
 	Colour  string `json:"colour,omitempty"`
+
+	Retention TenantRetention `json:"retention,omitzero"`
+}
+
+// TenantRetention is how long Herald keeps a tenant's data, each period a
+// day (1d) to 3650d; one left out or empty is the platform's.
+type TenantRetention struct {
+	History  string `json:"history,omitempty" example:"90d" maxLength:"32" doc:"How long a notification stays listed after its last change (at most what the ledger keeps). Empty: the platform's ledger.retention."`
+	Payloads string `json:"payloads,omitempty" example:"30d" maxLength:"32" doc:"How long a rendered document is kept after it was stored, unless a notification carrying it may still be sent. Empty: the platform's documents.retention."`
+}
+
+// TenantRetentionChanges are the retention periods to change; one left
+// out stays, one given empty goes back to the platform's.
+type TenantRetentionChanges struct {
+	History  *string `json:"history,omitempty" example:"90d" maxLength:"32"`
+	Payloads *string `json:"payloads,omitempty" example:"30d" maxLength:"32"`
 }
 
 // TenantChanges are the fields of a tenant to change; those left out stay.
@@ -60,6 +78,8 @@ type TenantChanges struct {
 
 	LogoURL *string `json:"logo_url,omitempty"`
 	Colour  *string `json:"colour,omitempty"`
+
+	Retention *TenantRetentionChanges `json:"retention,omitempty" doc:"The periods to change, as herald tenants set --retention does."`
 }
 
 // Tenants is every tenant, by id.
@@ -140,9 +160,13 @@ func (s *Service) createTenant(ctx context.Context, in *createTenantInput) (*cre
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
 	b := in.Body
-	t, err := st.tenants.Create(cctx, tenant.Tenant{ID: b.ID, Name: b.Name, Plan: b.Plan, Status: tenant.Status(b.Status),
+	t := tenant.Tenant{ID: b.ID, Name: b.Name, Plan: b.Plan, Status: tenant.Status(b.Status),
 		From: b.From, Providers: b.Providers, SMSProviders: b.SMSProviders, WhatsAppProviders: b.WhatsAppProviders,
-		LogoURL: b.LogoURL, Colour: b.Colour})
+		LogoURL: b.LogoURL, Colour: b.Colour}
+	err = TenantRetentionChanges{History: &b.Retention.History, Payloads: &b.Retention.Payloads}.apply(&t.Retention)
+	if err == nil {
+		t, err = st.tenants.Create(cctx, t)
+	}
 	if err != nil {
 		return nil, s.tenantsError(ctx, err)
 	}
@@ -203,6 +227,31 @@ func (c TenantChanges) apply(t *tenant.Tenant) error {
 			*chain.to = *chain.from
 		}
 	}
+	if c.Retention != nil {
+		return c.Retention.apply(&t.Retention)
+	}
+	return nil
+}
+
+// apply sets the periods given; a *tenant.ValidationError names each one
+// that is not a period.
+func (c TenantRetentionChanges) apply(r *tenant.Retention) error {
+	var problems []string
+	for _, p := range []struct {
+		field string
+		value *string
+	}{{"history", c.History}, {"payloads", c.Payloads}} {
+		if p.value == nil {
+			continue
+		}
+		var invalid *tenant.ValidationError
+		if errors.As(r.Set(p.field, *p.value), &invalid) {
+			problems = append(problems, invalid.Problems...)
+		}
+	}
+	if len(problems) > 0 {
+		return &tenant.ValidationError{Problems: problems}
+	}
 	return nil
 }
 
@@ -225,5 +274,21 @@ func (s *Service) tenantsError(ctx context.Context, err error) error {
 func tenantOf(t tenant.Tenant) Tenant {
 	return Tenant{ID: t.ID, Name: t.Name, Plan: t.Plan, Status: string(t.Status), From: t.From, Providers: t.Providers,
 		SMSProviders: t.SMSProviders, WhatsAppProviders: t.WhatsAppProviders, LogoURL: t.LogoURL, Colour: t.Colour,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		Retention: retentionOf(t.Retention), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+// retentionOf is a tenant's retention as the API shows it: nil when it
+// sets none.
+func retentionOf(r tenant.Retention) *TenantRetention {
+	if r == (tenant.Retention{}) {
+		return nil
+	}
+	out := &TenantRetention{}
+	if r.History != 0 {
+		out.History = r.History.String()
+	}
+	if r.Payloads != 0 {
+		out.Payloads = r.Payloads.String()
+	}
+	return out
 }

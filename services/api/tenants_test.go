@@ -62,6 +62,38 @@ func TestTenantWritesAreRefusedWithTheReason(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/v1/tenants/initech", adminKey, nil).status)
 }
 
+// An admin sets a tenant's retention as herald tenants set --retention
+// does: shown as written, one period at a time, refused naming the field.
+func TestAnAdminSetsATenantsRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	created := b.sendJSON(t, http.MethodPost, "/v1/tenants", adminKey, `{"id":"acme","plan":"startup","retention":{"payloads":"60d"}}`)
+	require.Equal(t, http.StatusCreated, created.status, created.body)
+	require.Contains(t, created.body, `"retention":{"payloads":"60d"}`)
+
+	changed := b.sendJSON(t, http.MethodPatch, "/v1/tenants/acme", adminKey, `{"retention":{"history":"30d"}}`)
+	require.Equal(t, http.StatusOK, changed.status, changed.body)
+	got := b.do(t, http.MethodGet, "/v1/tenants/acme", adminKey, nil)
+	require.Equal(t, `{"history":"30d","payloads":"60d"}`, jsonField(t, got.body, "retention"), "a period left out stays")
+
+	for body, says := range map[string]string{
+		`{"retention":{"history":"12h"}}`:                    `retention.history: 12h is shorter than a day`,
+		`{"retention":{"history":"91d"}}`:                    `retention.history: 91d is longer than the ledger keeps notifications (90d, ledger.retention)`,
+		`{"retention":{"payloads":"soon","history":"1d,x"}}`: `retention.history: \"1d,x\" is not a period like 90d or 12h; retention.payloads: \"soon\" is not a period`,
+	} {
+		refused := b.sendJSON(t, http.MethodPatch, "/v1/tenants/acme", adminKey, body)
+		require.Equal(t, http.StatusUnprocessableEntity, refused.status, refused.body)
+		require.Contains(t, refused.body, says, body)
+	}
+	refused := b.sendJSON(t, http.MethodPost, "/v1/tenants", adminKey, `{"id":"initech","plan":"free","retention":{"payloads":"1x"}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, refused.status, refused.body)
+	require.Contains(t, refused.body, `retention.payloads: \"1x\" is not a period`)
+
+	reset := b.sendJSON(t, http.MethodPatch, "/v1/tenants/acme", adminKey, `{"retention":{"history":"","payloads":""}}`)
+	require.Equal(t, http.StatusOK, reset.status, reset.body)
+	require.NotContains(t, reset.body, "retention", "the platform's again")
+}
+
 // A tenant key with read reads its own tenant, and no other: another
 // tenant reads as one not registered.
 func TestATenantKeyReadsItsOwnTenantOnly(t *testing.T) {

@@ -127,6 +127,11 @@ providers (likewise --sms-providers and --whatsapp-providers).`,
 				v, _ := f.GetString(c.flag)
 				c.set(&t, providerChain(v))
 			}
+			if spec, _ := f.GetString("retention"); spec != "" {
+				if err := tenant.SetRetention(&t.Retention, spec); err != nil {
+					return err
+				}
+			}
 			return withRegistry(cmd, func(ctx context.Context, reg *tenant.Registry) error {
 				t, err := reg.Create(ctx, t)
 				if err != nil {
@@ -145,8 +150,16 @@ providers (likewise --sms-providers and --whatsapp-providers).`,
 	cmd.Flags().String("logo-url", "", "its logo (https), on its emails' HTML header bar")
 	cmd.Flags().String("colour", "", "its emails' header bar colour, #rgb or #rrggbb")
 	addChainFlags(cmd)
+	retentionFlag(cmd)
 	jsonFlag(cmd)
 	return cmd
+}
+
+// retentionFlag is --retention: how long the tenant's history and payloads
+// are kept (docs/tenants.md, "Retention").
+func retentionFlag(cmd *cobra.Command) {
+	cmd.Flags().String("retention", "", "how long its history and payloads are kept, e.g. history=90d,payloads=30d; "+
+		"an empty period (history=) is the platform's")
 }
 
 // chainFlags are the flags naming a tenant's provider chain on each
@@ -214,9 +227,10 @@ func printTenants(w io.Writer, list []tenant.Tenant) {
 
 func tenantsShowCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one tenant",
-		Args:  cobra.ExactArgs(1),
+		Use:     "show ID",
+		Aliases: []string{"get"},
+		Short:   "Show one tenant",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withRegistry(cmd, func(ctx context.Context, reg *tenant.Registry) error {
 				t, err := reg.Get(ctx, args[0])
@@ -261,12 +275,23 @@ func printTenant(w io.Writer, t tenant.Tenant) {
 		}
 		rows = append(rows, [2]string{strings.ReplaceAll(c.flag, "-", " "), chain})
 	}
+	rows = append(rows, [2]string{"history kept", retentionOr(t.Retention.History, "ledger.retention")},
+		[2]string{"payloads kept", retentionOr(t.Retention.Payloads, "documents.retention")})
 	rows = append(rows, [2]string{"created", t.CreatedAt.Format(time.RFC3339)}, [2]string{"updated", t.UpdatedAt.Format(time.RFC3339)})
 	tw := newTable(w)
 	for _, row := range rows {
 		tw.row(row[0]+":", row[1])
 	}
 	_ = tw.flush()
+}
+
+// retentionOr is a tenant's retention period, or which platform setting
+// rules when it sets none.
+func retentionOr(p tenant.Period, platform string) string {
+	if p == 0 {
+		return "(the platform's " + platform + ")"
+	}
+	return p.String()
 }
 
 func tenantsSetCommand() *cobra.Command {
@@ -276,10 +301,14 @@ func tenantsSetCommand() *cobra.Command {
 		Long: `Change what the flags name and nothing else. A suspended tenant's events
 and notifications are dead-lettered with the reason until it is active again;
 redrive them then. --from "" and --providers "" (or --sms-providers "",
---whatsapp-providers "") go back to the platform's.`,
+--whatsapp-providers "") go back to the platform's. --retention sets how long
+its notification history and stored payloads are kept (a day to 3650d;
+history no longer than the ledger keeps), history= or payloads= going back
+to the platform's; a sweep in the history service removes what is older.`,
 		Example: `  herald tenants set acme --status suspended
   herald tenants set acme --plan enterprise --providers acme-ses,sendgrid
-  herald tenants set acme --sms-providers acme-twilio,awssms --whatsapp-providers acme-twilio`,
+  herald tenants set acme --sms-providers acme-twilio,awssms --whatsapp-providers acme-twilio
+  herald tenants set acme --retention history=90d,payloads=30d`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			edit, err := readEdit(cmd)
@@ -310,6 +339,7 @@ redrive them then. --from "" and --providers "" (or --sms-providers "",
 	f.String("colour", "", "its emails' header bar colour, #rgb or #rrggbb; empty for the default")
 	addChainFlags(cmd)
 	f.String("name", "", "display name")
+	retentionFlag(cmd)
 	jsonFlag(cmd)
 	return cmd
 }
@@ -332,8 +362,15 @@ func readEdit(cmd *cobra.Command) (func(*tenant.Tenant), error) {
 	set("name", func(t *tenant.Tenant, v string) { t.Name = v })
 	set("logo-url", func(t *tenant.Tenant, v string) { t.LogoURL = v })
 	set("colour", func(t *tenant.Tenant, v string) { t.Colour = v })
+	if f := cmd.Flags().Lookup("retention"); f.Changed {
+		// Checked here, so the edit, which Update may repeat, cannot fail.
+		if err := tenant.SetRetention(&tenant.Retention{}, f.Value.String()); err != nil {
+			return nil, err
+		}
+		set("retention", func(t *tenant.Tenant, v string) { _ = tenant.SetRetention(&t.Retention, v) })
+	}
 	if len(edits) == 0 {
-		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url or --colour")
+		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url, --colour or --retention")
 	}
 	return func(t *tenant.Tenant) {
 		for _, e := range edits {
@@ -357,6 +394,8 @@ func changes(before, after tenant.Tenant) []string {
 	diff("from", before.From, after.From)
 	diff("logo_url", before.LogoURL, after.LogoURL)
 	diff("colour", before.Colour, after.Colour)
+	diff("retention.history", periodOrEmpty(before.Retention.History), periodOrEmpty(after.Retention.History))
+	diff("retention.payloads", periodOrEmpty(before.Retention.Payloads), periodOrEmpty(after.Retention.Payloads))
 	for _, c := range chainFlags {
 		diff(c.flag, strings.Join(before.Chain(c.channel), ","), strings.Join(after.Chain(c.channel), ","))
 	}
@@ -364,4 +403,12 @@ func changes(before, after tenant.Tenant) []string {
 		return []string{"nothing changed"}
 	}
 	return out
+}
+
+// periodOrEmpty is a period as changes shows it: "" (a dash) when unset.
+func periodOrEmpty(p tenant.Period) string {
+	if p == 0 {
+		return ""
+	}
+	return p.String()
 }

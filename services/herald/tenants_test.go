@@ -84,6 +84,8 @@ func TestTenantsCreateListShow(t *testing.T) {
 		"providers:           acme-ses, sendgrid",
 		"sms providers:       acme-twilio, awssms",
 		"whatsapp providers:  (the platform's whatsapp.providers)",
+		"history kept:        (the platform's ledger.retention)",
+		"payloads kept:       (the platform's documents.retention)",
 		"created:             " + list[0].CreatedAt.Format(time.RFC3339),
 		"updated:             " + list[0].UpdatedAt.Format(time.RFC3339),
 		""}, "\n"), out)
@@ -145,7 +147,7 @@ func TestTenantsSet(t *testing.T) {
 	require.Equal(t, "updated tenant acme: nothing changed\n", out)
 
 	_, err = herald(t, "tenants", "set", "acme")
-	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url or --colour")
+	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url, --colour or --retention")
 	_, err = herald(t, "tenants", "set", "acme", "--status", "paused")
 	require.EqualError(t, err, `invalid tenant: status: "paused" is not a status (want active or suspended)`)
 	_, err = herald(t, "tenants", "set", "acme", "--providers", "ses,ses")
@@ -156,6 +158,39 @@ func TestTenantsSet(t *testing.T) {
 	shown := heraldJSON[tenant.Tenant](t, "tenants", "show", "acme")
 	require.Equal(t, tenant.Suspended, shown.Status, "refused changes wrote nothing")
 	require.Equal(t, []string{"acme-ses", "sendgrid"}, shown.Providers)
+}
+
+// --retention sets the periods it names, shows them, goes back to the
+// platform's on an empty one, and refuses a mistake naming the field.
+func TestTenantsSetRetention(t *testing.T) {
+	tenantsServer(t)
+	_, err := herald(t, "tenants", "create", "acme", "--plan", "startup", "--retention", "payloads=60d")
+	require.NoError(t, err)
+
+	out, err := herald(t, "tenants", "set", "acme", "--retention", "history=30d,payloads=36h")
+	require.NoError(t, err)
+	require.Equal(t, "updated tenant acme: retention.history: - → 30d; retention.payloads: 60d → 36h\n", out)
+	out, err = herald(t, "tenants", "get", "acme")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^history kept: +30d$`, out)
+	require.Regexp(t, `(?m)^payloads kept: +36h$`, out)
+
+	for spec, want := range map[string]string{
+		"history=90x":  `invalid tenant: retention.history: "90x" is not a period like 90d or 12h`,
+		"history=12h":  `invalid tenant: retention.history: 12h is shorter than a day, the least Herald keeps anything`,
+		"history=91d":  `invalid tenant: retention.history: 91d is longer than the ledger keeps notifications (90d, ledger.retention)`,
+		"ledger=1d":    `invalid tenant: retention: "ledger=1d" is not history=PERIOD or payloads=PERIOD`,
+		"payloads=-1d": `invalid tenant: retention.payloads: "-1d" is not a period like 90d or 12h`,
+	} {
+		_, err := herald(t, "tenants", "set", "acme", "--retention", spec)
+		require.EqualError(t, err, want, spec)
+	}
+
+	acme := heraldJSON[tenant.Tenant](t, "tenants", "set", "acme", "--retention", "history=")
+	require.Equal(t, tenant.Retention{Payloads: tenant.Period(36 * time.Hour)}, acme.Retention, "history= is the platform's again")
+	out, err = herald(t, "tenants", "show", "acme")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^history kept: +\(the platform's ledger.retention\)$`, out)
 }
 
 // The CLI checks a tenant's plan against the plans the running services

@@ -37,6 +37,7 @@ import (
 	"github.com/heraldhq/herald/shared/history"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // The consumers the service reads.
@@ -51,6 +52,8 @@ type Store interface {
 	Accept(ctx context.Context, rows []history.Row) error
 	Apply(ctx context.Context, rows []history.Row) error
 	Forget(ctx context.Context, before time.Time) (int64, error)
+	ForgetTenant(ctx context.Context, tenant string, before time.Time) (int64, error)
+	Unsent(ctx context.Context, tenant string) ([]history.DocumentUse, error)
 	ByProviderMessage(ctx context.Context, messageID string) ([]history.Row, error)
 	ApplySubscribers(ctx context.Context, changes []history.SubscriberChange) error
 }
@@ -70,6 +73,23 @@ type Config struct {
 	// delivered again. Defaults to 5s.
 	RetryDelay time.Duration
 
+	// Registry is where tenants' own retention is read (a tenant.Cache):
+	// the sweep removes a tenant's rows and documents by it. Nil: every
+	// tenant keeps the platform's.
+	Registry Retentions
+	// SweepInterval is how often the retention sweep runs. Defaults to an
+	// hour; negative: never (a test calls Sweep).
+	SweepInterval time.Duration
+	// IndexWait is how long the sweep waits for the index to take a
+	// tenant's newest notifications before removing its documents; past
+	// it, they wait for the next sweep. Defaults to 10s.
+	IndexWait time.Duration
+	// Now is the sweep's clock. Defaults to time.Now.
+	Now func() time.Time
+	// Tenants bounds the tenant label of the sweep's metric. Defaults to
+	// telemetry.DefaultMaxTenants.
+	Tenants *telemetry.Labels
+
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// MeterProvider defaults to a no-op provider.
@@ -81,6 +101,14 @@ func (c Config) WithDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, 90*24*time.Hour)
 	c.BatchSize = cmp.Or(c.BatchSize, 500)
 	c.RetryDelay = cmp.Or(c.RetryDelay, 5*time.Second)
+	c.SweepInterval = cmp.Or(c.SweepInterval, time.Hour)
+	c.IndexWait = cmp.Or(c.IndexWait, 10*time.Second)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Tenants == nil {
+		c.Tenants = telemetry.NewTenantLabels(telemetry.DefaultMaxTenants)
+	}
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
@@ -114,6 +142,7 @@ type Service struct {
 	sweep   sync.WaitGroup
 	rows    metric.Int64Counter
 	fails   metric.Int64Counter
+	swept   metric.Int64Counter
 }
 
 // New returns the service.
@@ -124,7 +153,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, js: js, work: make(chan queued, 2*cfg.BatchSize)}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/history")
-	var errs [3]error
+	var errs [4]error
 	s.rows, errs[0] = m.Int64Counter("herald.history.rows",
 		metric.WithDescription("Changes written to the index, by feed (accepted, ledger, subscribers)."))
 	s.fails, errs[1] = m.Int64Counter("herald.history.write_failures",
@@ -132,6 +161,8 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	s.reports = reports{index: cfg.Store, js: js}
 	s.reports.joined, errs[2] = m.Int64Counter("herald.history.reports",
 		metric.WithDescription("Provider reports joined to their notification (outcome joined), or found already kept (repeated), by provider and kind."))
+	s.swept, errs[3] = m.Int64Counter("herald.retention.removed",
+		metric.WithDescription("What the retention sweep removed: notification rows (kind history) and rendered documents (kind documents), by tenant (empty: the platform's retention, every tenant at once)."))
 	return s, errors.Join(errs[:]...)
 }
 
@@ -295,25 +326,4 @@ func ledgerRows(msg jetstream.Msg) ([]history.Row, error) {
 		Channel: e.Channel, Recipient: e.Recipient, State: string(e.State), Reason: e.Reason, Provider: e.Provider,
 		ProviderMessageID: e.ProviderMessageID, Tries: e.Tries, CreatedAt: created, UpdatedAt: e.UpdatedAt,
 		Revision: md.Sequence.Stream}}, nil
-}
-
-// forgetLoop deletes rows the ledger has forgotten, hourly. Every replica
-// runs it; a delete is the same whoever runs it.
-func (s *Service) forgetLoop(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		n, err := s.cfg.Store.Forget(ctx, time.Now().Add(-s.cfg.Retention))
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.cfg.Logger.WarnContext(ctx, "forgetting old notifications failed; will try again in an hour", "error", err)
-		case n > 0:
-			s.cfg.Logger.InfoContext(ctx, "forgot notifications older than the ledger's retention", "rows", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -32,8 +32,10 @@ var readTenants = []string{
 
 // writeTenants is what a service that changes tenants (the admin API, the
 // herald tenants commands) must be allowed to publish: reading as above
-// (List watches), reading one key directly, writing keys.
-var writeTenants = append([]string{"$KV.tenants.>", "$JS.API.DIRECT.GET.KV_tenants.>"}, readTenants...)
+// (List watches), reading one key directly, writing keys, and the ledger
+// stream's info, whose max age bounds a tenant's history retention.
+var writeTenants = append([]string{"$KV.tenants.>", "$JS.API.DIRECT.GET.KV_tenants.>", "$JS.API.STREAM.INFO.KV_deliveries"},
+	readTenants...)
 
 type violations struct {
 	mu    sync.Mutex

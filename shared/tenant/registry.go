@@ -27,6 +27,8 @@ const updateTries = 5
 type Registry struct {
 	kv    jetstream.KeyValue
 	plans Plans
+	// ledgerKeeps bounds a tenant's history retention (checkHistory).
+	ledgerKeeps time.Duration
 }
 
 // Open binds to the bucket, which streams.Apply creates. Tenants written
@@ -36,7 +38,11 @@ func Open(ctx context.Context, js jetstream.JetStream, plans Plans) (*Registry, 
 	if err != nil {
 		return nil, fmt.Errorf("tenant: bucket %s: %w", Bucket, err)
 	}
-	return &Registry{kv: kv, plans: plans}, nil
+	keeps, err := ledgerRetention(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{kv: kv, plans: plans, ledgerKeeps: keeps}, nil
 }
 
 // Create registers t: active unless t says otherwise, with both times set
@@ -45,7 +51,7 @@ func (r *Registry) Create(ctx context.Context, t Tenant) (Tenant, error) {
 	t.Status = cmp.Or(t.Status, Active)
 	t.CreatedAt = time.Now().UTC()
 	t.UpdatedAt = t.CreatedAt
-	if err := t.Validate(r.plans); err != nil {
+	if err := r.validate(t); err != nil {
 		return Tenant{}, err
 	}
 	data, err := json.Marshal(t)
@@ -59,6 +65,14 @@ func (r *Registry) Create(ctx context.Context, t Tenant) (Tenant, error) {
 		return Tenant{}, fmt.Errorf("tenant: creating %q: %w", t.ID, err)
 	}
 	return t, nil
+}
+
+// validate is t.Validate, and a history no longer than the ledger keeps.
+func (r *Registry) validate(t Tenant) error {
+	if err := t.Validate(r.plans); err != nil {
+		return err
+	}
+	return checkHistory(t, r.ledgerKeeps)
 }
 
 // Get reads one tenant; an id never registered (or deleted) is ErrNotFound.
@@ -159,7 +173,7 @@ func (r *Registry) tryUpdate(ctx context.Context, id string, edit func(*Tenant) 
 	}
 	t.CreatedAt = old.CreatedAt
 	t.UpdatedAt = time.Now().UTC()
-	if err := t.Validate(r.plans); err != nil {
+	if err := r.validate(t); err != nil {
 		return Tenant{}, err
 	}
 	data, err := json.Marshal(t)

@@ -56,6 +56,9 @@ type Tenant struct {
 	// (#rgb or #rrggbb). Empty: its name on the default colour.
 	LogoURL string `json:"logo_url,omitempty"`
 	Colour  string `json:"colour,omitempty"`
+	// Retention is how long its history and payloads are kept; unset
+	// periods are the platform's.
+	Retention Retention `json:"retention,omitzero"`
 	// CreatedAt and UpdatedAt are set by the registry.
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -147,6 +150,7 @@ func (t Tenant) Validate(plans Plans) error {
 	if t.Colour != "" && !colourPattern.MatchString(t.Colour) {
 		add("colour: %q is not a colour like #1f4e79", t.Colour)
 	}
+	problems = append(problems, t.Retention.problems()...)
 	for _, c := range chainFields {
 		chain := t.Chain(c.channel)
 		for i, p := range chain {

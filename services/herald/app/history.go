@@ -35,8 +35,14 @@ func (a *App) buildHistory(ctx context.Context) (service, error) {
 	// Only the history service is unready without its database: the api
 	// answers listings with 503 then, and everything else as before.
 	a.checks.Add("history", store.Ping)
-	return svchistory.New(a.js, svchistory.Config{Store: store, Retention: a.cfg.Ledger.Retention,
-		Logger: a.logger.With("service", "history"), MeterProvider: a.tel.MeterProvider()})
+	// The retention sweep removes each tenant's rows and documents by its
+	// own retention, read from the registry.
+	registry, err := a.tenantCache(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return svchistory.New(a.js, svchistory.Config{Store: store, Retention: a.cfg.Ledger.Retention, Registry: registry,
+		Tenants: a.tenants, Logger: a.logger.With("service", "history"), MeterProvider: a.tel.MeterProvider()})
 }
 
 // historyStore is the process's connection to the index, opened by the

@@ -33,6 +33,7 @@ import (
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 	"github.com/heraldhq/herald/streams"
 )
@@ -136,10 +137,18 @@ var servicePermissions = map[string][]string{
 	// records, and the providers' reports, which it joins to their
 	// notifications: kept in the ledger, told on notify.status.<tenant>,
 	// suppressing the address on a hard bounce or complaint; and the
-	// subscribers' changes, for the subscriber index.
+	// subscribers' changes, for the subscriber index. Its retention
+	// sweep follows the tenants' retention, lists and removes documents,
+	// reads each tenant's last accepted record, to know the index has
+	// taken it, and purges a tenant's old messages from the streams whose
+	// subjects name it: the first one young enough, by direct get, and
+	// the consumers, which must have taken them first.
 	"history": join(jsCommon, consume("KV_deliveries", "history"), consume("STATUS", "history"), consume("REPORTS", "history"),
-		consume("KV_subscribers", "history"), dlqPayloads, ledger, []string{"$KV.suppressions.>", "notify.status.*",
-			"dlq.KV_deliveries.history", "dlq.STATUS.history", "dlq.REPORTS.history", "dlq.KV_subscribers.history"}),
+		consume("KV_subscribers", "history"), dlqPayloads, ledger, readTenants, readDocuments, writeDocuments, []string{"$KV.suppressions.>", "notify.status.*",
+			"dlq.KV_deliveries.history", "dlq.STATUS.history", "dlq.REPORTS.history", "dlq.KV_subscribers.history", "$JS.API.DIRECT.GET.STATUS.notify.accepted.*",
+			"$JS.API.DIRECT.GET.ORDERS", "$JS.API.DIRECT.GET.INVENTORY", "$JS.API.DIRECT.GET.STATUS",
+			"$JS.API.CONSUMER.LIST.ORDERS", "$JS.API.CONSUMER.LIST.INVENTORY", "$JS.API.CONSUMER.LIST.STATUS",
+			"$JS.API.STREAM.PURGE.ORDERS", "$JS.API.STREAM.PURGE.INVENTORY", "$JS.API.STREAM.PURGE.STATUS"}),
 	// The outbox relay publishes events as a trusted publisher, on the
 	// subjects its services' rows name.
 	"outbox-relay": join(jsCommon, []string{"orders.*", "inventory.*", "orders.*.*", "inventory.*.*"}),
@@ -316,6 +325,12 @@ func runWithPermissions(t *testing.T, fair bool) {
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
 	heraldtest.RegisterTenants(t, adminJS, "acme")
+	// With a payload retention of its own, the history service's sweep
+	// lists the documents and reads acme's last accepted record.
+	registry, err := tenant.Open(ctx, adminJS, tenant.BuiltinPlans())
+	require.NoError(t, err)
+	_, err = registry.Update(ctx, "acme", func(x *tenant.Tenant) error { return tenant.SetRetention(&x.Retention, "payloads=1d") })
+	require.NoError(t, err)
 
 	keys, err := apikey.Open(ctx, adminJS)
 	require.NoError(t, err)
