@@ -2,17 +2,21 @@ package delivery_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/services/delivery/email/emailtest"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/preferencepage"
 	"github.com/heraldhq/herald/shared/recipient"
+	"github.com/heraldhq/herald/shared/unsubscribe"
 )
 
 // A subscriber who switches a category off on a channel after a
@@ -34,7 +38,7 @@ func TestAPreferenceSwitchedOffAfterRoutingHoldsTheDeliveryBack(t *testing.T) {
 	cache, err := recipient.WatchPreferences(ctx, b.nats.JS)
 	require.NoError(t, err)
 	t.Cleanup(cache.Stop)
-	b.svc = b.worker(t, b.nats.JS, func(c *config) { c.Preferences = cache })
+	b.svc = b.worker(t, b.nats.JS, func(c *config) { c.Config.Preferences = cache })
 
 	toOlga := func(n int, edit func(d *notification.Delivery)) {
 		d := purchaseOrder(n, "Ольга", "ru")
@@ -104,3 +108,46 @@ func TestAWorkerFollowsThePreferencesBucketByDefault(t *testing.T) {
 	require.Equal(t, ledger.Suppressed, e.State)
 	require.Equal(t, "preference: alerts.email switched off", e.Reason)
 }
+
+// Every email to a subscriber carries the link to their preference page
+// in its footer, text and HTML, in their language; its unsubscribe link
+// names them, so that unsubscribing is their preference. An email to an
+// address written inline carries neither name nor page.
+func TestAnEmailToASubscriberLinksTheirPreferencePage(t *testing.T) {
+	t.Parallel()
+	b := &bundle{nats: heraldtest.StartNATSWithStreams(t), ses: sestest.New(t), locker: heraldtest.Locker(t)}
+	secret := []byte(strings.Repeat("s", 32))
+	prefs, err := preferencepage.NewSigner(secret, "https://herald.example.com")
+	require.NoError(t, err)
+	unsubscribes, err := unsubscribe.NewSigner(secret, "https://herald.example.com")
+	require.NoError(t, err)
+	b.svc = b.worker(t, b.nats.JS, func(c *config) { c.ChannelConfig.Preferences, c.Unsubscribe = prefs, unsubscribes })
+
+	for n, subscriber := range []string{"u-olga", ""} {
+		d := purchaseOrder(n, "Ольга", "ru")
+		d.Category, d.Recipient.Subscriber = "alerts", subscriber
+		body, err := json.Marshal(d)
+		require.NoError(t, err)
+		b.publishRaw(t, dedupeKey(n), body)
+		b.waitSettled(t)
+	}
+	received := b.ses.Received()
+	require.Len(t, received, 2)
+	olga, inline := emailtest.Parse(t, received[0].Raw), emailtest.Parse(t, received[1].Raw)
+
+	link := prefs.Link(preferencepage.Whose{Tenant: "acme", Subscriber: "u-olga"})
+	require.Contains(t, olga.Text, "Выберите, какие уведомления получать: "+link+"\r\n")
+	require.Contains(t, olga.HTML, `<a href="`+link+`" style="color:#5f6b7a;">Выберите, какие уведомления получать</a>`)
+	o, err := unsubscribes.Verify(token(strings.Trim(olga.Header.Get("List-Unsubscribe"), "<>")))
+	require.NoError(t, err)
+	require.Equal(t, unsubscribe.Opt{Tenant: "acme", Category: "alerts", Address: "olga@zarya.example", Subscriber: "u-olga"}, o)
+
+	require.NotContains(t, inline.Text, "/p/")
+	require.NotContains(t, inline.HTML, "/p/")
+	o, err = unsubscribes.Verify(token(strings.Trim(inline.Header.Get("List-Unsubscribe"), "<>")))
+	require.NoError(t, err)
+	require.Empty(t, o.Subscriber)
+}
+
+// token is a link's last segment.
+func token(link string) string { return link[strings.LastIndex(link, "/")+1:] }
