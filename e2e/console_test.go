@@ -398,7 +398,12 @@ func writePNG(t *testing.T, name string, shot []byte) {
 			counts[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
 		}
 	}
-	colors := slices.SortedFunc(maps.Keys(counts), func(a, b color.RGBA) int { return cmp.Compare(counts[b], counts[a]) })
+	// Colours as common are ordered by value, so that the same page makes
+	// the same file.
+	rgba := func(c color.RGBA) uint32 { return uint32(c.R)<<24 | uint32(c.G)<<16 | uint32(c.B)<<8 | uint32(c.A) }
+	colors := slices.SortedFunc(maps.Keys(counts), func(a, b color.RGBA) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(rgba(a), rgba(b)))
+	})
 	palette := make(color.Palette, 0, 256)
 	for _, c := range colors[:min(256, len(colors))] {
 		palette = append(palette, c)
@@ -407,8 +412,11 @@ func writePNG(t *testing.T, name string, shot []byte) {
 	draw.Draw(paletted, bounds, img, bounds.Min, draw.Src)
 	var buf bytes.Buffer
 	require.NoError(t, (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, paletted))
-	dir := filepath.Join("..", "docs", "console")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), buf.Bytes(), 0o644))
-	t.Logf("wrote %s.png, %d bytes (%d from Chromium)", name, buf.Len(), len(shot))
+	path := filepath.Join("..", "docs", "console", name+".png")
+	if strings.HasSuffix(name, ".png") { // a path under docs/, not a console page's name
+		path = filepath.Join("..", "docs", name)
+	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	t.Logf("wrote %s, %d bytes (%d from Chromium)", path, buf.Len(), len(shot))
 }

@@ -46,6 +46,12 @@ type Suppressions interface {
 	Blocks(ctx context.Context, tenant string, channel event.Channel, address, category string) (suppression.Entry, error)
 }
 
+// Preferences says whether a tenant's subscriber lets a notification of a
+// category reach them on a channel (recipient.PreferenceCache).
+type Preferences interface {
+	Allows(tenant, subscriber, category string, ch event.Channel) bool
+}
+
 // Quotas says a tenant's monthly quota on a channel (quota.Plans).
 type Quotas interface {
 	Limit(tenant string, c event.Channel) quota.Limit
@@ -84,6 +90,14 @@ type Config struct {
 	// followed in memory (suppression.Cache). A webhook's endpoint is not an
 	// address and is not looked up.
 	Suppressions Suppressions
+	// Preferences are the subscribers' choices: a notification to a
+	// subscriber in a category they may leave, on a channel they switched
+	// off for it, is held back just before sending — recorded as
+	// suppressed ("preference: alerts.sms switched off"), a status event,
+	// no try spent, no dead letter — however long ago it was routed.
+	// Defaults to the "preferences" bucket, followed in memory
+	// (recipient.PreferenceCache).
+	Preferences Preferences
 	// Concurrency is how many messages are sent at once per priority.
 	// Defaults to 8.
 	Concurrency int

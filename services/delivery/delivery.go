@@ -53,6 +53,7 @@ import (
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/quota"
+	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/streams"
 )
@@ -78,8 +79,9 @@ type Service struct {
 	fair    *consumer.Fair
 	metrics metrics
 	counter *quota.Counter
-	// watched: the suppressions Start began following, stopped with it.
-	watched *suppression.Cache
+	// unfollow stops what Start began following (the suppressions, the
+	// preferences), with Stop.
+	unfollow []func()
 }
 
 // New validates cfg (after filling its defaults) and returns a worker.
@@ -106,12 +108,10 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 // Start opens the channel's stores and consumes its consumers.
 func (s *Service) Start(ctx context.Context) (err error) {
 	defer func() {
-		if err != nil && s.watched != nil { // not started: nothing will Stop it
-			s.watched.Stop()
-			s.cfg.Suppressions, s.watched = nil, nil
+		if err != nil { // not started: nothing will Stop it
+			s.stopFollowing()
 		}
 	}()
-	name := s.cfg.Channel.Name()
 	if s.cfg.Ledger == nil {
 		l, err := ledger.Open(ctx, s.js)
 		if err != nil {
@@ -119,12 +119,8 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		}
 		s.cfg.Ledger = l
 	}
-	if s.cfg.Suppressions == nil && name != event.ChannelWebhook {
-		c, err := suppression.Watch(ctx, s.js)
-		if err != nil {
-			return fmt.Errorf("delivery: %w", err)
-		}
-		s.cfg.Suppressions, s.watched = c, c
+	if err := s.follow(ctx); err != nil {
+		return fmt.Errorf("delivery: %w", err)
 	}
 	if err := s.cfg.Channel.Open(ctx, s.js); err != nil {
 		return fmt.Errorf("delivery: %w", err)
@@ -134,6 +130,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			s.closeChannel()
 		}
 	}()
+	name := s.cfg.Channel.Name()
 	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 	if s.cfg.Fair {
@@ -150,6 +147,37 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// follow begins following, in memory, what the protocol asks about every
+// message and the config did not give: the suppressions (but for webhooks,
+// whose endpoints are not addresses) and the subscribers' preferences.
+func (s *Service) follow(ctx context.Context) error {
+	if s.cfg.Suppressions == nil && s.cfg.Channel.Name() != event.ChannelWebhook {
+		c, err := suppression.Watch(ctx, s.js)
+		if err != nil {
+			return err
+		}
+		s.cfg.Suppressions = c
+		s.unfollow = append(s.unfollow, func() { c.Stop(); s.cfg.Suppressions = nil })
+	}
+	if s.cfg.Preferences == nil {
+		c, err := recipient.WatchPreferences(ctx, s.js)
+		if err != nil {
+			return err
+		}
+		s.cfg.Preferences = c
+		s.unfollow = append(s.unfollow, func() { c.Stop(); s.cfg.Preferences = nil })
+	}
+	return nil
+}
+
+// stopFollowing stops what follow began.
+func (s *Service) stopFollowing() {
+	for _, stop := range s.unfollow {
+		stop()
+	}
+	s.unfollow = nil
 }
 
 // closeChannel ends what the channel's Open began, if it began anything
@@ -209,9 +237,7 @@ const pullBatch = 16
 
 // Stop drains: sends under way finish and are acknowledged.
 func (s *Service) Stop(ctx context.Context) error {
-	if s.watched != nil {
-		defer s.watched.Stop()
-	}
+	defer s.stopFollowing()
 	defer s.closeChannel()
 	if s.fair != nil {
 		return errors.Join(s.fair.Stop(ctx), s.loops.Stop(ctx))

@@ -114,6 +114,9 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome 
 	if o, stop := w.suppressed(ctx, j); stop {
 		return o
 	}
+	if o, stop := w.heldBack(ctx, j); stop {
+		return o
+	}
 	if o, ok := w.count(ctx, j); !ok {
 		return o
 	}
@@ -154,6 +157,31 @@ func (w worker) suppressed(ctx context.Context, j *job) (consumer.Outcome, bool)
 	w.record(ctx, j)
 	w.metrics.outcome(ctx, j.d, "", "suppressed")
 	j.log.InfoContext(ctx, "recipient suppressed; not sent", "reason", s.Reason, "source", s.Source)
+	return consumer.Done(), true
+}
+
+// heldBack settles, as suppressed, a notification to a subscriber in a
+// category they may leave, on a channel they switched off for it (or
+// their tenant did, by default): asked just before sending, so that a
+// choice made after the notification was routed holds. Like a suppression
+// it is recorded with why, its status event published, acknowledged —
+// neither tried nor counted nor dead-lettered. An inline recipient (no
+// subscriber) has no preferences; a required notification is sent
+// whatever they are.
+func (w worker) heldBack(ctx context.Context, j *job) (consumer.Outcome, bool) {
+	d := j.d
+	category := d.Unsubscribable()
+	if w.cfg.Preferences == nil || d.Recipient.Subscriber == "" || category == "" ||
+		w.cfg.Preferences.Allows(d.Tenant, d.Recipient.Subscriber, category, d.Channel) {
+		return consumer.Outcome{}, false
+	}
+	j.uncount()
+	e := &j.entry
+	e.State, e.Retryable = ledger.Suppressed, false
+	e.Reason = fmt.Sprintf("preference: %s.%s switched off", category, d.Channel)
+	w.record(ctx, j)
+	w.metrics.outcome(ctx, d, "", "suppressed")
+	j.log.InfoContext(ctx, "the subscriber's preferences hold this back; not sent", "category", category)
 	return consumer.Done(), true
 }
 

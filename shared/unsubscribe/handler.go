@@ -2,6 +2,7 @@ package unsubscribe
 
 import (
 	"context"
+	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -17,9 +18,16 @@ type Store interface {
 	Add(ctx context.Context, e suppression.Entry) (suppression.Entry, error)
 }
 
+// OptOut records a subscriber's unsubscribe as their preference: category
+// switched off for email (preferencepage.Page.Unsubscribe). An error
+// matching resource.ErrNotFound says the subscriber is gone.
+type OptOut func(ctx context.Context, tenant, subscriber, category string) error
+
 // Handler serves Path{token}: GET shows the page asking to confirm, POST
-// unsubscribes. Mount it at "GET "+Path+"{token}" and "POST "+Path+"{token}".
-func Handler(store Store, signer *Signer, logger *slog.Logger) http.Handler {
+// unsubscribes — through optOut for a subscriber (nil: as a suppression,
+// like an inline address). Mount it at "GET "+Path+"{token}" and
+// "POST "+Path+"{token}".
+func Handler(store Store, optOut OptOut, signer *Signer, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -36,10 +44,7 @@ func Handler(store Store, signer *Signer, logger *slog.Logger) http.Handler {
 			// not the body, is what proves the link.
 			ctx, cancel := context.WithTimeout(resource.WithActor(r.Context(), "unsubscribe-link"), 10*time.Second)
 			defer cancel()
-			// The link is in an email: the opt-out is from email.
-			_, err := store.Add(ctx, suppression.Entry{Tenant: o.Tenant, Channel: event.ChannelEmail, Address: o.Address, Category: o.Category,
-				Reason: suppression.Unsubscribed, Source: "unsubscribe link"})
-			if err != nil {
+			if err := record(ctx, store, optOut, o); err != nil {
 				logger.ErrorContext(ctx, "unsubscribe not recorded", "tenant", o.Tenant, "category", o.Category, "error", err)
 				w.WriteHeader(http.StatusServiceUnavailable)
 				v.Failed = true
@@ -51,6 +56,23 @@ func Handler(store Store, signer *Signer, logger *slog.Logger) http.Handler {
 		}
 		_ = page.Execute(w, v)
 	})
+}
+
+// record records o: a subscriber's preference, or a suppression of the
+// address in the category — for an inline address, and for a subscriber
+// the tenant no longer has, whose opt-out must hold all the same should
+// the address be written inline later. The link is in an email: the
+// opt-out is from email.
+func record(ctx context.Context, store Store, optOut OptOut, o Opt) error {
+	if o.Subscriber != "" && optOut != nil {
+		err := optOut(ctx, o.Tenant, o.Subscriber, o.Category)
+		if !errors.Is(err, resource.ErrNotFound) {
+			return err
+		}
+	}
+	_, err := store.Add(ctx, suppression.Entry{Tenant: o.Tenant, Channel: event.ChannelEmail, Address: o.Address, Category: o.Category,
+		Reason: suppression.Unsubscribed, Source: "unsubscribe link"})
+	return err
 }
 
 type view struct {

@@ -7,7 +7,11 @@
 // not expire: mail is read, and its header used, long after it was sent.
 // A POST to it — what a mail client's "unsubscribe" button sends, with the
 // body List-Unsubscribe=One-Click, and what the page's button sends —
-// records the opt-out as a suppression limited to that category. A GET only
+// records the opt-out: for a subscriber's email (the link names them), as
+// their preference — the category switched off for email — and for an
+// address written inline, as a suppression limited to that category. A
+// link signed before links named subscribers keeps working, as the latter.
+// A GET only
 // shows the page asking to confirm: link scanners fetch every link in a
 // message, and must not unsubscribe anyone.
 package unsubscribe
@@ -32,11 +36,15 @@ const Path = "/v1/unsubscribe/"
 // malformed, another deployment's), on purpose undistinguished.
 var ErrRefused = errors.New("unsubscribe: link refused")
 
-// Opt is what a link unsubscribes: an address from a tenant's category.
+// Opt is what a link unsubscribes: an address from a tenant's category,
+// and when the address is a subscriber's, which subscriber.
 type Opt struct {
 	Tenant   string `json:"t"`
 	Category string `json:"c"`
 	Address  string `json:"a"`
+	// Subscriber is the tenant's subscriber the email went to; empty for an
+	// inline recipient, and in every link signed before it existed.
+	Subscriber string `json:"s,omitempty"`
 }
 
 // Signer makes and checks the links.

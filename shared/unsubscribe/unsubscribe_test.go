@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/unsubscribe"
 )
@@ -124,6 +126,20 @@ type store struct {
 	mu    sync.Mutex
 	added []suppression.Entry
 	fail  error
+	// optedOut are the subscribers' opt-outs, "tenant/subscriber/category";
+	// gone, the subscribers the tenant no longer has.
+	optedOut []string
+	gone     map[string]bool
+}
+
+func (s *store) optOut(_ context.Context, tenant, subscriber, category string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone[subscriber] {
+		return fmt.Errorf("subscriber %s: %w", subscriber, resource.ErrNotFound)
+	}
+	s.optedOut = append(s.optedOut, tenant+"/"+subscriber+"/"+category)
+	return nil
 }
 
 func (s *store) Add(_ context.Context, e suppression.Entry) (suppression.Entry, error) {
@@ -143,7 +159,7 @@ func serve(t *testing.T, st *store) (*unsubscribe.Signer, string) {
 	t.Cleanup(srv.Close)
 	s, err := unsubscribe.NewSigner(secret, srv.URL)
 	require.NoError(t, err)
-	h := unsubscribe.Handler(st, s, slog.New(slog.DiscardHandler))
+	h := unsubscribe.Handler(st, st.optOut, s, slog.New(slog.DiscardHandler))
 	mux.Handle("GET "+unsubscribe.Path+"{token}", h)
 	mux.Handle("POST "+unsubscribe.Path+"{token}", h)
 	return s, srv.URL
@@ -202,4 +218,47 @@ func TestABadLinkOrAStoreDownChangesNothing(t *testing.T) {
 	require.Contains(t, page, "try again")
 	require.NotContains(t, page, "nats")
 	require.Empty(t, st.added)
+}
+
+// An email to a subscriber names them in its link: unsubscribing is their
+// preference (the category off for email), not a suppression of the
+// address. Should the tenant no longer have them, the opt-out still holds,
+// as a suppression of the address in the category.
+func TestUnsubscribingASubscriberIsTheirPreference(t *testing.T) {
+	t.Parallel()
+	st := &store{gone: map[string]bool{"u-erased": true}}
+	s, _ := serve(t, st)
+	link := s.Link(unsubscribe.Opt{Tenant: "acme", Category: "alerts", Address: "olga@zarya.example", Subscriber: "u-olga"})
+	status, page := do(t, http.MethodGet, link, "")
+	require.Equal(t, http.StatusOK, status)
+	require.Empty(t, st.optedOut, "a GET — a link scanner's — unsubscribes no one")
+
+	status, page = do(t, http.MethodPost, link, "List-Unsubscribe=One-Click")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, page, "You are unsubscribed")
+	require.Equal(t, []string{"acme/u-olga/alerts"}, st.optedOut)
+	require.Empty(t, st.added, "no suppression: her preference says it")
+
+	gone := s.Link(unsubscribe.Opt{Tenant: "acme", Category: "alerts", Address: "ivan@zarya.example", Subscriber: "u-erased"})
+	status, _ = do(t, http.MethodPost, gone, "List-Unsubscribe=One-Click")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, []suppression.Entry{{Tenant: "acme", Channel: event.ChannelEmail, Address: "ivan@zarya.example", Category: "alerts",
+		Reason: suppression.Unsubscribed, Source: "unsubscribe link"}}, st.added)
+}
+
+// A link signed before links named subscribers — in mail already sent —
+// still verifies and unsubscribes its address as it did.
+func TestALinkSignedBeforeSubscribersStillWorks(t *testing.T) {
+	t.Parallel()
+	st := &store{}
+	s, base := serve(t, st)
+	// Signed by the previous release with this secret.
+	old := "eyJ0IjoiYWNtZSIsImMiOiJhbGVydHMiLCJhIjoib2xnYUB6YXJ5YS5leGFtcGxlIn0.sewXf3WsJj5PuBE71cT-tNI5f56JzjocpBmvMVAUiOo"
+	o, err := s.Verify(old)
+	require.NoError(t, err)
+	require.Equal(t, unsubscribe.Opt{Tenant: "acme", Category: "alerts", Address: "olga@zarya.example"}, o)
+	status, _ := do(t, http.MethodPost, base+unsubscribe.Path+old, "List-Unsubscribe=One-Click")
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, st.added, 1)
+	require.Empty(t, st.optedOut)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/preferencepage"
 	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/shared/unsubscribe"
 )
@@ -47,6 +48,10 @@ type ChannelConfig struct {
 	// Unsubscribe signs the one-click unsubscribe link of an email in a
 	// category its recipient may leave. Without it, none carries one.
 	Unsubscribe *unsubscribe.Signer
+	// Preferences signs the link to a subscriber's preference page, which
+	// every email to a subscriber carries in its footer. Without it, none
+	// does.
+	Preferences *preferencepage.Signer
 	// Logger says when a tenant's template stops parsing. Defaults to
 	// discarding.
 	Logger *slog.Logger
@@ -155,9 +160,7 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 		return delivery.Try{}, err
 	}
 	content.Brand = route.Brand
-	if category := d.Unsubscribable(); category != "" && c.cfg.Unsubscribe != nil {
-		content.Unsubscribe = c.cfg.Unsubscribe.Link(unsubscribe.Opt{Tenant: d.Tenant, Category: category, Address: d.Recipient.Address})
-	}
+	c.links(d, &content)
 	m, err := c.composer.Compose(d, content)
 	if err != nil {
 		return delivery.Try{}, err
@@ -169,6 +172,20 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 			Send: func(ctx context.Context) (provider.Receipt, error) { return p.Provider.Send(ctx, m) }}
 	}
 	return try, nil
+}
+
+// links are d's own links, for the footer: to unsubscribe from its
+// category, if its recipient may leave it — which for a subscriber is
+// their preference, so the link names them — and to a subscriber's
+// preference page.
+func (c *Channel) links(d notification.Delivery, content *Content) {
+	if category := d.Unsubscribable(); category != "" && c.cfg.Unsubscribe != nil {
+		content.Unsubscribe = c.cfg.Unsubscribe.Link(unsubscribe.Opt{Tenant: d.Tenant, Category: category, Address: d.Recipient.Address,
+			Subscriber: d.Recipient.Subscriber})
+	}
+	if d.Recipient.Subscriber != "" && c.cfg.Preferences != nil {
+		content.Preferences = c.cfg.Preferences.Link(preferencepage.Whose{Tenant: d.Tenant, Subscriber: d.Recipient.Subscriber})
+	}
 }
 
 // checkFrom refuses a tenant's own From on a domain its provider has not

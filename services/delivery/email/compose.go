@@ -47,6 +47,7 @@ type templateData struct {
 	LinkExpires  time.Time // until when the link works
 	Brand        Brand     // how the HTML part shows the sender
 	Unsubscribe  string    // the one-click unsubscribe link, for a category the recipient may leave
+	Preferences  string    // the link to a subscriber's preference page
 }
 
 // Content is what a message carries besides its text: the document as an
@@ -60,6 +61,9 @@ type Content struct {
 	// category its recipient may leave: sent as List-Unsubscribe, and
 	// shown in the footer.
 	Unsubscribe string
+	// Preferences is the link to the preference page of a subscriber (not
+	// an inline recipient), shown in the footer.
+	Preferences string
 }
 
 // NewComposer parses the embedded templates. from is the From header.
@@ -113,6 +117,9 @@ func (c *Composer) compose(d notification.Delivery, content Content, p *custom) 
 		if content.Unsubscribe != "" {
 			genericContent.Unsubscribe = linkPlaceholder
 		}
+		if content.Preferences != "" {
+			genericContent.Preferences = prefsPlaceholder
+		}
 		m, err := c.render(generic, genericContent, nil)
 		if err != nil {
 			return Message{}, err
@@ -146,7 +153,7 @@ func (c *Composer) render(d notification.Delivery, content Content, p *custom) (
 	data := templateData{
 		Recipient: d.Recipient, Order: d.Order, Stock: d.Stock,
 		Sender: sender(d), Attached: len(content.Attachments) > 0, Link: content.Link, LinkExpires: content.LinkExpires,
-		Unsubscribe: content.Unsubscribe,
+		Unsubscribe: content.Unsubscribe, Preferences: content.Preferences,
 	}
 	data.Brand = content.Brand.withDefaults(data.Sender)
 	data.DocumentName = documentName(d, t.Name())

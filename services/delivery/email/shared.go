@@ -13,21 +13,23 @@ import (
 	"github.com/heraldhq/herald/shared/notification"
 )
 
-// Every recipient of one document gets the same email but for two things:
-// the name it greets and, for a category it may leave, its own unsubscribe
-// link. So Herald's templates are rendered once per document — with
-// placeholders for those two — and each recipient's message is that
-// rendering with its name and link put in, escaped as the templates would
+// Every recipient of one document gets the same email but for three
+// things: the name it greets, for a category it may leave its own
+// unsubscribe link, and for a subscriber the link to their preference
+// page. So Herald's templates are rendered once per document — with
+// placeholders for those three — and each recipient's message is that
+// rendering with its name and links put in, escaped as the templates would
 // have escaped them. Rendering is most of what composing an email costs.
 //
 // Only Herald's own templates are shared so: they use the recipient's
-// name only as text and the link only as an href, which the placeholders
+// name only as text and the links only as hrefs, which the placeholders
 // are put in the place of (TestSharedRenderingsAreWhatRenderingWouldBe
 // checks every template, language and context). A tenant's own templates
-// may use either anywhere, and are rendered for each recipient.
+// may use any of them anywhere, and are rendered for each recipient.
 const (
-	namePlaceholder = "HeraldRecipientName8d2f41"
-	linkPlaceholder = "https://herald.invalid/unsubscribe-8d2f41"
+	namePlaceholder  = "HeraldRecipientName8d2f41"
+	linkPlaceholder  = "https://herald.invalid/unsubscribe-8d2f41"
+	prefsPlaceholder = "https://herald.invalid/preferences-8d2f41"
 )
 
 // sharedKey is everything but the recipient that Herald's templates read:
@@ -40,14 +42,15 @@ type sharedKey struct {
 	link                               string
 	linkExpires                        time.Time
 	brand                              Brand
-	// named and unsubscribable: whether there is a name and a link at all.
-	named, unsubscribable bool
+	// named, unsubscribable and preferable: whether there is a name, an
+	// unsubscribe link and a preference link at all.
+	named, unsubscribable, preferable bool
 }
 
 func sharedKeyOf(d notification.Delivery, content Content) sharedKey {
 	k := sharedKey{tenant: d.Tenant, template: d.Template, locale: d.Locale, attached: len(content.Attachments) > 0,
 		link: content.Link, linkExpires: content.LinkExpires, brand: content.Brand,
-		named: d.Recipient.Name != "", unsubscribable: content.Unsubscribe != ""}
+		named: d.Recipient.Name != "", unsubscribable: content.Unsubscribe != "", preferable: content.Preferences != ""}
 	if d.Document != nil {
 		k.document = d.Document.Type
 	}
@@ -68,23 +71,41 @@ func renderingOf(m Message) rendering {
 	return rendering{subject: cut(m.Subject), body: cut(m.Text), html: cut(m.HTML)}
 }
 
-// fill is m with the rendering's parts, d's name and content's link put
+// fill is m with the rendering's parts, d's name and content's links put
 // in: as written in the text, escaped as html/template escapes them in the
 // HTML.
 func (r rendering) fill(d notification.Delivery, content Content, m Message) (Message, error) {
-	name, link := d.Recipient.Name, content.Unsubscribe
-	m.Subject, m.Text = r.subject.with(name, link), r.body.with(name, link)
-	if r.body.holes&nameHole != 0 && !settled(name) || r.body.holes&linkHole != 0 && !settled(link) {
+	v := values{name: d.Recipient.Name, link: content.Unsubscribe, prefs: content.Preferences}
+	m.Subject, m.Text = r.subject.with(v), r.body.with(v)
+	if !r.body.settles(v) {
 		m.Text = tidy(m.Text) // a name across lines, say, as rendering alone would tidy it
 	}
 	if r.html.text != "" {
-		htmlName, htmlLink, err := escaped(name, link)
+		name, link, err := escaped(v.name, v.link)
 		if err != nil {
 			return Message{}, err
 		}
-		m.HTML = r.html.with(htmlName, htmlLink)
+		_, prefs, err := escaped("", v.prefs)
+		if err != nil {
+			return Message{}, err
+		}
+		m.HTML = r.html.with(values{name: name, link: link, prefs: prefs})
 	}
 	return m, nil
+}
+
+// values are what a recipient's message puts in the holes.
+type values struct{ name, link, prefs string }
+
+// of is the value that goes in a hole of kind k.
+func (v values) of(k hole) string {
+	switch k {
+	case nameHole:
+		return v.name
+	case linkHole:
+		return v.link
+	}
+	return v.prefs
 }
 
 // A hole is where a placeholder was in a part of a rendering.
@@ -93,14 +114,21 @@ type hole uint8
 const (
 	nameHole hole = 1 << iota
 	linkHole
+	prefsHole
 )
+
+// holeKinds are every kind of hole.
+var holeKinds = []hole{nameHole, linkHole, prefsHole}
 
 // placeholder is what a rendering holds where the hole is.
 func (h hole) placeholder() string {
-	if h == nameHole {
+	switch h {
+	case nameHole:
 		return namePlaceholder
+	case linkHole:
+		return linkPlaceholder
 	}
-	return linkPlaceholder
+	return prefsPlaceholder
 }
 
 // part is one part of a rendering, and where in its text its placeholders
@@ -121,13 +149,14 @@ type part struct {
 func cut(s string) part {
 	p := part{text: s}
 	for i := 0; i < len(s); {
-		n, l := strings.Index(s[i:], namePlaceholder), strings.Index(s[i:], linkPlaceholder)
-		k, at := nameHole, n
-		switch {
-		case n < 0 && l < 0:
+		k, at := hole(0), -1
+		for _, h := range holeKinds {
+			if n := strings.Index(s[i:], h.placeholder()); n >= 0 && (at < 0 || n < at) {
+				k, at = h, n
+			}
+		}
+		if at < 0 {
 			return p
-		case n < 0 || l >= 0 && l < n:
-			k, at = linkHole, l
 		}
 		p.at, p.kinds, p.holes = append(p.at, i+at), append(p.kinds, k), p.holes|k
 		i += at + len(k.placeholder())
@@ -135,33 +164,38 @@ func cut(s string) part {
 	return p
 }
 
-// with is the part with name and link in the place of their placeholders.
-// A name or link that holds a placeholder's text is left as written, as
-// rendering for the recipient alone writes it.
-func (p part) with(name, link string) string {
+// with is the part with v in the place of the placeholders. A value that
+// holds a placeholder's text is left as written, as rendering for the
+// recipient alone writes it.
+func (p part) with(v values) string {
 	if p.holes == 0 {
 		return p.text
 	}
-	value := func(k hole) string {
-		if k == nameHole {
-			return name
-		}
-		return link
-	}
 	size := len(p.text)
 	for _, k := range p.kinds {
-		size += len(value(k)) - len(k.placeholder())
+		size += len(v.of(k)) - len(k.placeholder())
 	}
 	var b strings.Builder
 	b.Grow(size)
 	from := 0
 	for i, at := range p.at {
 		b.WriteString(p.text[from:at])
-		b.WriteString(value(p.kinds[i]))
+		b.WriteString(v.of(p.kinds[i]))
 		from = at + len(p.kinds[i].placeholder())
 	}
 	b.WriteString(p.text[from:])
 	return b.String()
+}
+
+// settles reports whether p, tidied when rendered, stays tidy with v put
+// in its holes.
+func (p part) settles(v values) bool {
+	for _, k := range holeKinds {
+		if p.holes&k != 0 && !settled(v.of(k)) {
+			return false
+		}
+	}
+	return true
 }
 
 // settled reports whether s, put into a text tidy already tidied, leaves

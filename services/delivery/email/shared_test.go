@@ -23,6 +23,8 @@ func TestSharedRenderingsAreWhatRenderingWouldBe(t *testing.T) {
 	names := []string{"Olga Petrova", "", `<script>alert("x")</script>`, "O'Brien & Sons +1", "Ivan\n\n\nIvanov  ",
 		"Ольга «Заря»", "\x00nul", "HeraldRecipientName", "https://herald.invalid/unsubscribe-8d2f41"}
 	links := []string{"", "https://herald.example.com/v1/unsubscribe/eyJ0IjoiYWNtZSJ9.c2ln", `https://h.example/u?a=1&b="2"`}
+	prefs := []string{"", "https://herald.example.com/p/YWNtZQp1LW9sZ2E.c2lnbmF0dXJl", `https://h.example/p?a=1&b="2"`,
+		"https://herald.invalid/preferences-8d2f41"}
 	templates := append([]string{"low_stock"}, notification.DocumentTypes...)
 	for _, template := range templates {
 		for _, locale := range []string{"en", "es", "ru", "es-MX", "de"} {
@@ -35,6 +37,9 @@ func TestSharedRenderingsAreWhatRenderingWouldBe(t *testing.T) {
 							content = email.Content{Unsubscribe: link, Link: "https://herald.example.com/v1/documents/x?sig=a&b",
 								LinkExpires: time.Date(2026, 12, 9, 0, 0, 0, 0, time.UTC)}
 						}
+						// A subscriber's preference link, with or without the unsubscribe link, and
+						// one with characters to escape.
+						content.Preferences = prefs[(len(name)+len(link))%len(prefs)]
 						requireSharedIsAlone(t, c, d, content)
 					}
 				}
@@ -65,6 +70,10 @@ func TestSharedRenderingsTidyAndEscapeOnlyWhatNeedsIt(t *testing.T) {
 					d := templated(template, locale, 1, name)
 					content := email.Content{Unsubscribe: link}
 					requireSharedIsAlone(t, c, d, content)
+					// The same values as the preference link, alone and beside an
+					// unsubscribe link.
+					requireSharedIsAlone(t, c, d, email.Content{Preferences: link})
+					requireSharedIsAlone(t, c, d, email.Content{Unsubscribe: "https://herald.example.com/v1/unsubscribe/x.y", Preferences: link})
 				}
 			}
 		}
@@ -95,5 +104,5 @@ func requireSharedIsAlone(t *testing.T, c *email.Composer, d notification.Delive
 	alone, err := c.ComposeAlone(d, content)
 	require.NoError(t, err)
 	shared.Date, alone.Date = time.Time{}, time.Time{}
-	require.Equal(t, alone, shared, "%s %s name %q link %q", d.Template, d.Locale, d.Recipient.Name, content.Unsubscribe)
+	require.Equal(t, alone, shared, "%s %s name %q link %q preferences %q", d.Template, d.Locale, d.Recipient.Name, content.Unsubscribe, content.Preferences)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/preferencepage"
 	"github.com/heraldhq/herald/shared/provider"
 )
 
@@ -36,6 +37,10 @@ type ChannelConfig struct {
 	// only). Defaults to none: every WhatsApp message goes as free-form
 	// text, which reaches a recipient only inside a session window.
 	Templates Templates
+	// Preferences signs the link to a subscriber's preference page, which
+	// every message to a subscriber ends with (Composer.WithPreferences).
+	// Without it, none does.
+	Preferences *preferencepage.Signer
 }
 
 // Channel is the delivery protocol's adapter for SMS or WhatsApp: it
@@ -96,6 +101,9 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 	m, err := c.composer.ComposeWhatsApp(d, c.cfg.Templates)
 	if err != nil {
 		return delivery.Try{}, err
+	}
+	if d.Recipient.Subscriber != "" && c.cfg.Preferences != nil {
+		m = c.composer.WithPreferences(m, d.Locale, c.cfg.Preferences.Link(preferencepage.Whose{Tenant: d.Tenant, Subscriber: d.Recipient.Subscriber}))
 	}
 	try := delivery.Try{Calls: make([]delivery.Call, len(providers)), Note: Describe(m.Body)}
 	if m.Template != nil {

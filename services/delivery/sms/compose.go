@@ -91,6 +91,30 @@ func (c *Composer) body(d notification.Delivery) (string, error) {
 	return collapse(buf.String()), nil
 }
 
+// WithPreferences is m, to a subscriber, with a last line linking their
+// preference page — "Preferences: <link>" in their language — unless
+// that line would make m longer than its channel allows (MaxSegments,
+// MaxWhatsAppChars): then m goes without it, as a message is worth more
+// than its link. An approved WhatsApp template is sent as approved.
+func (c *Composer) WithPreferences(m Message, locale, link string) Message {
+	if m.Template != nil || link == "" {
+		return m
+	}
+	label := "Preferences:"
+	if t := c.templates.Pick(locale, "preferences"); t != nil {
+		var buf bytes.Buffer
+		if t.ExecuteTemplate(&buf, "preferences", nil) == nil {
+			label = collapse(buf.String())
+		}
+	}
+	body := m.Body + "\n" + label + " " + link
+	if checkLength(m.Channel, body) != nil {
+		return m
+	}
+	m.Body = body
+	return m
+}
+
 // collapse puts text on one line with single spaces: a phone wraps a text
 // message itself, so the templates' line breaks and indentation would
 // only cost characters. It also turns the no-break spaces money writes

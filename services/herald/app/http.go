@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/health"
+	"github.com/heraldhq/herald/shared/preferencepage"
+	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/unsubscribe"
 )
@@ -76,9 +79,9 @@ func (a *App) serve(name string, ln net.Listener, h http.Handler) {
 	}()
 }
 
-// links, when links are configured, lets delivery sign document and
-// one-click unsubscribe links, and serves them where the process has a
-// public listener.
+// links, when links are configured, lets delivery sign document, one-click
+// unsubscribe and preference page links, and serves them where the process
+// has a public listener.
 func (a *App) links(ctx context.Context) error {
 	if a.linkKey == nil {
 		return nil
@@ -91,34 +94,62 @@ func (a *App) links(ctx context.Context) error {
 		base = a.publicAddr.String()
 	}
 	public := cmp.Or(a.cfg.Documents.PublicURL, "http://"+base)
-	signer, err := documents.NewSigner(a.linkKey, public, a.cfg.Documents.LinkTTL)
-	if err != nil {
+	var s signers
+	var err error
+	if s.documents, err = documents.NewSigner(a.linkKey, public, a.cfg.Documents.LinkTTL); err != nil {
 		return fmt.Errorf("documents.public_url: %w", err)
 	}
-	unsubscribes, err := unsubscribe.NewSigner(a.linkKey, public)
-	if err != nil {
+	if s.unsubscribes, err = unsubscribe.NewSigner(a.linkKey, public); err != nil {
 		return fmt.Errorf("documents.public_url: %w", err)
 	}
-	a.emailA.Links, a.emailA.Unsubscribe = signer, unsubscribes
+	if s.preferences, err = preferencepage.NewSigner(a.linkKey, public); err != nil {
+		return fmt.Errorf("documents.public_url: %w", err)
+	}
+	a.emailA.Links, a.emailA.Unsubscribe, a.emailA.Preferences = s.documents, s.unsubscribes, s.preferences
+	for ch, adapter := range a.textA {
+		adapter.Preferences = s.preferences
+		a.textA[ch] = adapter
+	}
 	if a.public == nil {
 		return nil
 	}
-	return a.serveLinks(ctx, signer, unsubscribes)
+	return a.serveLinks(ctx, s)
 }
 
-// serveLinks serves signed document links and one-click unsubscribe links
-// on the public listener.
-func (a *App) serveLinks(ctx context.Context, signer *documents.Signer, unsubscribes *unsubscribe.Signer) error {
+// signers are the public links' signers, each under its own key derived
+// from the one link secret.
+type signers struct {
+	documents    *documents.Signer
+	unsubscribes *unsubscribe.Signer
+	preferences  *preferencepage.Signer
+}
+
+// serveLinks serves signed document links, one-click unsubscribe links and
+// the preference page on the public listener.
+func (a *App) serveLinks(ctx context.Context, s signers) error {
 	store, err := documents.Open(ctx, a.js)
 	if err != nil {
 		return err
 	}
-	a.public.Handle("GET "+documents.LinkPath+"{name...}", documents.Handler(store, signer, a.logger))
+	a.public.Handle("GET "+documents.LinkPath+"{name...}", documents.Handler(store, s.documents, a.logger))
 	suppressions, err := suppression.Open(ctx, a.js)
 	if err != nil {
 		return err
 	}
-	h := unsubscribe.Handler(suppressions, unsubscribes, a.logger.With("service", "unsubscribe"))
+	dir, err := recipient.Open(ctx, a.js)
+	if err != nil {
+		return err
+	}
+	// The categories of the routes in effect: the page's rows, and which
+	// no one may switch off.
+	page, err := preferencepage.New(preferencepage.Config{Directory: dir, Signer: s.preferences,
+		Categories: router.Categories(a.routes().WithDefaults().Routes), Logger: a.logger.With("service", "preferences")})
+	if err != nil {
+		return err
+	}
+	a.public.Handle("GET "+preferencepage.Path+"{token}", page)
+	a.public.Handle("POST "+preferencepage.Path+"{token}", page)
+	h := unsubscribe.Handler(suppressions, page.Unsubscribe, s.unsubscribes, a.logger.With("service", "unsubscribe"))
 	a.public.Handle("GET "+unsubscribe.Path+"{token}", h)
 	a.public.Handle("POST "+unsubscribe.Path+"{token}", h)
 	return nil

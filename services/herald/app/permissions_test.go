@@ -32,7 +32,10 @@ import (
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
+	"github.com/heraldhq/herald/shared/preferencepage"
+	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
 	"github.com/heraldhq/herald/streams"
@@ -89,6 +92,10 @@ var (
 	readDomains      = []string{"$JS.API.CONSUMER.CREATE.KV_sending_domains.>", "$JS.API.CONSUMER.DELETE.KV_sending_domains.>", "$JS.FC.KV_sending_domains.>"}
 	readSuppressions = []string{"$JS.API.CONSUMER.CREATE.KV_suppressions.>", "$JS.API.CONSUMER.DELETE.KV_suppressions.>",
 		"$JS.FC.KV_suppressions.>"}
+	// The subscribers' preferences, followed through a watch by every
+	// channel's workers, which hold back what a subscriber switched off.
+	readPreferences = []string{"$JS.API.CONSUMER.CREATE.KV_preferences.>", "$JS.API.CONSUMER.DELETE.KV_preferences.>",
+		"$JS.FC.KV_preferences.>"}
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
 	// Each tenant's webhook redeliveries an hour, counted by the api.
 	countRedeliveries = []string{"quota.*.redelivered.*"}
@@ -111,19 +118,19 @@ var servicePermissions = map[string][]string{
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
-		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readTemplates, readDomains, shareCircuits,
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, readTemplates, readDomains, shareCircuits,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"sms": join(jsCommon, consume("NOTIFY", "sms-critical"), consume("NOTIFY", "sms-normal"),
-		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
-		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
 	// (read, and written to record an endpoint's health; followed by watch
 	// for disablings not yet told), outcomes (the ledger's writes) and the
 	// tenants' other events in, webhooks out.
 	"webhook": join(jsCommon, consume("NOTIFY", "webhook-critical"), consume("NOTIFY", "webhook-normal"),
 		consume("NOTIFY", "webhook-low"), consume("KV_deliveries", "webhooks"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants,
-		webhookEndpoints, watchWebhookEndpoints, countQuotas, shareCircuits,
+		webhookEndpoints, watchWebhookEndpoints, countQuotas, readPreferences, shareCircuits,
 		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.KV_deliveries.webhooks", "dlq.STATUS.webhooks"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
@@ -173,6 +180,9 @@ var servicePermissions = map[string][]string{
 		"$JS.API.DIRECT.GET.DLQ", "$JS.API.CONSUMER.CREATE.DLQ.>", "$JS.API.CONSUMER.DELETE.DLQ.>", "$JS.API.CONSUMER.MSG.NEXT.DLQ.*", "$JS.FC.DLQ.>",
 		"$JS.API.CONSUMER.CREATE.OBJ_dlq_payloads.>", "$JS.API.CONSUMER.DELETE.OBJ_dlq_payloads.>", "$JS.FC.OBJ_dlq_payloads.>",
 		"$KV.dlq_redrives.>", "$JS.API.DIRECT.GET.KV_dlq_redrives.>",
+		// The preference page: the subscriber read, their preferences read
+		// and written.
+		"$JS.API.DIRECT.GET.KV_subscribers.>", "$KV.preferences.>", "$JS.API.DIRECT.GET.KV_preferences.>",
 		// The tenants' suppressed addresses, listed through an ordered
 		// consumer (ListKeysFiltered).
 		"$KV.suppressions.>", "$JS.API.DIRECT.GET.KV_suppressions.>", "$JS.API.CONSUMER.CREATE.KV_suppressions.>",
@@ -378,8 +388,11 @@ func runWithPermissions(t *testing.T, fair bool) {
 			cfg.SMS.Providers = []app.ProviderConfig{{Type: "twilio", AccountSID: twilioAccount, AuthTokenEnv: "TWILIO_TOKEN", From: "+15005550006"}}
 			cfg.Email.Providers = []app.ProviderConfig{{Type: "ses", Region: "eu-west-1", Endpoint: ses.URL(),
 				AccessKeyIDEnv: "SES_ID", SecretAccessKeyEnv: "SES_SECRET"}}
+			// And serves the links: the preference page among them.
+			cfg.Documents.LinkSecretEnv = "LINK_SECRET"
 			cfg.Getenv = func(k string) string {
-				return map[string]string{"TWILIO_TOKEN": twilioToken, "SES_ID": "AKIDEXAMPLE", "SES_SECRET": "permissions-test-secret"}[k]
+				return map[string]string{"TWILIO_TOKEN": twilioToken, "SES_ID": "AKIDEXAMPLE", "SES_SECRET": "permissions-test-secret",
+					"LINK_SECRET": permissionsLinkSecret}[k]
 			}
 		}
 		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
@@ -550,6 +563,10 @@ func runWithPermissions(t *testing.T, fair bool) {
 		fmt.Sprintf(`{"since":%q,"dry_run":true}`, time.Now().Add(-time.Hour).Format(time.RFC3339)))
 	require.Equal(t, http.StatusAccepted, status, "%s", answer)
 
+	// A subscriber's preference page reads her and her choices, and saves
+	// them.
+	requirePreferencePageSaves(t, adminJS, client, "http://"+apps["api"].APIAddr())
+
 	// And in the console: sign in, the live flow, the streams against their
 	// declarations, a dead letter redriven — each action audited.
 	jar, err := cookiejar.New(nil)
@@ -612,4 +629,37 @@ func reportBounce(t *testing.T, client *http.Client, api, messageID string) {
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+}
+
+// permissionsLinkSecret is the api's link secret in the permissions test.
+var permissionsLinkSecret = strings.Repeat("l", 32)
+
+// requirePreferencePageSaves opens a subscriber's preference page on the
+// api at base and switches alerts off for SMS: the page reads the
+// subscriber and the preferences, and writes them.
+func requirePreferencePageSaves(t *testing.T, adminJS jetstream.JetStream, client *http.Client, base string) {
+	t.Helper()
+	ctx := heraldtest.Context(t)
+	dir, err := recipient.Open(ctx, adminJS)
+	require.NoError(t, err)
+	_, err = dir.Subscribers.Put(ctx, recipient.Subscriber{Tenant: "acme", ID: "u-olga", Email: "olga@zarya.example", Phone: "+79160000000"})
+	require.NoError(t, err)
+	signer, err := preferencepage.NewSigner([]byte(permissionsLinkSecret), base)
+	require.NoError(t, err)
+	link := signer.Link(preferencepage.Whose{Tenant: "acme", Subscriber: "u-olga"})
+	resp, err := client.Get(link)
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
+	resp, err = client.PostForm(link, url.Values{"alerts.sms": {"off"}})
+	require.NoError(t, err)
+	page, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
+	p, _, err := dir.Preferences.Get(ctx, recipient.PreferencesKey("acme", "u-olga"))
+	require.NoError(t, err)
+	require.Equal(t, recipient.Choices{"alerts": {event.ChannelSMS: false}}, p.Categories)
 }
