@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -96,4 +98,37 @@ func (l *Ledger) rewrite(ctx context.Context, e *Entry) error {
 	}
 	e.revision, e.stored, e.indexed = ack.Sequence, e.State, false
 	return nil
+}
+
+// To are the ids of the tenant's notifications whose recipient is one of
+// addresses (without case), found by reading every entry the tenant has:
+// for a deployment without the notification index, which finds them by
+// index. Its cost grows with the tenant's notifications in the ledger's
+// retention.
+func (l *Ledger) To(ctx context.Context, tenant string, addresses []string) ([]string, error) {
+	if !tenantPattern.MatchString(tenant) {
+		return nil, fmt.Errorf("ledger: %q is not a tenant", tenant)
+	}
+	keys, err := l.kv.ListKeysFiltered(ctx, tenant+".>")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: listing %s's entries: %w", tenant, err)
+	}
+	defer func() { _ = keys.Stop() }()
+	var ids []string
+	for key := range keys.Keys() {
+		e, err := l.get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // expired since it was listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(addresses, func(a string) bool { return strings.EqualFold(a, e.Recipient) }) {
+			ids = append(ids, "ntf_"+strings.TrimPrefix(key, tenant+"."))
+		}
+	}
+	return ids, nil
 }

@@ -100,4 +100,11 @@ func TestRedactLeavesAnEntryInFlightAndRetiresARetryableOne(t *testing.T) {
 
 	_, err = l.Redact(ctx, "acme", "ntf_"+strings.Repeat("0", 64), mask)
 	require.ErrorIs(t, err, ledger.ErrNotFound)
+
+	ids, err := l.To(ctx, "acme", []string{"OLGA@zarya.example"})
+	require.NoError(t, err)
+	require.Equal(t, []string{sending}, ids, "the redacted one names her no more")
+	ids, err = l.To(ctx, "globex", []string{"olga@zarya.example"})
+	require.NoError(t, err)
+	require.Empty(t, ids)
 }

@@ -2,6 +2,7 @@ package recipient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -52,9 +53,12 @@ func (d *Directory) Addresses(ctx context.Context, tenant, id string) ([]string,
 // preferences, her place in each account (the account rewritten without
 // her, its earlier revisions gone), then her profile — last, so that an
 // erasure cut short can be run again and still find her addresses
-// (Addresses). Erasing a subscriber the tenant does not have (or no
-// longer has) erases whatever is left under her id, and is no error.
-func (d *Directory) Erase(ctx context.Context, tenant, id string) (Erased, error) {
+// (Addresses). With keepAddresses the profile is deleted but its kept
+// revisions stay, for Addresses to read when the erasure is run again to
+// complete it (her address is still to be redacted where it could not be
+// yet). Erasing a subscriber the tenant does not have (or no longer has)
+// erases whatever is left under her id, and is no error.
+func (d *Directory) Erase(ctx context.Context, tenant, id string, keepAddresses bool) (Erased, error) {
 	if err := CheckID(id); err != nil {
 		return Erased{}, invalid("id: " + err.Error())
 	}
@@ -69,8 +73,25 @@ func (d *Directory) Erase(ctx context.Context, tenant, id string) (Erased, error
 	if e.Accounts, err = d.leaveAccounts(ctx, tenant, id); err != nil {
 		return e, err
 	}
+	if keepAddresses {
+		e.Profile, err = deleteOne(ctx, d.Subscribers, SubscriberKey(tenant, id))
+		return e, err
+	}
 	e.Profile, err = purgeOne(ctx, d.Subscribers, SubscriberKey(tenant, id))
 	return e, err
+}
+
+// deleteOne deletes the record at key, keeping its earlier revisions, and
+// counts it if there was one.
+func deleteOne[T any](ctx context.Context, store *resource.Store[T], key string) (int, error) {
+	err := store.Delete(ctx, key)
+	if errors.Is(err, resource.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return 1, nil
 }
 
 // purgeAll purges the tenant's keys of store that pattern matches, and

@@ -45,7 +45,7 @@ func TestEraseLeavesNoRevisionOfTheSubscriber(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"olga.before@zarya.example", "olga@zarya.example", "+79161234567"}, addresses)
 
-	erased, err := dir.Erase(resource.WithActor(ctx, "key:k1"), "acme", "u-olga")
+	erased, err := dir.Erase(resource.WithActor(ctx, "key:k1"), "acme", "u-olga", false)
 	require.NoError(t, err)
 	require.Equal(t, recipient.Erased{Profile: 1, Preferences: 1, TopicMemberships: 2, Accounts: 1}, erased)
 
@@ -69,9 +69,9 @@ func TestEraseLeavesNoRevisionOfTheSubscriber(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, addresses)
 
-	again, err := dir.Erase(ctx, "acme", "u-olga")
+	again, err := dir.Erase(ctx, "acme", "u-olga", false)
 	require.NoError(t, err)
 	require.Equal(t, recipient.Erased{}, again, "nothing left")
-	_, err = dir.Erase(ctx, "acme", "u\x00olga")
+	_, err = dir.Erase(ctx, "acme", "u\x00olga", false)
 	require.ErrorIs(t, err, recipient.ErrInvalid)
 }
