@@ -171,7 +171,9 @@ func TestErasureLeavesHerNotificationsCountedAndHerAddressNowhere(t *testing.T) 
 			rewrite = m.Sequence
 		}
 	}
-	r := b.row(t, po.ID, func(c *assert.CollectT, r history.Row) { require.Equal(c, rewrite, r.Revision, "the index took the rewrite") })
+	r := b.row(t, po.ID, func(c *assert.CollectT, r history.Row) {
+		require.Equal(c, rewrite, r.Revision, "the index took the rewrite")
+	})
 	require.Equal(t, history.Delivered, r.State, "not moved back")
 	require.Equal(t, eraser.Mask(email), r.Recipient)
 	pending, err := b.history.Get(ctx, "acme", wa.ID)
