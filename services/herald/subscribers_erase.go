@@ -17,14 +17,9 @@ import (
 	"github.com/heraldhq/herald/shared/resource"
 )
 
-// subscribersCommand holds the commands on a tenant's subscribers.
-func subscribersCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "subscribers",
-		Short: "Manage tenants' subscribers: delete or erase one",
-	}
-	cmd.AddCommand(subscribersEraseCommand(), subscribersDeleteCommand())
-	return cmd
+// subscribersErasureCommands are `herald subscribers erase` and `delete`.
+func subscribersErasureCommands() []*cobra.Command {
+	return []*cobra.Command{subscribersEraseCommand(), subscribersDeleteCommand()}
 }
 
 func subscribersDeleteCommand() *cobra.Command {
