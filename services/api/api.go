@@ -20,7 +20,9 @@ import (
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/domains"
+	"github.com/heraldhq/herald/shared/erasure"
 	"github.com/heraldhq/herald/shared/ledger"
+	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/templates"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -63,12 +65,15 @@ type stores struct {
 	suppressions *suppression.Store
 	domains      *domains.Store
 	templates    *templates.Store
+	recipients   *recipient.Directory
+	// eraser is nil without a link secret (Config.Erasure).
+	eraser *erasure.Eraser
 }
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
 	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerTemplates, registerUsage,
-	registerSubscriberList}
+	registerSubscriberList, registerSubscriberErasure}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -207,6 +212,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 		return nil, err
 	}
 	if st.templates, err = templates.Open(ctx, s.js); err != nil {
+		return nil, err
+	}
+	if err := s.openErasure(ctx, st); err != nil {
 		return nil, err
 	}
 	return st, nil

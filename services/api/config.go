@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/domains"
+	"github.com/heraldhq/herald/shared/erasure"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -61,6 +62,12 @@ type Config struct {
 	// found, pending. Nil: GET /v1/notifications answers 503, and a
 	// notification is known once the ledger has it. Defaults to nil.
 	History History `yaml:"-"`
+	// Erasure is what erasing a subscriber (DELETE /v1/subscribers/{id}
+	// ?erase=true) needs: the link secret its keyed hashes derive from,
+	// and the notification index it redacts (nil without one: the ledger
+	// is read instead). Without a secret, an erasure answers 503. Defaults
+	// to none.
+	Erasure erasure.Config `yaml:"-"`
 	// Templates renders tenants' own email templates for a sample
 	// delivery (email.Composer): a template is checked so before it is
 	// stored, and previewed. Without it, the template routes answer 503.

@@ -13,14 +13,15 @@ import (
 
 // Suppression is an address the tenant's notifications are not sent to.
 type Suppression struct {
-	Tenant    string    `json:"tenant"`
-	Channel   string    `json:"channel,omitempty" enum:"email,sms,whatsapp" doc:"The channel it holds back. Absent: every channel the address is reached on."`
-	Address   string    `json:"address" example:"jane@example.com" doc:"As compared: trimmed, lowercased."`
-	Reason    string    `json:"reason" enum:"hard_bounce,complaint,manual,unsubscribed"`
-	Detail    string    `json:"detail,omitempty" doc:"What caused it: the provider's bounce message, an operator's note."`
-	Source    string    `json:"source,omitempty" doc:"The provider event that caused it, or who added it by hand (api, cli), or the recipient's unsubscribe (unsubscribe link)."`
-	Category  string    `json:"category,omitempty" doc:"Only the notifications of this category (a route's, such as alerts) are held back: the recipient unsubscribed from it. Absent: all are."`
-	CreatedAt time.Time `json:"created_at"`
+	Tenant      string    `json:"tenant"`
+	Channel     string    `json:"channel,omitempty" enum:"email,sms,whatsapp" doc:"The channel it holds back. Absent: every channel the address is reached on."`
+	Address     string    `json:"address" example:"jane@example.com" doc:"As compared: trimmed, lowercased. Empty once the subscriber it belonged to was erased (DELETE /v1/subscribers/{id}?erase=true): the address stays suppressed, and asking about it (GET /v1/suppressions/{address}) still finds its entry, but the entry no longer says it."`
+	AddressHash string    `json:"address_hash,omitempty" doc:"For an erased subscriber's address, its keyed hash (HMAC-SHA256 under a key of the deployment's), in the address's place."`
+	Reason      string    `json:"reason" enum:"hard_bounce,complaint,manual,unsubscribed"`
+	Detail      string    `json:"detail,omitempty" doc:"What caused it: the provider's bounce message, an operator's note."`
+	Source      string    `json:"source,omitempty" doc:"The provider event that caused it, or who added it by hand (api, cli), or the recipient's unsubscribe (unsubscribe link)."`
+	Category    string    `json:"category,omitempty" doc:"Only the notifications of this category (a route's, such as alerts) are held back: the recipient unsubscribed from it. Absent: all are."`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // NewSuppression is an address to suppress.
@@ -87,6 +88,9 @@ func registerSuppressions(s *Service) {
 		Summary:     "Suppress an address",
 		Description: "Herald sends the tenant's notifications to it no more: each is recorded as suppressed, not tried. Suppressing an address again replaces its entry."}},
 		suppressionOf)
+	getRoute[suppressionInput](s, r, route{Operation: huma.Operation{OperationID: "get-suppression",
+		Summary:     "Is an address suppressed",
+		Description: "The entry that suppresses the address (on the channel, in the category, the query names), 404 when none does. An erased subscriber's address is found as any other, its entry holding a keyed hash, not the address."}})
 	deleteRoute[suppressionInput](s, r, route{Operation: huma.Operation{OperationID: "delete-suppression",
 		Summary: "Lift a suppression", Description: "The address is sent to again."}})
 }
@@ -107,6 +111,6 @@ func (s suppressions) Delete(ctx context.Context, tenant string, k suppressionKe
 }
 
 func suppressionOf(e suppression.Entry) Suppression {
-	return Suppression{Tenant: e.Tenant, Channel: string(e.Channel), Address: e.Address, Reason: e.Reason, Detail: e.Detail, Source: e.Source,
+	return Suppression{Tenant: e.Tenant, Channel: string(e.Channel), Address: e.Address, AddressHash: e.AddressHash, Reason: e.Reason, Detail: e.Detail, Source: e.Source,
 		Category: e.Category, CreatedAt: e.CreatedAt}
 }

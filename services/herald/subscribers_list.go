@@ -13,19 +13,6 @@ import (
 	"github.com/heraldhq/herald/shared/recipient"
 )
 
-func subscribersCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "subscribers",
-		Short: "List and search tenants' subscribers",
-		Long: `A tenant's subscribers are its people under the publisher's own ids, with
-their addresses, language and time zone. Their records are kept in NATS; the
-listing is read from the subscriber index (history.url), which the history
-service keeps up to date.`,
-	}
-	cmd.AddCommand(subscribersListCommand())
-	return cmd
-}
-
 // subscribersListCommand reads the subscriber index as the history service
 // and the api do, from history.url (HISTORY_URL): the listing and the
 // searches live there, not in NATS, and the command line needs no API key

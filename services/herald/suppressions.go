@@ -40,7 +40,7 @@ func suppressionsListCommand() *cobra.Command {
 	return listCommand(suppressionCommands, "List a tenant's suppressed addresses, newest first", (*suppression.Store).List,
 		[]any{"ADDRESS", "CHANNEL", "CATEGORY", "REASON", "SOURCE", "SINCE", "DETAIL"},
 		func(e suppression.Entry) []any {
-			return []any{e.Address, cmp.Or(string(e.Channel), "(all)"), cmp.Or(e.Category, "(all)"), e.Reason, dash(e.Source),
+			return []any{cmp.Or(e.Address, "(erased)"), cmp.Or(string(e.Channel), "(all)"), cmp.Or(e.Category, "(all)"), e.Reason, dash(e.Source),
 				e.CreatedAt.Format(time.RFC3339), dash(e.Detail)}
 		})
 }

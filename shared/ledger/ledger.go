@@ -17,6 +17,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -134,6 +135,9 @@ type Entry struct {
 	SettledAt time.Time `json:"settled_at,omitzero"`
 
 	revision uint64
+	// key is where the entry was read: a redacted entry's DedupeKey no
+	// longer digests to it (Redact).
+	key string
 	// stored is the state the ledger holds for the entry, as last read or
 	// written.
 	stored State
@@ -190,6 +194,7 @@ var ErrConflict = errors.New("ledger: entry changed since it was read")
 
 // Ledger reads and writes entries.
 type Ledger struct {
+	js      jetstream.JetStream
 	kv      jetstream.KeyValue
 	retries jetstream.KeyValue
 	// settle is how old an index key must be before EachRetryable drops it
@@ -208,7 +213,7 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: bucket %s: %w", RetryBucket, err)
 	}
-	return &Ledger{kv: kv, retries: retries, settle: time.Minute}, nil
+	return &Ledger{js: js, kv: kv, retries: retries, settle: time.Minute}, nil
 }
 
 // Key is where a dedupe key is kept: the tenant, then a digest of the key
@@ -240,7 +245,7 @@ func (l *Ledger) get(ctx context.Context, key string) (Entry, error) {
 	if err := json.Unmarshal(kve.Value(), &e); err != nil {
 		return Entry{}, fmt.Errorf("ledger: entry %s: %w", kve.Key(), err)
 	}
-	e.revision, e.indexed, e.stored = kve.Revision(), e.retryable(), e.State
+	e.revision, e.indexed, e.stored, e.key = kve.Revision(), e.retryable(), e.State, kve.Key()
 	return e, nil
 }
 
@@ -259,7 +264,7 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 	if err != nil {
 		return err
 	}
-	key := Key(e.Tenant, e.DedupeKey)
+	key := cmp.Or(e.key, Key(e.Tenant, e.DedupeKey))
 	retryable := e.retryable()
 	if retryable && !e.indexed {
 		rev, err := l.retries.Put(ctx, key, []byte(e.NotificationID))
@@ -289,7 +294,7 @@ func (l *Ledger) Put(ctx context.Context, e *Entry) error {
 		_ = l.retries.Delete(ctx, key, jetstream.LastRevision(e.indexRevision))
 		e.indexRevision = 0
 	}
-	e.revision, e.indexed, e.stored = rev, retryable, e.State
+	e.revision, e.indexed, e.stored, e.key = rev, retryable, e.State, key
 	return nil
 }
 

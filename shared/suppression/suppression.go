@@ -56,7 +56,10 @@ type Entry struct {
 	// Channel, when set, limits the entry to that channel's notifications.
 	// Empty holds back every channel the address is reached on.
 	Channel event.Channel `json:"channel,omitempty"`
-	Address string        `json:"address"`
+	// Address is empty once its subscriber was erased (Conceal), which
+	// leaves AddressHash, its keyed hash, in its place.
+	Address     string `json:"address"`
+	AddressHash string `json:"address_hash,omitempty"`
 	// Reason is one of Reasons; Detail, what caused it in words (a
 	// provider's bounce message, an operator's note).
 	Reason string `json:"reason"`
@@ -171,7 +174,7 @@ func (e Entry) check() error {
 		return invalid(fmt.Sprintf("suppression: tenant %q is not a tenant id", e.Tenant))
 	case e.Channel != "" && !slices.Contains(channels, e.Channel):
 		return invalid(fmt.Sprintf("channel: %q is not one of %s (or none, for all)", e.Channel, channelList()))
-	case e.addressProblem() != "":
+	case e.addressProblem() != "" && !e.Concealed():
 		return invalid("address: " + e.addressProblem())
 	case !slices.Contains(Reasons, e.Reason):
 		return invalid(fmt.Sprintf("reason: %q is not one of %s", e.Reason, strings.Join(Reasons, ", ")))

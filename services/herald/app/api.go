@@ -101,7 +101,11 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 			return nil, err
 		}
 		a.apiC.History = store
+		a.apiC.Erasure.History = store
 	}
+	// An erasure's hashes are keyed by the link secret: without one,
+	// erasing answers 503.
+	a.apiC.Erasure.Secret = a.linkKey
 	registry, err := a.tenantCache(ctx)
 	if err != nil {
 		return nil, err

@@ -138,14 +138,9 @@ func New(cfg Config, logger *slog.Logger) (*App, error) {
 			}
 		}
 	}
-	if d := cfg.Documents; d.LinkSecretEnv != "" || d.LinkSecretFile != "" {
-		key, err := a.secret("documents.link_secret_env", d.LinkSecretEnv, d.LinkSecretFile)
-		if err == nil && len(key) < 32 {
-			err = fmt.Errorf("documents.link_secret_env: the link secret must be at least 32 bytes (got %d)", len(key))
-		}
-		a.linkKey = []byte(key)
-		errs = append(errs, err)
-	}
+	linkKey, err := LinkSecret(cfg)
+	a.linkKey = linkKey
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		if a.rdb != nil {
 			_ = a.rdb.Close()

@@ -317,8 +317,10 @@ type DocumentsConfig struct {
 	// Defaults to 5 MiB.
 	AttachMaxBytes int64 `yaml:"attach_max_bytes"`
 	// LinkSecretEnv or LinkSecretFile name where the key that signs
-	// download links is (at least 32 bytes). Without one, every document is
-	// attached whatever its size.
+	// download links is (at least 32 bytes); one-click unsubscribe links
+	// and the keyed hashes an erasure leaves in an erased address's place
+	// use keys derived from it. Without one, every document is attached
+	// whatever its size, and subscribers cannot be erased.
 	LinkSecretEnv string `yaml:"link_secret_env"`
 	// LinkSecretFile is a file holding the key that signs download links,
 	// instead of LinkSecretEnv.

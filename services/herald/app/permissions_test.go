@@ -45,6 +45,12 @@ import (
 // the declared streams exist (readiness), and their state.
 var jsCommon = []string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*"}
 
+// kvReadWrite is what reading, listing and writing a bucket takes.
+func kvReadWrite(bucket string) []string {
+	return []string{"$KV." + bucket + ".>", "$JS.API.DIRECT.GET.KV_" + bucket + ".>", "$JS.API.CONSUMER.CREATE.KV_" + bucket + ".>",
+		"$JS.API.CONSUMER.DELETE.KV_" + bucket + ".>", "$JS.FC.KV_" + bucket + ".>"}
+}
+
 // consume is what reading a durable consumer takes: its info, the next
 // messages, and the acknowledgements.
 func consume(stream, durable string) []string {
@@ -97,6 +103,11 @@ var (
 	readPreferences = []string{"$JS.API.CONSUMER.CREATE.KV_preferences.>", "$JS.API.CONSUMER.DELETE.KV_preferences.>",
 		"$JS.FC.KV_preferences.>"}
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
+	// Erasing a subscriber: the directory's buckets read (their keys and
+	// kept revisions through ordered consumers) and purged, the erasure
+	// recorded on the audit stream.
+	eraseSubscribers = join(kvReadWrite("subscribers"), kvReadWrite("accounts"), kvReadWrite("topic_members"),
+		kvReadWrite("preferences"), []string{"audit.erasure"})
 	// Each tenant's webhook redeliveries an hour, counted by the api.
 	countRedeliveries = []string{"quota.*.redelivered.*"}
 	// Each delivery process's circuit breakers, for the console.
@@ -165,7 +176,7 @@ var servicePermissions = map[string][]string{
 	// resends a failed one), follows the API keys, recording when each was
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
-	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, countRedeliveries, []string{"orders.*", "inventory.*",
+	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, countRedeliveries, eraseSubscribers, []string{"orders.*", "inventory.*",
 		// Providers' reports, once their signature is verified.
 		"notify.reports.*",
 		"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
