@@ -53,6 +53,12 @@ type Config struct {
 	// max_priority. Needs Registry.
 	Plans tenant.Plans `yaml:"-"`
 
+	// Recipients resolve the subscribers, accounts and topics events name.
+	// The service sets its own, fed by watches of the recipient buckets,
+	// when it starts; a Config without one (Plan's, a test's) resolves
+	// every reference to nobody.
+	Recipients Directory `yaml:"-"`
+
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`
 	// MeterProvider defaults to a no-op provider.
