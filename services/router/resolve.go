@@ -29,9 +29,11 @@ type Directory interface {
 // nobody.
 type nobody struct{}
 
-func (nobody) Subscriber(string, string) (recipient.Subscriber, bool) { return recipient.Subscriber{}, false }
-func (nobody) Account(string, string) (recipient.Account, bool)       { return recipient.Account{}, false }
-func (nobody) Members(string, string) []string                        { return nil }
+func (nobody) Subscriber(string, string) (recipient.Subscriber, bool) {
+	return recipient.Subscriber{}, false
+}
+func (nobody) Account(string, string) (recipient.Account, bool) { return recipient.Account{}, false }
+func (nobody) Members(string, string) []string                  { return nil }
 func (nobody) Choices(string, string) (own, defaults recipient.Choices) {
 	return nil, nil
 }

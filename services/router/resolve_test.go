@@ -53,6 +53,7 @@ func acmeDirectory() fixed {
 		accounts: map[string]recipient.Account{
 			"zarya": {Tenant: "acme", ID: "zarya", Members: []recipient.Member{
 				{Subscriber: "u-olga", Roles: []string{"sales"}}, {Subscriber: "u-ivan", Roles: []string{"accounts_payable"}}}},
+			"moloko": {Tenant: "acme", ID: "moloko", Members: []recipient.Member{{Subscriber: "u-ivan", Roles: []string{"sales"}}}},
 		},
 		topics: map[string][]string{"warehouse-sevilla": {"u-olga", "u-pepe"}},
 		own:    map[string]recipient.Choices{"u-olga": {"alerts": {event.ChannelSMS: false}, "documents": {event.ChannelEmail: false}}},
@@ -159,7 +160,7 @@ func TestReferencesResolveToPeople(t *testing.T) {
 		{
 			name: "a party's account stands aside for the contacts the event lists in that role",
 			payload: func(t *testing.T) []byte {
-				return sampleEvent(t, func(m map[string]any) { order(m)["supplier"].(map[string]any)["account"] = "zarya" })
+				return sampleEvent(t, func(m map[string]any) { order(m)["supplier"].(map[string]any)["account"] = "moloko" })
 			},
 			outcome: Routed,
 			keys: []string{"acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example",

@@ -131,7 +131,7 @@ func (s *Service) Stop(ctx context.Context) error {
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
-	d, invalid, err := s.decide(ctx, msg)
+	d, invalid, err := s.decide(ctx, msg.Headers(), msg.Data())
 	if err != nil {
 		return consumer.Retry(err, 2*time.Second, time.Minute)
 	}
@@ -198,9 +198,9 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 // copy did not have yet (at most MaxRecipients reads, over two rounds: an
 // account, then its members). The error, when set, is a bucket that
 // could not be read: the event is retried.
-func (s *Service) decide(ctx context.Context, msg jetstream.Msg) (d Decision, invalid, err error) {
+func (s *Service) decide(ctx context.Context, header nats.Header, payload []byte) (d Decision, invalid, err error) {
 	cfg := s.cfg
-	d, invalid = cfg.decide(msg.Headers(), msg.Data(), time.Now().UTC())
+	d, invalid = cfg.decide(header, payload, time.Now().UTC())
 	if s.dir == nil {
 		return d, invalid, nil
 	}
@@ -211,7 +211,7 @@ func (s *Service) decide(ctx context.Context, msg jetstream.Msg) (d Decision, in
 			return d, nil, err
 		}
 		cfg.Recipients = over
-		d, invalid = cfg.decide(msg.Headers(), msg.Data(), time.Now().UTC())
+		d, invalid = cfg.decide(header, payload, time.Now().UTC())
 	}
 	return d, invalid, nil
 }
