@@ -106,7 +106,14 @@ var servicePermissions = map[string][]string{
 	"router": join(jsCommon, consume("ORDERS", "router"), consume("INVENTORY", "router"), dlqPayloads, readTenants,
 		[]string{"docs.render.*.*", "notify.*.*.*", "notify.accepted.*", "dlq.ORDERS.router", "dlq.INVENTORY.router",
 			// The events it routed, by tenant and id.
-			"$KV.events.>", "$JS.API.DIRECT.GET.KV_events.>"}),
+			"$KV.events.>", "$JS.API.DIRECT.GET.KV_events.>",
+			// The recipients events name, followed by watch; a subscriber
+			// or an account the watch has not delivered yet is read.
+			"$JS.API.CONSUMER.CREATE.KV_subscribers.>", "$JS.API.CONSUMER.DELETE.KV_subscribers.>", "$JS.FC.KV_subscribers.>",
+			"$JS.API.CONSUMER.CREATE.KV_accounts.>", "$JS.API.CONSUMER.DELETE.KV_accounts.>", "$JS.FC.KV_accounts.>",
+			"$JS.API.CONSUMER.CREATE.KV_topic_members.>", "$JS.API.CONSUMER.DELETE.KV_topic_members.>", "$JS.FC.KV_topic_members.>",
+			"$JS.API.CONSUMER.CREATE.KV_preferences.>", "$JS.API.CONSUMER.DELETE.KV_preferences.>", "$JS.FC.KV_preferences.>",
+			"$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.DIRECT.GET.KV_accounts.>"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
