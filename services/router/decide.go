@@ -205,18 +205,12 @@ func (p *planner) order(data event.OrderData) error {
 		return err
 	}
 	o := data.Order
-	summary := &notification.OrderSummary{
-		ID: o.ID, Kind: o.Kind, Revision: o.Revision, IssuedAt: o.IssuedAt, Currency: o.Currency,
-		Buyer: o.Buyer.Name, Supplier: o.Supplier.Name, Lines: len(o.Lines), Totals: o.Totals,
-	}
+	a := orderAbout(o)
 	for _, r := range p.cfg.Routes {
 		if !r.matches(p.ev.Type, o.Kind) {
 			continue
 		}
 		p.matched = true
-		a := about{subject: o.ID, revision: o.Revision, order: o.ID, locale: o.Locale, fill: func(d *notification.Delivery) {
-			d.Order = summary
-		}}
 		for _, rcpt := range data.Recipients {
 			p.each(r, rcpt, a)
 		}
@@ -269,11 +263,7 @@ func (p *planner) stock(data event.StockData) error {
 			continue
 		}
 		p.matched = true
-		// A stock alert has no order: the event itself is the subject, and
-		// there is no revision.
-		a := about{subject: p.ev.ID, locale: data.Stock.Locale, fill: func(d *notification.Delivery) {
-			d.Stock = &data.Stock
-		}}
+		a := stockAbout(p.ev, data.Stock)
 		for _, rcpt := range data.Recipients {
 			p.each(r, rcpt, a)
 		}
@@ -291,6 +281,25 @@ type about struct {
 	order    string // the order's id; empty for a stock alert
 	locale   string
 	fill     func(*notification.Delivery)
+}
+
+// orderAbout is what an order's notifications concern.
+func orderAbout(o event.Order) about {
+	summary := &notification.OrderSummary{
+		ID: o.ID, Kind: o.Kind, Revision: o.Revision, IssuedAt: o.IssuedAt, Currency: o.Currency,
+		Buyer: o.Buyer.Name, Supplier: o.Supplier.Name, Lines: len(o.Lines), Totals: o.Totals,
+	}
+	return about{subject: o.ID, revision: o.Revision, order: o.ID, locale: o.Locale, fill: func(d *notification.Delivery) {
+		d.Order = summary
+	}}
+}
+
+// stockAbout is what a stock alert's notifications concern: it has no
+// order, so the event itself is the subject, and there is no revision.
+func stockAbout(ev event.Event, stock event.Stock) about {
+	return about{subject: ev.ID, locale: stock.Locale, fill: func(d *notification.Delivery) {
+		d.Stock = &stock
+	}}
 }
 
 func (p *planner) fanOut(r Route, t target, a about) {
