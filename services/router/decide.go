@@ -53,6 +53,9 @@ type Decision struct {
 	// preference, a reference that named nobody — recorded as skipped
 	// with the reason in the event's Accepted record.
 	Unplanned []notification.AcceptedNotification
+	// fanouts are the topics too large to plan with the event: each is
+	// asked for, a page at a time, on FANOUT (fanout.go).
+	fanouts []fanout
 	// missing are the subscribers and accounts the event named that the
 	// directory did not have: read from their buckets before the event is
 	// planned again (a record made a moment before the event).
@@ -171,8 +174,9 @@ func (c Config) decide(header nats.Header, payload []byte, now time.Time) (Decis
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
 	d.Deliveries, d.Renders, d.Skipped, d.Unplanned, d.missing = p.out, p.renders, p.skipped, p.unplanned, p.missing
+	d.fanouts = p.fanouts
 	switch {
-	case d.planned() > 0:
+	case d.planned() > 0 || len(d.fanouts) > 0:
 		d.Outcome = Routed
 	case p.matched:
 		d.Outcome = NoRecipients
@@ -196,6 +200,7 @@ type planner struct {
 	dir       Directory
 	unplanned []notification.AcceptedNotification
 	missing   []lookup
+	fanouts   []fanout
 	// people counts those references resolved to, against maxPeople.
 	people int
 }

@@ -119,6 +119,10 @@ func (p *planner) partyAccounts(r Route, o event.Order, listed []event.Recipient
 // reference that names nobody the directory has is recorded as not
 // planned, with the reference.
 func (p *planner) resolve(r Route, entry event.Recipient, ref event.Reference, a about) {
+	if ref.Kind == "topic" && len(p.dir.Members(p.ev.Tenant, ref.ID)) > p.cfg.FanoutPage {
+		p.fanouts = append(p.fanouts, fanout{Route: r, Entry: entry})
+		return
+	}
 	reached := 0
 	for _, id := range p.named(ref) {
 		sub, ok := p.dir.Subscriber(p.ev.Tenant, id)

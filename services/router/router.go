@@ -69,6 +69,8 @@ type Service struct {
 	// dir is the recipients' watched copy, when the router keeps one
 	// (Config.Recipients unset).
 	dir *directory
+	// fanout plans large topics a page at a time (fanout.go).
+	fanout *consumer.Fair
 }
 
 // New validates cfg (after filling its defaults) and returns a router.
@@ -115,13 +117,16 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("router: %w", err)
 		}
 	}
-	return nil
+	return s.startFanout(ctx)
 }
 
 // Stop drains: events being routed finish and are acknowledged. Then the
 // recipients' watches end.
 func (s *Service) Stop(ctx context.Context) error {
 	err := s.loops.Stop(ctx)
+	if s.fanout != nil {
+		err = errors.Join(err, s.fanout.Stop(ctx))
+	}
 	if s.dir != nil {
 		s.dir.Stop()
 	}
@@ -166,10 +171,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 	if d.Skipped > 0 {
 		s.skipped.Add(ctx, int64(d.Skipped), metric.WithAttributes(attribute.String("tenant", s.cfg.Tenants.Value(d.Event.Tenant))))
 	}
-	for _, n := range d.Unplanned {
-		s.unplanned.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", unplannedLabel(n.Reason)),
-			attribute.String("tenant", s.cfg.Tenants.Value(d.Event.Tenant))))
-	}
+	s.countUnplanned(ctx, d)
 	if invalid != nil {
 		span.SetStatus(codes.Error, invalid.Error())
 		log.WarnContext(ctx, "dead-lettering event", "reason", invalid.Error())
@@ -182,6 +184,15 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 	if err := s.publish(ctx, d); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
+		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
+	}
+	var storedAt time.Time
+	if md != nil {
+		storedAt = md.Timestamp.UTC()
+	}
+	if err := s.requestFanouts(ctx, d, storedAt); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		log.ErrorContext(ctx, "asking for a topic's fan-out failed; the event will be redelivered", "error", err)
 		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
 	}
 	if err := s.remember(ctx, d.Event, md); err != nil {

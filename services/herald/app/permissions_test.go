@@ -113,7 +113,11 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_accounts.>", "$JS.API.CONSUMER.DELETE.KV_accounts.>", "$JS.FC.KV_accounts.>",
 			"$JS.API.CONSUMER.CREATE.KV_topic_members.>", "$JS.API.CONSUMER.DELETE.KV_topic_members.>", "$JS.FC.KV_topic_members.>",
 			"$JS.API.CONSUMER.CREATE.KV_preferences.>", "$JS.API.CONSUMER.DELETE.KV_preferences.>", "$JS.FC.KV_preferences.>",
-			"$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.DIRECT.GET.KV_accounts.>"}),
+			"$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.DIRECT.GET.KV_accounts.>",
+			// A large topic's pages, asked for and planned per tenant in
+			// turn (it also subscribes to fanout.*: routerSubscribes).
+			"fanout.*", "$JS.API.CONSUMER.CREATE.FANOUT.>", "$JS.API.CONSUMER.MSG.NEXT.FANOUT.*", "$JS.ACK.FANOUT.>",
+			"dlq.FANOUT.router-fanout"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
@@ -223,6 +227,9 @@ func addUsers(opts *server.Options, fair bool) {
 			publish, sub := fairPermissions(channel)
 			allow, subscribe = append(slices.Clone(allow), publish...), append(subscribe, sub...)
 		}
+		if name == "router" {
+			subscribe = append(subscribe, routerSubscribes...)
+		}
 		if name == "pdf" && fair {
 			allow, subscribe = append(slices.Clone(allow), fairRenders[0]...), append(subscribe, fairRenders[1]...)
 		}
@@ -276,6 +283,9 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		})
 	}
 }
+
+// routerSubscribes is where new fan-out pages wake the router's loop.
+var routerSubscribes = []string{"fanout.*"}
 
 // fairChannels are the delivery services' channels, by NATS user.
 var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook"}
