@@ -118,8 +118,12 @@ func (c Config) page(f fanout, now time.Time) (d Decision, next *fanout, invalid
 
 // startFanout serves the fan-out pages, tenants in turn.
 func (s *Service) startFanout(ctx context.Context) error {
+	// One page at a time: a fan-out is background work, and the events
+	// the router routes meanwhile keep the other workers.
+	cfg := s.loops.Config
+	cfg.Concurrency = 1
 	var err error
-	s.fanout, err = consumer.StartFair(ctx, s.handlePage, consumer.FairConfig{Config: s.loops.Config, Stream: FanoutStream,
+	s.fanout, err = consumer.StartFair(ctx, s.handlePage, consumer.FairConfig{Config: cfg, Stream: FanoutStream,
 		Classes: []consumer.Class{{Name: fanoutClass, Prefix: "fanout", Weight: 1, Template: fanoutTemplate}}})
 	if err != nil {
 		return fmt.Errorf("router: the fan-out loop: %w", err)
@@ -127,10 +131,10 @@ func (s *Service) startFanout(ctx context.Context) error {
 	return nil
 }
 
-// handlePage plans one page, publishes its deliveries, render requests
-// and Accepted record, then asks for the next page — before the page is
-// acknowledged, so a crash between the two replans this page, whose
-// deliveries the duplicate windows drop, and the next is asked for once.
+// handlePage plans one page, asks for the next, and publishes the page's
+// deliveries, render requests and Accepted record — all before the page is
+// acknowledged, so a crash replans this page, whose deliveries the
+// duplicate windows drop, and the next page is asked for once.
 func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	var f fanout
 	if err := json.Unmarshal(msg.Data(), &f); err != nil {
@@ -150,14 +154,17 @@ func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Ou
 	if invalid != nil {
 		return consumer.GiveUp(invalid)
 	}
-	s.countUnplanned(ctx, d)
-	if err := s.publish(ctx, d); err != nil {
-		return consumer.Retry(fmt.Errorf("publishing a fan-out page: %w", err), 2*time.Second, time.Minute)
-	}
+	// The next page first: another worker plans it while this one
+	// publishes, and a crash before the ack replans only this page either
+	// way. At most two pages of a topic are in flight.
 	if next != nil {
 		if err := s.requestPage(ctx, *next, d.Event.ID); err != nil {
 			return consumer.Retry(err, 2*time.Second, time.Minute)
 		}
+	}
+	s.countUnplanned(ctx, d)
+	if err := s.publish(ctx, d); err != nil {
+		return consumer.Retry(fmt.Errorf("publishing a fan-out page: %w", err), 2*time.Second, time.Minute)
 	}
 	return consumer.Done()
 }

@@ -35,7 +35,7 @@ func topic(t *testing.T, n *heraldtest.NATS, id string, count int) {
 	require.NoError(t, err)
 }
 
-func stockAlert(t *testing.T, recipients ...map[string]any) []byte {
+func stockAlert(t testing.TB, recipients ...map[string]any) []byte {
 	t.Helper()
 	b, err := os.ReadFile("../../examples/events/inventory.low_stock.json")
 	require.NoError(t, err)
