@@ -154,9 +154,9 @@ func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Ou
 	if invalid != nil {
 		return consumer.GiveUp(invalid)
 	}
-	// The next page first: another worker plans it while this one
-	// publishes, and a crash before the ack replans only this page either
-	// way. At most two pages of a topic are in flight.
+	// The next page is asked for before this one is published or
+	// acknowledged: a crash in between replans only this page, and the
+	// request for the next, made again, is dropped as a duplicate.
 	if next != nil {
 		if err := s.requestPage(ctx, *next, d.Event.ID); err != nil {
 			return consumer.Retry(err, 2*time.Second, time.Minute)
