@@ -140,6 +140,9 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_topics":        {jetstream.LimitsPolicy, []string{"$KV.topics.>"}, nil},
 		"KV_topic_members": {jetstream.LimitsPolicy, []string{"$KV.topic_members.>"}, nil},
 		"KV_preferences":   {jetstream.LimitsPolicy, []string{"$KV.preferences.>"}, nil},
+		// A topic's fan-out, a page at a time, per tenant in turn: the
+		// router's consumers are made per tenant from its own template.
+		"FANOUT": {jetstream.WorkQueuePolicy, []string{"fanout.*"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
@@ -165,7 +168,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 	// channel and priority) on NOTIFY and DOCS; nats-server allows a stream
 	// 1,000 consumers unless the stream declares its own limit (-1 does
 	// not count).
-	for _, name := range []string{"NOTIFY", "DOCS"} {
+	for _, name := range []string{"NOTIFY", "DOCS", "FANOUT"} {
 		s, err := streams.Find(name)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, s.Config.MaxConsumers, 100_000, name)
@@ -228,11 +231,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 32, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 33, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 32, report.Drifted())
+	require.Equal(t, 33, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

@@ -190,3 +190,28 @@ func TestAPendingNotificationIsRead(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/v1/notifications/"+pending.ID, globexRead, nil).status)
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodPost, "/v1/notifications/"+pending.ID+"/retry", acmeSend, nil).status)
 }
+
+// A notification the router did not plan reads, and is listed, as skipped
+// with the reason; another tenant still finds nothing.
+func TestASkippedNotificationIsReadWithItsReason(t *testing.T) {
+	t.Parallel()
+	store := historyStore(t)
+	b := setup(t, api.Config{History: store})
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	id := notification.ID(`acme:PO-7:1:purchase_order::account "zarya" roles [sales]`)
+	require.NoError(t, store.Accept(heraldtest.Context(t), []history.Row{{Tenant: "acme", ID: id, Order: "PO-7",
+		Document: "purchase_order", Recipient: `account "zarya" roles [sales]`, State: history.Skipped,
+		Reason: `skipped: no recipient: account "zarya" roles [sales]`, CreatedAt: at, UpdatedAt: at}}))
+
+	got := b.do(t, http.MethodGet, "/v1/notifications/"+id, acmeRead, nil)
+	require.Equal(t, http.StatusOK, got.status, got.body)
+	require.JSONEq(t, `{"id":"`+id+`","tenant":"acme","order":"PO-7","document":"purchase_order","channel":"",
+		"recipient":"account \"zarya\" roles [sales]","state":"skipped","reason":"skipped: no recipient: account \"zarya\" roles [sales]",
+		"tries":0,"attempts":[],"reports":[],"created_at":"2026-11-30T09:00:00Z","updated_at":"2026-11-30T09:00:00Z"}`, got.body)
+	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/v1/notifications/"+id, globexRead, nil).status)
+
+	l, listed := b.list(t, acmeRead, "state=skipped")
+	require.Equal(t, http.StatusOK, listed.status, listed.body)
+	require.Len(t, l.Notifications, 1)
+	require.Equal(t, "skipped", l.Notifications[0].State)
+}

@@ -32,8 +32,8 @@ type Notification struct {
 	Document  string `json:"document,omitempty" example:"purchase_order" doc:"The document type, or without a document the template (\"job\" for POST /v1/notifications)."`
 	Channel   string `json:"channel" example:"email"`
 	Recipient string `json:"recipient,omitempty" example:"olga@zarya.example"`
-	State     string `json:"state" enum:"pending,sending,retrying,delivered,failed,suppressed" doc:"pending: created, no worker has claimed it yet (waiting for its document, or in the queue); sending: a worker is sending it now; retrying: tries failed transiently, more will come; delivered: a provider accepted it (what became of it after, its reports say); failed: given up; suppressed: not sent, the address being suppressed for the tenant."`
-	Reason    string `json:"reason,omitempty" doc:"Why it is retrying, failed or suppressed."`
+	State     string `json:"state" enum:"skipped,pending,sending,retrying,delivered,failed,suppressed" doc:"skipped: never planned — the recipient's preference, or an event's reference that named nobody (the reason says which); pending: created, no worker has claimed it yet (waiting for its document, or in the queue); sending: a worker is sending it now; retrying: tries failed transiently, more will come; delivered: a provider accepted it (what became of it after, its reports say); failed: given up; suppressed: not sent, the address being suppressed for the tenant."`
+	Reason    string `json:"reason,omitempty" doc:"Why it is skipped, retrying, failed or suppressed."`
 	Retryable bool   `json:"retryable,omitempty" doc:"For failed: whether a resend could succeed (tries exhausted) or not (a permanent refusal)."`
 	Provider  string `json:"provider,omitempty" doc:"The provider that accepted it."`
 	// ProviderMessageID is the provider's own id of the message sent.
@@ -71,7 +71,7 @@ type Listed struct {
 	Document          string    `json:"document,omitempty"`
 	Channel           string    `json:"channel"`
 	Recipient         string    `json:"recipient,omitempty"`
-	State             string    `json:"state" enum:"pending,sending,retrying,delivered,failed,suppressed"`
+	State             string    `json:"state" enum:"skipped,pending,sending,retrying,delivered,failed,suppressed"`
 	Reason            string    `json:"reason,omitempty"`
 	Provider          string    `json:"provider,omitempty"`
 	ProviderMessageID string    `json:"provider_message_id,omitempty"`
@@ -100,7 +100,7 @@ type listInput struct {
 	Tenant    string `query:"tenant" doc:"Whose notifications: required with an admin key; a tenant key lists its own tenant's."`
 	Order     string `query:"order" maxLength:"128" doc:"Only this order's."`
 	Recipient string `query:"recipient" maxLength:"320" doc:"Only those to this address (case-insensitive)."`
-	State     string `query:"state" enum:"pending,sending,retrying,delivered,failed,suppressed" doc:"Only those in this state."`
+	State     string `query:"state" enum:"skipped,pending,sending,retrying,delivered,failed,suppressed" doc:"Only those in this state."`
 	Limit     int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"Page size."`
 	Cursor    string `query:"cursor" maxLength:"512" doc:"next_cursor of the page before."`
 }
@@ -148,8 +148,8 @@ func (s *Service) getNotification(ctx context.Context, in *notificationInput) (*
 	}
 	row, indexed := s.indexed(cctx, e.Tenant, in.ID)
 	switch {
-	case !claimed && indexed && row.State == history.Pending:
-		return &notificationOutput{Body: pendingOf(row)}, nil
+	case !claimed && indexed && (row.State == history.Pending || row.State == history.Skipped):
+		return &notificationOutput{Body: unclaimedOf(row)}, nil
 	case !claimed:
 		return nil, huma.Error404NotFound("no notification " + in.ID)
 	}
@@ -286,9 +286,11 @@ func nextPage(in *listInput, cursor string) string {
 	return "/v1/notifications?" + q.Encode()
 }
 
-func pendingOf(r history.Row) Notification {
+// unclaimedOf is a notification no worker has claimed, as the index has
+// it: pending, or skipped (never to be claimed) with its reason.
+func unclaimedOf(r history.Row) Notification {
 	return Notification{ID: r.ID, Tenant: r.Tenant, Order: r.Order, Document: r.Document, Channel: r.Channel,
-		Recipient: r.Recipient, State: history.Pending, Attempts: []Attempt{}, Reports: []Report{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Recipient: r.Recipient, State: r.State, Reason: r.Reason, Attempts: []Attempt{}, Reports: []Report{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 func notificationOf(e ledger.Entry) Notification {

@@ -284,7 +284,8 @@ func (s *Service) flush(ctx context.Context, batch []queued) {
 	}
 }
 
-// acceptedRows reads a record of notifications created: each pending.
+// acceptedRows reads a record of notifications created: each pending, or
+// skipped with its reason.
 func acceptedRows(msg jetstream.Msg) ([]history.Row, error) {
 	var a notification.Accepted
 	if err := json.Unmarshal(msg.Data(), &a); err != nil {
@@ -294,6 +295,9 @@ func acceptedRows(msg jetstream.Msg) ([]history.Row, error) {
 	for i, n := range a.Notifications {
 		rows[i] = history.Row{Tenant: a.Tenant, ID: n.ID, Order: n.Order, Document: n.Document, Channel: n.Channel,
 			Recipient: n.Recipient, State: history.Pending, CreatedAt: a.Time, UpdatedAt: a.Time}
+		if n.State == notification.Skipped {
+			rows[i].State, rows[i].Reason = history.Skipped, n.Reason
+		}
 	}
 	return rows, nil
 }

@@ -207,3 +207,24 @@ func TestAFailedStartLeavesNothingRunning(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, svc.Start(heraldtest.Context(t)), "STATUS > history")
 }
+
+// A notification the router did not plan (a preference, a reference to
+// nobody) is listed as skipped with its reason, never pending: no worker
+// will ever claim it.
+func TestASkippedNotificationIsListedWithItsReason(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	store := openStore(t)
+	start(t, b, store)
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	olga := delivery("PO-2", "+79161234567")
+	a := notification.AcceptedOf("evt-2", []notification.Delivery{olga}, at)
+	a.Notifications[0].State, a.Notifications[0].Reason = notification.Skipped, "skipped: preference alerts.sms"
+	require.NoError(t, notification.PublishAccepted(heraldtest.Context(t), b.nats.JS, a))
+
+	r := row(t, store, olga.ID, history.Skipped)
+	require.Equal(t, "skipped: preference alerts.sms", r.Reason)
+	page, err := store.List(heraldtest.Context(t), history.Query{Tenant: "acme", State: history.Skipped})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 1, "a state one can list by")
+}

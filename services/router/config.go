@@ -39,6 +39,11 @@ type Config struct {
 	// a publisher's mistake (a mailing list pasted into an order) from
 	// becoming thousands of emails. Defaults to 500.
 	MaxRecipients int `yaml:"max_recipients"`
+	// FanoutPage is how many of a topic's members are planned at once. A
+	// topic with more is not planned with its event: it is fanned out a
+	// page at a time on the FANOUT stream, tenants in turn, so that a
+	// topic of 50,000 never holds the router. Defaults to 1000.
+	FanoutPage int `yaml:"fanout_page"`
 
 	// Registry admits each event's tenant before it is routed; a refused
 	// event is dead-lettered with the registry's reason. Defaults to none:
@@ -52,6 +57,12 @@ type Config struct {
 	// the built-in ones): a tenant's deliveries are capped at its plan's
 	// max_priority. Needs Registry.
 	Plans tenant.Plans `yaml:"-"`
+
+	// Recipients resolve the subscribers, accounts and topics events name.
+	// The service sets its own, fed by watches of the recipient buckets,
+	// when it starts; a Config without one (Plan's, a test's) resolves
+	// every reference to nobody.
+	Recipients Directory `yaml:"-"`
 
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`
@@ -81,6 +92,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Concurrency = cmp.Or(c.Concurrency, 4)
 	c.MaxRecipients = cmp.Or(c.MaxRecipients, 500)
+	c.FanoutPage = cmp.Or(c.FanoutPage, 1000)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {
 		c.MeterProvider = noop.NewMeterProvider()
@@ -111,6 +123,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRecipients < 1 {
 		problems = append(problems, fmt.Sprintf("router.max_recipients: must be 1 or more (got %d)", c.MaxRecipients))
+	}
+	if c.FanoutPage < 1 {
+		problems = append(problems, fmt.Sprintf("router.fanout_page: must be 1 or more (got %d)", c.FanoutPage))
 	}
 	if c.RequireRegistered && c.Registry == nil {
 		problems = append(problems, "tenants.require_registered: set, but the router was given no tenant registry to check it against")

@@ -49,6 +49,17 @@ type Decision struct {
 	Renders    []documents.Request
 	// Skipped counts recipient channels not deployed here (Config.Channels).
 	Skipped int
+	// Unplanned are the notifications not planned — the recipient's
+	// preference, a reference that named nobody — recorded as skipped
+	// with the reason in the event's Accepted record.
+	Unplanned []notification.AcceptedNotification
+	// fanouts are the topics too large to plan with the event: each is
+	// asked for, a page at a time, on FANOUT (fanout.go).
+	fanouts []fanout
+	// missing are the subscribers and accounts the event named that the
+	// directory did not have: read from their buckets before the event is
+	// planned again (a record made a moment before the event).
+	missing []lookup
 	// sends are the Deliveries as the messages publish sends, made by fit
 	// when it measures them.
 	sends []*nats.Msg
@@ -84,6 +95,15 @@ func (d Decision) all() []notification.Delivery {
 	return out
 }
 
+// accepted is the event's one Accepted record: every delivery planned,
+// sent or waiting, and every notification not planned, with why.
+func (d Decision) accepted(now time.Time) notification.Accepted {
+	a := notification.AcceptedOf(d.Event.ID, d.all(), now)
+	a.Tenant = d.Event.Tenant
+	a.Notifications = append(a.Notifications, d.Unplanned...)
+	return a
+}
+
 // fit splits each render request into parts that fit maxPayload (the
 // connection's), and checks that every delivery sent now fits, and so does
 // the event's one Accepted record. A message that can never be published
@@ -113,7 +133,7 @@ func (d Decision) split(maxPayload int64) ([]documents.Request, error) {
 		}
 		parts = append(parts, split...)
 	}
-	accepted, err := json.Marshal(notification.AcceptedOf(d.Event.ID, d.all(), time.Now()))
+	accepted, err := json.Marshal(d.accepted(time.Now()))
 	if err != nil {
 		return nil, err
 	}
@@ -138,18 +158,25 @@ func (c Config) decide(header nats.Header, payload []byte, now time.Time) (Decis
 	if !slices.ContainsFunc(c.Routes, func(r Route) bool { return r.Event == ev.Type }) {
 		return d, nil
 	}
-	p := planner{cfg: c, ev: ev, now: now, seen: map[string]bool{}}
+	p := planner{cfg: c, ev: ev, now: now, seen: map[string]bool{}, dir: c.Recipients}
+	if p.dir == nil {
+		p.dir = nobody{}
+	}
 	if data.Stock != nil {
 		err = p.stock(*data.Stock)
 	} else {
 		err = p.order(*data.Order)
 	}
+	if err == nil {
+		err = p.tooMany()
+	}
 	if err != nil {
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
-	d.Deliveries, d.Renders, d.Skipped = p.out, p.renders, p.skipped
+	d.Deliveries, d.Renders, d.Skipped, d.Unplanned, d.missing = p.out, p.renders, p.skipped, p.unplanned, p.missing
+	d.fanouts = p.fanouts
 	switch {
-	case d.planned() > 0:
+	case d.planned() > 0 || len(d.fanouts) > 0:
 		d.Outcome = Routed
 	case p.matched:
 		d.Outcome = NoRecipients
@@ -168,6 +195,14 @@ type planner struct {
 	renders []documents.Request
 	skipped int
 	matched bool
+	// dir is who references resolve to; unplanned and missing what
+	// became of those that did not (see Decision).
+	dir       Directory
+	unplanned []notification.AcceptedNotification
+	missing   []lookup
+	fanouts   []fanout
+	// people counts those references resolved to, against maxPeople.
+	people int
 }
 
 func (p *planner) order(data event.OrderData) error {
@@ -175,20 +210,16 @@ func (p *planner) order(data event.OrderData) error {
 		return err
 	}
 	o := data.Order
-	summary := &notification.OrderSummary{
-		ID: o.ID, Kind: o.Kind, Revision: o.Revision, IssuedAt: o.IssuedAt, Currency: o.Currency,
-		Buyer: o.Buyer.Name, Supplier: o.Supplier.Name, Lines: len(o.Lines), Totals: o.Totals,
-	}
+	a := orderAbout(o)
 	for _, r := range p.cfg.Routes {
 		if !r.matches(p.ev.Type, o.Kind) {
 			continue
 		}
 		p.matched = true
 		for _, rcpt := range data.Recipients {
-			p.fanOut(r, rcpt, o.ID, o.Revision, cmp.Or(rcpt.Locale, o.Locale), func(d *notification.Delivery) {
-				d.Order = summary
-			})
+			p.each(r, rcpt, a)
 		}
+		p.partyAccounts(r, o, data.Recipients, a)
 	}
 	p.out = p.waitForDocuments(o, p.out)
 	return nil
@@ -237,45 +268,72 @@ func (p *planner) stock(data event.StockData) error {
 			continue
 		}
 		p.matched = true
+		a := stockAbout(p.ev, data.Stock)
 		for _, rcpt := range data.Recipients {
-			// A stock alert has no order: the event itself is the subject,
-			// and there is no revision.
-			p.fanOut(r, rcpt, p.ev.ID, 0, cmp.Or(rcpt.Locale, data.Stock.Locale), func(d *notification.Delivery) {
-				d.Stock = &data.Stock
-			})
+			p.each(r, rcpt, a)
 		}
 	}
 	return nil
 }
 
-func (p *planner) fanOut(r Route, rcpt event.Recipient, subject string, revision int, locale string, fill func(*notification.Delivery)) {
-	if !r.wants(rcpt.Role) {
-		return
+// about is what an event's notifications concern: the order (or, for a
+// stock alert, the event itself) and its revision, the locale that
+// speaks for it when a recipient has none, and what each delivery
+// carries of it.
+type about struct {
+	subject  string
+	revision int
+	order    string // the order's id; empty for a stock alert
+	locale   string
+	fill     func(*notification.Delivery)
+}
+
+// orderAbout is what an order's notifications concern.
+func orderAbout(o event.Order) about {
+	summary := &notification.OrderSummary{
+		ID: o.ID, Kind: o.Kind, Revision: o.Revision, IssuedAt: o.IssuedAt, Currency: o.Currency,
+		Buyer: o.Buyer.Name, Supplier: o.Supplier.Name, Lines: len(o.Lines), Totals: o.Totals,
 	}
-	for _, ch := range p.reachable(r.Channels, rcpt) {
-		p.plan(r, rcpt, ch, nil, subject, revision, locale, fill)
+	return about{subject: o.ID, revision: o.Revision, order: o.ID, locale: o.Locale, fill: func(d *notification.Delivery) {
+		d.Order = summary
+	}}
+}
+
+// stockAbout is what a stock alert's notifications concern: it has no
+// order, so the event itself is the subject, and there is no revision.
+func stockAbout(ev event.Event, stock event.Stock) about {
+	return about{subject: ev.ID, locale: stock.Locale, fill: func(d *notification.Delivery) {
+		d.Stock = &stock
+	}}
+}
+
+func (p *planner) fanOut(r Route, t target, a about) {
+	for _, ch := range p.reachable(r, r.Channels, t, a) {
+		p.plan(r, t, ch, nil, a)
 	}
 	// A fallback is published on its first channel, carrying the others.
-	if chain := p.reachable(r.Fallback, rcpt); len(chain) > 0 {
+	if chain := p.reachable(r, r.Fallback, t, a); len(chain) > 0 {
 		steps := make([]notification.FallbackStep, len(chain)-1)
 		for i, ch := range chain[1:] {
-			steps[i] = notification.FallbackStep{Channel: ch, Address: rcpt.Address(ch),
-				DedupeKey: p.key(r, rcpt, ch, subject, revision)}
+			steps[i] = notification.FallbackStep{Channel: ch, Address: t.address(ch), DedupeKey: p.key(r, t, ch, a)}
 		}
-		p.plan(r, rcpt, chain[0], steps, subject, revision, locale, fill)
+		p.plan(r, t, chain[0], steps, a)
 	}
 }
 
 // reachable are the channels of channels the recipient has and this
 // deployment delivers on; the others the recipient has are counted as
-// skipped.
-func (p *planner) reachable(channels []event.Channel, rcpt event.Recipient) []event.Channel {
+// skipped. Of a subscriber's, those their preferences switch off for the
+// route's category are left out too, each recorded as not planned.
+func (p *planner) reachable(r Route, channels []event.Channel, t target, a about) []event.Channel {
 	var out []event.Channel
 	for _, ch := range channels {
 		switch {
-		case !slices.Contains(rcpt.Channels, ch):
+		case !t.has(ch):
 		case !slices.Contains(p.cfg.Channels, ch):
 			p.skipped++
+		case !p.allows(r, t, ch):
+			p.unplan(r, a, ch, t.address(ch), p.key(r, t, ch, a), fmt.Sprintf("preference %s.%s", r.Category, ch))
 		default:
 			out = append(out, ch)
 		}
@@ -283,31 +341,30 @@ func (p *planner) reachable(channels []event.Channel, rcpt event.Recipient) []ev
 	return out
 }
 
-func (p *planner) key(r Route, rcpt event.Recipient, ch event.Channel, subject string, revision int) string {
+func (p *planner) key(r Route, t target, ch event.Channel, a about) string {
 	return notification.Key{
-		Tenant: p.ev.Tenant, Subject: subject, Revision: revision,
-		Document: cmp.Or(r.Document, r.Template), Channel: ch, Recipient: rcpt.Address(ch),
+		Tenant: p.ev.Tenant, Subject: a.subject, Revision: a.revision,
+		Document: cmp.Or(r.Document, r.Template), Channel: ch, Recipient: t.address(ch),
 	}.String()
 }
 
-// plan adds the delivery to rcpt on ch, unless another route already did.
-func (p *planner) plan(r Route, rcpt event.Recipient, ch event.Channel, fallback []notification.FallbackStep,
-	subject string, revision int, locale string, fill func(*notification.Delivery)) {
-	key := p.key(r, rcpt, ch, subject, revision)
+// plan adds the delivery to t on ch, unless another route already did.
+func (p *planner) plan(r Route, t target, ch event.Channel, fallback []notification.FallbackStep, a about) {
+	key := p.key(r, t, ch, a)
 	if p.seen[key] {
 		return
 	}
 	p.seen[key] = true
 	d := notification.Delivery{
 		ID: notification.ID(key), DedupeKey: key, Tenant: p.ev.Tenant, Channel: ch, Priority: r.Priority,
-		Recipient: notification.Recipient{Name: rcpt.Name, Role: rcpt.Role, Address: rcpt.Address(ch)},
-		Template:  r.Template, Locale: cmp.Or(locale, "en"), Fallback: fallback, Category: r.Category, Required: r.Required,
+		Recipient: t.recipient(ch), Template: r.Template, Locale: cmp.Or(t.locale(a.locale), "en"), Fallback: fallback,
+		Category: r.Category, Required: r.Required,
 		Event:     notification.EventRef{ID: p.ev.ID, Type: p.ev.Type, Source: p.ev.Source, Time: p.ev.Time},
 		CreatedAt: p.now,
 	}
 	if r.Document != "" {
 		d.Document = &notification.Document{Type: r.Document}
 	}
-	fill(&d)
+	a.fill(&d)
 	p.out = append(p.out, d)
 }

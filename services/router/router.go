@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -63,6 +64,13 @@ type Service struct {
 	dupes   metric.Int64Counter
 	docs    metric.Int64Counter
 	skipped metric.Int64Counter
+	// unplanned counts the notifications recorded as skipped (Decision.Unplanned).
+	unplanned metric.Int64Counter
+	// dir is the recipients' watched copy, when the router keeps one
+	// (Config.Recipients unset).
+	dir *directory
+	// fanout plans large topics a page at a time (fanout.go).
+	fanout *consumer.Fair
 }
 
 // New validates cfg (after filling its defaults) and returns a router.
@@ -73,12 +81,13 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, js: js}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
-	var errs [5]error
+	var errs [6]error
 	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid, refused, duplicate)."))
 	s.planned, errs[1] = m.Int64Counter("herald.router.deliveries", metric.WithDescription("Deliveries the router published, by channel and priority: to NOTIFY, or waiting in their document's render request."))
 	s.skipped, errs[2] = m.Int64Counter("herald.router.skipped", metric.WithDescription("Recipient channels not published because this deployment does not deliver on them."))
 	s.dupes, errs[3] = m.Int64Counter("herald.router.duplicates", metric.WithDescription("Deliveries already stored (a republished or redelivered event), dropped by the duplicate window of NOTIFY or DOCS."))
 	s.docs, errs[4] = m.Int64Counter("herald.router.documents", metric.WithDescription("Render requests the router published, each with the deliveries that wait for the document."))
+	s.unplanned, errs[5] = m.Int64Counter("herald.router.unplanned", metric.WithDescription("Notifications the router did not plan, recorded as skipped in the history, by reason: preference (the subscriber's, or the tenant's default) or no_recipient (a subscriber, account or topic that named nobody)."))
 	return s, errors.Join(errs[:]...)
 }
 
@@ -89,6 +98,14 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("router: the %s bucket: %w", EventsBucket, err)
 	}
 	s.seen = seen
+	if s.cfg.Recipients == nil {
+		// Loaded before the first event is consumed: a reference resolves
+		// against every record there is, not the part loaded so far.
+		if s.dir, err = watchDirectory(ctx, s.js); err != nil {
+			return err
+		}
+		s.cfg.Recipients = s.dir
+	}
 	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 	for _, stream := range Streams {
@@ -100,16 +117,29 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("router: %w", err)
 		}
 	}
-	return nil
+	return s.startFanout(ctx)
 }
 
-// Stop drains: events being routed finish and are acknowledged.
-func (s *Service) Stop(ctx context.Context) error { return s.loops.Stop(ctx) }
+// Stop drains: events being routed finish and are acknowledged. Then the
+// recipients' watches end.
+func (s *Service) Stop(ctx context.Context) error {
+	err := s.loops.Stop(ctx)
+	if s.fanout != nil {
+		err = errors.Join(err, s.fanout.Stop(ctx))
+	}
+	if s.dir != nil {
+		s.dir.Stop()
+	}
+	return err
+}
 
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
-	d, invalid := s.cfg.decide(msg.Headers(), msg.Data(), time.Now().UTC())
+	d, invalid, err := s.decide(ctx, msg.Headers(), msg.Data())
+	if err != nil {
+		return consumer.Retry(err, 2*time.Second, time.Minute)
+	}
 	md, _ := msg.Metadata()
 	if md != nil {
 		d.stamp(md.Timestamp.UTC())
@@ -141,6 +171,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 	if d.Skipped > 0 {
 		s.skipped.Add(ctx, int64(d.Skipped), metric.WithAttributes(attribute.String("tenant", s.cfg.Tenants.Value(d.Event.Tenant))))
 	}
+	s.countUnplanned(ctx, d)
 	if invalid != nil {
 		span.SetStatus(codes.Error, invalid.Error())
 		log.WarnContext(ctx, "dead-lettering event", "reason", invalid.Error())
@@ -155,6 +186,15 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
 		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
 	}
+	var storedAt time.Time
+	if md != nil {
+		storedAt = md.Timestamp.UTC()
+	}
+	if err := s.requestFanouts(ctx, d, storedAt); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		log.ErrorContext(ctx, "asking for a topic's fan-out failed; the event will be redelivered", "error", err)
+		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
+	}
 	if err := s.remember(ctx, d.Event, md); err != nil {
 		// Routed all the same: a later copy is routed again, and what it
 		// republishes is dropped downstream (see remember).
@@ -162,6 +202,37 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 	}
 	log.DebugContext(ctx, "event routed", "outcome", d.Outcome, "deliveries", d.planned(), "documents", len(d.Renders), "skipped", d.Skipped)
 	return consumer.Done()
+}
+
+// decide plans the event, and plans it again with what the recipient
+// buckets hold of the subscribers and accounts it named that the watched
+// copy did not have yet (at most MaxRecipients reads, over two rounds: an
+// account, then its members). The error, when set, is a bucket that
+// could not be read: the event is retried.
+func (s *Service) decide(ctx context.Context, header nats.Header, payload []byte) (d Decision, invalid, err error) {
+	cfg := s.cfg
+	d, invalid = cfg.decide(header, payload, time.Now().UTC())
+	if s.dir == nil {
+		return d, invalid, nil
+	}
+	over := s.dir.overlay()
+	for round := 0; invalid == nil && len(d.missing) > 0 && round < 2; round++ {
+		found, err := s.dir.fetch(ctx, d.Event.Tenant, d.missing, over, cfg.MaxRecipients)
+		if err != nil || !found {
+			return d, nil, err
+		}
+		cfg.Recipients = over
+		d, invalid = cfg.decide(header, payload, time.Now().UTC())
+	}
+	return d, invalid, nil
+}
+
+// unplannedLabel is a skipped notification's reason as a metric label.
+func unplannedLabel(reason string) string {
+	if strings.HasPrefix(reason, notification.Skipped+": preference") {
+		return "preference"
+	}
+	return "no_recipient"
 }
 
 // publish sends the deliveries that need no document to NOTIFY, and each
@@ -202,7 +273,7 @@ func (s *Service) publish(ctx context.Context, d Decision) error {
 	// are dropped as duplicates (Nats-Msg-Id), and the record is tried
 	// again. Acknowledging without it would keep them out of the listing
 	// until a worker claims them, and nothing would say why.
-	if err := notification.PublishAccepted(ctx, s.js, notification.AcceptedOf(d.Event.ID, d.all(), time.Now())); err != nil {
+	if err := notification.PublishAccepted(ctx, s.js, d.accepted(time.Now())); err != nil {
 		return fmt.Errorf("recording the accepted notifications: %w", err)
 	}
 	return nil

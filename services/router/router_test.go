@@ -80,7 +80,7 @@ func TestEventWaitsUntilItsRenderRequestIsStored(t *testing.T) {
 }
 
 // start runs a router on n, after edit (if any) changes the ORDERS consumer.
-func start(t *testing.T, n *heraldtest.NATS, cfg router.Config, edit func(*jetstream.ConsumerConfig)) {
+func start(t testing.TB, n *heraldtest.NATS, cfg router.Config, edit func(*jetstream.ConsumerConfig)) {
 	t.Helper()
 	ctx := heraldtest.Context(t)
 	if edit != nil {

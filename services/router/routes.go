@@ -28,6 +28,12 @@ type Route struct {
 	// Roles are the recipient roles notified (case-insensitive).
 	// Defaults to every recipient the event lists.
 	Roles []string `yaml:"roles,omitempty" json:"roles,omitempty"`
+	// AccountRoles are the roles, within an order party's account, of the
+	// people the route reaches when the event lists no recipient of a role
+	// it wants and that party names its account (order.supplier.account):
+	// supplier and seller are the supplier party, buyer and customer the
+	// buyer party. Defaults to every member of the account.
+	AccountRoles []string `yaml:"account_roles,omitempty" json:"account_roles,omitempty"`
 	// Channels are the channels used, where the recipient has them too.
 	Channels []event.Channel `yaml:"channels,omitempty" json:"channels,omitempty"`
 	// Fallback, instead of or besides Channels, reaches each recipient on
@@ -56,14 +62,19 @@ func DefaultRoutes() []Route {
 	// Business documents are required: a supplier cannot unsubscribe from
 	// the purchase orders it is to fulfil. Alerts a recipient may leave.
 	document := func(r Route) Route { r.Channels, r.Category, r.Required = docs, CategoryDocuments, true; return r }
+	// Within a party's account, each document goes to the people who act
+	// on it: an order to sales, a delivery note to the warehouse that
+	// receives the goods, a goods received note to the sales contact whose
+	// delivery it confirms, an invoice to accounts payable.
+	sales, warehouse, payable := []string{"sales"}, []string{"warehouse"}, []string{"accounts_payable"}
 	return []Route{
-		document(Route{Event: "order.created", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}}),
-		document(Route{Event: "order.created", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}}),
-		document(Route{Event: "order.updated", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}}),
-		document(Route{Event: "order.updated", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}}),
-		document(Route{Event: "order.shipped", Document: notification.DeliveryNote, Roles: []string{"buyer", "customer"}}),
-		document(Route{Event: "order.received", Document: notification.GoodsReceivedNote, Roles: []string{"supplier", "seller"}}),
-		document(Route{Event: "order.invoiced", Document: notification.Invoice, Roles: []string{"buyer", "customer"}}),
+		document(Route{Event: "order.created", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}, AccountRoles: sales}),
+		document(Route{Event: "order.created", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}, AccountRoles: sales}),
+		document(Route{Event: "order.updated", Kind: event.KindPurchase, Document: notification.PurchaseOrder, Roles: []string{"supplier", "buyer"}, AccountRoles: sales}),
+		document(Route{Event: "order.updated", Kind: event.KindSales, Document: notification.SalesOrder, Roles: []string{"customer", "seller"}, AccountRoles: sales}),
+		document(Route{Event: "order.shipped", Document: notification.DeliveryNote, Roles: []string{"buyer", "customer"}, AccountRoles: warehouse}),
+		document(Route{Event: "order.received", Document: notification.GoodsReceivedNote, Roles: []string{"supplier", "seller"}, AccountRoles: sales}),
+		document(Route{Event: "order.invoiced", Document: notification.Invoice, Roles: []string{"buyer", "customer"}, AccountRoles: payable}),
 		{Event: "inventory.low_stock", Template: "low_stock", Roles: []string{"warehouse"}, Channels: []event.Channel{event.ChannelSMS, event.ChannelWhatsApp},
 			Priority: notification.PriorityCritical, Category: CategoryAlerts},
 	}
@@ -85,9 +96,11 @@ func (r Route) withDefaults() Route {
 	if r.Priority == "" {
 		r.Priority = notification.PriorityNormal
 	}
-	r.Roles = slices.Clone(r.Roles)
-	for i, role := range r.Roles {
-		r.Roles[i] = strings.ToLower(strings.TrimSpace(role))
+	if r.Roles != nil {
+		r.Roles = recipient.NormalizeRoles(r.Roles)
+	}
+	if r.AccountRoles != nil {
+		r.AccountRoles = recipient.NormalizeRoles(r.AccountRoles)
 	}
 	return r
 }
@@ -113,6 +126,12 @@ func (r Route) validate(field string) []string {
 	}
 	if !templatePattern.MatchString(r.Template) {
 		bad("template", "%q must be 1-64 lowercase letters, digits or '_' (required when there is no document)", r.Template)
+	}
+	if err := recipient.CheckRoles(r.AccountRoles); err != nil {
+		bad("account_roles", "%v", err)
+	}
+	if len(r.AccountRoles) > 0 && !slices.ContainsFunc(r.Roles, func(role string) bool { _, ok := partyOf(event.Order{}, role); return ok }) {
+		bad("account_roles", "the route wants no role an order party plays (supplier, seller, buyer, customer), so no account is ever looked up")
 	}
 	if len(r.Channels) == 0 && len(r.Fallback) == 0 {
 		bad("channels", "at least one channel is required, or a fallback (want some of %v)", event.Channels)
@@ -148,6 +167,19 @@ func (r Route) validate(field string) []string {
 // order kind (kind is empty for events without an order).
 func (r Route) matches(eventType string, kind event.Kind) bool {
 	return r.Event == eventType && (r.Kind == "" || r.Kind == kind)
+}
+
+// partyOf is the order party a recipient role is: supplier and seller
+// are the supplier party, buyer and customer the buyer party, whichever
+// side of the trade issued the order.
+func partyOf(o event.Order, role string) (event.Party, bool) {
+	switch role {
+	case "supplier", "seller":
+		return o.Supplier, true
+	case "buyer", "customer":
+		return o.Buyer, true
+	}
+	return event.Party{}, false
 }
 
 // wants reports whether the route notifies a recipient with this role.

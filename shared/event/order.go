@@ -43,6 +43,10 @@ type Party struct {
 	Name    string `json:"name"`
 	TaxID   string `json:"tax_id,omitempty"`
 	Address string `json:"address,omitempty"`
+	// Account is the tenant's account (shared/recipient) the party is:
+	// when the event lists no recipient of a role a route wants, the
+	// router reaches the account's members in the route's account_roles.
+	Account string `json:"account,omitempty"`
 }
 
 // Line is one row of an order.
@@ -62,7 +66,10 @@ type Totals struct {
 	Gross Decimal `json:"gross"`
 }
 
-// Recipient is a contact who may hear about the event, on the channels listed.
+// Recipient is who may hear about the event: a contact, on the channels
+// listed, or a reference to people Herald keeps (shared/recipient) — one
+// subscriber, an account's members in AccountRoles, or a topic's members —
+// on the channels they have an address for (of Channels, when listed).
 type Recipient struct {
 	Name     string    `json:"name,omitempty"`
 	Role     string    `json:"role,omitempty"`
@@ -71,6 +78,11 @@ type Recipient struct {
 	Webhook  string    `json:"webhook,omitempty"`
 	Channels []Channel `json:"channels"`
 	Locale   string    `json:"locale,omitempty"`
+
+	Subscriber   string   `json:"subscriber,omitempty"`
+	Account      string   `json:"account,omitempty"`
+	AccountRoles []string `json:"account_roles,omitempty"`
+	Topic        string   `json:"topic,omitempty"`
 }
 
 // Channel is a way of reaching a recipient.
@@ -114,7 +126,11 @@ func (ev Event) orderData(p *problems) (OrderData, bool) {
 		return OrderData{}, false
 	}
 	d.Order.validate(p)
-	validateRecipients(p, d.Recipients)
+	// The parties' accounts stand for their contacts: such an event may
+	// list nobody.
+	if len(d.Recipients) > 0 || (d.Order.Buyer.Account == "" && d.Order.Supplier.Account == "") {
+		validateRecipients(p, d.Recipients)
+	}
 	return d, true
 }
 
@@ -204,6 +220,11 @@ func (party Party) validate(p *problems, field string) {
 	checkText(p, field+".name", party.Name)
 	checkText(p, field+".tax_id", party.TaxID)
 	checkMultiline(p, field+".address", party.Address)
+	if party.Account != "" {
+		if err := CheckRecipientID(party.Account); err != nil {
+			p.add(field+".account", "%v", err)
+		}
+	}
 }
 
 var phonePattern = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
@@ -215,6 +236,10 @@ func validateRecipients(p *problems, rs []Recipient) {
 	for i, r := range rs {
 		field := fmt.Sprintf("data.recipients[%d]", i)
 		r.validateText(p, field)
+		if _, ok := r.Reference(); ok || len(r.AccountRoles) > 0 {
+			r.validateReference(p, field)
+			continue
+		}
 		if len(r.Channels) == 0 {
 			p.add(field+".channels", "at least one channel is required")
 		}

@@ -19,8 +19,11 @@ import (
 )
 
 // States a row can be in: pending (created, not yet claimed by a worker),
-// then the ledger's own — sending, retrying, delivered, failed, suppressed.
+// then the ledger's own — sending, retrying, delivered, failed, suppressed;
+// or skipped: never planned (the recipient's preference, or a reference
+// to nobody), with the reason, so that nothing is dropped unseen.
 const (
+	Skipped    = "skipped"
 	Pending    = "pending"
 	Sending    = "sending"
 	Retrying   = "retrying"
@@ -30,7 +33,7 @@ const (
 )
 
 // States lists every state, in the order a notification meets them.
-var States = []string{Pending, Sending, Retrying, Delivered, Failed, Suppressed}
+var States = []string{Skipped, Pending, Sending, Retrying, Delivered, Failed, Suppressed}
 
 // Row is one notification.
 type Row struct {

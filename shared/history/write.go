@@ -23,7 +23,8 @@ const columnCount = 15
 const chunk = 500
 
 // Accept records notifications just created, before any worker claims
-// them: each is stored as pending at revision 0. Where a row exists — the
+// them: each is stored as pending at revision 0 — or as skipped, with its
+// reason, when the router planned none (no worker ever claims it). Where a row exists — the
 // ledger's word, or the same record seen before — its state is never
 // touched; the record only fills in what the row lacks and moves its
 // creation back if the record is older. So the index ends the same
@@ -31,7 +32,10 @@ const chunk = 500
 func (s *Store) Accept(ctx context.Context, rows []Row) error {
 	first := make(map[[2]string]Row, len(rows))
 	for _, r := range rows {
-		r.State, r.Revision = Pending, 0
+		if r.State != Skipped {
+			r.State, r.Reason = Pending, ""
+		}
+		r.Revision = 0
 		if err := validate(r); err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ package kvmirror
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -19,12 +18,8 @@ import (
 
 // Mirror is a bucket's values as read by decode, by key.
 type Mirror[T any] struct {
-	bucket  string
-	decode  func(jetstream.KeyValueEntry) (T, bool)
-	watcher jetstream.KeyWatcher
-	cancel  context.CancelFunc
-	done    chan struct{}
-	stop    sync.Once
+	decode   func(jetstream.KeyValueEntry) (T, bool)
+	follower *Follower
 
 	mu     sync.RWMutex
 	values map[string]T
@@ -33,65 +28,23 @@ type Mirror[T any] struct {
 // Watch binds to bucket and starts following it; it returns once every
 // key present when it began is loaded (ctx bounds that wait, not the
 // watch). decode reads a value; false leaves its key out, as if deleted.
+// Stop ends the watch.
+func Watch[T any](ctx context.Context, js jetstream.JetStream, bucket string, decode func(jetstream.KeyValueEntry) (T, bool)) (*Mirror[T], error) {
+	m := &Mirror[T]{decode: decode, values: map[string]T{}}
+	f, err := Follow(ctx, js, bucket, m.apply)
+	if err != nil {
+		return nil, err
+	}
+	m.follower = f
+	return m, nil
+}
+
 // Keys are the keys the copy holds now, in no order: those whose value
 // decode kept.
 func (m *Mirror[T]) Keys() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return slices.Collect(maps.Keys(m.values))
-}
-
-// Stop ends the watch.
-func Watch[T any](ctx context.Context, js jetstream.JetStream, bucket string, decode func(jetstream.KeyValueEntry) (T, bool)) (*Mirror[T], error) {
-	kv, err := js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", bucket, err)
-	}
-	// The watch outlives ctx and ends with Stop, which cancels its context
-	// too: nats.go keeps a goroutine per watch until its context ends.
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w, err := kv.WatchAll(wctx)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("watching %s: %w", bucket, err)
-	}
-	m := &Mirror[T]{bucket: bucket, decode: decode, watcher: w, cancel: cancel, done: make(chan struct{}), values: map[string]T{}}
-	if err := m.load(ctx); err != nil {
-		_ = w.Stop()
-		cancel()
-		return nil, err
-	}
-	go m.follow()
-	return m, nil
-}
-
-// load applies the watch's updates up to its mark that every key present
-// when it began was delivered.
-func (m *Mirror[T]) load(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("loading %s: %w", m.bucket, ctx.Err())
-		case entry, ok := <-m.watcher.Updates():
-			if !ok {
-				return fmt.Errorf("loading %s: the watch ended", m.bucket)
-			}
-			if entry == nil {
-				return nil
-			}
-			m.apply(entry)
-		}
-	}
-}
-
-// follow applies updates until the watch is stopped.
-func (m *Mirror[T]) follow() {
-	defer close(m.done)
-	for entry := range m.watcher.Updates() {
-		if entry != nil {
-			m.apply(entry)
-		}
-	}
 }
 
 func (m *Mirror[T]) apply(entry jetstream.KeyValueEntry) {
@@ -121,13 +74,7 @@ func (m *Mirror[T]) Get(key string) (T, bool) {
 
 // Stop ends the watch and waits for the copy to stop updating. Get keeps
 // answering with the last values seen.
-func (m *Mirror[T]) Stop() {
-	m.stop.Do(func() {
-		_ = m.watcher.Stop()
-		m.cancel()
-	})
-	<-m.done
-}
+func (m *Mirror[T]) Stop() { m.follower.Stop() }
 
 // List reads, once, the values of bucket's keys that match filter (a
 // subject filter: "acme.>"), in no order: a listing where a mirror would

@@ -33,7 +33,16 @@ type AcceptedNotification struct {
 	Document  string `json:"document"`
 	Channel   string `json:"channel"`
 	Recipient string `json:"recipient"`
+	// State is "skipped" for a notification the router did not plan — the
+	// recipient's preference, or a reference that named nobody — with
+	// Reason saying why; empty for one created (pending).
+	State  string `json:"state,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
+
+// Skipped is the State of a notification not planned, and the start of
+// its Reason.
+const Skipped = "skipped"
 
 // AcceptedSubject is where a tenant's Accepted records are published.
 func AcceptedSubject(tenant string) string { return "notify.accepted." + tenant }

@@ -2,7 +2,6 @@ package recipient
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -31,8 +30,6 @@ type Member struct {
 	Subscriber string   `json:"subscriber"`
 	Roles      []string `json:"roles,omitempty"`
 }
-
-var rolePattern = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
 // Normalize returns a with its name trimmed and its roles lowercased.
 func (a Account) Normalize() Account {
@@ -76,15 +73,9 @@ func (a Account) Validate() error {
 	return p.err()
 }
 
-// CheckRoles says what is wrong with a list of roles.
-func CheckRoles(roles []string) error {
-	for _, r := range roles {
-		if !rolePattern.MatchString(r) {
-			return fmt.Errorf("%s is not a role: 1-64 lowercase letters, digits, '-' or '_'", quote(r))
-		}
-	}
-	return nil
-}
+// CheckRoles says what is wrong with a list of roles (the event
+// package's rule, which events naming account_roles are held to).
+func CheckRoles(roles []string) error { return event.CheckRoles(roles) }
 
 // In are the subscribers of the account in any of roles, in the order
 // listed; every member when roles is empty.

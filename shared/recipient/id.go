@@ -2,35 +2,20 @@ package recipient
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/heraldhq/herald/shared/event"
 )
 
 // MaxID is the longest id, in bytes, of a subscriber, account or topic.
-const MaxID = 128
+const MaxID = event.MaxRecipientID
 
 // CheckID says what keeps id from being a subscriber's, an account's or a
 // topic's id: empty, longer than MaxID bytes, not UTF-8, or holding a
 // character that is not printable (a control, a format character, a
-// separator other than the space). Nil when nothing does.
-func CheckID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("is required")
-	case len(id) > MaxID:
-		return fmt.Errorf("is longer than %d bytes", MaxID)
-	case !utf8.ValidString(id):
-		return errors.New("is not UTF-8")
-	}
-	for i, r := range id {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("holds a character that is not printable (%U at byte %d)", r, i)
-		}
-	}
-	return nil
-}
+// separator other than the space). Nil when nothing does. It is the event
+// package's rule, so an event can name every record kept here.
+func CheckID(id string) error { return event.CheckRecipientID(id) }
 
 // Token is id as one token of a KV key: unpadded base64url, which holds
 // nothing a subject treats specially ('.', '*', '>', a space), so an id

@@ -23,17 +23,7 @@ type Cache[T any] struct {
 // the watch). A value that does not decode is what kind.Unreadable says.
 // Stop ends the watch.
 func Watch[T any](ctx context.Context, js jetstream.JetStream, kind Kind[T]) (*Cache[T], error) {
-	s := Store[T]{kind: kind}
-	m, err := kvmirror.Watch(ctx, js, kind.Bucket, func(kve jetstream.KeyValueEntry) (T, bool) {
-		v, err := s.decode(kve)
-		if err == nil {
-			return v, true
-		}
-		if kind.Unreadable == nil {
-			return v, false
-		}
-		return kind.Unreadable(kve.Key(), err)
-	})
+	m, err := kvmirror.Watch(ctx, js, kind.Bucket, kind.read)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind.Name, err)
 	}

@@ -125,7 +125,18 @@ var servicePermissions = map[string][]string{
 	"router": join(jsCommon, consume("ORDERS", "router"), consume("INVENTORY", "router"), dlqPayloads, readTenants,
 		[]string{"docs.render.*.*", "notify.*.*.*", "notify.accepted.*", "dlq.ORDERS.router", "dlq.INVENTORY.router",
 			// The events it routed, by tenant and id.
-			"$KV.events.>", "$JS.API.DIRECT.GET.KV_events.>"}),
+			"$KV.events.>", "$JS.API.DIRECT.GET.KV_events.>",
+			// The recipients events name, followed by watch; a subscriber
+			// or an account the watch has not delivered yet is read.
+			"$JS.API.CONSUMER.CREATE.KV_subscribers.>", "$JS.API.CONSUMER.DELETE.KV_subscribers.>", "$JS.FC.KV_subscribers.>",
+			"$JS.API.CONSUMER.CREATE.KV_accounts.>", "$JS.API.CONSUMER.DELETE.KV_accounts.>", "$JS.FC.KV_accounts.>",
+			"$JS.API.CONSUMER.CREATE.KV_topic_members.>", "$JS.API.CONSUMER.DELETE.KV_topic_members.>", "$JS.FC.KV_topic_members.>",
+			"$JS.API.CONSUMER.CREATE.KV_preferences.>", "$JS.API.CONSUMER.DELETE.KV_preferences.>", "$JS.FC.KV_preferences.>",
+			"$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.DIRECT.GET.KV_accounts.>",
+			// A large topic's pages, asked for and planned per tenant in
+			// turn (it also subscribes to fanout.*: routerSubscribes).
+			"fanout.*", "$JS.API.CONSUMER.CREATE.FANOUT.>", "$JS.API.CONSUMER.MSG.NEXT.FANOUT.*", "$JS.ACK.FANOUT.>",
+			"dlq.FANOUT.router-fanout"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
@@ -247,6 +258,9 @@ func addUsers(opts *server.Options, fair bool) {
 			publish, sub := fairPermissions(channel)
 			allow, subscribe = append(slices.Clone(allow), publish...), append(subscribe, sub...)
 		}
+		if name == "router" {
+			subscribe = append(subscribe, routerSubscribes...)
+		}
 		if name == "pdf" && fair {
 			allow, subscribe = append(slices.Clone(allow), fairRenders[0]...), append(subscribe, fairRenders[1]...)
 		}
@@ -300,6 +314,9 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 		})
 	}
 }
+
+// routerSubscribes is where new fan-out pages wake the router's loop.
+var routerSubscribes = []string{"fanout.*"}
 
 // fairChannels are the delivery services' channels, by NATS user.
 var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook"}
