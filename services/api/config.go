@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/domains"
+	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -75,6 +76,10 @@ type Config struct {
 	// (router.Config.Plan, with the routes the router has): POST /v1/events
 	// answers with their ids. Nil: the answer names none. Defaults to nil.
 	Plan func(header nats.Header, payload []byte) ([]string, error) `yaml:"-"`
+	// Categories are the categories the routes name (router.Categories),
+	// each required when a route marks it so: what preferences show, and
+	// which of them nobody may switch off. Defaults to none.
+	Categories []recipient.Category `yaml:"-"`
 	// TracerProvider, when set, traces every request as a server span
 	// whose context travels on with what the request publishes; nil
 	// traces nothing.
