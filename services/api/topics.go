@@ -145,7 +145,9 @@ func registerTopicMembers(s *Service, r *resource[string, recipient.Topic, recip
 		recipient.MembersPrefix,
 		func(st topicsStore, ctx context.Context, prefix string, p records.Page) ([]recipient.Membership, string, error) {
 			return st.(topics).members(ctx, prefix, p)
-		}, topicMemberOf, func(l []TopicMember, next string) listTopicMembersOutputBody { return listTopicMembersOutputBody{l, next} })
+		}, topicMemberOf, func(l []TopicMember, next string) listTopicMembersOutputBody {
+			return listTopicMembersOutputBody{l, next}
+		})
 	o := r.operation(route{Operation: huma.Operation{OperationID: "change-topic-subscribers", Summary: "Add and remove a topic's subscribers",
 		Description: fmt.Sprintf("Adds the subscribers add names and removes those remove names, at most %d of each a call. "+
 			"Every one added must be one of the tenant's subscribers: one that is not is refused (422, naming add[i]) and nothing is "+
