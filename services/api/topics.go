@@ -13,15 +13,13 @@ import (
 	records "github.com/heraldhq/herald/shared/resource"
 )
 
-// Topic bounds. A call changes at most 10,000 members (the bound
-// for an import); a topic has at most 100,000: twice the 50,000 a topic's
-// fan-out is measured at, and few enough that listing its keys (a page of
-// members, a size check, a removal) stays one filter of a few megabytes.
+// Topic bounds. A call changes at most 10,000 members, as an import
+// stores at most 10,000 subscribers; a topic's own size is
+// Config.MaxTopicMembers.
 const (
 	maxMemberChange = 10_000
-	maxTopicMembers = 100_000
 	// topicTimeout bounds a call that writes up to maxMemberChange
-	// memberships, or removes a topic's maxTopicMembers.
+	// memberships, or removes all of a topic's.
 	topicTimeout = 2 * time.Minute
 )
 
@@ -118,7 +116,7 @@ func registerTopics(s *Service) {
 	r := &resource[string, recipient.Topic, recipient.Topic, Topic]{
 		what: "topics", path: "/v1/topics", item: "/{id}", tags: []string{"Topics"},
 		read: ScopeRead, write: ScopeSend,
-		store:    func(st *stores) (topicsStore, error) { return topics{st.recipients}, nil },
+		store:    func(st *stores) (topicsStore, error) { return topics{st.recipients, s.cfg.MaxTopicMembers}, nil },
 		view:     topicOf,
 		notFound: recipient.ErrNoTopic, invalid: records.ErrInvalid, conflict: records.ErrConflict,
 		absent: func(tenant, id string) string { return "tenant " + tenant + " has no topic " + quoted(id) },
@@ -152,7 +150,7 @@ func registerTopicMembers(s *Service, r *resource[string, recipient.Topic, recip
 		Description: fmt.Sprintf("Adds the subscribers add names and removes those remove names, at most %d of each a call. "+
 			"Every one added must be one of the tenant's subscribers: one that is not is refused (422, naming add[i]) and nothing is "+
 			"written. A topic has at most %d members. A topic's members are subscribers only, never topics or accounts, so no cycle can form.",
-			maxMemberChange, maxTopicMembers)}}, http.MethodPost, r.path+r.item+"/subscribers", r.write, http.StatusNotFound)
+			maxMemberChange, s.cfg.MaxTopicMembers)}}, http.MethodPost, r.path+r.item+"/subscribers", r.write, http.StatusNotFound)
 	o.MaxBodyBytes = s.bodyLimit()
 	huma.Register(s.api, o, func(ctx context.Context, in *changeMembersInput) (*bodyOf[MembersChanged], error) {
 		changed, err := call(ctx, s, r, in.Tenant, in.ID, topicTimeout, func(ctx context.Context, st topicsStore, tenant string) (MembersChanged, error) {
@@ -166,7 +164,10 @@ func registerTopicMembers(s *Service, r *resource[string, recipient.Topic, recip
 }
 
 // topics is the topic store as the API exposes it, with its memberships.
-type topics struct{ d *recipient.Directory }
+type topics struct {
+	d   *recipient.Directory
+	max int
+}
 
 func (st topics) List(ctx context.Context, tenant string) ([]recipient.Topic, error) {
 	return st.d.Topics.All(ctx, tenant)
@@ -226,9 +227,9 @@ func (st topics) change(ctx context.Context, tenant, topic string, c MemberChang
 	if err != nil {
 		return MembersChanged{}, err
 	}
-	if n := len(on) + len(add) - len(remove); n > maxTopicMembers {
+	if n := len(on) + len(add) - len(remove); n > st.max {
 		return MembersChanged{}, huma.Error422UnprocessableEntity(fmt.Sprintf(
-			"add: the topic would have %d members, more than %d; nothing was written", n, maxTopicMembers))
+			"add: the topic would have %d members, more than %d; nothing was written", n, st.max))
 	}
 	return st.apply(ctx, tenant, topic, add, remove, len(on))
 }
