@@ -142,7 +142,7 @@ not json
 `
 	got := b.send(t, http.MethodPost, "/v1/subscribers:import", acmeSend, "application/x-ndjson", body)
 	require.Equal(t, http.StatusOK, got.status, got.body)
-	var rep api.ImportReport
+	var rep recipient.ImportReport
 	require.NoError(t, json.Unmarshal([]byte(got.body), &rep))
 	require.Equal(t, 1, rep.Updated)
 	require.Equal(t, 2, rep.Created)
@@ -169,7 +169,7 @@ not json
 	}
 	over := b.send(t, http.MethodPost, "/v1/subscribers:import", acmeSend, "application/x-ndjson", many.String())
 	require.Equal(t, http.StatusRequestEntityTooLarge, over.status, over.body)
-	require.Contains(t, over.body, "10001 subscribers, more than 10000")
+	require.Contains(t, over.body, "more than 10000 subscribers in one import (this has 10001); nothing was written")
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, subscriberPath("m0"), acmeRead, nil).status, "nothing written")
 }
 
