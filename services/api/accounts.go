@@ -95,8 +95,8 @@ func registerAccounts(s *Service) {
 	}
 	pagedRoute[tenantPageInput](s, r, route{Operation: huma.Operation{OperationID: "list-accounts",
 		Summary: "List accounts", Description: "The tenant's accounts a page at a time, in the order of their ids' keys."}}, "", tenantPrefix,
-		func(st resourceStore[string, recipient.Account, recipient.Account], ctx context.Context, prefix string, p records.Page) ([]recipient.Account, string, error) {
-			return st.(accounts).d.Accounts.ListUnder(ctx, prefix, p)
+		func(st resourceStore[string, recipient.Account, recipient.Account], ctx context.Context, tenant, _ string, p records.Page) ([]recipient.Account, string, error) {
+			return st.(accounts).d.Accounts.List(ctx, tenant, p)
 		}, accountOf, func(l []Account, next string) listAccountsOutputBody { return listAccountsOutputBody{l, next} })
 	getRoute[accountInput](s, r, route{Operation: huma.Operation{OperationID: "get-account", Summary: "Get an account"}})
 	putRoute[putAccountInput](s, r, route{Operation: huma.Operation{OperationID: "put-account",

@@ -57,13 +57,13 @@ type pageOf[M any] struct {
 	next  string
 }
 
-// pagedRoute registers GET path+sub: a page of what list reads under
-// prefix (the key prefix of the listing: the tenant's, a topic's), in the
-// envelope L that envelope makes of the items as view shows them and the
-// next cursor.
+// pagedRoute registers GET path+sub: a page of what list reads for the
+// tenant (of the record key names: a topic's members), whose keys are
+// under prefix, in the envelope L that envelope makes of the items as
+// view shows them and the next cursor.
 func pagedRoute[I paged[K], M, W, L, K, N, E, V any](s *Service, r *resource[K, N, E, V], op route, sub string,
 	prefix func(tenant string, key K) string,
-	list func(st resourceStore[K, N, E], ctx context.Context, prefix string, p records.Page) ([]M, string, error),
+	list func(st resourceStore[K, N, E], ctx context.Context, tenant string, key K, p records.Page) ([]M, string, error),
 	view func(M) W, envelope func(items []W, next string) L) {
 	o := r.operation(op, http.MethodGet, r.path+sub, r.read)
 	if sub != "" {
@@ -77,7 +77,7 @@ func pagedRoute[I paged[K], M, W, L, K, N, E, V any](s *Service, r *resource[K, 
 			if err != nil {
 				return pageOf[M]{}, err
 			}
-			items, next, err := list(st, ctx, strings.TrimSuffix(under, "."), p)
+			items, next, err := list(st, ctx, tenant, k, p)
 			return pageOf[M]{items: items, next: cursorOf(under, next)}, err
 		})
 		if err != nil {
