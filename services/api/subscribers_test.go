@@ -194,3 +194,22 @@ func (b *bundle) send(t *testing.T, method, path, key, contentType, body string)
 	t.Helper()
 	return b.do(t, method, path, key, []byte(body), "Content-Type", contentType)
 }
+
+// An import may be larger than other requests' bodies (api.max_body_bytes,
+// 1 MiB by default): its own bound, 16 MiB, is what holds it.
+func TestAnImportTakesMoreThanOtherBodies(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	var body strings.Builder
+	for body.Len() <= 2<<20 {
+		fmt.Fprintf(&body, "{\"id\":\"u%d\",\"colour\":\"%s\"}\n", body.Len(), strings.Repeat("r", 200))
+	}
+	got := b.send(t, http.MethodPost, "/v1/subscribers:import", acmeSend, "application/x-ndjson", body.String())
+	require.Equal(t, http.StatusOK, got.status, got.body[:min(len(got.body), 300)])
+	var rep recipient.ImportReport
+	require.NoError(t, json.Unmarshal([]byte(got.body), &rep))
+	require.Equal(t, strings.Count(body.String(), "\n"), rep.Refused, "every line read, each refused for its unknown field")
+	tooBig := b.send(t, http.MethodPost, "/v1/subscribers:import", acmeSend, "application/x-ndjson", strings.Repeat(body.String(), 9))
+	require.Equal(t, http.StatusRequestEntityTooLarge, tooBig.status)
+	require.Contains(t, tooBig.body, "the body is larger than 16777216 bytes on this route")
+}

@@ -37,8 +37,8 @@ type TopicMember struct {
 
 // MemberChange adds subscribers to a topic and removes others.
 type MemberChange struct {
-	Add    []string `json:"add,omitempty" maxItems:"10000" doc:"Subscribers' ids to add: each must be one of the tenant's subscribers. At most 10,000 a call."`
-	Remove []string `json:"remove,omitempty" maxItems:"10000" doc:"Subscribers' ids to remove; one not on the topic is no error. At most 10,000 a call."`
+	Add    []string `json:"add,omitempty" doc:"Subscribers' ids to add: each must be one of the tenant's subscribers. At most 10,000 a call."`
+	Remove []string `json:"remove,omitempty" doc:"Subscribers' ids to remove; one not on the topic is no error. At most 10,000 a call."`
 }
 
 func topicOf(t recipient.Topic) Topic {

@@ -101,7 +101,7 @@ func TestATopicChangeIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	over := b.sendJSON(t, http.MethodPost, topicPath("all")+"/subscribers", acmeSend, string(body))
 	require.Equal(t, http.StatusUnprocessableEntity, over.status, over.body)
-	require.Contains(t, over.body, "body.add")
+	require.Contains(t, over.body, "add: 10001 ids, more than 10000 a call")
 	require.Empty(t, b.topicMembers(t, "all", 10))
 	bad := b.sendJSON(t, http.MethodPost, topicPath("all")+"/subscribers", acmeSend, `{"remove":["u\u0007"]}`)
 	require.Equal(t, http.StatusUnprocessableEntity, bad.status)
