@@ -92,7 +92,7 @@ func TestPatchesAtOnceLoseNoChange(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
 	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, subscriberPath("u-olga"), acmeSend, `{"name":"Olga"}`).status)
-	const n = 4
+	const n = 8
 	var wg sync.WaitGroup
 	statuses := make([]int, n)
 	for i := range n {

@@ -536,6 +536,8 @@ func runWithPermissions(t *testing.T, fair bool) {
 		{http.MethodPatch, "/v1/subscribers/u.olga?tenant=globex", `{"locale":"ru"}`, http.StatusOK},
 		{http.MethodPost, "/v1/subscribers:import?tenant=globex", `{"id":"u-ivan"}`, http.StatusOK},
 		{http.MethodPut, "/v1/subscribers/u.olga/preferences?tenant=globex", `{"alerts":{"sms":false}}`, http.StatusOK},
+		// The routes' required category is not switched off.
+		{http.MethodPut, "/v1/preferences/defaults?tenant=globex", `{"documents":{"email":false}}`, http.StatusUnprocessableEntity},
 		{http.MethodPut, "/v1/accounts/zarya?tenant=globex", `{"members":[{"subscriber":"u.olga","roles":["sales"]}]}`, http.StatusOK},
 		{http.MethodGet, "/v1/accounts?tenant=globex", "", http.StatusOK},
 		{http.MethodPut, "/v1/topics/sevilla?tenant=globex", `{}`, http.StatusOK},
