@@ -39,23 +39,11 @@ var recipientCommands = resourceCommands[recipients]{
 	},
 }
 
-// subscriberCommands are the commands under `herald subscribers`; the
-// listing and erasure add theirs (subscribers_list.go,
-// subscribers_erase.go).
-var subscriberCommands = []func() *cobra.Command{subscribersSetCommand, subscribersGetCommand, subscribersImportCommand}
-
-func subscribersCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "subscribers",
-		Short: "Set, show and import tenants' subscribers",
-		Long: `A subscriber is one of a tenant's people, under the publisher's own id (any
-printable text up to 128 bytes): email, phone, WhatsApp number, locale, IANA
-time zone and free data. Events name them instead of carrying their contacts.`,
-	}
-	for _, c := range subscriberCommands {
-		cmd.AddCommand(c())
-	}
-	return cmd
+// subscribersEditCommands are the commands that write and read one
+// subscriber, beside the listing's and the erasure's under `herald
+// subscribers` (subscribers_cmd.go).
+func subscribersEditCommands() []*cobra.Command {
+	return []*cobra.Command{subscribersSetCommand(), subscribersGetCommand(), subscribersImportCommand()}
 }
 
 // subscriberFlags are the flags of the fields `set` changes, by name.
