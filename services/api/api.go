@@ -73,7 +73,7 @@ type stores struct {
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
 	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerTemplates, registerUsage,
-	registerSubscriberList, registerSubscriberErasure}
+	registerSubscriberList, registerSubscriberErasure, registerSubscribers, registerAccounts, registerTopics, registerPreferences}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -254,13 +254,18 @@ func (s *Service) writeUnavailable(ctx huma.Context, why string) {
 }
 
 // capBody refuses a body whose declared length is over the cap, before a
-// byte of it is read. A body sent without a length (chunked) is cut by
+// byte of it is read: the operation's own when it takes more (an import),
+// else api.max_body_bytes. A body sent without a length (chunked) is cut by
 // huma at the operation's MaxBodyBytes (bodyLimit), in its own words.
 func (s *Service) capBody(ctx huma.Context, next func(huma.Context)) {
+	limit, setting := s.cfg.MaxBodyBytes, " (api.max_body_bytes)"
+	if op := ctx.Operation(); op != nil && op.MaxBodyBytes > s.bodyLimit() {
+		limit, setting = op.MaxBodyBytes-1, " on this route"
+	}
 	n, err := strconv.ParseInt(ctx.Header("Content-Length"), 10, 64)
-	if err == nil && n > s.cfg.MaxBodyBytes {
+	if err == nil && n > limit {
 		_ = huma.WriteErr(s.api, ctx, http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("the body is larger than %d bytes (api.max_body_bytes)", s.cfg.MaxBodyBytes))
+			fmt.Sprintf("the body is larger than %d bytes%s", limit, setting))
 		return
 	}
 	next(ctx)

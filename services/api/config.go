@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/erasure"
+	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -82,6 +83,16 @@ type Config struct {
 	// (router.Config.Plan, with the routes the router has): POST /v1/events
 	// answers with their ids. Nil: the answer names none. Defaults to nil.
 	Plan func(header nats.Header, payload []byte) ([]string, error) `yaml:"-"`
+	// Categories are the categories the routes name (router.Categories),
+	// each required when a route marks it so: what preferences show, and
+	// which of them nobody may switch off. Defaults to none.
+	Categories []recipient.Category `yaml:"-"`
+	// MaxTopicMembers caps a topic's members: an addition past it is
+	// refused whole. Defaults to 100,000, twice the 50,000 a topic's
+	// fan-out is measured at, and few enough that listing a topic's keys
+	// (a page of members, this check, its removal) stays one filter of a
+	// few megabytes.
+	MaxTopicMembers int `yaml:"-"`
 	// TracerProvider, when set, traces every request as a server span
 	// whose context travels on with what the request publishes; nil
 	// traces nothing.
@@ -102,6 +113,7 @@ func (c Config) WithDefaults() Config {
 	c.IdempotencyTTL = cmp.Or(c.IdempotencyTTL, 24*time.Hour)
 	c.RedeliveriesPerHour = cmp.Or(c.RedeliveriesPerHour, 5000)
 	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, documents.DefaultAttachMaxBytes)
+	c.MaxTopicMembers = cmp.Or(c.MaxTopicMembers, 100_000)
 	c.Plans = c.Plans.WithDefaults()
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {

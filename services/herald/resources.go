@@ -40,6 +40,10 @@ type resourceCommand[S any] struct {
 	// ("domain", "id"), required, and keyUsage its usage; none for a
 	// command on many.
 	key, keyUsage string
+	// args, when set, are the positional arguments the command takes
+	// instead (cobra.ExactArgs(1)): the first names the record, the key
+	// run is given; run reads the others from cmd.Flags().Args().
+	args cobra.PositionalArgs
 	// flags adds the command's own flags, beside --tenant; required
 	// names those that must be given.
 	flags    func(*cobra.Command)
@@ -59,11 +63,14 @@ type resourceCommand[S any] struct {
 func (r resourceCommands[S]) command(c resourceCommand[S]) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: c.use, Short: c.short, Long: c.long, Example: c.example, Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			tenant, _ := cmd.Flags().GetString("tenant")
 			var key string
 			if c.key != "" {
 				key, _ = cmd.Flags().GetString(c.key)
+			}
+			if c.args != nil {
+				key = args[0]
 			}
 			if c.check != nil {
 				if err := c.check(cmd); err != nil {
@@ -79,6 +86,9 @@ func (r resourceCommands[S]) command(c resourceCommand[S]) *cobra.Command {
 			}
 			return r.with(cmd, keys, func(ctx context.Context, s S) error { return c.run(cmd, ctx, s, tenant, key) })
 		},
+	}
+	if c.args != nil {
+		cmd.Args = c.args
 	}
 	cmd.Flags().String("tenant", "", "the tenant (required)")
 	required := append([]string{"tenant"}, c.required...)

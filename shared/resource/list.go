@@ -44,6 +44,11 @@ func (s *Store[T]) List(ctx context.Context, tenant string, p Page) ([]T, string
 	if err != nil {
 		return nil, "", err
 	}
+	return s.page(ctx, keys, p)
+}
+
+// page is the page p of keys' records, and the cursor of the next.
+func (s *Store[T]) page(ctx context.Context, keys []string, p Page) ([]T, string, error) {
 	slices.Sort(keys)
 	start, _ := slices.BinarySearch(keys, p.After)
 	if start < len(keys) && keys[start] == p.After {
@@ -89,12 +94,17 @@ func (s *Store[T]) keys(ctx context.Context, tenant string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.keysMatching(ctx, filter)
+}
+
+// keysMatching are the keys filter matches, in no order.
+func (s *Store[T]) keysMatching(ctx context.Context, filter string) ([]string, error) {
 	lister, err := s.kv.ListKeysFiltered(ctx, filter)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: listing tenant %q: %w", s.kind.Name, tenant, err)
+		return nil, fmt.Errorf("%s: listing %s: %w", s.kind.Name, filter, err)
 	}
 	var keys []string
 	for k := range lister.Keys() {

@@ -29,14 +29,7 @@ type change struct {
 // who made it (Actor) in a header beside it: the bucket's history of a key
 // is its audit trail (Changes).
 func (s *Store[T]) publish(ctx context.Context, key string, data []byte, c change) (uint64, error) {
-	m := nats.NewMsg("$KV." + s.kind.Bucket + "." + key)
-	m.Data = data
-	if c.op != opPut {
-		m.Header.Set("KV-Operation", c.op)
-	}
-	if who := Actor(ctx); who != "" {
-		m.Header.Set(ActorHeader, who)
-	}
+	m := s.message(ctx, key, data, c.op)
 	if c.rollup {
 		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	}
@@ -52,6 +45,20 @@ func (s *Store[T]) publish(ctx context.Context, key string, data []byte, c chang
 		return 0, fmt.Errorf("%s: writing %s: %w", s.kind.Name, key, err)
 	}
 	return ack.Sequence, nil
+}
+
+// message is one revision of key as the key-value client writes it,
+// naming who made it.
+func (s *Store[T]) message(ctx context.Context, key string, data []byte, op string) *nats.Msg {
+	m := nats.NewMsg("$KV." + s.kind.Bucket + "." + key)
+	m.Data = data
+	if op != opPut {
+		m.Header.Set("KV-Operation", op)
+	}
+	if who := Actor(ctx); who != "" {
+		m.Header.Set(ActorHeader, who)
+	}
+	return m
 }
 
 // wrongRevision is the server's refusal of a write whose expected revision

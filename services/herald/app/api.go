@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/services/api/console"
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/inbound"
+	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/ratelimit"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -27,8 +28,9 @@ func (a *App) configureAPI() error {
 	}
 	a.apiC = api.Config{MaxBodyBytes: a.cfg.API.MaxBodyBytes, IdempotencyTTL: a.cfg.API.IdempotencyTTL,
 		RedeliveriesPerHour: a.cfg.API.RedeliveriesPerHour, AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, Plans: a.cfg.Plans, Keyring: a.keyring,
-		Plan:   a.routes().WithDefaults().Plan,
-		Logger: a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants,
+		Plan:       a.routes().WithDefaults().Plan,
+		Categories: router.Categories(a.routes().WithDefaults().Routes),
+		Logger:     a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants,
 		TracerProvider: a.tracer}.WithDefaults()
 	if a.cfg.History.URL != "" {
 		if err := checkHistoryURL(a.cfg.History.URL); err != nil {

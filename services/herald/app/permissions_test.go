@@ -215,6 +215,18 @@ var servicePermissions = map[string][]string{
 		// The tenants' own templates, checked, stored and listed.
 		"$KV.templates.>", "$JS.API.DIRECT.GET.KV_templates.>", "$JS.API.CONSUMER.CREATE.KV_templates.>",
 		"$JS.API.CONSUMER.DELETE.KV_templates.>", "$JS.FC.KV_templates.>",
+		// The tenants' subscribers, accounts, topics, topic memberships
+		// and preferences: written, read, listed (ListKeysFiltered), a
+		// topic's memberships removed together.
+		"$KV.subscribers.>", "$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.CONSUMER.CREATE.KV_subscribers.>",
+		"$JS.API.CONSUMER.DELETE.KV_subscribers.>", "$JS.FC.KV_subscribers.>",
+		"$KV.accounts.>", "$JS.API.DIRECT.GET.KV_accounts.>", "$JS.API.CONSUMER.CREATE.KV_accounts.>",
+		"$JS.API.CONSUMER.DELETE.KV_accounts.>", "$JS.FC.KV_accounts.>",
+		"$KV.topics.>", "$JS.API.DIRECT.GET.KV_topics.>", "$JS.API.CONSUMER.CREATE.KV_topics.>",
+		"$JS.API.CONSUMER.DELETE.KV_topics.>", "$JS.FC.KV_topics.>",
+		"$KV.topic_members.>", "$JS.API.DIRECT.GET.KV_topic_members.>", "$JS.API.CONSUMER.CREATE.KV_topic_members.>",
+		"$JS.API.CONSUMER.DELETE.KV_topic_members.>", "$JS.FC.KV_topic_members.>",
+		"$KV.preferences.>", "$JS.API.DIRECT.GET.KV_preferences.>",
 		// A webhook redelivery's range, read from the tenant's outcomes:
 		// the ledger's writes.
 		"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
@@ -577,6 +589,18 @@ func runWithPermissions(t *testing.T, fair bool) {
 		{http.MethodGet, "/v1/templates?tenant=globex", "", http.StatusOK},
 		{http.MethodPost, "/v1/templates/preview?tenant=globex", `{"name":"low_stock","locale":"en"}`, http.StatusOK},
 		{http.MethodDelete, "/v1/templates/low_stock/en?tenant=globex", "", http.StatusNoContent},
+		{http.MethodPut, "/v1/subscribers/u.olga?tenant=globex", `{"email":"olga@globex.example","timezone":"Europe/Moscow"}`, http.StatusOK},
+		{http.MethodPatch, "/v1/subscribers/u.olga?tenant=globex", `{"locale":"ru"}`, http.StatusOK},
+		{http.MethodPost, "/v1/subscribers:import?tenant=globex", `{"id":"u-ivan"}`, http.StatusOK},
+		{http.MethodPut, "/v1/subscribers/u.olga/preferences?tenant=globex", `{"alerts":{"sms":false}}`, http.StatusOK},
+		// The routes' required category is not switched off.
+		{http.MethodPut, "/v1/preferences/defaults?tenant=globex", `{"documents":{"email":false}}`, http.StatusUnprocessableEntity},
+		{http.MethodPut, "/v1/accounts/zarya?tenant=globex", `{"members":[{"subscriber":"u.olga","roles":["sales"]}]}`, http.StatusOK},
+		{http.MethodGet, "/v1/accounts?tenant=globex", "", http.StatusOK},
+		{http.MethodPut, "/v1/topics/sevilla?tenant=globex", `{}`, http.StatusOK},
+		{http.MethodPost, "/v1/topics/sevilla/subscribers?tenant=globex", `{"add":["u.olga"]}`, http.StatusOK},
+		{http.MethodGet, "/v1/topics/sevilla/subscribers?tenant=globex", "", http.StatusOK},
+		{http.MethodDelete, "/v1/topics/sevilla?tenant=globex", "", http.StatusNoContent},
 	} {
 		status, answer := call(adminKey, c.method, c.path, c.body)
 		require.Equal(t, c.want, status, "%s %s: %s", c.method, c.path, answer)
