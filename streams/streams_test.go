@@ -210,7 +210,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 55)
+	require.Len(t, report, 56)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
