@@ -77,7 +77,7 @@ func TestAnIDIsOneKeyTokenWhateverItHolds(t *testing.T) {
 func TestPreferencesDecideCategoryByChannel(t *testing.T) {
 	t.Parallel()
 	own := recipient.Choices{"alerts": {event.ChannelSMS: false}}
-	defaults := recipient.Choices{"alerts": {event.ChannelWhatsApp: false, event.ChannelEmail: true}, "digest": {event.ChannelEmail: false}}
+	defaults := recipient.Choices{"alerts": {event.ChannelWhatsApp: false, event.ChannelEmail: true, event.ChannelSMS: true}, "digest": {event.ChannelEmail: false}}
 	for _, tc := range []struct {
 		category string
 		channel  event.Channel
