@@ -90,7 +90,7 @@ func (w *recipientsWorld) bounce(t *testing.T, address string, sent sendgridtest
 	t.Helper()
 	events, err := json.Marshal([]map[string]any{{
 		"email": address, "timestamp": time.Now().Unix(), "event": "bounce", "type": "bounce",
-		"status": "5.1.1", "reason": "550 5.1.1 mailbox unavailable", "sg_event_id": "Ym91bmNlZA",
+		"status": "5.1.1", "reason": "550 5.1.1 <" + address + ">: Recipient address rejected: User unknown", "sg_event_id": "Ym91bmNlZA",
 		"sg_message_id":          sent.MessageID + ".filterdrecv-5645d9c87f-2mxvh-1-5F5FC92A-4.0",
 		"herald_notification_id": sent.Headers["X-Herald-Notification-Id"],
 	}})
@@ -138,7 +138,8 @@ func TestRecipientsFromRegistrationToErasure(t *testing.T) {
 	w.settle(t)
 	po := requirePurchaseOrderInRussian(t, w.sg.Received())
 
-	switchAlertsBySMSOff(t, browserPath, po)
+	page := preferenceLink(t, po)
+	switchAlertsBySMSOff(t, browserPath, page)
 	w.post(t, "rcpt-alert", sample(t, "inventory.low_stock.json", func(m map[string]any) {
 		m["id"] = "evt-rcpt-alert"
 		m["data"].(map[string]any)["recipients"] = []map[string]any{{"role": "warehouse", "subscriber": "u-olga"}}
@@ -153,6 +154,10 @@ func TestRecipientsFromRegistrationToErasure(t *testing.T) {
 		require.Contains(c, body, `"reason":"hard_bounce"`)
 	}, 20*time.Second, 50*time.Millisecond, "the bounce suppresses her address")
 	eraseOlga(t, w)
+	resp, err := heraldtest.HTTPClient(t).Get(page)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "her page is gone with her")
 	requireNothingOfOlgaInTheClear(t, w)
 
 	// Her address, written inline in a new order, is still not mailed.
@@ -201,14 +206,21 @@ func requirePurchaseOrderInRussian(t *testing.T, received []sendgridtest.Receive
 	return po
 }
 
-// switchAlertsBySMSOff follows the link in the email's footer to her
-// preference page, in Chromium, and saves alerts by SMS unticked.
-func switchAlertsBySMSOff(t *testing.T, browserPath string, po sendgridtest.Received) {
+// preferenceLink is the link to her preference page in the email's
+// footer.
+func preferenceLink(t *testing.T, po sendgridtest.Received) string {
 	t.Helper()
 	link := regexp.MustCompile(`Выберите, какие уведомления получать: (http://\S+/p/\S+)`).FindStringSubmatch(po.Text)
 	require.NotNil(t, link, "her footer links her page: %s", po.Text)
+	return link[1]
+}
+
+// switchAlertsBySMSOff opens her preference page in Chromium and saves
+// alerts by SMS unticked.
+func switchAlertsBySMSOff(t *testing.T, browserPath, link string) {
+	t.Helper()
 	b := openBrowser(t, browserPath, "")
-	b.do(chromedp.Navigate(link[1]))
+	b.do(chromedp.Navigate(link))
 	require.Equal(t, "Настройки уведомлений", b.text("h1"))
 	b.do(chromedp.Click(chromedp.CSS(`input[type="checkbox"][name="alerts.sms"]`), chromedp.NodeVisible))
 	b.follow(`button[type="submit"]`)
@@ -224,6 +236,7 @@ func requireAlertByWhatsAppOnly(t *testing.T, w *recipientsWorld) {
 	wa := w.texting.twilio.Received()[0].Normalized()
 	require.Contains(t, wa.Body, "Низкий остаток: MILK-1L")
 	require.Contains(t, wa.Body, "склад SEV-01")
+	require.Contains(t, wa.Body, "Настройки: http://", "her page's link on its last line")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		skipped := w.listed(t, c, "state=skipped")
 		require.Len(c, skipped, 1)
@@ -268,6 +281,9 @@ func requireNothingOfOlgaInTheClear(t *testing.T, w *recipientsWorld) {
 	require.Len(t, po, 1, "the purchase order's notification stays")
 	require.Equal(t, "delivered", po[0].State)
 	require.Regexp(t, `^erased:[0-9a-f]{16}$`, po[0].Recipient)
+	detail := string(w.api(t, http.MethodGet, "/v1/notifications/"+po[0].ID, http.StatusOK, ""))
+	require.Contains(t, detail, "Recipient address rejected", "the bounce stays on its timeline")
+	require.NotContains(t, detail, olgaEmail, "the bounce quoted her address")
 	all := string(w.api(t, http.MethodGet, "/v1/notifications", http.StatusOK, ""))
 	require.Len(t, w.listed(t, t, ""), 3, "every notification of hers is still listed")
 	require.NotContains(t, all, olgaEmail)
@@ -277,6 +293,7 @@ func requireNothingOfOlgaInTheClear(t *testing.T, w *recipientsWorld) {
 	require.NotContains(t, string(suppressions), olgaEmail)
 	var listed struct {
 		Suppressions []struct {
+			Channel     string
 			Address     string
 			AddressHash string `json:"address_hash"`
 			Reason      string
@@ -287,4 +304,8 @@ func requireNothingOfOlgaInTheClear(t *testing.T, w *recipientsWorld) {
 	require.Empty(t, listed.Suppressions[0].Address)
 	require.NotEmpty(t, listed.Suppressions[0].AddressHash)
 	require.Equal(t, "hard_bounce", listed.Suppressions[0].Reason)
+	require.Equal(t, "email", listed.Suppressions[0].Channel, "a bounce suppresses the address for email")
+	asked := string(w.api(t, http.MethodGet, "/v1/suppressions/"+olgaEmail+"?channel=email", http.StatusOK, ""))
+	require.Contains(t, asked, listed.Suppressions[0].AddressHash, "asked about, her address is still found")
+	require.NotContains(t, asked, olgaEmail)
 }
