@@ -160,6 +160,22 @@ func TestRecipientsFromRegistrationToErasure(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "her page is gone with her")
 	requireNothingOfOlgaInTheClear(t, w)
 
+	// Named by her id again, she is nobody: nothing is sent, and the
+	// history says why.
+	w.post(t, "rcpt-alert-after", sample(t, "inventory.low_stock.json", func(m map[string]any) {
+		m["id"] = "evt-rcpt-alert-after"
+		m["data"].(map[string]any)["recipients"] = []map[string]any{{"role": "warehouse", "subscriber": "u-olga"}}
+	}))
+	w.settle(t)
+	require.Len(t, w.texting.twilio.Received(), 1, "nothing more was texted")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var reasons []string
+		for _, n := range w.listed(t, c, "state=skipped") {
+			reasons = append(reasons, n.Reason)
+		}
+		require.Contains(c, reasons, `skipped: no recipient: subscriber "u-olga"`)
+	}, 20*time.Second, 50*time.Millisecond, "the alert to nobody is recorded")
+
 	// Her address, written inline in a new order, is still not mailed.
 	w.post(t, "rcpt-po-0044", sample(t, "order.created.json", func(m map[string]any) {
 		m["id"] = "evt-rcpt-po-0044"
