@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -51,18 +52,11 @@ func startRecipientsWorld(t *testing.T) *recipientsWorld {
 		c.Email.From = "Orders <orders@acme.example>"
 		c.Email.Providers = []app.ProviderConfig{{Type: "sendgrid", Endpoint: w.sg.URL(), APIKeyEnv: "SG_KEY"}}
 		texting := c.Getenv
-		c.Getenv = func(k string) string { return cmpOr(map[string]string{"SG_KEY": "SG.e2e-secret"}[k], texting(k)) }
+		c.Getenv = func(k string) string { return cmp.Or(map[string]string{"SG_KEY": "SG.e2e-secret"}[k], texting(k)) }
 		c.Inbound.SendGrid.PublicKey = base64.StdEncoding.EncodeToString(der)
 	})
 	w.key, _ = w.createKey(t, openKeys(t, w.pipeline), apikey.Spec{Tenant: "acme", Scopes: []apikey.Scope{apikey.Send, apikey.Read}})
 	return w
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // api calls the API with acme's key and requires the status given.
