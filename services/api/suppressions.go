@@ -15,7 +15,7 @@ import (
 type Suppression struct {
 	Tenant      string    `json:"tenant"`
 	Channel     string    `json:"channel,omitempty" enum:"email,sms,whatsapp" doc:"The channel it holds back. Absent: every channel the address is reached on."`
-	Address     string    `json:"address" example:"jane@example.com" doc:"As compared: trimmed, lowercased. Empty once the subscriber it belonged to was erased (DELETE /v1/subscribers/{id}?erase=true): the address stays suppressed, and asking about it (GET /v1/suppressions/{address}) still finds its entry, but the entry no longer says it."`
+	Address     string    `json:"address" example:"jane@example.com" doc:"As compared: trimmed, lowercased. Empty once the subscriber it belonged to was erased (DELETE /v1/subscribers/{id}?erase=true): the address stays suppressed, and asking about it (GET /v1/suppressions/{address}, with the channel the entry is for) still finds its entry, but the entry no longer says it."`
 	AddressHash string    `json:"address_hash,omitempty" doc:"For an erased subscriber's address, its keyed hash (HMAC-SHA256 under a key of the deployment's), in the address's place."`
 	Reason      string    `json:"reason" enum:"hard_bounce,complaint,manual,unsubscribed"`
 	Detail      string    `json:"detail,omitempty" doc:"What caused it: the provider's bounce message, an operator's note."`
