@@ -16,7 +16,13 @@ import (
 // Store records opt-outs (suppression.Store).
 type Store interface {
 	Add(ctx context.Context, e suppression.Entry) (suppression.Entry, error)
+	// AddConcealed records e holding hash(address) in the address's place.
+	AddConcealed(ctx context.Context, e suppression.Entry, hash func(string) string) (suppression.Entry, error)
 }
+
+// Hash is the keyed hash an erasure leaves in an erased address's place
+// (erasure.Hasher).
+type Hash func(address string) string
 
 // OptOut records a subscriber's unsubscribe as their preference: category
 // switched off for email (preferencepage.Page.Unsubscribe). An error
@@ -25,9 +31,10 @@ type OptOut func(ctx context.Context, tenant, subscriber, category string) error
 
 // Handler serves Path{token}: GET shows the page asking to confirm, POST
 // unsubscribes — through optOut for a subscriber (nil: as a suppression,
-// like an inline address). Mount it at "GET "+Path+"{token}" and
-// "POST "+Path+"{token}".
-func Handler(store Store, optOut OptOut, signer *Signer, logger *slog.Logger) http.Handler {
+// like an inline address), and for a subscriber the tenant no longer has as
+// a suppression concealed under hash. Mount it at "GET "+Path+"{token}"
+// and "POST "+Path+"{token}".
+func Handler(store Store, optOut OptOut, hash Hash, signer *Signer, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -44,7 +51,7 @@ func Handler(store Store, optOut OptOut, signer *Signer, logger *slog.Logger) ht
 			// not the body, is what proves the link.
 			ctx, cancel := context.WithTimeout(resource.WithActor(r.Context(), "unsubscribe-link"), 10*time.Second)
 			defer cancel()
-			if err := record(ctx, store, optOut, o); err != nil {
+			if err := record(ctx, store, optOut, hash, o); err != nil {
 				logger.ErrorContext(ctx, "unsubscribe not recorded", "tenant", o.Tenant, "category", o.Category, "error", err)
 				w.WriteHeader(http.StatusServiceUnavailable)
 				v.Failed = true
@@ -61,17 +68,21 @@ func Handler(store Store, optOut OptOut, signer *Signer, logger *slog.Logger) ht
 // record records o: a subscriber's preference, or a suppression of the
 // address in the category — for an inline address, and for a subscriber
 // the tenant no longer has, whose opt-out must hold all the same should
-// the address be written inline later. The link is in an email: the
-// opt-out is from email.
-func record(ctx context.Context, store Store, optOut OptOut, o Opt) error {
-	if o.Subscriber != "" && optOut != nil {
-		err := optOut(ctx, o.Tenant, o.Subscriber, o.Category)
-		if !errors.Is(err, resource.ErrNotFound) {
-			return err
-		}
+// the address be written inline later. That one is concealed: the
+// subscriber may have been erased, and an old link must not bring her
+// address back. The link is in an email: the opt-out is from email.
+func record(ctx context.Context, store Store, optOut OptOut, hash Hash, o Opt) error {
+	e := suppression.Entry{Tenant: o.Tenant, Channel: event.ChannelEmail, Address: o.Address, Category: o.Category,
+		Reason: suppression.Unsubscribed, Source: "unsubscribe link"}
+	if o.Subscriber == "" || optOut == nil {
+		_, err := store.Add(ctx, e)
+		return err
 	}
-	_, err := store.Add(ctx, suppression.Entry{Tenant: o.Tenant, Channel: event.ChannelEmail, Address: o.Address, Category: o.Category,
-		Reason: suppression.Unsubscribed, Source: "unsubscribe link"})
+	err := optOut(ctx, o.Tenant, o.Subscriber, o.Category)
+	if !errors.Is(err, resource.ErrNotFound) {
+		return err
+	}
+	_, err = store.AddConcealed(ctx, e, hash)
 	return err
 }
 
