@@ -26,8 +26,13 @@ type Hash func(address string) string
 
 // OptOut records a subscriber's unsubscribe as their preference: category
 // switched off for email (preferencepage.Page.Unsubscribe). An error
-// matching resource.ErrNotFound says the subscriber is gone.
+// matching resource.ErrNotFound says the subscriber is gone; one matching
+// ErrRequired, that the category cannot be switched off.
 type OptOut func(ctx context.Context, tenant, subscriber, category string) error
+
+// ErrRequired: the link's category is one routes now mark required (it
+// was not when the email was sent), which no one may leave.
+var ErrRequired = errors.New("unsubscribe: the category is required and cannot be switched off")
 
 // Handler serves Path{token}: GET shows the page asking to confirm, POST
 // unsubscribes — through optOut for a subscriber (nil: as a suppression,
@@ -51,7 +56,16 @@ func Handler(store Store, optOut OptOut, hash Hash, signer *Signer, logger *slog
 			// not the body, is what proves the link.
 			ctx, cancel := context.WithTimeout(resource.WithActor(r.Context(), "unsubscribe-link"), 10*time.Second)
 			defer cancel()
-			if err := record(ctx, store, optOut, hash, o); err != nil {
+			err := record(ctx, store, optOut, hash, o)
+			if errors.Is(err, ErrRequired) {
+				// Conflict, not "try again": no retry will ever switch it off.
+				logger.InfoContext(ctx, "unsubscribe from a required category refused", "tenant", o.Tenant, "category", o.Category)
+				w.WriteHeader(http.StatusConflict)
+				v.Required = true
+				_ = page.Execute(w, v)
+				return
+			}
+			if err != nil {
 				logger.ErrorContext(ctx, "unsubscribe not recorded", "tenant", o.Tenant, "category", o.Category, "error", err)
 				w.WriteHeader(http.StatusServiceUnavailable)
 				v.Failed = true
@@ -88,7 +102,7 @@ func record(ctx context.Context, store Store, optOut OptOut, hash Hash, o Opt) e
 
 type view struct {
 	Opt
-	Invalid, Done, Failed bool
+	Invalid, Done, Failed, Required bool
 }
 
 // page is the one page, in plain HTML; html/template escapes what the
@@ -103,6 +117,9 @@ var page = template.Must(template.New("unsubscribe").Parse(`<!doctype html>
 {{- else if .Done}}
 <h1 style="font-size: 1.4rem;">You are unsubscribed</h1>
 <p><strong>{{.Address}}</strong> will no longer receive {{.Category}} notifications from {{.Tenant}}.</p>
+{{- else if .Required}}
+<h1 style="font-size: 1.4rem;">These notifications are required</h1>
+<p>{{.Category}} notifications from {{.Tenant}} are required and cannot be switched off: the business depends on them. Nothing was changed.</p>
 {{- else if .Failed}}
 <h1 style="font-size: 1.4rem;">Please try again</h1>
 <p>Your unsubscribe could not be recorded just now. Nothing was changed; try again in a minute.</p>
