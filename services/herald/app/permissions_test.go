@@ -105,7 +105,8 @@ var (
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
 	// Erasing a subscriber: the directory's buckets read (their keys and
 	// kept revisions through ordered consumers) and purged, the erasure
-	// recorded on the audit stream.
+	// recorded on the audit stream. The same consumers follow them by
+	// watch for the api's planner (router.Planner).
 	eraseSubscribers = join(kvReadWrite("subscribers"), kvReadWrite("accounts"), kvReadWrite("topic_members"),
 		kvReadWrite("preferences"), []string{"audit.erasure"})
 	// Each tenant's webhook redeliveries an hour, counted by the api.
