@@ -99,7 +99,7 @@ func registerAccounts(s *Service) {
 			return st.(accounts).d.Accounts.List(ctx, tenant, p)
 		}, accountOf, func(l []Account, next string) listAccountsOutputBody { return listAccountsOutputBody{l, next} })
 	getRoute[accountInput](s, r, route{Operation: huma.Operation{OperationID: "get-account", Summary: "Get an account"}})
-	putRoute[putAccountInput](s, r, route{Operation: huma.Operation{OperationID: "put-account",
+	upsertRoute[putAccountInput](s, r, route{Operation: huma.Operation{OperationID: "put-account",
 		Summary: "Create or replace an account",
 		Description: "Stores the company and its members in roles, replacing whatever it held. Every member must be one of the tenant's " +
 			"subscribers: one that is not is refused (422, naming members[i].subscriber) and nothing is written. An account's members are " +
@@ -124,6 +124,11 @@ func (st accounts) Get(ctx context.Context, tenant, id string) (recipient.Accoun
 func (st accounts) Put(ctx context.Context, _ string, a recipient.Account) (recipient.Account, error) {
 	_, err := st.d.PutAccount(ctx, a)
 	return a.Normalize(), err
+}
+
+func (st accounts) Upsert(ctx context.Context, _ string, a recipient.Account) (recipient.Account, bool, error) {
+	created, err := st.d.UpsertAccount(ctx, a)
+	return a.Normalize(), created, err
 }
 
 func (st accounts) Delete(ctx context.Context, tenant, id string) error {

@@ -17,7 +17,7 @@ func (b *bundle) putSubscribers(t *testing.T, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
 		put := b.sendJSON(t, http.MethodPut, subscriberPath(id), acmeSend, `{"email":"x@zarya.example"}`)
-		require.Equal(t, http.StatusOK, put.status, put.body)
+		require.Equal(t, http.StatusCreated, put.status, put.body)
 	}
 }
 
@@ -36,14 +36,14 @@ func TestAnAccountIsStoredListedAndRemoved(t *testing.T) {
 
 	put := b.sendJSON(t, http.MethodPut, "/v1/accounts/zarya", acmeSend,
 		`{"name":"Zarya","members":[{"subscriber":"u-olga","roles":["Sales","accounts_payable"]},{"subscriber":"u.ivan"}]}`)
-	require.Equal(t, http.StatusOK, put.status, put.body)
+	require.Equal(t, http.StatusCreated, put.status, put.body)
 	var a api.Account
 	require.NoError(t, json.Unmarshal([]byte(b.do(t, http.MethodGet, "/v1/accounts/zarya", acmeRead, nil).body), &a))
 	require.Equal(t, []api.AccountMember{{Subscriber: "u-olga", Roles: []string{"sales", "accounts_payable"}}, {Subscriber: "u.ivan"}}, a.Members)
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/v1/accounts/zarya", globexRead, nil).status)
 
 	for i := range 4 {
-		require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, fmt.Sprintf("/v1/accounts/a%d", i), acmeSend, `{"members":[]}`).status)
+		require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, fmt.Sprintf("/v1/accounts/a%d", i), acmeSend, `{"members":[]}`).status)
 	}
 	var seen []string
 	cursor := ""

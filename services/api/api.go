@@ -174,6 +174,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
+	if s.cfg.Planner != nil {
+		if err := s.cfg.Planner.Start(ctx); err != nil {
+			return fmt.Errorf("api: planning events: %w", err)
+		}
+	}
 	s.stores.Store(st)
 	return nil
 }
@@ -224,6 +229,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 // HTTP server that serves Handler drains them.
 func (s *Service) Stop(context.Context) error {
 	s.stores.Store(nil)
+	if s.cfg.Planner != nil {
+		s.cfg.Planner.Stop()
+	}
 	return nil
 }
 

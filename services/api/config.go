@@ -23,6 +23,15 @@ import (
 	"github.com/heraldhq/herald/shared/vault"
 )
 
+// Planner names the notifications the router plans for an event: what
+// the API needs of router.Planner.
+type Planner interface {
+	// Start readies it: it follows the recipient buckets.
+	Start(ctx context.Context) error
+	Plan(ctx context.Context, header nats.Header, payload []byte) ([]string, error)
+	Stop()
+}
+
 // Config configures the HTTP API.
 type Config struct {
 	// MaxBodyBytes caps a request body; a larger one is refused with 413
@@ -79,10 +88,11 @@ type Config struct {
 	// adding or checking a domain answers 503; listing and forgetting
 	// work. Defaults to nil.
 	Domains func(ctx context.Context, tenant string) (string, domains.Registrar, error) `yaml:"-"`
-	// Plan names the notifications the router plans for an event
-	// (router.Config.Plan, with the routes the router has): POST /v1/events
-	// answers with their ids. Nil: the answer names none. Defaults to nil.
-	Plan func(header nats.Header, payload []byte) ([]string, error) `yaml:"-"`
+	// Planner names the notifications the router plans for an event
+	// (router.Planner, with the routes the router has): POST /v1/events
+	// answers with their ids. The service starts and stops it with its
+	// own. Nil: the answer names none. Defaults to nil.
+	Planner Planner `yaml:"-"`
 	// Categories are the categories the routes name (router.Categories),
 	// each required when a route marks it so: what preferences show, and
 	// which of them nobody may switch off. Defaults to none.

@@ -57,10 +57,10 @@ type EventAccepted struct {
 	Stream    string `json:"stream" doc:"The stream that stored it."`
 	Sequence  uint64 `json:"sequence" doc:"Its sequence in the stream (the earlier copy's, if a duplicate)."`
 	Duplicate bool   `json:"duplicate" doc:"JetStream had stored the same event (tenant, id and bytes: the same Nats-Msg-Id) within its duplicate window, and kept that one."`
-	// Notifications are planned by the router's own pure decision, from
-	// the same routes: ids are digests of dedupe keys, so the API knows
-	// them without waiting for the router.
-	Notifications []string `json:"notifications,omitzero" doc:"The ids (ntf_…) of the notifications the routes plan for the event, one per recipient per channel: GET /v1/notifications/{id} finds each once the router has routed the event, within moments. Empty when no route applies or the router will dead-letter the event."`
+	// Notifications are planned by the router's own decision, from the
+	// same routes and recipients: ids are digests of dedupe keys, so the
+	// API knows them without waiting for the router.
+	Notifications []string `json:"notifications,omitzero" doc:"The ids (ntf_…) of the notifications the routes plan for the event, one per recipient per channel — the subscribers, accounts' members and topics' members it names included: GET /v1/notifications/{id} finds each once the router has routed the event, within moments. A topic of more than router.fanout_page members is fanned out afterwards, a page at a time: none of its notifications are among the ids. Empty when no route applies or the router will dead-letter the event."`
 }
 
 type eventInput struct {
@@ -219,10 +219,10 @@ func (s *Service) publishEvent(ctx context.Context, in *eventInput) (*eventOutpu
 // published: none (not nil) when it plans none, nil when the API does not
 // know the routes.
 func (s *Service) planned(ctx context.Context, header nats.Header, body []byte) []string {
-	if s.cfg.Plan == nil {
+	if s.cfg.Planner == nil {
 		return nil
 	}
-	ids, err := s.cfg.Plan(header, body)
+	ids, err := s.cfg.Planner.Plan(ctx, header, body)
 	if err != nil {
 		// Accepted, and published: the router dead-letters it, saying why.
 		s.cfg.Logger.DebugContext(ctx, "the router will plan nothing for an accepted event", "error", err)

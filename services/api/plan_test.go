@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/notification"
 )
 
@@ -20,7 +21,8 @@ import (
 // only email is delivered) names none.
 func TestAcceptedEventNamesItsPlannedNotifications(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{Plan: router.Config{}.WithDefaults().Plan})
+	n := heraldtest.StartNATSWithStreams(t)
+	b := serve(t, n, api.Config{Planner: router.NewPlanner(n.JS, router.Config{})})
 	want := []string{
 		notification.ID("acme:PO-2026-0042:1:purchase_order:email:olga@zarya.example"),
 		notification.ID("acme:PO-2026-0042:1:purchase_order:email:compras@frutasdelsur.example"),

@@ -18,7 +18,7 @@ func TestBadRecipientInputIsRefusedNamingTheFieldNothingWritten(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{Categories: routeCategories})
 	b.putSubscribers(t, "u-olga")
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, topicPath("t"), acmeSend, `{}`).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, topicPath("t"), acmeSend, `{}`).status)
 	bigData := `{"data":{"a":"` + strings.Repeat("x", 16<<10) + `"}}`
 	manyIDs := `{"add":["u-olga"` + strings.Repeat(`,"u-olga"`, 10_000) + `]}`
 	for _, c := range []struct {
@@ -76,7 +76,7 @@ func TestBadRecipientInputIsRefusedNamingTheFieldNothingWritten(t *testing.T) {
 func TestAnIDIsBoundedInBytes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, subscriberPath(strings.Repeat("ж", 64)), acmeSend, `{}`).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, subscriberPath(strings.Repeat("ж", 64)), acmeSend, `{}`).status)
 	over := b.sendJSON(t, http.MethodPut, subscriberPath(strings.Repeat("ж", 64)+"x"), acmeSend, `{}`)
 	require.Equal(t, http.StatusUnprocessableEntity, over.status)
 	require.Contains(t, over.body, fmt.Sprintf("id: is longer than %d bytes", 128))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -153,6 +154,52 @@ func putRoute[I carrying[N], K, N, E, V any](s *Service, r *resource[K, N, E, V]
 	o := r.operation(op, http.MethodPut, r.path+r.item, r.write)
 	o.MaxBodyBytes = s.bodyLimit()
 	huma.Register(s.api, o, saved[I](s, r, op, r.view))
+}
+
+// upserter is a store whose PUT says whether it created the record: none
+// was there (resource.Store.Upsert).
+type upserter[N, E any] interface {
+	Upsert(ctx context.Context, tenant string, n N) (e E, created bool, err error)
+}
+
+// upserted is a PUT's answer: 201 when it created the record, 200 when it
+// replaced one.
+type upserted[V any] struct {
+	Status int
+	Body   V
+}
+
+// upsertRoute registers PUT path+item as putRoute does, for a resource
+// whose store is an upserter: answered 201 Created when the record is new,
+// 200 when it replaced one, both documented — and 409 when other writers
+// won every race to the record (the upsert writes at the revision read).
+func upsertRoute[I carrying[N], K, N, E, V any](s *Service, r *resource[K, N, E, V], op route) {
+	o := r.operation(op, http.MethodPut, r.path+r.item, r.write, http.StatusConflict)
+	o.MaxBodyBytes = s.bodyLimit()
+	huma.Register(s.api, o, func(ctx context.Context, in *I) (*upserted[V], error) {
+		var k K
+		if named, ok := any(*in).(keyed[K]); ok {
+			k = named.key()
+		}
+		created := false
+		e, err := call(ctx, s, r, (*in).named(), k, op.timeout, func(ctx context.Context, st resourceStore[K, N, E], tenant string) (e E, err error) {
+			e, created, err = st.(upserter[N, E]).Upsert(ctx, tenant, (*in).record(tenant))
+			return e, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		status := http.StatusOK
+		if created {
+			status = http.StatusCreated
+		}
+		return &upserted[V]{Status: status, Body: r.view(e)}, nil
+	})
+	put := s.api.OpenAPI().Paths[o.Path].Put
+	replaced := put.Responses[strconv.Itoa(http.StatusOK)]
+	replaced.Description = "Replaced: there was one under this id."
+	put.Responses[strconv.Itoa(http.StatusCreated)] = &huma.Response{Description: "Created: there was none under this id.",
+		Content: replaced.Content}
 }
 
 // saved is the handler that stores the request's record.

@@ -100,7 +100,7 @@ func subscriberResource(s *Service) *resource[string, recipient.Subscriber, reci
 func registerSubscribers(s *Service) {
 	r := subscriberResource(s)
 	getRoute[subscriberInput](s, r, route{Operation: huma.Operation{OperationID: "get-subscriber", Summary: "Get a subscriber"}})
-	putRoute[putSubscriberInput](s, r, route{Operation: huma.Operation{OperationID: "put-subscriber",
+	upsertRoute[putSubscriberInput](s, r, route{Operation: huma.Operation{OperationID: "put-subscriber",
 		Summary: "Create or replace a subscriber",
 		Description: "Stores the person under the publisher's own id, replacing whatever it held. Each field is checked — an unknown " +
 			"time zone or locale, a malformed email or E.164 number, a control character anywhere, data over 16 KiB — and a refusal " +
@@ -130,6 +130,11 @@ func (st subscribers) Get(ctx context.Context, tenant, id string) (recipient.Sub
 func (st subscribers) Put(ctx context.Context, _ string, v recipient.Subscriber) (recipient.Subscriber, error) {
 	_, err := st.d.Subscribers.Put(ctx, v)
 	return v, err
+}
+
+func (st subscribers) Upsert(ctx context.Context, _ string, v recipient.Subscriber) (recipient.Subscriber, bool, error) {
+	created, err := st.d.Subscribers.Upsert(ctx, v)
+	return v, created, err
 }
 
 func (st subscribers) Delete(ctx context.Context, tenant, id string) error {

@@ -31,7 +31,7 @@ func TestASubscriberIsStoredUnderAnyPrintableID(t *testing.T) {
 	b := setup(t, api.Config{})
 	for _, id := range []string{"u.olga", "a b", "Ольга", "*", ">", "acme.u", "x/y"} {
 		put := b.sendJSON(t, http.MethodPut, subscriberPath(id), acmeSend, strings.Replace(olgaBody, "Olga\"", id+"\"", 1))
-		require.Equal(t, http.StatusOK, put.status, "%s: %s", id, put.body)
+		require.Equal(t, http.StatusCreated, put.status, "%s: %s", id, put.body)
 	}
 	for _, id := range []string{"u.olga", "a b", "Ольга", "*", ">", "acme.u", "x/y"} {
 		got := b.do(t, http.MethodGet, subscriberPath(id), acmeRead, nil)
@@ -57,7 +57,7 @@ func TestASubscriberIsStoredUnderAnyPrintableID(t *testing.T) {
 func TestAPatchMergesIntoTheSubscriber(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, subscriberPath("u-olga"), acmeSend, olgaBody).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, subscriberPath("u-olga"), acmeSend, olgaBody).status)
 	patched := b.send(t, http.MethodPatch, subscriberPath("u-olga"), acmeSend, "application/merge-patch+json",
 		`{"email":"olga@new.example","phone":null,"data":{"team":{"floor":null,"room":"7b"},"desk":null,"badge":12345678901234567890}}`)
 	require.Equal(t, http.StatusOK, patched.status, patched.body)
@@ -91,7 +91,7 @@ func TestAPatchMergesIntoTheSubscriber(t *testing.T) {
 func TestPatchesAtOnceLoseNoChange(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, subscriberPath("u-olga"), acmeSend, `{"name":"Olga"}`).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, subscriberPath("u-olga"), acmeSend, `{"name":"Olga"}`).status)
 	const n = 8
 	var wg sync.WaitGroup
 	statuses := make([]int, n)
@@ -131,7 +131,7 @@ func countOf(statuses []int, status int) int {
 func TestAnImportAnswersLineByLine(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, subscriberPath("u-olga"), acmeSend, olgaBody).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, subscriberPath("u-olga"), acmeSend, olgaBody).status)
 	body := `{"id":"u-olga","name":"Olga P.","email":"olga@zarya.example"}
 {"id":"u.ivan","email":"ivan@zarya.example","timezone":"Europe/Madrid"}
 
@@ -178,7 +178,7 @@ not json
 func TestAPutSubscriberIsTheDirectorysRecord(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, subscriberPath("u.olga"), acmeSend, olgaBody).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, subscriberPath("u.olga"), acmeSend, olgaBody).status)
 	dir, err := recipient.Open(heraldtest.Context(t), b.nats.JS)
 	require.NoError(t, err)
 	s, _, err := dir.Subscribers.Get(heraldtest.Context(t), recipient.SubscriberKey("acme", "u.olga"))

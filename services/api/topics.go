@@ -112,7 +112,7 @@ func registerTopics(s *Service) {
 			return st.(topics).d.Topics.List(ctx, tenant, p)
 		}, topicOf, func(l []Topic, next string) listTopicsOutputBody { return listTopicsOutputBody{l, next} })
 	getRoute[topicInput](s, r, route{Operation: huma.Operation{OperationID: "get-topic", Summary: "Get a topic"}})
-	putRoute[putTopicInput](s, r, route{Operation: huma.Operation{OperationID: "put-topic",
+	upsertRoute[putTopicInput](s, r, route{Operation: huma.Operation{OperationID: "put-topic",
 		Summary: "Create or rename a topic", Description: "Its members are kept: they are changed by POST /v1/topics/{id}/subscribers."}})
 	deleteRoute[topicInput](s, r, route{timeout: topicTimeout, Operation: huma.Operation{OperationID: "delete-topic",
 		Summary: "Remove a topic and its memberships",
@@ -162,6 +162,11 @@ func (st topics) Get(ctx context.Context, tenant, id string) (recipient.Topic, e
 func (st topics) Put(ctx context.Context, _ string, t recipient.Topic) (recipient.Topic, error) {
 	_, err := st.d.Topics.Put(ctx, t)
 	return t, err
+}
+
+func (st topics) Upsert(ctx context.Context, _ string, t recipient.Topic) (recipient.Topic, bool, error) {
+	created, err := st.d.Topics.Upsert(ctx, t)
+	return t, created, err
 }
 
 // Delete removes the topic's memberships with it.

@@ -49,8 +49,8 @@ func TestATopicsSubscribersAreAddedListedAndRemoved(t *testing.T) {
 	b.putSubscribers(t, "u-olga", "u.ivan", "Ана", "u-4", "u-5")
 	require.Equal(t, http.StatusNotFound, b.sendJSON(t, http.MethodPost, topicPath("wh.sevilla")+"/subscribers", acmeSend, `{"add":["u-olga"]}`).status,
 		"no topic yet")
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, topicPath("wh.sevilla"), acmeSend, `{"name":"Sevilla"}`).status)
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, topicPath("wh.sevilla.night"), acmeSend, `{}`).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, topicPath("wh.sevilla"), acmeSend, `{"name":"Sevilla"}`).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, topicPath("wh.sevilla.night"), acmeSend, `{}`).status)
 
 	ghost := b.sendJSON(t, http.MethodPost, topicPath("wh.sevilla")+"/subscribers", acmeSend, `{"add":["u-olga","u-ghost"]}`)
 	require.Equal(t, http.StatusUnprocessableEntity, ghost.status)
@@ -92,7 +92,7 @@ func TestATopicChangeIsBounded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{})
 	b.putSubscribers(t, "u-olga")
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, topicPath("all"), acmeSend, `{}`).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, topicPath("all"), acmeSend, `{}`).status)
 	ids := make([]string, 10_001)
 	for i := range ids {
 		ids[i] = "u-olga"
@@ -114,7 +114,7 @@ func TestATopicsSizeIsBounded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, api.Config{MaxTopicMembers: 3})
 	b.putSubscribers(t, "u1", "u2", "u3", "u4")
-	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPut, topicPath("all"), acmeSend, `{}`).status)
+	require.Equal(t, http.StatusCreated, b.sendJSON(t, http.MethodPut, topicPath("all"), acmeSend, `{}`).status)
 	require.Equal(t, http.StatusOK, b.sendJSON(t, http.MethodPost, topicPath("all")+"/subscribers", acmeSend, `{"add":["u1","u2"]}`).status)
 	over := b.sendJSON(t, http.MethodPost, topicPath("all")+"/subscribers", acmeSend, `{"add":["u3","u4"]}`)
 	require.Equal(t, http.StatusUnprocessableEntity, over.status, over.body)

@@ -32,14 +32,15 @@ sink on --hook-listen that answers each signed POST to /hook and writes it
 under <data>/hooks: register it as an endpoint (herald webhooks add --tenant
 acme --url http://127.0.0.1:8082/hook) to see the status events Herald sends.
 Commands run from the same directory use dev's master key, <data>/master.key,
-when --data is the default.
+and its link secret, <data>/link.key (subscribers erase), when --data is the
+default.
 
 The embedded NATS server listens on --nats-listen, so the stock nats CLI works
 against it. Ctrl-C finishes in-flight messages, then stops.`,
 		Args: cobra.NoArgs,
 		RunE: runDev,
 	}
-	cmd.Flags().String("data", ".herald", "data directory: JetStream store, master key, and the mail, SMS and webhook sinks")
+	cmd.Flags().String("data", ".herald", "data directory: JetStream store, master key, link secret, and the mail, SMS and webhook sinks")
 	cmd.Flags().String("nats-listen", "127.0.0.1:4222", "embedded NATS client address")
 	cmd.Flags().String("hook-listen", "127.0.0.1:8082", "webhook sink address: it writes each delivery POSTed to /hook under <data>/hooks")
 	listenFlags(cmd)

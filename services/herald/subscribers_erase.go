@@ -62,14 +62,17 @@ in accounts go with every version their buckets keep; her notifications stay,
 in their state and counted, with each of her addresses replaced by
 erased:<keyed hash>; suppressions of her addresses keep blocking them but no
 longer say them. Prints what was erased. Needs the link secret
-(documents.link_secret_env) the services use, which keys the hashes, and
-reads the notification index (history.url) when one is configured.
+(documents.link_secret_env) the services use, which keys the hashes —
+beside a ` + "`herald dev`" + ` run from the working directory, dev's
+.herald/link.key — and reads the notification index (history.url) when one
+is configured.
 Erasing again, or a subscriber never known, erases nothing and is no error.`,
 		Example: "  herald subscribers erase u-olga --tenant acme",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tenant, _ := cmd.Flags().GetString("tenant")
 			return withNATS(cmd, func(ctx context.Context, cfg app.Config, js jetstream.JetStream) error {
+				useDevLinkKey(cmd, &cfg.Documents)
 				r, err := erase(resource.WithActor(ctx, cliActor()), cfg, js, tenant, args[0])
 				if err != nil {
 					return err
@@ -81,6 +84,15 @@ Erasing again, or a subscriber never known, erases nothing and is no error.`,
 	tenantFlag(cmd)
 	cmd.Flags().Bool("json", false, "print the receipt as JSON")
 	return cmd
+}
+
+// useDevLinkKey gives a configuration naming no link secret the one a
+// `herald dev` run from the working directory keeps, so that erasing
+// beside dev needs no setting, as the commands needing the master key.
+func useDevLinkKey(cmd *cobra.Command, docs *app.DocumentsConfig) {
+	if docs.LinkSecretEnv == "" && docs.LinkSecretFile == "" {
+		docs.LinkSecretFile = devFile(cmd, app.DevLinkKeyFile(app.DevDataDir), "no documents.link_secret_env: using herald dev's link secret")
+	}
 }
 
 func tenantFlag(cmd *cobra.Command) {

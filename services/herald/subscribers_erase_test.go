@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -67,4 +68,47 @@ func TestSubscribersEraseAndDelete(t *testing.T) {
 	require.Equal(t, "deleted subscriber \"u-ivan\" of tenant acme (her profile only)\n", out)
 	_, err = herald(t, "subscribers", "delete", "u-ivan", "--tenant", "acme")
 	require.ErrorContains(t, err, `tenant acme has no subscriber "u-ivan"`)
+}
+
+// herald subscribers erase, given no link secret, uses the one a `herald
+// dev` run from the working directory keeps, saying so on stderr in one
+// line naming the file, never the secret: the erased address's suppression
+// then holds the hash keyed by dev's secret. Without that file it fails as
+// before. Not parallel: it changes directory and sets the environment.
+func TestSubscribersEraseBesideDevUsesItsLinkKey(t *testing.T) {
+	n, _ := vaultSetup(t)
+	t.Chdir(t.TempDir())
+	ctx := heraldtest.Context(t)
+	dir, err := recipient.Open(ctx, n.JS)
+	require.NoError(t, err)
+	_, err = dir.Subscribers.Put(ctx, recipient.Subscriber{Tenant: "acme", ID: "u-olga", Email: "olga@zarya.example"})
+	require.NoError(t, err)
+	supp, err := suppression.Open(ctx, n.JS)
+	require.NoError(t, err)
+	_, err = supp.Add(ctx, suppression.Entry{Tenant: "acme", Address: "olga@zarya.example", Reason: suppression.HardBounce})
+	require.NoError(t, err)
+
+	out, err := herald(t, "subscribers", "erase", "u-olga", "--tenant", "acme")
+	require.ErrorIs(t, err, erasure.ErrNoSecret, out)
+
+	require.NoError(t, os.Mkdir(".herald", 0o755))
+	secret := strings.Repeat("d", 64)
+	require.NoError(t, os.WriteFile(filepath.Join(".herald", "link.key"), []byte(secret+"\n"), 0o600))
+	var stdout, stderr bytes.Buffer
+	cmd := rootCommand()
+	cmd.SetArgs([]string{"subscribers", "erase", "u-olga", "--tenant", "acme", "--json"})
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	require.NoError(t, cmd.Execute(), stderr.String())
+	require.Equal(t, "no documents.link_secret_env: using herald dev's link secret, .herald/link.key\n", stderr.String())
+	var r erasure.Receipt
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &r))
+	require.Equal(t, []any{1, 1, true}, []any{r.Profile, r.Suppressions, r.Complete})
+
+	eraser, err := erasure.Open(ctx, n.JS, erasure.Config{Secret: []byte(secret)})
+	require.NoError(t, err)
+	list, err := supp.List(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, eraser.Hash("olga@zarya.example"), list[0].AddressHash, "keyed by dev's link secret")
 }

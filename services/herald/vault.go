@@ -130,11 +130,16 @@ func (b bar) finish() { _ = b.Finish() }
 // stderr; "" when there is none. A newcomer's commands beside dev then need
 // no key of their own, and outside dev nothing changes: no file, no key.
 func devKeyFile(cmd *cobra.Command, env string) string {
-	path := app.DevMasterKeyFile(app.DevDataDir)
+	return devFile(cmd, app.DevMasterKeyFile(app.DevDataDir), "no "+env+" or --master-key-file: using herald dev's master key")
+}
+
+// devFile is path if it exists, noting on stderr that it is used (the
+// file's name, never its content); "" when it does not.
+func devFile(cmd *cobra.Command, path, note string) string {
 	if _, err := os.Stat(path); err != nil {
 		return ""
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "no %s or --master-key-file: using herald dev's master key, %s\n", env, path)
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s, %s\n", note, path)
 	return path
 }
 

@@ -18,10 +18,15 @@ func (c Config) Plan(header nats.Header, payload []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return d.ids(), nil
+}
+
+// ids are the ids of the notifications d plans.
+func (d Decision) ids() []string {
 	all := d.all()
 	ids := make([]string, len(all))
 	for i, n := range all {
 		ids[i] = n.ID
 	}
-	return ids, nil
+	return ids
 }

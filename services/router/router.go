@@ -204,25 +204,31 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 	return consumer.Done()
 }
 
-// decide plans the event, and plans it again with what the recipient
-// buckets hold of the subscribers and accounts it named that the watched
-// copy did not have yet (at most MaxRecipients reads, over two rounds: an
-// account, then its members). The error, when set, is a bucket that
-// could not be read: the event is retried.
+// decide plans the event with the router's recipients (decideWith).
 func (s *Service) decide(ctx context.Context, header nats.Header, payload []byte) (d Decision, invalid, err error) {
-	cfg := s.cfg
-	d, invalid = cfg.decide(header, payload, time.Now().UTC())
-	if s.dir == nil {
+	return s.cfg.decideWith(ctx, s.dir, header, payload, time.Now().UTC())
+}
+
+// decideWith plans the event, and plans it again with what the recipient
+// buckets hold of the subscribers and accounts it named that dir, the
+// watched copy, did not have yet (at most MaxRecipients reads, over two
+// rounds: an account, then its members). Without dir, c's own Recipients
+// plan it. The error, when set, is a bucket that could not be read.
+func (c Config) decideWith(ctx context.Context, dir *directory, header nats.Header, payload []byte, now time.Time) (d Decision, invalid, err error) {
+	if dir == nil {
+		d, invalid = c.decide(header, payload, now)
 		return d, invalid, nil
 	}
-	over := s.dir.overlay()
+	c.Recipients = dir
+	d, invalid = c.decide(header, payload, now)
+	over := dir.overlay()
 	for round := 0; invalid == nil && len(d.missing) > 0 && round < 2; round++ {
-		found, err := s.dir.fetch(ctx, d.Event.Tenant, d.missing, over, cfg.MaxRecipients)
+		found, err := dir.fetch(ctx, d.Event.Tenant, d.missing, over, c.MaxRecipients)
 		if err != nil || !found {
 			return d, nil, err
 		}
-		cfg.Recipients = over
-		d, invalid = cfg.decide(header, payload, time.Now().UTC())
+		c.Recipients = over
+		d, invalid = c.decide(header, payload, now)
 	}
 	return d, invalid, nil
 }

@@ -108,6 +108,13 @@ func (e *Eraser) Hash(address string) string {
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
+// Hasher is Hash under the key derived from secret, for code that conceals
+// an address outside an erasure — an unsubscribe link of a subscriber
+// already erased — and must leave the hash an erasure would.
+func Hasher(secret []byte) func(address string) string {
+	return (&Eraser{key: derive(secret)}).Hash
+}
+
 // Mask is what stands in address's place in a notification's record:
 // "erased:" and the first 16 hex digits of its Hash — distinct per
 // address, so an erased subscriber's notifications still list together.

@@ -10,11 +10,13 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/resource"
+	"github.com/heraldhq/herald/shared/unsubscribe"
 )
 
 // Config configures the page.
@@ -176,6 +178,11 @@ func (p *Page) rows(ctx context.Context, s recipient.Subscriber, v *view) error 
 // as their preference: category switched off for email, through the same
 // write path as the page.
 func (p *Page) Unsubscribe(ctx context.Context, tenant, subscriber, category string) error {
+	// Before the subscriber is looked up: the answer is the same whether
+	// she exists or not.
+	if slices.Contains(p.required, category) {
+		return fmt.Errorf("preferencepage: %s: %w", category, unsubscribe.ErrRequired)
+	}
 	_, err := p.cfg.Directory.SetPreferences(ctx, tenant, subscriber,
 		recipient.Choices{category: {event.ChannelEmail: false}}, p.required, true)
 	return err

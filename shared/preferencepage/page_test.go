@@ -2,6 +2,7 @@ package preferencepage_test
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,18 +10,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/shared/erasure"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/preferencepage"
 	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/resource"
+	"github.com/heraldhq/herald/shared/suppression"
+	"github.com/heraldhq/herald/shared/unsubscribe"
 )
 
 // testBundle is the page served over HTTP on a real NATS, for tenant acme
 // whose routes send alerts (switchable) and documents (required).
 type testBundle struct {
+	js     jetstream.JetStream
 	dir    *recipient.Directory
 	signer *preferencepage.Signer
 	page   *preferencepage.Page
@@ -44,7 +50,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	mux.Handle("GET "+preferencepage.Path+"{token}", page)
 	mux.Handle("POST "+preferencepage.Path+"{token}", page)
-	return &testBundle{dir: dir, signer: signer, page: page, url: srv.URL}
+	return &testBundle{js: nats.JS, dir: dir, signer: signer, page: page, url: srv.URL}
 }
 
 // subscriber stores one of acme's subscribers, reachable by email and SMS.
@@ -232,6 +238,37 @@ func TestUnsubscribingASubscriberSwitchesTheCategoryOffForEmail(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	require.NoError(t, b.page.Unsubscribe(ctx, "acme", "u-olga", "alerts"))
 	require.Equal(t, recipient.Choices{"alerts": {event.ChannelEmail: false}}, b.stored(t, "u-olga"))
-	require.ErrorIs(t, b.page.Unsubscribe(ctx, "acme", "u-olga", "documents"), recipient.ErrInvalid, "a required category stays on")
+	require.ErrorIs(t, b.page.Unsubscribe(ctx, "acme", "u-olga", "documents"), unsubscribe.ErrRequired, "a required category stays on")
 	require.ErrorIs(t, b.page.Unsubscribe(ctx, "acme", "u-nobody", "alerts"), resource.ErrNotFound)
+}
+
+// A one-click link in an email sent while a category was optional, clicked
+// once routes mark it required, answers a page saying so — 409, not a
+// "try again" no retry would change — whether its subscriber exists or
+// not, and nothing is written.
+func TestAnOldUnsubscribeLinkForANowRequiredCategorySaysItIsRequired(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.subscriber(t, "u-olga", "ru")
+	supp, err := suppression.Open(heraldtest.Context(t), b.js)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	signer, err := unsubscribe.NewSigner(secret, srv.URL)
+	require.NoError(t, err)
+	h := unsubscribe.Handler(supp, b.page.Unsubscribe, erasure.Hasher(secret), signer, slog.New(slog.DiscardHandler))
+	mux.Handle("POST "+unsubscribe.Path+"{token}", h)
+
+	for _, id := range []string{"u-olga", "u-nobody"} {
+		link := signer.Link(unsubscribe.Opt{Tenant: "acme", Category: "documents", Address: "olga@zarya.example", Subscriber: id})
+		a := do(t, http.MethodPost, link, url.Values{"List-Unsubscribe": {"One-Click"}})
+		require.Equal(t, http.StatusConflict, a.status, id)
+		require.Contains(t, a.body, "documents notifications from acme are required and cannot be switched off", id)
+		require.NotContains(t, a.body, "try again", id)
+	}
+	require.Nil(t, b.stored(t, "u-olga"))
+	list, err := supp.List(heraldtest.Context(t), "acme")
+	require.NoError(t, err)
+	require.Empty(t, list)
 }

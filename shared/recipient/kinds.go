@@ -103,19 +103,28 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Directory, error) {
 // PutAccount stores a (normalized), refusing a member who is not one of
 // the tenant's subscribers, naming it.
 func (d *Directory) PutAccount(ctx context.Context, a Account) (uint64, error) {
+	a, err := d.checkAccount(ctx, a)
+	if err != nil {
+		return 0, err
+	}
+	return d.Accounts.Put(ctx, a)
+}
+
+// checkAccount is a normalized, or why it cannot be stored.
+func (d *Directory) checkAccount(ctx context.Context, a Account) (Account, error) {
 	a = a.Normalize()
 	if err := a.Validate(); err != nil {
-		return 0, err
+		return a, err
 	}
 	for i, m := range a.Members {
 		if _, _, err := d.Subscribers.Get(ctx, SubscriberKey(a.Tenant, m.Subscriber)); err != nil {
 			if errors.Is(err, resource.ErrNotFound) {
-				return 0, invalid(fmt.Sprintf("members[%d].subscriber: %s is not a subscriber", i, quote(m.Subscriber)))
+				return a, invalid(fmt.Sprintf("members[%d].subscriber: %s is not a subscriber", i, quote(m.Subscriber)))
 			}
-			return 0, err
+			return a, err
 		}
 	}
-	return d.Accounts.Put(ctx, a)
+	return a, nil
 }
 
 // SetPreferences records a subscriber's choices (subscriber "" sets the

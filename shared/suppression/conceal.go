@@ -3,6 +3,7 @@ package suppression
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/heraldhq/herald/shared/resource"
 )
@@ -50,4 +51,23 @@ func (s *Store) conceal(ctx context.Context, key, address string, hash, mask fun
 		return resource.Replace, nil
 	})
 	return err
+}
+
+// AddConcealed suppresses e.Address as Add does, but already concealed:
+// the entry holds hash(address) and never the address, in no revision —
+// for an opt-out of an address whose subscriber was erased, which must
+// keep blocking without bringing the address back.
+func (s *Store) AddConcealed(ctx context.Context, e Entry, hash func(string) string) (Entry, error) {
+	address := Normalize(e.Address)
+	if address == "" {
+		return Entry{}, invalid("address: required")
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = time.Now().UTC()
+	}
+	e.Address, e.AddressHash = "", hash(address)
+	return s.Records().Patch(ctx, key(e.Tenant, e.Channel, address, e.Category), func(v *Entry, _ bool) (resource.Write, error) {
+		*v = e
+		return resource.Replace, nil
+	})
 }

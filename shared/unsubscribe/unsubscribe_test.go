@@ -17,7 +17,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/shared/erasure"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/unsubscribe"
@@ -152,6 +154,11 @@ func (s *store) Add(_ context.Context, e suppression.Entry) (suppression.Entry, 
 	return e, nil
 }
 
+func (s *store) AddConcealed(ctx context.Context, e suppression.Entry, hash func(string) string) (suppression.Entry, error) {
+	e.AddressHash, e.Address = hash(e.Address), ""
+	return s.Add(ctx, e)
+}
+
 func serve(t *testing.T, st *store) (*unsubscribe.Signer, string) {
 	t.Helper()
 	mux := http.NewServeMux()
@@ -159,10 +166,13 @@ func serve(t *testing.T, st *store) (*unsubscribe.Signer, string) {
 	t.Cleanup(srv.Close)
 	s, err := unsubscribe.NewSigner(secret, srv.URL)
 	require.NoError(t, err)
-	h := unsubscribe.Handler(st, st.optOut, s, slog.New(slog.DiscardHandler))
+	mount(mux, unsubscribe.Handler(st, st.optOut, erasure.Hasher(secret), s, slog.New(slog.DiscardHandler)))
+	return s, srv.URL
+}
+
+func mount(mux *http.ServeMux, h http.Handler) {
 	mux.Handle("GET "+unsubscribe.Path+"{token}", h)
 	mux.Handle("POST "+unsubscribe.Path+"{token}", h)
-	return s, srv.URL
 }
 
 func do(t *testing.T, method, url, body string) (int, string) {
@@ -223,7 +233,8 @@ func TestABadLinkOrAStoreDownChangesNothing(t *testing.T) {
 // An email to a subscriber names them in its link: unsubscribing is their
 // preference (the category off for email), not a suppression of the
 // address. Should the tenant no longer have them, the opt-out still holds,
-// as a suppression of the address in the category.
+// as a suppression of the address in the category, concealed as an
+// erasure conceals: the keyed hash in the address's place.
 func TestUnsubscribingASubscriberIsTheirPreference(t *testing.T) {
 	t.Parallel()
 	st := &store{gone: map[string]bool{"u-erased": true}}
@@ -242,8 +253,8 @@ func TestUnsubscribingASubscriberIsTheirPreference(t *testing.T) {
 	gone := s.Link(unsubscribe.Opt{Tenant: "acme", Category: "alerts", Address: "ivan@zarya.example", Subscriber: "u-erased"})
 	status, _ = do(t, http.MethodPost, gone, "List-Unsubscribe=One-Click")
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, []suppression.Entry{{Tenant: "acme", Channel: event.ChannelEmail, Address: "ivan@zarya.example", Category: "alerts",
-		Reason: suppression.Unsubscribed, Source: "unsubscribe link"}}, st.added)
+	require.Equal(t, []suppression.Entry{{Tenant: "acme", Channel: event.ChannelEmail, AddressHash: erasure.Hasher(secret)("ivan@zarya.example"),
+		Category: "alerts", Reason: suppression.Unsubscribed, Source: "unsubscribe link"}}, st.added)
 }
 
 // A link signed before links named subscribers — in mail already sent —
@@ -261,4 +272,39 @@ func TestALinkSignedBeforeSubscribersStillWorks(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Len(t, st.added, 1)
 	require.Empty(t, st.optedOut)
+}
+
+// An old link clicked after its subscriber was erased keeps her out of the
+// category — the suppression blocks her address as any other — but the
+// suppressions bucket holds her address in no revision: only the hash an
+// erasure leaves, keyed from the link secret.
+func TestUnsubscribingAnErasedSubscriberBringsNoAddressBack(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	supp, err := suppression.Open(ctx, n.JS)
+	require.NoError(t, err)
+	gone := func(context.Context, string, string, string) error {
+		return fmt.Errorf("u-olga: %w", resource.ErrNotFound)
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	s, err := unsubscribe.NewSigner(secret, srv.URL)
+	require.NoError(t, err)
+	mount(mux, unsubscribe.Handler(supp, gone, erasure.Hasher(secret), s, slog.New(slog.DiscardHandler)))
+
+	link := s.Link(unsubscribe.Opt{Tenant: "acme", Category: "alerts", Address: "Olga@Zarya.example", Subscriber: "u-olga"})
+	status, page := do(t, http.MethodPost, link, "List-Unsubscribe=One-Click")
+	require.Equal(t, http.StatusOK, status, page)
+
+	e, err := supp.Blocks(ctx, "acme", event.ChannelEmail, "olga@zarya.example", "alerts")
+	require.NoError(t, err, "her address stays out of the category")
+	require.True(t, e.Concealed())
+	require.Equal(t, erasure.Hasher(secret)("olga@zarya.example"), e.AddressHash)
+	_, err = supp.Blocks(ctx, "acme", event.ChannelEmail, "olga@zarya.example", "orders")
+	require.ErrorIs(t, err, suppression.ErrNotFound, "that category only")
+	for _, m := range heraldtest.StreamMessages(t, n.JS, "KV_"+suppression.Bucket) {
+		require.NotContains(t, strings.ToLower(string(m.Data)), "olga@zarya.example")
+	}
 }

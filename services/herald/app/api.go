@@ -28,7 +28,6 @@ func (a *App) configureAPI() error {
 	}
 	a.apiC = api.Config{MaxBodyBytes: a.cfg.API.MaxBodyBytes, IdempotencyTTL: a.cfg.API.IdempotencyTTL,
 		RedeliveriesPerHour: a.cfg.API.RedeliveriesPerHour, AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, Plans: a.cfg.Plans, Keyring: a.keyring,
-		Plan:       a.routes().WithDefaults().Plan,
 		Categories: router.Categories(a.routes().WithDefaults().Routes),
 		Logger:     a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants,
 		TracerProvider: a.tracer}.WithDefaults()
@@ -121,6 +120,9 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 	if a.rdb != nil {
 		a.apiC.Limiter = ratelimit.New(a.rdb, a.cfg.Redis.Prefix)
 	}
+	// The 202 to an event names its notifications as the router plans
+	// them, on the api's own watched copy of the recipients.
+	a.apiC.Planner = router.NewPlanner(a.js, a.routes())
 	auth := &apiKeys{app: a}
 	a.apiC.Authenticator = auth
 	svc, err := api.New(a.js, a.apiC)

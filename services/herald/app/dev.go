@@ -45,8 +45,9 @@ const DevDataDir = ".herald"
 // directory: the CLI, run beside it, finds the key there.
 func DevMasterKeyFile(dataDir string) string { return filepath.Join(dataDir, "master.key") }
 
-// devLinkSecret names the generated key that signs dev's document links.
-const devLinkSecret = "HERALD_DEV_LINK_SECRET"
+// DevLinkKeyFile is where dev keeps the link secret under its data
+// directory: the CLI, run beside it, finds it there to erase subscribers.
+func DevLinkKeyFile(dataDir string) string { return filepath.Join(dataDir, "link.key") }
 
 // Dev is a running development environment.
 type Dev struct {
@@ -81,8 +82,10 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	}()
 	c := cfg.Config
 	d.useSinks(&c)
-	useDevLinkSecret(&c)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return d, err
+	}
+	if err := useDevLinkSecret(&c, dir); err != nil {
 		return d, err
 	}
 	c.History.URL = cmp.Or(c.History.URL, "sqlite:"+filepath.Join(dir, "history.db"))
@@ -135,23 +138,28 @@ func (d *Dev) useSinks(c *Config) {
 	}
 }
 
-// useDevLinkSecret makes document links work out of the box in dev,
-// signed by a fresh key each run, unless the configuration names one.
-func useDevLinkSecret(c *Config) {
+// useDevLinkSecret makes document, unsubscribe and preference links work
+// out of the box in dev, unless the configuration names a link secret:
+// signed by DataDir/link.key, made on first use, so that links in mail
+// from an earlier run still work and the CLI beside dev erases with it.
+func useDevLinkSecret(c *Config, dir string) error {
 	if c.Documents.LinkSecretEnv != "" || c.Documents.LinkSecretFile != "" {
-		return
+		return nil
 	}
-	c.Documents.LinkSecretEnv = devLinkSecret
-	getenv, key := c.Getenv, rand.Text()+rand.Text()
-	c.Getenv = func(name string) string {
-		if name == devLinkSecret {
-			return key
+	path := DevLinkKeyFile(dir)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+	case err != nil:
+		return fmt.Errorf("dev link secret: %w", err)
+	default:
+		_, err = f.WriteString(rand.Text() + rand.Text() + "\n")
+		if err = errors.Join(err, f.Close()); err != nil {
+			return fmt.Errorf("dev link secret: writing %s: %w", path, err)
 		}
-		if getenv == nil {
-			return ""
-		}
-		return getenv(name)
 	}
+	c.Documents.LinkSecretFile = path
+	return nil
 }
 
 // startHookSink serves the webhook sink, writing under DataDir/hooks.

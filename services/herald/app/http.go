@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/erasure"
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/preferencepage"
 	"github.com/heraldhq/herald/shared/recipient"
@@ -149,7 +150,7 @@ func (a *App) serveLinks(ctx context.Context, s signers) error {
 	}
 	a.public.Handle("GET "+preferencepage.Path+"{token}", page)
 	a.public.Handle("POST "+preferencepage.Path+"{token}", page)
-	h := unsubscribe.Handler(suppressions, page.Unsubscribe, s.unsubscribes, a.logger.With("service", "unsubscribe"))
+	h := unsubscribe.Handler(suppressions, page.Unsubscribe, erasure.Hasher(a.linkKey), s.unsubscribes, a.logger.With("service", "unsubscribe"))
 	a.public.Handle("GET "+unsubscribe.Path+"{token}", h)
 	a.public.Handle("POST "+unsubscribe.Path+"{token}", h)
 	return nil

@@ -105,7 +105,8 @@ var (
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
 	// Erasing a subscriber: the directory's buckets read (their keys and
 	// kept revisions through ordered consumers) and purged, the erasure
-	// recorded on the audit stream.
+	// recorded on the audit stream. The same consumers follow them by
+	// watch for the api's planner (router.Planner).
 	eraseSubscribers = join(kvReadWrite("subscribers"), kvReadWrite("accounts"), kvReadWrite("topic_members"),
 		kvReadWrite("preferences"), []string{"audit.erasure"})
 	// Each tenant's webhook redeliveries an hour, counted by the api.
@@ -589,15 +590,15 @@ func runWithPermissions(t *testing.T, fair bool) {
 		{http.MethodGet, "/v1/templates?tenant=globex", "", http.StatusOK},
 		{http.MethodPost, "/v1/templates/preview?tenant=globex", `{"name":"low_stock","locale":"en"}`, http.StatusOK},
 		{http.MethodDelete, "/v1/templates/low_stock/en?tenant=globex", "", http.StatusNoContent},
-		{http.MethodPut, "/v1/subscribers/u.olga?tenant=globex", `{"email":"olga@globex.example","timezone":"Europe/Moscow"}`, http.StatusOK},
+		{http.MethodPut, "/v1/subscribers/u.olga?tenant=globex", `{"email":"olga@globex.example","timezone":"Europe/Moscow"}`, http.StatusCreated},
 		{http.MethodPatch, "/v1/subscribers/u.olga?tenant=globex", `{"locale":"ru"}`, http.StatusOK},
 		{http.MethodPost, "/v1/subscribers:import?tenant=globex", `{"id":"u-ivan"}`, http.StatusOK},
 		{http.MethodPut, "/v1/subscribers/u.olga/preferences?tenant=globex", `{"alerts":{"sms":false}}`, http.StatusOK},
 		// The routes' required category is not switched off.
 		{http.MethodPut, "/v1/preferences/defaults?tenant=globex", `{"documents":{"email":false}}`, http.StatusUnprocessableEntity},
-		{http.MethodPut, "/v1/accounts/zarya?tenant=globex", `{"members":[{"subscriber":"u.olga","roles":["sales"]}]}`, http.StatusOK},
+		{http.MethodPut, "/v1/accounts/zarya?tenant=globex", `{"members":[{"subscriber":"u.olga","roles":["sales"]}]}`, http.StatusCreated},
 		{http.MethodGet, "/v1/accounts?tenant=globex", "", http.StatusOK},
-		{http.MethodPut, "/v1/topics/sevilla?tenant=globex", `{}`, http.StatusOK},
+		{http.MethodPut, "/v1/topics/sevilla?tenant=globex", `{}`, http.StatusCreated},
 		{http.MethodPost, "/v1/topics/sevilla/subscribers?tenant=globex", `{"add":["u.olga"]}`, http.StatusOK},
 		{http.MethodGet, "/v1/topics/sevilla/subscribers?tenant=globex", "", http.StatusOK},
 		{http.MethodDelete, "/v1/topics/sevilla?tenant=globex", "", http.StatusNoContent},
