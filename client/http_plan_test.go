@@ -8,6 +8,7 @@ import (
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/notification"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestHTTPReceiptNamesThePlannedNotifications(t *testing.T) {
 	t.Parallel()
 	// The router's default routes, as `herald run api` plans with them.
-	b := setupHTTP(t, func(c *api.Config) { c.Plan = router.Config{}.WithDefaults().Plan })
+	b := setupHTTP(t, func(c *api.Config, n *heraldtest.NATS) { c.Planner = router.NewPlanner(n.JS, router.Config{}) })
 	pub := b.publisher(t, b.key)
 	d := sampleOrder(t)
 	ev := client.OrderCreated(acme, d.Order, d.Recipients...)

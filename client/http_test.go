@@ -34,7 +34,7 @@ type httpBundle struct {
 // Herald's streams, authenticating with keys stored in the api_keys bucket
 // as `herald keys create` stores them, and tracing its requests; options
 // change the API's configuration.
-func setupHTTP(t *testing.T, options ...func(*api.Config)) *httpBundle {
+func setupHTTP(t *testing.T, options ...func(*api.Config, *heraldtest.NATS)) *httpBundle {
 	t.Helper()
 	n := heraldtest.StartNATSWithStreams(t)
 	ctx := heraldtest.Context(t)
@@ -52,7 +52,7 @@ func setupHTTP(t *testing.T, options ...func(*api.Config)) *httpBundle {
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
 	cfg := api.Config{Authenticator: api.StoredKeys{Keys: auth}, TracerProvider: tp}
 	for _, o := range options {
-		o(&cfg)
+		o(&cfg, n)
 	}
 	svc, err := api.New(n.JS, cfg)
 	require.NoError(t, err)

@@ -122,9 +122,9 @@ func TestRecipientsFromRegistrationToErasure(t *testing.T) {
 	browserPath := chromium(t)
 	w := startRecipientsWorld(t)
 
-	w.api(t, http.MethodPut, "/v1/subscribers/u-olga", http.StatusOK, `{"name":"Ольга Петрова","email":"`+olgaEmail+
+	w.api(t, http.MethodPut, "/v1/subscribers/u-olga", http.StatusCreated, `{"name":"Ольга Петрова","email":"`+olgaEmail+
 		`","phone":"`+olgaPhone+`","whatsapp":"`+olgaPhone+`","locale":"ru","timezone":"Europe/Moscow"}`)
-	w.api(t, http.MethodPut, "/v1/accounts/zarya", http.StatusOK,
+	w.api(t, http.MethodPut, "/v1/accounts/zarya", http.StatusCreated,
 		`{"name":"Zarya LLC","members":[{"subscriber":"u-olga","roles":["sales"]}]}`)
 
 	order := purchaseOrderToZarya(t)
