@@ -143,6 +143,9 @@ func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Ou
 	if tenant := msg.Subject()[strings.LastIndexByte(msg.Subject(), '.')+1:]; tenant != f.Tenant {
 		return consumer.GiveUp(fmt.Errorf("forged fan-out request: tenant %q published on %s", f.Tenant, msg.Subject()))
 	}
+	// The events being routed go first: planning a page, and storing it,
+	// take the CPU they would wait for (gate.go).
+	s.gate.yield(ctx)
 	d, next, invalid := s.cfg.page(f, time.Now().UTC())
 	d.stamp(f.StoredAt)
 	if invalid == nil {
@@ -163,7 +166,7 @@ func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Ou
 		}
 	}
 	s.countUnplanned(ctx, d)
-	if err := s.publish(ctx, d); err != nil {
+	if err := s.publish(ctx, d, s.gate.yield); err != nil {
 		return consumer.Retry(fmt.Errorf("publishing a fan-out page: %w", err), 2*time.Second, time.Minute)
 	}
 	return consumer.Done()

@@ -69,8 +69,10 @@ type Service struct {
 	// dir is the recipients' watched copy, when the router keeps one
 	// (Config.Recipients unset).
 	dir *directory
-	// fanout plans large topics a page at a time (fanout.go).
+	// fanout plans large topics a page at a time (fanout.go); gate lets
+	// the events being routed go ahead of it (gate.go).
 	fanout *consumer.Fair
+	gate   *gate
 }
 
 // New validates cfg (after filling its defaults) and returns a router.
@@ -79,7 +81,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, js: js}
+	s := &Service{cfg: cfg, js: js, gate: newGate(fanoutPatience)}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
 	var errs [6]error
 	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid, refused, duplicate)."))
@@ -134,6 +136,8 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+	s.gate.enter()
+	defer s.gate.leave()
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
 	d, invalid, err := s.decide(ctx, msg.Headers(), msg.Data())
@@ -181,7 +185,7 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		log.DebugContext(ctx, "event routed before: acknowledged without routing it again")
 		return consumer.Done()
 	}
-	if err := s.publish(ctx, d); err != nil {
+	if err := s.publish(ctx, d, nil); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		log.ErrorContext(ctx, "publishing deliveries failed; the event will be redelivered", "error", err)
 		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
@@ -245,8 +249,10 @@ func unplannedLabel(reason string) string {
 // document's render requests (with the deliveries that wait for it) to DOCS,
 // and counts which NOTIFY stored and which it already had. Then it records
 // every one of them as accepted (notification.Accepted), so the listing
-// shows them pending before any worker claims them.
-func (s *Service) publish(ctx context.Context, d Decision) error {
+// shows them pending before any worker claims them. With yield set (a
+// fan-out page), the deliveries go fanoutWindow at a time, yield asked
+// before each part.
+func (s *Service) publish(ctx context.Context, d Decision, yield func(context.Context)) error {
 	for _, r := range d.Renders {
 		body, err := json.Marshal(r)
 		if err != nil {
@@ -267,12 +273,21 @@ func (s *Service) publish(ctx context.Context, d Decision) error {
 	if len(d.sends) != len(d.Deliveries) {
 		return errors.New("deliveries not encoded: fit the decision before publishing it")
 	}
-	acks, err := notification.PublishMsgs(ctx, s.js, d.sends)
-	if err != nil {
-		return err
+	step := len(d.sends)
+	if yield != nil {
+		step = fanoutWindow
 	}
-	for i, ack := range acks {
-		s.countDelivery(ctx, d.Deliveries[i], ack.Duplicate)
+	for from := 0; from < len(d.sends); from += step {
+		if yield != nil {
+			yield(ctx)
+		}
+		acks, err := notification.PublishMsgs(ctx, s.js, d.sends[from:min(from+step, len(d.sends))])
+		if err != nil {
+			return err
+		}
+		for i, ack := range acks {
+			s.countDelivery(ctx, d.Deliveries[from+i], ack.Duplicate)
+		}
 	}
 	// Failing to record them fails the event as any other publish does: it
 	// is redelivered, its deliveries and render requests, already stored,

@@ -1,0 +1,15 @@
+package router
+
+import "time"
+
+// SetFanoutPatience sets how long s's fan-out waits for the events being
+// routed; call it before Start.
+func SetFanoutPatience(s *Service, d time.Duration) { s.gate.patience = d }
+
+// FanoutWaits is how often s's fan-out found an event being routed and
+// waited for it.
+func FanoutWaits(s *Service) int {
+	s.gate.mu.Lock()
+	defer s.gate.mu.Unlock()
+	return s.gate.waits
+}
