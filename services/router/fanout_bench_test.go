@@ -156,9 +156,10 @@ func BenchmarkFanoutNeighbour(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = sub.Unsubscribe() })
 	const samples = 200
-	// Alone is measured before and after each fan-out and pooled with
-	// every iteration's, beside pooled too: the machine is shared, and a
-	// ratio against one quiet (or busy) moment says little.
+	// Alone is measured before and after each fan-out, after it for as
+	// many orders as beside it, and pooled with every iteration's, beside
+	// pooled too: the machine is shared, and a ratio against a moment
+	// shorter, or quieter, than the fan-out's says little.
 	var alone, beside []time.Duration
 	next := 0
 	measure := func(count int) []time.Duration {
@@ -170,10 +171,11 @@ func BenchmarkFanoutNeighbour(b *testing.B) {
 		before := notifyCount(b, n)
 		publishRaw(b, n.JS, "inventory.low_stock", fanEvent(b, fmt.Sprintf("evt-fans-%d", i)))
 		// Beside the whole fan-out, its first pages and its last.
+		from := len(beside)
 		for notifyCount(b, n) < before+fans {
 			beside = append(beside, measure(samples/10)...)
 		}
-		alone = append(alone, measure(samples/2)...)
+		alone = append(alone, measure(len(beside)-from)...)
 	}
 	require.GreaterOrEqual(b, len(beside), samples, "the fan-out ended before the neighbour's orders did: more fans")
 	b.ReportMetric(ms(quantile(alone, 50)), "p50-alone-ms")

@@ -9,9 +9,9 @@ import (
 // fanoutWindow is how many of a page's deliveries are published at once:
 // the fan-out asks the gate before each such part, so an event routed
 // meanwhile waits behind at most this many stores, not a page's 1,000.
-// Waiting for each part's acks costs the fan-out little at this size
-// (docs/BENCHMARKS.md); 16 or 256 measured no better for the neighbour.
-const fanoutWindow = 64
+// Waiting for each part's acks costs the fan-out little at this size; 64
+// left the neighbour's p99 higher, 8 no lower (docs/BENCHMARKS.md).
+const fanoutWindow = 16
 
 // fanoutPatience is how long a fan-out waits for the events being routed
 // before it publishes its next part anyway: a router kept busy by events
