@@ -161,6 +161,7 @@ func BenchmarkFanoutNeighbour(b *testing.B) {
 	// pooled too: the machine is shared, and a ratio against a moment
 	// shorter, or quieter, than the fan-out's says little.
 	var alone, beside []time.Duration
+	var fanning time.Duration
 	next := 0
 	measure := func(count int) []time.Duration {
 		next += count
@@ -169,12 +170,13 @@ func BenchmarkFanoutNeighbour(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		alone = append(alone, measure(samples/2)...)
 		before := notifyCount(b, n)
-		publishRaw(b, n.JS, "inventory.low_stock", fanEvent(b, fmt.Sprintf("evt-fans-%d", i)))
+		began := publishRaw(b, n.JS, "inventory.low_stock", fanEvent(b, fmt.Sprintf("evt-fans-%d", i)))
 		// Beside the whole fan-out, its first pages and its last.
 		from := len(beside)
 		for notifyCount(b, n) < before+fans {
 			beside = append(beside, measure(samples/10)...)
 		}
+		fanning += time.Since(began)
 		alone = append(alone, measure(len(beside)-from)...)
 	}
 	require.GreaterOrEqual(b, len(beside), samples, "the fan-out ended before the neighbour's orders did: more fans")
@@ -183,6 +185,8 @@ func BenchmarkFanoutNeighbour(b *testing.B) {
 	b.ReportMetric(ms(quantile(alone, 99)), "p99-alone-ms")
 	b.ReportMetric(ms(quantile(beside, 99)), "p99-beside-ms")
 	b.ReportMetric(float64(quantile(beside, 99))/float64(quantile(alone, 99)), "ratio")
+	// What the orders cost the fan-out: it yields to each.
+	b.ReportMetric(float64(fans*b.N)/fanning.Seconds(), "fanout-deliveries/s")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
