@@ -2,6 +2,9 @@ package router
 
 import "time"
 
+// FanoutWindow is how many deliveries a fan-out publishes at once.
+const FanoutWindow = fanoutWindow
+
 // SetFanoutPatience sets how long s's fan-out waits for the events being
 // routed; call it before Start.
 func SetFanoutPatience(s *Service, d time.Duration) { s.gate.patience = d }

@@ -38,15 +38,15 @@ func (h *holding) Release() { h.released.Do(func() { close(h.release) }) }
 func (h *holding) Plan(string, tenant.Plans) (string, tenant.Plan) { return "", tenant.Plan{} }
 
 // startHeld starts a router whose fan-out waits patience at most for the
-// events being routed, fans out acme's topic "sevilla" of 8 three at a
-// time, and is routing one of globex's orders, held in the registry,
-// before acme's alert arrives.
-func startHeld(t *testing.T, patience time.Duration) (*heraldtest.NATS, *router.Service, *holding) {
+// events being routed, fans out acme's topic "sevilla" of members (the
+// first with sms off) page at a time, and is routing one of globex's
+// orders, held in the registry, before acme's alert arrives.
+func startHeld(t *testing.T, patience time.Duration, members, page int) (*heraldtest.NATS, *router.Service, *holding) {
 	t.Helper()
 	n := heraldtest.StartNATSWithStreams(t)
-	topic(t, n, "sevilla", 8)
+	topic(t, n, "sevilla", members)
 	h := newHolding()
-	r, err := router.New(n.JS, router.Config{FanoutPage: 3, Channels: []event.Channel{event.ChannelSMS}, Registry: h})
+	r, err := router.New(n.JS, router.Config{FanoutPage: page, Channels: []event.Channel{event.ChannelSMS}, Registry: h})
 	require.NoError(t, err)
 	router.SetFanoutPatience(r, patience)
 	require.NoError(t, r.Start(heraldtest.Context(t)))
@@ -68,7 +68,7 @@ func startHeld(t *testing.T, patience time.Duration) (*heraldtest.NATS, *router.
 // when it is.
 func TestAFanoutWaitsForTheEventsBeingRouted(t *testing.T) {
 	t.Parallel()
-	n, r, h := startHeld(t, time.Hour)
+	n, r, h := startHeld(t, time.Hour, 8, 3)
 
 	require.Eventually(t, func() bool { return router.FanoutWaits(r) > 0 }, 30*time.Second, 10*time.Millisecond,
 		"the fan-out waits for globex's order")
@@ -82,8 +82,23 @@ func TestAFanoutWaitsForTheEventsBeingRouted(t *testing.T) {
 // A router never free of events still fans out: each wait is bounded.
 func TestAFanoutIsNotStarvedByEventsBeingRouted(t *testing.T) {
 	t.Parallel()
-	n, _, _ := startHeld(t, 10*time.Millisecond)
+	n, _, _ := startHeld(t, 10*time.Millisecond, 8, 3)
 
 	require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "NOTIFY")) == 7 },
 		30*time.Second, 20*time.Millisecond, "the seven members with sms on, while globex's order is still routed")
+}
+
+// While an event is routed, a page's deliveries go a part at a time, the
+// gate asked before each: an event arriving mid-page waits behind one
+// part's stores, not the page's.
+func TestAFanoutPublishesAPartAtATimeWhileEventsAreRouted(t *testing.T) {
+	t.Parallel()
+	n, r, _ := startHeld(t, time.Millisecond, 40, 39)
+
+	require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "NOTIFY")) == 39 },
+		30*time.Second, 20*time.Millisecond, "the 39 members with sms on")
+	// The first page plans 38 deliveries (u-000 has sms off), the second 1:
+	// the gate is asked before each page and before each part.
+	parts := (38+router.FanoutWindow-1)/router.FanoutWindow + 1
+	require.Equal(t, 2+parts, router.FanoutWaits(r))
 }
