@@ -229,21 +229,30 @@ func (s *Service) tenantOf(ctx context.Context, named string) (string, error) {
 	return tenant, nil
 }
 
-func (s *Service) listNotifications(ctx context.Context, in *listInput) (*listOutput, error) {
+// listingTenant is the tenant whose listing from the index (what: "notification",
+// "subscriber") a request reads, and whether the request's key reaches it.
+// Another tenant's listing is answered empty, as that of a tenant with
+// nothing listed: nothing tells it exists.
+func (s *Service) listingTenant(ctx context.Context, named, what string) (tenant string, reaches bool, err error) {
 	if _, err := s.ready(); err != nil {
-		return nil, err
+		return "", false, err
 	}
 	if s.cfg.History == nil {
-		return nil, huma.Error503ServiceUnavailable("listing needs the notification index, which this deployment does not configure (history.url)")
+		return "", false, huma.Error503ServiceUnavailable("listing needs the " + what + " index, which this deployment does not configure (history.url)")
 	}
-	tenant, err := s.tenantOf(ctx, in.Tenant)
+	if tenant, err = s.tenantOf(ctx, named); err != nil {
+		return "", false, err
+	}
+	return tenant, principal(ctx).Reaches(tenant), nil
+}
+
+func (s *Service) listNotifications(ctx context.Context, in *listInput) (*listOutput, error) {
+	tenant, reaches, err := s.listingTenant(ctx, in.Tenant, "notification")
 	if err != nil {
 		return nil, err
 	}
 	out := &listOutput{Body: Listing{Tenant: tenant, Notifications: []Listed{}}}
-	// Another tenant's listing is empty, as that of a tenant without
-	// notifications: nothing tells it exists.
-	if !principal(ctx).Reaches(tenant) {
+	if !reaches {
 		return out, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)

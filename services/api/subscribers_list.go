@@ -61,20 +61,12 @@ func registerSubscriberList(s *Service) {
 }
 
 func (s *Service) listSubscribers(ctx context.Context, in *subscriberListInput) (*subscriberListOutput, error) {
-	if _, err := s.ready(); err != nil {
-		return nil, err
-	}
-	if s.cfg.History == nil {
-		return nil, huma.Error503ServiceUnavailable("listing needs the subscriber index, which this deployment does not configure (history.url)")
-	}
-	tenant, err := s.tenantOf(ctx, in.Tenant)
+	tenant, reaches, err := s.listingTenant(ctx, in.Tenant, "subscriber")
 	if err != nil {
 		return nil, err
 	}
 	out := &subscriberListOutput{Body: SubscriberListing{Tenant: tenant, Subscribers: []ListedSubscriber{}}}
-	// Another tenant's listing is empty, as that of a tenant without
-	// subscribers: nothing tells it exists.
-	if !principal(ctx).Reaches(tenant) {
+	if !reaches {
 		return out, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)

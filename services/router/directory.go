@@ -21,7 +21,7 @@ import (
 type directory struct {
 	subscribers *resource.Cache[recipient.Subscriber]
 	accounts    *resource.Cache[recipient.Account]
-	preferences *resource.Cache[recipient.Preferences]
+	preferences *recipient.PreferenceCache
 	topics      *topicIndex
 	watches     []interface{ Stop() }
 	// stores read what the watches have not delivered yet (fetch).
@@ -41,7 +41,7 @@ func watchDirectory(ctx context.Context, js jetstream.JetStream) (*directory, er
 	}
 	if err == nil {
 		d.watches = append(d.watches, d.accounts)
-		d.preferences, err = resource.Watch(ctx, js, recipient.PreferenceSets)
+		d.preferences, err = recipient.WatchPreferences(ctx, js)
 	}
 	if err == nil {
 		d.watches = append(d.watches, d.preferences)
@@ -78,9 +78,7 @@ func (d *directory) Members(tenant, topic string) []string {
 }
 
 func (d *directory) Choices(tenant, subscriber string) (own, defaults recipient.Choices) {
-	p, _ := d.preferences.Get(recipient.PreferencesKey(tenant, subscriber))
-	t, _ := d.preferences.Get(recipient.PreferencesKey(tenant, ""))
-	return p.Categories, t.Categories
+	return d.preferences.Choices(tenant, subscriber)
 }
 
 // fetched is the directory with the records one event named that its

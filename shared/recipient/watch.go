@@ -35,9 +35,16 @@ func (p *PreferenceCache) Allows(tenant, subscriber, category string, ch event.C
 	if category == "" {
 		return true
 	}
-	own, _ := p.cache.Get(PreferencesKey(tenant, subscriber))
-	defaults, _ := p.cache.Get(PreferencesKey(tenant, ""))
-	return Allows(own.Categories, defaults.Categories, category, ch, false)
+	own, defaults := p.Choices(tenant, subscriber)
+	return Allows(own, defaults, category, ch, false)
+}
+
+// Choices are the subscriber's own choices and the tenant's defaults, as
+// last seen; none kept is none chosen.
+func (p *PreferenceCache) Choices(tenant, subscriber string) (own, defaults Choices) {
+	o, _ := p.cache.Get(PreferencesKey(tenant, subscriber))
+	t, _ := p.cache.Get(PreferencesKey(tenant, ""))
+	return o.Categories, t.Categories
 }
 
 // Stop ends the watch; Allows keeps answering with the choices last seen.
