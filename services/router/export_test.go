@@ -16,3 +16,10 @@ func FanoutWaits(s *Service) int {
 	defer s.gate.mu.Unlock()
 	return s.gate.waits
 }
+
+// FanoutRests is how often s's fan-out rested for other events.
+func FanoutRests(s *Service) int {
+	s.gate.mu.Lock()
+	defer s.gate.mu.Unlock()
+	return s.gate.rests
+}

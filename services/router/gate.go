@@ -18,6 +18,23 @@ const fanoutWindow = 16
 // without pause still fans out, a window per fanoutPatience at least.
 const fanoutPatience = 100 * time.Millisecond
 
+// fanoutShare is the share of the time a fan-out works while the router
+// routes other events (one within fanoutRecent): it rests in between. The
+// gate alone cannot keep the CPU free for them: an event is published,
+// stored and pulled before the router knows of it, and on two cores a
+// fan-out that never rests leaves those steps to the operating system's
+// time slices, milliseconds each. 0.5 left another tenant's p99 at about
+// 2× its own alone, 0.4 at 1.8×, 0.33 at 1.6× (docs/BENCHMARKS.md).
+const fanoutShare = 0.4
+
+// fanoutRecent is how long after another event the fan-out keeps to its
+// share; a pause of the fan-out's longer than this is not work.
+const fanoutRecent = time.Second
+
+// minRest is the shortest rest worth a timer: a shorter one is carried
+// over to the next.
+const minRest = time.Millisecond
+
 // gate lets the events being routed go ahead of the fan-out's pages. On
 // two cores the fan-out and the server storing its deliveries take all
 // the CPU there is; an event routed beside them waits for it at every
@@ -32,17 +49,28 @@ type gate struct {
 	idle chan struct{}
 	// patience bounds a yield (fanoutPatience).
 	patience time.Duration
-	// waits counts the yields that found an event being routed.
-	waits int
+	// waits counts the yields that found an event being routed, rests
+	// those that rested.
+	waits, rests int
+	// share and recent are fanoutShare and fanoutRecent.
+	share  float64
+	recent time.Duration
+	// routed is when an event was last routed (one that started no
+	// fan-out of its own); resumed is when the fan-out last went on, and
+	// worked how long it has worked since it last rested.
+	routed, resumed time.Time
+	worked          time.Duration
 }
 
 func newGate(patience time.Duration) *gate {
 	idle := make(chan struct{})
 	close(idle)
-	return &gate{idle: idle, patience: patience}
+	return &gate{idle: idle, patience: patience, share: fanoutShare, recent: fanoutRecent}
 }
 
-// enter holds the gate while an event is routed; leave releases it.
+// enter holds the gate while an event is routed; leave releases it,
+// saying whether the event started a fan-out (which is then no other
+// event the fan-out should rest for).
 func (g *gate) enter() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -52,33 +80,67 @@ func (g *gate) enter() {
 	g.busy++
 }
 
-func (g *gate) leave() {
+func (g *gate) leave(fansOut bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.busy--
 	if g.busy == 0 {
 		close(g.idle)
 	}
+	if !fansOut {
+		g.routed = time.Now()
+	}
 }
 
 // yield waits until no event is being routed, for the gate's patience at
-// most, or until ctx ends.
+// most, or until ctx ends; then, while other events flow, rests as long
+// as keeps the fan-out to its share of the time.
 func (g *gate) yield(ctx context.Context) {
 	g.mu.Lock()
 	idle := g.idle
 	if g.busy > 0 {
 		g.waits++
 	}
+	rest := g.rest(time.Now())
 	g.mu.Unlock()
 	select {
 	case <-idle:
-		return
 	default:
+		sleep(ctx, g.patience, idle)
 	}
-	t := time.NewTimer(g.patience)
+	sleep(ctx, rest, nil)
+	g.mu.Lock()
+	g.resumed = time.Now()
+	g.mu.Unlock()
+}
+
+// rest is how long the fan-out, asking at now, rests; g.mu is held.
+func (g *gate) rest(now time.Time) time.Duration {
+	if worked := now.Sub(g.resumed); worked < g.recent {
+		g.worked += worked
+	}
+	if g.busy == 0 && now.Sub(g.routed) >= g.recent {
+		g.worked = 0
+		return 0
+	}
+	rest := time.Duration(float64(g.worked) * (1 - g.share) / g.share)
+	if rest < minRest {
+		return 0
+	}
+	g.worked = 0
+	g.rests++
+	return rest
+}
+
+// sleep waits d, or until done is closed or ctx ends.
+func sleep(ctx context.Context, d time.Duration, done <-chan struct{}) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-idle:
+	case <-done:
 	case <-t.C:
 	case <-ctx.Done():
 	}

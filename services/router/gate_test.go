@@ -102,3 +102,20 @@ func TestAFanoutPublishesAPartAtATimeWhileEventsAreRouted(t *testing.T) {
 	parts := (38+router.FanoutWindow-1)/router.FanoutWindow + 1
 	require.Equal(t, 2+parts, router.FanoutWaits(r))
 }
+
+// A fan-out alone never rests: the event that started it is not another
+// event it should make room for.
+func TestAFanoutAloneDoesNotRest(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	topic(t, n, "sevilla", 40)
+	r, err := router.New(n.JS, router.Config{FanoutPage: 3, Channels: []event.Channel{event.ChannelSMS}})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(heraldtest.Context(t)))
+	t.Cleanup(func() { require.NoError(t, r.Stop(heraldtest.Context(t))) })
+
+	publishOn(t, n, "inventory.low_stock", stockAlert(t, map[string]any{"role": "warehouse", "topic": "sevilla"}))
+	require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "NOTIFY")) == 39 },
+		30*time.Second, 20*time.Millisecond, "the 39 members with sms on")
+	require.Zero(t, router.FanoutRests(r))
+}

@@ -137,13 +137,15 @@ func (s *Service) Stop(ctx context.Context) error {
 
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	s.gate.enter()
-	defer s.gate.leave()
+	fansOut := false
+	defer func() { s.gate.leave(fansOut) }()
 	ctx, span := telemetry.Start(ctx, "route")
 	defer span.End()
 	d, invalid, err := s.decide(ctx, msg.Headers(), msg.Data())
 	if err != nil {
 		return consumer.Retry(err, 2*time.Second, time.Minute)
 	}
+	fansOut = len(d.fanouts) > 0
 	md, _ := msg.Metadata()
 	if md != nil {
 		d.stamp(md.Timestamp.UTC())
