@@ -143,6 +143,10 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		// A topic's fan-out, a page at a time, per tenant in turn: the
 		// router's consumers are made per tenant from its own template.
 		"FANOUT": {jetstream.WorkQueuePolicy, []string{"fanout.*"}, nil},
+		// Workflow runs: their messages (starts, events, timers' wakes,
+		// waiting steps' schedules, sends) and their state.
+		"RUNS":    {jetstream.WorkQueuePolicy, []string{"runs.in.*", "runs.timer.*.*.*", "runs.send.*"}, nil},
+		"KV_runs": {jetstream.LimitsPolicy, []string{"$KV.runs.>"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
@@ -210,7 +214,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 56)
+	require.Len(t, report, 58)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -231,11 +235,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 33, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 35, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 33, report.Drifted())
+	require.Equal(t, 35, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

@@ -52,6 +52,13 @@ type Route struct {
 	// business documents the trade depends on: no unsubscribe link, and an
 	// unsubscribe from the category does not hold them back.
 	Required bool `yaml:"required,omitempty" json:"required,omitempty"`
+	// Steps make the route a workflow: each recipient it reaches gets a
+	// run that takes them in order (send, wait, throttle, digest,
+	// window). Defaults to none: one send, at once.
+	Steps []Step `yaml:"steps,omitempty" json:"steps,omitempty"`
+	// CancelOn are event types (order.cancelled) that end every run of
+	// the route for the same order. Defaults to none.
+	CancelOn []string `yaml:"cancel_on,omitempty" json:"cancel_on,omitempty"`
 }
 
 // DefaultRoutes are the routes docs/ARCHITECTURE.md describes. A purchase order goes to
