@@ -63,6 +63,11 @@ type Decision struct {
 	// sends are the Deliveries as the messages publish sends, made by fit
 	// when it measures them.
 	sends []*nats.Msg
+	// runs are the workflow runs to start, one per recipient a route
+	// with steps reaches, instead of its deliveries (runs.go).
+	runs []RunStart
+	// subject is what the event is about: its order's id, or its own.
+	subject string
 }
 
 // stamp records when the event was stored in its stream in every delivery.
@@ -154,7 +159,10 @@ func (c Config) decide(header nats.Header, payload []byte, now time.Time) (Decis
 	if err != nil {
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
-	d := Decision{Event: ev, Outcome: Unrouted}
+	d := Decision{Event: ev, Outcome: Unrouted, subject: ev.ID}
+	if data.Order != nil {
+		d.subject = data.Order.Order.ID
+	}
 	if !slices.ContainsFunc(c.Routes, func(r Route) bool { return r.Event == ev.Type }) {
 		return d, nil
 	}
@@ -174,9 +182,9 @@ func (c Config) decide(header nats.Header, payload []byte, now time.Time) (Decis
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
 	d.Deliveries, d.Renders, d.Skipped, d.Unplanned, d.missing = p.out, p.renders, p.skipped, p.unplanned, p.missing
-	d.fanouts = p.fanouts
+	d.fanouts, d.runs = p.fanouts, p.runs
 	switch {
-	case d.planned() > 0 || len(d.fanouts) > 0:
+	case d.planned() > 0 || len(d.fanouts) > 0 || len(d.runs) > 0:
 		d.Outcome = Routed
 	case p.matched:
 		d.Outcome = NoRecipients
@@ -201,6 +209,7 @@ type planner struct {
 	unplanned []notification.AcceptedNotification
 	missing   []lookup
 	fanouts   []fanout
+	runs      []RunStart
 	// people counts those references resolved to, against maxPeople.
 	people int
 }
@@ -308,6 +317,10 @@ func stockAbout(ev event.Event, stock event.Stock) about {
 }
 
 func (p *planner) fanOut(r Route, t target, a about) {
+	if len(r.Steps) > 0 {
+		p.runFor(r, t, a)
+		return
+	}
 	for _, ch := range p.reachable(r, r.Channels, t, a) {
 		p.plan(r, t, ch, nil, a)
 	}
@@ -344,7 +357,7 @@ func (p *planner) reachable(r Route, channels []event.Channel, t target, a about
 func (p *planner) key(r Route, t target, ch event.Channel, a about) string {
 	return notification.Key{
 		Tenant: p.ev.Tenant, Subject: a.subject, Revision: a.revision,
-		Document: cmp.Or(r.Document, r.Template), Channel: ch, Recipient: t.address(ch),
+		Document: cmp.Or(r.Document, r.Template) + r.stage(), Channel: ch, Recipient: t.address(ch),
 	}.String()
 }
 

@@ -169,6 +169,9 @@ func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Ou
 	if err := s.publish(ctx, d, s.gate.yield); err != nil {
 		return consumer.Retry(fmt.Errorf("publishing a fan-out page: %w", err), 2*time.Second, time.Minute)
 	}
+	if err := s.publishRuns(ctx, d, f.StoredAt); err != nil {
+		return consumer.Retry(fmt.Errorf("starting a fan-out page's runs: %w", err), 2*time.Second, time.Minute)
+	}
 	return consumer.Done()
 }
 

@@ -73,6 +73,10 @@ type Service struct {
 	// the events being routed go ahead of it (gate.go).
 	fanout *consumer.Fair
 	gate   *gate
+	// sends plans the workflow runs' send steps (runs.go); runEvents are
+	// the event types the workflow service hears of.
+	sends     *consumer.Fair
+	runEvents []string
 }
 
 // New validates cfg (after filling its defaults) and returns a router.
@@ -81,7 +85,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, js: js, gate: newGate(fanoutPatience)}
+	s := &Service{cfg: cfg, js: js, gate: newGate(fanoutPatience), runEvents: RunEventTypes(cfg.Routes)}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/router")
 	var errs [6]error
 	s.events, errs[0] = m.Int64Counter("herald.router.events", metric.WithDescription("Events the router consumed, by type and outcome (routed, unrouted, no_recipients, invalid, refused, duplicate)."))
@@ -119,15 +123,20 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("router: %w", err)
 		}
 	}
-	return s.startFanout(ctx)
+	if err := s.startFanout(ctx); err != nil {
+		return err
+	}
+	return s.startSends(ctx)
 }
 
 // Stop drains: events being routed finish and are acknowledged. Then the
 // recipients' watches end.
 func (s *Service) Stop(ctx context.Context) error {
 	err := s.loops.Stop(ctx)
-	if s.fanout != nil {
-		err = errors.Join(err, s.fanout.Stop(ctx))
+	for _, f := range []*consumer.Fair{s.fanout, s.sends} {
+		if f != nil {
+			err = errors.Join(err, f.Stop(ctx))
+		}
 	}
 	if s.dir != nil {
 		s.dir.Stop()
@@ -199,6 +208,11 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 	if err := s.requestFanouts(ctx, d, storedAt); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		log.ErrorContext(ctx, "asking for a topic's fan-out failed; the event will be redelivered", "error", err)
+		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
+	}
+	if err := errors.Join(s.publishRuns(ctx, d, storedAt), s.tellRuns(ctx, d.Event, d.subject)); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		log.ErrorContext(ctx, "a workflow run was not told; the event will be redelivered", "error", err)
 		return consumer.Retry(fmt.Errorf("routing failed: %w", err), 2*time.Second, time.Minute)
 	}
 	if err := s.remember(ctx, d.Event, md); err != nil {

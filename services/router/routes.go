@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/heraldhq/herald/shared/event"
@@ -59,6 +60,19 @@ type Route struct {
 	// CancelOn are event types (order.cancelled) that end every run of
 	// the route for the same order. Defaults to none.
 	CancelOn []string `yaml:"cancel_on,omitempty" json:"cancel_on,omitempty"`
+	// Stage is the workflow step a send plans for (not configured: set
+	// when a run's send step is planned), part of its dedupe keys.
+	Stage int `yaml:"-" json:"stage,omitempty"`
+}
+
+// stage is what the dedupe keys of a workflow's later steps add: none for
+// its first step, so a route that becomes a workflow does not send again
+// what it sent before.
+func (r Route) stage() string {
+	if r.Stage == 0 {
+		return ""
+	}
+	return "#s" + strconv.Itoa(r.Stage)
 }
 
 // DefaultRoutes are the routes docs/ARCHITECTURE.md describes. A purchase order goes to

@@ -1,0 +1,293 @@
+package router
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/documents"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/telemetry"
+)
+
+// RunsStream carries workflow runs' messages (streams/RUNS): what the
+// workflow service takes on runs.in.<tenant> (a run to start, an order's
+// event), the waiting steps' schedules on runs.timer.<tenant>.<run>.<step>,
+// and the sends the router plans on runs.send.<tenant>.
+const RunsStream = "RUNS"
+
+// RunsIn is the subject of tenant's messages to the workflow service.
+func RunsIn(tenant string) string { return "runs.in." + tenant }
+
+// RunsSend is the subject of tenant's send steps, for the router.
+func RunsSend(tenant string) string { return "runs.send." + tenant }
+
+// runsClass names the router's consumers of send steps: router-runs_<tenant>.
+const runsClass = "router-runs"
+
+// The kinds of message on runs.in.
+const (
+	RunStartKind = "start"
+	RunEventKind = "event"
+	RunWakeKind  = "wake"
+)
+
+// RunMessage is one message on runs.in.<tenant>: Kind says which of its
+// parts is set.
+type RunMessage struct {
+	Kind  string    `json:"kind"`
+	Start *RunStart `json:"start,omitempty"`
+	Event *RunEvent `json:"event,omitempty"`
+	Wake  *RunWake  `json:"wake,omitempty"`
+}
+
+// RunStart asks for a run: a workflow route reached a recipient.
+type RunStart struct {
+	// ID names the run: its tenant, event, route and recipient.
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	// Subject is what the run is about, for the events that end it: the
+	// order's id, or the event's for events without an order.
+	Subject string `json:"subject"`
+	// Event is the event as the router read it, structured.
+	Event    json.RawMessage `json:"event"`
+	StoredAt time.Time       `json:"stored_at"`
+	Route    Route           `json:"route"`
+	// Recipient is the person: the contact the event wrote out, or a
+	// reference to the subscriber (resolved again at each send, so a
+	// change of address, or an erasure, is seen).
+	Recipient event.Recipient `json:"recipient"`
+}
+
+// RunEvent tells the workflow service that an event of the runs' order
+// arrived: it may end their waits (until_event) or the runs (cancel_on).
+type RunEvent struct {
+	Tenant  string `json:"tenant"`
+	Subject string `json:"subject"`
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+}
+
+// RunWake is a waiting step's timer firing.
+type RunWake struct {
+	Key  string `json:"key"`
+	Step int    `json:"step"`
+}
+
+// SendRequest is a run's send step, for the router to plan and publish:
+// the run's event and route, with the step's channels, template and roles.
+type SendRequest struct {
+	Run       string          `json:"run"`
+	Step      int             `json:"step"`
+	Tenant    string          `json:"tenant"`
+	Event     json.RawMessage `json:"event"`
+	StoredAt  time.Time       `json:"stored_at"`
+	Route     Route           `json:"route"`
+	Recipient event.Recipient `json:"recipient"`
+}
+
+// runFor records a run of workflow route r for t, instead of its
+// deliveries.
+func (p *planner) runFor(r Route, t target, a about) {
+	rcpt := t.entry
+	if t.sub != nil {
+		rcpt = event.Recipient{Role: t.entry.Role, Subscriber: t.sub.ID, Channels: t.entry.Channels, Locale: t.entry.Locale}
+	}
+	id := runID(p.ev, r, rcpt)
+	if p.seen[id] {
+		return
+	}
+	p.seen[id] = true
+	p.runs = append(p.runs, RunStart{ID: id, Tenant: p.ev.Tenant, Subject: a.subject, Route: r, Recipient: rcpt})
+}
+
+// runID names a run by its tenant, event, route and recipient: an event
+// routed twice starts each run once.
+func runID(ev event.Event, r Route, rcpt event.Recipient) string {
+	route, _ := json.Marshal(r)
+	person, _ := json.Marshal(rcpt)
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(ev.Tenant), []byte(ev.ID), route, person} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write(part)
+	}
+	return "run_" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// RunEventTypes are the event types some route's runs end on (cancel_on,
+// a wait's until_event): the router tells the workflow service of each.
+func RunEventTypes(routes []Route) []string {
+	var out []string
+	for _, r := range routes {
+		out = append(out, r.CancelOn...)
+		for _, s := range r.Steps {
+			if s.Wait != nil && s.Wait.UntilEvent != "" {
+				out = append(out, s.Wait.UntilEvent)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// publishRuns asks the workflow service for the decision's runs, each
+// once (its id is its Nats-Msg-Id).
+func (s *Service) publishRuns(ctx context.Context, d Decision, storedAt time.Time) error {
+	if len(d.runs) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(d.Event)
+	if err != nil {
+		return err
+	}
+	for _, r := range d.runs {
+		r.Event, r.StoredAt = body, storedAt
+		if err := s.publishRun(ctx, r.Tenant, "run:"+r.ID, RunMessage{Kind: RunStartKind, Start: &r}); err != nil {
+			return fmt.Errorf("starting run %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// tellRuns tells the workflow service of an event some run may end on.
+func (s *Service) tellRuns(ctx context.Context, ev event.Event, subject string) error {
+	if !slices.Contains(s.runEvents, ev.Type) {
+		return nil
+	}
+	e := RunEvent{Tenant: ev.Tenant, Subject: subject, Type: ev.Type, ID: ev.ID}
+	if err := s.publishRun(ctx, ev.Tenant, "runevent:"+ev.Tenant+":"+ev.ID, RunMessage{Kind: RunEventKind, Event: &e}); err != nil {
+		return fmt.Errorf("telling the runs of %s: %w", subject, err)
+	}
+	return nil
+}
+
+func (s *Service) publishRun(ctx context.Context, tenant, id string, m RunMessage) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := documents.Fit("a run's message", body, s.js.Conn().MaxPayload()); err != nil {
+		return err
+	}
+	msg := nats.NewMsg(RunsIn(tenant))
+	msg.Data = body
+	msg.Header.Set(jetstream.MsgIDHeader, id)
+	_, err = telemetry.PublishMsg(ctx, s.js, msg)
+	return err
+}
+
+// startSends serves the runs' send steps, tenants in turn.
+func (s *Service) startSends(ctx context.Context) error {
+	var err error
+	s.sends, err = consumer.StartFair(ctx, s.handleSend, consumer.FairConfig{Config: s.loops.Config, Stream: RunsStream,
+		Classes: []consumer.Class{{Name: runsClass, Prefix: "runs.send", Weight: 1, Template: fanoutTemplate}}})
+	if err != nil {
+		return fmt.Errorf("router: the runs' sends: %w", err)
+	}
+	return nil
+}
+
+// handleSend plans and publishes one run's send step.
+func (s *Service) handleSend(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+	var req SendRequest
+	if err := json.Unmarshal(msg.Data(), &req); err != nil {
+		return consumer.GiveUp(fmt.Errorf("malformed send request: %w", err))
+	}
+	if tenant := msg.Subject()[strings.LastIndexByte(msg.Subject(), '.')+1:]; tenant != req.Tenant {
+		return consumer.GiveUp(fmt.Errorf("forged send request: tenant %q published on %s", req.Tenant, msg.Subject()))
+	}
+	d, invalid := s.cfg.send(req, time.Now().UTC())
+	d.stamp(req.StoredAt)
+	if invalid == nil {
+		invalid = s.admit(msg.Subject(), &d)
+	}
+	if invalid == nil {
+		invalid = d.fit(s.js.Conn().MaxPayload())
+	}
+	if invalid != nil {
+		return consumer.GiveUp(invalid)
+	}
+	s.countUnplanned(ctx, d)
+	if err := s.publish(ctx, d, nil); err != nil {
+		return consumer.Retry(fmt.Errorf("publishing run %s's step %d: %w", req.Run, req.Step, err), 2*time.Second, time.Minute)
+	}
+	if err := s.requestFanouts(ctx, d, req.StoredAt); err != nil {
+		return consumer.Retry(err, 2*time.Second, time.Minute)
+	}
+	return consumer.Done()
+}
+
+// send plans a run's send step: the step's route to the run's recipient,
+// or, when the step names roles, to the event's recipients in those.
+func (c Config) send(req SendRequest, now time.Time) (Decision, error) {
+	ev, data, err := event.Read(req.Event)
+	if err == nil && ev.Tenant != req.Tenant {
+		err = fmt.Errorf("forged send request: tenant %q's, for an event of tenant %q", req.Tenant, ev.Tenant)
+	}
+	if err == nil && (req.Step < 0 || req.Step >= len(req.Route.Steps) || req.Route.Steps[req.Step].Send == nil) {
+		err = fmt.Errorf("send request for step %d of a route whose step is not a send", req.Step)
+	}
+	if err != nil {
+		return Decision{Event: ev, Outcome: Invalid}, err
+	}
+	r := req.Route.stepRoute(req.Step)
+	p := planner{cfg: c, ev: ev, now: now, seen: map[string]bool{}, dir: c.Recipients}
+	if p.dir == nil {
+		p.dir = nobody{}
+	}
+	var a about
+	var listed []event.Recipient
+	switch {
+	case data.Order != nil:
+		a, listed = orderAbout(data.Order.Order), data.Order.Recipients
+	case data.Stock != nil:
+		a, listed = stockAbout(ev, data.Stock.Stock), data.Stock.Recipients
+	}
+	if len(r.Roles) == 0 {
+		p.each(r, req.Recipient, a)
+	} else {
+		for _, rcpt := range listed {
+			p.each(r, rcpt, a)
+		}
+		if data.Order != nil {
+			p.partyAccounts(r, data.Order.Order, listed, a)
+		}
+	}
+	if data.Order != nil {
+		p.out = p.waitForDocuments(data.Order.Order, p.out)
+	}
+	d := Decision{Event: ev, Outcome: NoRecipients, Deliveries: p.out, Renders: p.renders, Skipped: p.skipped,
+		Unplanned: p.unplanned, fanouts: p.fanouts}
+	if d.planned() > 0 {
+		d.Outcome = Routed
+	}
+	return d, nil
+}
+
+// stepRoute is the route a send step plans with: the route's, with the
+// step's channels, template and roles, no steps of its own, and the step's
+// index in its deliveries' dedupe keys — a reminder is not the first
+// send's duplicate, and an escalation reached from several runs is one.
+func (r Route) stepRoute(step int) Route {
+	s := *r.Steps[step].Send
+	out := r
+	out.Steps, out.CancelOn, out.Stage = nil, nil, step
+	if len(s.Channels) > 0 || len(s.Fallback) > 0 {
+		out.Channels, out.Fallback = s.Channels, s.Fallback
+	}
+	if s.Template != "" {
+		out.Template = s.Template
+	}
+	out.Roles = s.Roles
+	return out
+}

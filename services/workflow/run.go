@@ -1,0 +1,127 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/recipient"
+)
+
+// Bucket holds the runs (streams/KV_runs).
+const Bucket = "runs"
+
+// State is where a run is.
+type State string
+
+const (
+	// Running: its next step is being taken.
+	Running State = "running"
+	// Waiting: a wait holds it, until its timer or an event.
+	Waiting State = "waiting"
+	// Done: it took its last step, or an event it waited for ended it.
+	Done State = "done"
+	// Cancelled: an event of its route's cancel_on ended it.
+	Cancelled State = "cancelled"
+	// Failed: a step could not be taken, ever (the reason is on its
+	// timeline).
+	Failed State = "failed"
+)
+
+// ended says whether nothing more happens to a run in state s.
+func (s State) ended() bool { return s == Done || s == Cancelled || s == Failed }
+
+// Run is one recipient's way through a route's steps: a KV entry changed
+// only by compare-and-set, so a timer or an event delivered twice, or two
+// workers at once, move it once.
+type Run struct {
+	ID      string `json:"id"`
+	Tenant  string `json:"tenant"`
+	Subject string `json:"subject"`
+	// Event is the event that started the run, structured.
+	Event     json.RawMessage `json:"event"`
+	StoredAt  time.Time       `json:"stored_at"`
+	Route     router.Route    `json:"route"`
+	Recipient event.Recipient `json:"recipient"`
+	// Step is the step being taken, or the one waiting.
+	Step  int   `json:"step"`
+	State State `json:"state"`
+	// Until is when a waiting step's timer fires.
+	Until time.Time `json:"until,omitzero"`
+	// Seen are the event types of the run's order that arrived while it
+	// was not waiting for them: a wait for one of them ends at once.
+	Seen     []string  `json:"seen,omitempty"`
+	Timeline []Entry   `json:"timeline"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
+}
+
+// Entry is one thing that happened to a run.
+type Entry struct {
+	At   time.Time `json:"at"`
+	Step int       `json:"step"`
+	// What happened: started, sent, waiting, woken, ended, cancelled,
+	// failed, done.
+	What   string `json:"what"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// note adds an entry to the run's timeline.
+func (r *Run) note(now time.Time, what, detail string) {
+	r.Timeline = append(r.Timeline, Entry{At: now, Step: r.Step, What: what, Detail: detail})
+	r.Updated = now
+}
+
+// Key is a run's key: its tenant, what it is about (base64url, so an
+// order id never reaches another key) and its id. An order's runs are the
+// keys under <tenant>.<subject>.
+func Key(tenant, subject, id string) string {
+	return tenant + "." + recipient.Token(subject) + "." + id
+}
+
+// store reads and writes runs by compare-and-set.
+type store struct{ kv jetstream.KeyValue }
+
+// errConflict: the run changed since it was read.
+var errConflict = errors.New("the run changed meanwhile")
+
+func (s store) create(ctx context.Context, key string, r Run) (uint64, error) {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return 0, err
+	}
+	return s.kv.Create(ctx, key, body)
+}
+
+// get reads a run; jetstream.ErrKeyNotFound when there is none.
+func (s store) get(ctx context.Context, key string) (Run, uint64, error) {
+	e, err := s.kv.Get(ctx, key)
+	if err != nil {
+		return Run{}, 0, err
+	}
+	var r Run
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return Run{}, 0, fmt.Errorf("run %s: %w", key, err)
+	}
+	return r, e.Revision(), nil
+}
+
+// update writes r if the run is still at rev.
+func (s store) update(ctx context.Context, key string, r Run, rev uint64) (uint64, error) {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return 0, err
+	}
+	next, err := s.kv.Update(ctx, key, body, rev)
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		return 0, fmt.Errorf("run %s: %w", key, errConflict)
+	}
+	return next, err
+}
