@@ -94,9 +94,11 @@ type DigestStep struct {
 type WindowStep struct {
 	// Days are the days the window opens (mon … sun). Defaults to every day.
 	Days []string `yaml:"days,omitempty" json:"days,omitempty"`
-	// From and To are the local times it opens and closes, HH:MM[:SS].
+	// From is the local time it opens, HH:MM[:SS].
 	From string `yaml:"from" json:"from"`
-	To   string `yaml:"to" json:"to"`
+	// To is the local time it closes, HH:MM[:SS] (before From: the next
+	// day).
+	To string `yaml:"to" json:"to"`
 	// Timezone is an IANA name, or "recipient" (the subscriber's or the
 	// event recipient's, else the tenant's default). Defaults to recipient.
 	Timezone string `yaml:"timezone,omitempty" json:"timezone,omitempty"`

@@ -30,6 +30,7 @@ import (
 	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/circuits"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/health"
@@ -77,6 +78,7 @@ type App struct {
 	// the tracer provider.
 	flushTraces func(context.Context) error
 	routerC     router.Config
+	workflowC   workflow.Config
 	emailC      delivery.Config
 	emailA      email.ChannelConfig
 	textC       map[event.Channel]delivery.Config

@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/services/dlq"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/redisconn"
 	"github.com/heraldhq/herald/shared/telemetry"
@@ -126,6 +127,9 @@ type Config struct {
 	// Router decides who hears about each event, on which channels, and
 	// with which document.
 	Router router.Config `yaml:"router"`
+	// Workflow takes the runs of routes with steps: their sends, waits
+	// and ends (docs/workflows.md).
+	Workflow workflow.Config `yaml:"workflow"`
 	// Email is the email channel: its sender, workers and providers.
 	Email EmailConfig `yaml:"email"`
 	// SMS is the sms channel, which runs when it has providers.

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/services/dlq/alert"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
 	"github.com/heraldhq/herald/shared/quota"
@@ -51,6 +52,7 @@ const (
 // modules are the services, one row each.
 var modules = []module{
 	{"router", operators, (*App).configureRouter, (*App).buildRouter},
+	{"workflow", operators, (*App).configureWorkflow, func(a *App, _ context.Context) (service, error) { return workflow.New(a.js, a.workflowC) }},
 	{"pdf", operators, (*App).configurePDF, func(a *App, _ context.Context) (service, error) { return pdf.New(a.js, a.pdfC) }},
 	{"delivery", operators, (*App).configureDelivery, (*App).buildDelivery},
 	{"sms", operators, configureText(event.ChannelSMS), buildText(event.ChannelSMS)},
@@ -149,6 +151,15 @@ func checkTemplates(c router.Config) error {
 		return errors.New(strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// configureWorkflow reads workflow:.
+func (a *App) configureWorkflow() error {
+	c := a.cfg.Workflow
+	c.Logger = a.logger.With("service", "workflow")
+	c.MeterProvider, c.Tenants, c.TracerProvider = a.tel.MeterProvider(), a.tenants, a.tracer
+	a.workflowC = c.WithDefaults()
+	return a.workflowC.Validate()
 }
 
 // configurePDF reads pdf:.

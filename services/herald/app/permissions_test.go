@@ -135,9 +135,20 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_preferences.>", "$JS.API.CONSUMER.DELETE.KV_preferences.>", "$JS.FC.KV_preferences.>",
 			"$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.DIRECT.GET.KV_accounts.>",
 			// A large topic's pages, asked for and planned per tenant in
-			// turn (it also subscribes to fanout.*: routerSubscribes).
+			// turn (it also subscribes to fanout.*: wakes).
 			"fanout.*", "$JS.API.CONSUMER.CREATE.FANOUT.>", "$JS.API.CONSUMER.MSG.NEXT.FANOUT.*", "$JS.ACK.FANOUT.>",
-			"dlq.FANOUT.router-fanout"}),
+			"dlq.FANOUT.router-fanout",
+			// Workflow runs: started, told of their order's events, and
+			// their send steps planned per tenant in turn.
+			"runs.in.*", "$JS.API.CONSUMER.CREATE.RUNS.*.runs.send.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
+			"dlq.RUNS.router-runs"}),
+	// The workflow service takes the runs' messages per tenant in turn,
+	// keeps each run in KV_runs (an order's runs listed by key), asks the
+	// router for their sends, schedules their waits and purges a wait's
+	// schedule when an event ends it.
+	"workflow": join(jsCommon, kvReadWrite("runs"), dlqPayloads, []string{
+		"$JS.API.CONSUMER.CREATE.RUNS.*.runs.in.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
+		"runs.send.*", "runs.timer.*.*.*", "$JS.API.STREAM.PURGE.RUNS", "dlq.RUNS.workflow"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
@@ -271,9 +282,7 @@ func addUsers(opts *server.Options, fair bool) {
 			publish, sub := fairPermissions(channel)
 			allow, subscribe = append(slices.Clone(allow), publish...), append(subscribe, sub...)
 		}
-		if name == "router" {
-			subscribe = append(subscribe, routerSubscribes...)
-		}
+		subscribe = append(subscribe, wakes[name]...)
 		if name == "pdf" && fair {
 			allow, subscribe = append(slices.Clone(allow), fairRenders[0]...), append(subscribe, fairRenders[1]...)
 		}
@@ -328,8 +337,9 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	}
 }
 
-// routerSubscribes is where new fan-out pages wake the router's loop.
-var routerSubscribes = []string{"fanout.*"}
+// wakes are where new messages wake a service's loops served per tenant:
+// the router's fan-out pages and runs' sends, the workflow's runs.
+var wakes = map[string][]string{"router": {"fanout.*", "runs.send.*"}, "workflow": {"runs.in.*"}}
 
 // fairChannels are the delivery services' channels, by NATS user.
 var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook"}
