@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/domains"
@@ -68,12 +69,14 @@ type stores struct {
 	recipients   *recipient.Directory
 	// eraser is nil without a link secret (Config.Erasure).
 	eraser *erasure.Eraser
+	runs   *workflow.Runs
 }
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
 	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerTemplates, registerUsage,
-	registerSubscriberList, registerSubscriberErasure, registerSubscribers, registerAccounts, registerTopics, registerPreferences}
+	registerSubscriberList, registerSubscriberErasure, registerSubscribers, registerAccounts, registerTopics, registerPreferences,
+	registerRuns}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -220,6 +223,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 		return nil, err
 	}
 	if err := s.openErasure(ctx, st); err != nil {
+		return nil, err
+	}
+	if st.runs, err = workflow.OpenRuns(ctx, s.js); err != nil {
 		return nil, err
 	}
 	return st, nil

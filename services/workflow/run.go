@@ -78,6 +78,15 @@ func (r *Run) note(now time.Time, what, detail string) {
 	r.Updated = now
 }
 
+// cancel ends the run, by whom or what, and says whether it was waiting
+// (its timer is then to be removed).
+func (r *Run) cancel(now time.Time, by string) (waiting bool) {
+	waiting = r.State == Waiting
+	r.State, r.Until = Cancelled, time.Time{}
+	r.note(now, "cancelled", "by "+by)
+	return waiting
+}
+
 // Key is a run's key: its tenant, what it is about (base64url, so an
 // order id never reaches another key) and its id. An order's runs are the
 // keys under <tenant>.<subject>.

@@ -216,8 +216,8 @@ func (s *Service) schedule(ctx context.Context, key string, r Run, until time.Ti
 }
 
 // unschedule removes a waiting step's timer: its subject, exactly.
-func (s *Service) unschedule(ctx context.Context, r Run) error {
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(TimerSubject(r.Tenant, r.ID, r.Step))); err != nil {
+func unschedule(ctx context.Context, stream jetstream.Stream, r Run) error {
+	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(TimerSubject(r.Tenant, r.ID, r.Step))); err != nil {
 		return fmt.Errorf("run %s, step %d: removing its timer: %w", r.ID, r.Step, err)
 	}
 	return nil
@@ -283,8 +283,7 @@ func (s *Service) eventFor(ctx context.Context, key string, e router.RunEvent) e
 	what := fmt.Sprintf("%s %s", e.Type, e.ID)
 	switch {
 	case slices.Contains(r.Route.CancelOn, e.Type):
-		r.State, r.Until = Cancelled, time.Time{}
-		r.note(now, "cancelled", "by "+what)
+		r.cancel(now, what)
 		s.count(ctx, r, "cancel", "cancelled")
 	case waiting && r.Route.Steps[r.Step].Wait != nil && r.Route.Steps[r.Step].Wait.UntilEvent == e.Type:
 		r.State, r.Until = Done, time.Time{}
@@ -300,7 +299,7 @@ func (s *Service) eventFor(ctx context.Context, key string, e router.RunEvent) e
 		return err
 	}
 	if waiting && r.State.ended() {
-		return s.unschedule(ctx, r)
+		return unschedule(ctx, s.stream, r)
 	}
 	return nil
 }

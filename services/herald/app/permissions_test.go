@@ -199,7 +199,10 @@ var servicePermissions = map[string][]string{
 	// resends a failed one), follows the API keys, recording when each was
 	// last used; for admin keys it manages tenants, keys and providers, and
 	// reads and redrives dead letters to their original subjects.
-	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, countRedeliveries, eraseSubscribers, []string{"orders.*", "inventory.*",
+	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, countRedeliveries, eraseSubscribers,
+		// The workflow runs, read, listed and cancelled (a waiting
+		// step's timer purged).
+		kvReadWrite("runs"), []string{"$JS.API.STREAM.PURGE.RUNS"}, []string{"orders.*", "inventory.*",
 		// Providers' reports, once their signature is verified.
 		"notify.reports.*",
 		"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
