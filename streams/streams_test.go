@@ -147,6 +147,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		// waiting steps' schedules, sends) and their state.
 		"RUNS":    {jetstream.WorkQueuePolicy, []string{"runs.in.*", "runs.timer.*.*.*", "runs.send.*"}, nil},
 		"KV_runs": {jetstream.LimitsPolicy, []string{"$KV.runs.>"}, nil},
+		// Throttle steps' counters, per key and period.
+		"THROTTLES": {jetstream.LimitsPolicy, []string{"throttle.*.*.*"}, nil},
 
 		// Payloads of dead letters too large to travel in their entry.
 		"OBJ_dlq_payloads": {jetstream.LimitsPolicy, []string{"$O.dlq_payloads.C.>", "$O.dlq_payloads.M.>"}, nil},
@@ -214,7 +216,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 58)
+	require.Len(t, report, 59)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -235,11 +237,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 35, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 36, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 35, report.Drifted())
+	require.Equal(t, 36, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

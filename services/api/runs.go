@@ -26,7 +26,7 @@ type WorkflowRun struct {
 	Steps     []string     `json:"steps" doc:"The route's steps, as written (send email; wait 24h or order.confirmed; …)."`
 	Recipient RunRecipient `json:"recipient"`
 	Step      int          `json:"step" doc:"The step being taken or waiting, from 0."`
-	State     string       `json:"state" enum:"running,waiting,done,cancelled,failed"`
+	State     string       `json:"state" enum:"running,waiting,done,cancelled,failed,skipped"`
 	Until     *time.Time   `json:"until,omitempty" doc:"When a waiting step's timer fires."`
 	Timeline  []RunEntry   `json:"timeline" doc:"What happened, oldest first."`
 	CreatedAt time.Time    `json:"created_at"`
@@ -46,7 +46,7 @@ type RunRecipient struct {
 type RunEntry struct {
 	At     time.Time `json:"at"`
 	Step   int       `json:"step"`
-	What   string    `json:"what" enum:"started,sent,waiting,woken,ended,cancelled,failed,done"`
+	What   string    `json:"what" enum:"started,sent,waiting,woken,passed,skipped,ended,cancelled,failed,done"`
 	Detail string    `json:"detail,omitempty" example:"by order.confirmed evt-0002"`
 }
 
@@ -61,7 +61,7 @@ type runListInput struct {
 	Tenant     string `query:"tenant" doc:"Whose runs: required with an admin key; a tenant key lists its own tenant's."`
 	Order      string `query:"order" maxLength:"128" doc:"Only the runs about this order (or event)."`
 	Subscriber string `query:"subscriber" maxLength:"128" doc:"Only the runs for this subscriber."`
-	State      string `query:"state" enum:"running,waiting,done,cancelled,failed" doc:"Only the runs in this state."`
+	State      string `query:"state" enum:"running,waiting,done,cancelled,failed,skipped" doc:"Only the runs in this state."`
 	Limit      int    `query:"limit" minimum:"1" maximum:"100" default:"50" doc:"Page size."`
 	Cursor     string `query:"cursor" maxLength:"512" doc:"next_cursor of the page before."`
 }

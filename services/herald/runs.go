@@ -38,7 +38,7 @@ func runsListCommand() *cobra.Command {
 		flags: func(cmd *cobra.Command) {
 			cmd.Flags().String("order", "", "only the runs about this order")
 			cmd.Flags().String("subscriber", "", "only the runs for this subscriber")
-			cmd.Flags().String("state", "", "only the runs in this state: running, waiting, done, cancelled or failed")
+			cmd.Flags().String("state", "", "only the runs in this state: running, waiting, done, cancelled, failed or skipped")
 			cmd.Flags().Bool("json", false, "print JSON")
 		},
 		run: func(cmd *cobra.Command, ctx context.Context, runs *workflow.Runs, tenant, _ string) error {

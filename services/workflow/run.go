@@ -32,10 +32,12 @@ const (
 	// Failed: a step could not be taken, ever (the reason is on its
 	// timeline).
 	Failed State = "failed"
+	// Skipped: a throttle step let it go no further.
+	Skipped State = "skipped"
 )
 
 // ended says whether nothing more happens to a run in state s.
-func (s State) ended() bool { return s == Done || s == Cancelled || s == Failed }
+func (s State) ended() bool { return s == Done || s == Cancelled || s == Failed || s == Skipped }
 
 // Run is one recipient's way through a route's steps: a KV entry changed
 // only by compare-and-set, so a timer or an event delivered twice, or two

@@ -1,21 +1,18 @@
 package workflow
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/services/router"
-	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
@@ -75,6 +72,10 @@ func (s *Service) take(ctx context.Context, key string, r Run) (Run, error) {
 		r.Step++
 	case step.Wait != nil:
 		return s.wait(ctx, key, r, *step.Wait, now)
+	case step.Window != nil:
+		return s.window(ctx, key, r, *step.Window, now)
+	case step.Throttle != nil:
+		return s.throttle(ctx, r, *step.Throttle, now)
 	default:
 		r.State = Failed
 		r.note(now, "failed", fmt.Sprintf("step %d is of a kind this version does not take", r.Step))
@@ -161,24 +162,16 @@ func deadline(r Run, w router.WaitStep, now time.Time) (time.Time, error) {
 }
 
 // untilText is a wait's until: the time itself, or a template over the
-// event's data that writes it ({{.Order.DueDate}}).
+// event's data that writes it ({{.Order.IssuedAt}}).
 func untilText(r Run, until string) (string, error) {
 	if !strings.Contains(until, "{{") {
 		return until, nil
 	}
-	t, err := template.New("until").Option("missingkey=error").Parse(until)
+	text, err := render("until", until, r)
 	if err != nil {
-		return "", fmt.Errorf("step %d: until: %w", r.Step, err)
+		return "", fmt.Errorf("step %d: %w", r.Step, err)
 	}
-	_, data, err := event.Read(r.Event)
-	if err != nil {
-		return "", fmt.Errorf("step %d: the run's event: %w", r.Step, err)
-	}
-	var out bytes.Buffer
-	if err := t.Execute(&out, data); err != nil {
-		return "", fmt.Errorf("step %d: until: %w", r.Step, err)
-	}
-	return out.String(), nil
+	return text, nil
 }
 
 // TimerSubject is the subject of a run's waiting step's schedule.

@@ -26,6 +26,9 @@ import (
 
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/consumer"
+	"github.com/heraldhq/herald/shared/quota"
+	"github.com/heraldhq/herald/shared/recipient"
+	"github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
@@ -84,6 +87,10 @@ type Service struct {
 	stream jetstream.Stream
 	loop   *consumer.Fair
 	now    func() time.Time
+	// people are the subscribers, for a window's time zone; counters the
+	// throttles'.
+	people   *resource.Store[recipient.Subscriber]
+	counters *quota.Counter
 	// steps counts the steps taken, by kind and outcome; dropped the
 	// messages that found no run to move (a stale timer, a run expired).
 	steps, dropped metric.Int64Counter
@@ -113,6 +120,10 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.stream, err = s.js.Stream(ctx, router.RunsStream); err != nil {
 		return fmt.Errorf("workflow: the %s stream: %w", router.RunsStream, err)
 	}
+	if s.people, err = resource.Open(ctx, s.js, recipient.Subscribers); err != nil {
+		return fmt.Errorf("workflow: %w", err)
+	}
+	s.counters = quota.On(s.js, ThrottleStream)
 	s.loop, err = consumer.StartFair(ctx, s.handle, consumer.FairConfig{
 		Config: consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/recipient"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, heraldtest.LeakOptions...) }
@@ -53,7 +55,7 @@ func setup(t *testing.T, route router.Route) bundle {
 	n := heraldtest.StartNATSWithStreams(t)
 	ctx := heraldtest.Context(t)
 	r, err := router.New(n.JS, router.Config{Routes: []router.Route{route},
-		Channels: []event.Channel{event.ChannelEmail, event.ChannelWhatsApp}})
+		Channels: []event.Channel{event.ChannelEmail, event.ChannelWhatsApp, event.ChannelSMS}})
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, r.Stop(heraldtest.Context(t))) })
@@ -69,11 +71,18 @@ func setup(t *testing.T, route router.Route) bundle {
 // publish publishes the example purchase order as an event of type typ.
 func (b bundle) publish(t *testing.T, typ, id string) {
 	t.Helper()
-	raw, err := os.ReadFile("../../examples/events/order.created.json")
+	b.publishEdited(t, "order.created.json", func(ev map[string]any) { ev["type"], ev["id"] = typ, id })
+}
+
+// publishEdited publishes an example event, edited.
+func (b bundle) publishEdited(t *testing.T, example string, edit func(map[string]any)) {
+	t.Helper()
+	raw, err := os.ReadFile("../../examples/events/" + example)
 	require.NoError(t, err)
 	var ev map[string]any
 	require.NoError(t, json.Unmarshal(raw, &ev))
-	ev["type"], ev["id"] = typ, id
+	edit(ev)
+	typ := ev["type"].(string)
 	body, err := json.Marshal(ev)
 	require.NoError(t, err)
 	subject, err := event.Subject(typ)
@@ -94,6 +103,16 @@ func (b bundle) sent(t *testing.T) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// eventuallySent waits until NOTIFY holds exactly want: a run's send
+// step is planned by the router after the run moves past it.
+func (b bundle) eventuallySent(t *testing.T, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	var got []string
+	require.Eventually(t, func() bool { got = b.sent(t); return slices.Equal(got, want) }, 30*time.Second, 20*time.Millisecond,
+		"sent %v, want %v", got, want)
 }
 
 // run is the supplier's one run.
@@ -149,7 +168,7 @@ func TestAConfirmationWithinTheWaitEndsTheRun(t *testing.T) {
 	b.publish(t, "order.confirmed", "evt-2")
 
 	r := b.eventually(t, workflow.Done)
-	require.Equal(t, []string{first}, b.sent(t))
+	b.eventuallySent(t, first)
 	require.Equal(t, "ended", r.Timeline[len(r.Timeline)-1].What)
 	require.Contains(t, r.Timeline[len(r.Timeline)-1].Detail, "order.confirmed evt-2")
 	noTimers(t, b)
@@ -163,7 +182,7 @@ func TestWithoutAConfirmationTheSupplierIsRemindedThenTheBuyerTold(t *testing.T)
 	b.publish(t, "order.created", "evt-1")
 
 	r := b.eventually(t, workflow.Done)
-	require.Equal(t, []string{escalation, first, reminded}, b.sent(t))
+	b.eventuallySent(t, escalation, first, reminded)
 	var whats []string
 	for _, e := range r.Timeline {
 		whats = append(whats, e.What)
@@ -184,7 +203,7 @@ func TestACancelledOrderSendsNothingMore(t *testing.T) {
 	require.Equal(t, waiting.Step, r.Step)
 	require.Contains(t, r.Timeline[len(r.Timeline)-1].Detail, "order.cancelled evt-3")
 	noTimers(t, b)
-	require.Equal(t, []string{first}, b.sent(t))
+	b.eventuallySent(t, first)
 }
 
 // noTimers: RUNS holds no waiting step's schedule.
@@ -193,4 +212,83 @@ func noTimers(t *testing.T, b bundle) {
 	for _, m := range heraldtest.StreamMessages(t, b.n.JS, router.RunsStream) {
 		require.False(t, strings.HasPrefix(m.Subject, "runs.timer."), "no timer left: %s", m.Subject)
 	}
+}
+
+// runs are every run, by key.
+func (b bundle) runsNow(t *testing.T) []workflow.Run {
+	t.Helper()
+	keys, err := b.runs.ListKeys(heraldtest.Context(t))
+	if err != nil {
+		return nil
+	}
+	var out []workflow.Run
+	for k := range keys.Keys() {
+		e, err := b.runs.Get(heraldtest.Context(t), k)
+		require.NoError(t, err)
+		var r workflow.Run
+		require.NoError(t, json.Unmarshal(e.Value(), &r))
+		out = append(out, r)
+	}
+	return out
+}
+
+// Stock alerts throttled by SKU, one an hour: of three for one SKU and one
+// for another, two are sent; the other two runs end skipped, the count on
+// their timeline.
+func TestAThrottledSKUIsSentOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, router.Route{Event: "inventory.low_stock", Template: "low_stock", Roles: []string{"warehouse"},
+		Channels: []event.Channel{event.ChannelSMS},
+		Steps: []router.Step{{Throttle: &router.ThrottleStep{Key: "{{.Stock.SKU}}", Limit: 1, Per: router.Duration(time.Hour)}},
+			{Send: &router.SendStep{}}}})
+	for i, sku := range []string{"MILK-1L", "MILK-1L", "KEFIR-05", "MILK-1L"} {
+		b.publishEdited(t, "inventory.low_stock.json", func(ev map[string]any) {
+			ev["id"] = "evt-stock-" + strconv.Itoa(i)
+			ev["data"].(map[string]any)["stock"].(map[string]any)["sku"] = sku
+		})
+	}
+	var states []string
+	require.Eventually(t, func() bool {
+		states = states[:0]
+		for _, r := range b.runsNow(t) {
+			states = append(states, string(r.State))
+		}
+		slices.Sort(states)
+		return slices.Equal(states, []string{"done", "done", "skipped", "skipped"})
+	}, 30*time.Second, 20*time.Millisecond, "states: %v", states)
+	b.eventuallySent(t, "sms +34600111222 low_stock", "sms +34600111222 low_stock")
+	for _, r := range b.runsNow(t) {
+		if r.State == workflow.Skipped {
+			last := r.Timeline[len(r.Timeline)-1]
+			require.Equal(t, "skipped", last.What)
+			require.Regexp(t, `throttle "MILK-1L": [23] of 1 per 1h0m0s`, last.Detail)
+		}
+	}
+}
+
+// A recipient whose local time is outside the window is held until it
+// opens in their time zone (the subscriber's), then sent to.
+func TestAWindowHoldsTheRunUntilItOpensInTheRecipientsZone(t *testing.T) {
+	t.Parallel()
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	require.NoError(t, err)
+	opens := time.Now().In(tokyo).Add(3 * time.Second)
+	b := setup(t, router.Route{Event: "order.created", Kind: event.KindPurchase, Template: "purchase_order", Roles: []string{"supplier"},
+		Channels: []event.Channel{event.ChannelEmail},
+		Steps: []router.Step{{Window: &router.WindowStep{From: opens.Format("15:04:05"), To: opens.Add(time.Hour).Format("15:04:05")}},
+			{Send: &router.SendStep{}}}})
+	dir, err := recipient.Open(heraldtest.Context(t), b.n.JS)
+	require.NoError(t, err)
+	_, err = dir.Subscribers.Put(heraldtest.Context(t), recipient.Subscriber{Tenant: "acme", ID: "u-kenji", Email: "kenji@zarya.example", Timezone: "Asia/Tokyo"})
+	require.NoError(t, err)
+	b.publishEdited(t, "order.created.json", func(ev map[string]any) {
+		ev["data"].(map[string]any)["recipients"] = []any{map[string]any{"role": "supplier", "subscriber": "u-kenji"}}
+	})
+
+	held := b.eventually(t, workflow.Waiting)
+	require.Empty(t, b.sent(t), "held: outside the window")
+	require.Contains(t, held.Timeline[len(held.Timeline)-1].Detail, "(Asia/Tokyo)")
+	require.WithinDuration(t, opens, held.Until, time.Second)
+	b.eventually(t, workflow.Done)
+	b.eventuallySent(t, "email kenji@zarya.example purchase_order")
 }

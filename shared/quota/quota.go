@@ -81,6 +81,8 @@ func subjectToken(name, v string) error {
 // New makes one.
 type Counter struct {
 	nc *nats.Conn
+	// stream holds the counters: QUOTAS, or another counter stream.
+	stream string
 
 	mu sync.Mutex
 	// forming is the group of each key that notifications join, until it
@@ -91,7 +93,11 @@ type Counter struct {
 
 // New returns a counter on js's connection. It needs no binding: QUOTAS is
 // created by streams.Apply, and a counter never counted reads 0.
-func New(js jetstream.JetStream) *Counter { return &Counter{nc: js.Conn()} }
+func New(js jetstream.JetStream) *Counter { return On(js, Stream) }
+
+// On returns a counter of another counter stream's (the workflows'
+// THROTTLES): Add, Get and the duplicate's total read there.
+func On(js jetstream.JetStream, stream string) *Counter { return &Counter{nc: js.Conn(), stream: stream} }
 
 // ErrNoStream means no stream takes the counter's subject: QUOTAS was not
 // applied.
@@ -158,7 +164,7 @@ func (c *Counter) add(ctx context.Context, subject string, delta int64, msgID st
 // Get reads the counter's total on subject: the last message for it, by
 // direct get ({"val":"N"}); a counter never counted is 0.
 func (c *Counter) Get(ctx context.Context, subject string) (int64, error) {
-	total, _, err := c.direct(ctx, "$JS.API.DIRECT.GET."+Stream+"."+subject, nil, subject)
+	total, _, err := c.direct(ctx, "$JS.API.DIRECT.GET."+c.stream+"."+subject, nil, subject)
 	return total, err
 }
 
@@ -166,7 +172,7 @@ func (c *Counter) Get(ctx context.Context, subject string) (int64, error) {
 // still has it: each subject keeps its last message only.
 func (c *Counter) at(ctx context.Context, seq uint64) (int64, bool, error) {
 	body, _ := json.Marshal(map[string]uint64{"seq": seq})
-	return c.direct(ctx, "$JS.API.DIRECT.GET."+Stream, body, fmt.Sprintf("sequence %d", seq))
+	return c.direct(ctx, "$JS.API.DIRECT.GET."+c.stream, body, fmt.Sprintf("sequence %d", seq))
 }
 
 // direct asks for one message; found is false when there is none.

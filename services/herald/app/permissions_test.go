@@ -148,7 +148,9 @@ var servicePermissions = map[string][]string{
 	// schedule when an event ends it.
 	"workflow": join(jsCommon, kvReadWrite("runs"), dlqPayloads, []string{
 		"$JS.API.CONSUMER.CREATE.RUNS.*.runs.in.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
-		"runs.send.*", "runs.timer.*.*.*", "$JS.API.STREAM.PURGE.RUNS", "dlq.RUNS.workflow"}),
+		"runs.send.*", "runs.timer.*.*.*", "$JS.API.STREAM.PURGE.RUNS", "dlq.RUNS.workflow",
+		// A window's time zone, the subscriber's; a throttle's counters.
+		"$JS.API.DIRECT.GET.KV_subscribers.>", "throttle.*.*.*", "$JS.API.DIRECT.GET.THROTTLES", "$JS.API.DIRECT.GET.THROTTLES.>"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
