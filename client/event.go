@@ -65,6 +65,13 @@ const (
 	TypeLowStock      = "inventory.low_stock"
 )
 
+// The order events that say what became of an order: no route of their
+// own, they end a workflow's waits and runs for the order.
+const (
+	TypeOrderConfirmed = event.TypeOrderConfirmed
+	TypeOrderCancelled = event.TypeOrderCancelled
+)
+
 // OrderCreated is an order issued: the purchase or sales order goes to the
 // other party (and, for a purchase, the buyer's own copy).
 func OrderCreated(env Envelope, order event.Order, recipients ...event.Recipient) *Event {
@@ -90,6 +97,43 @@ func OrderReceived(env Envelope, order event.Order, recipients ...event.Recipien
 // OrderInvoiced is an invoice issued, for the buyer or customer.
 func OrderInvoiced(env Envelope, order event.Order, recipients ...event.Recipient) *Event {
 	return NewOrderEvent(TypeOrderInvoiced, env, order, recipients...)
+}
+
+// OrderConfirmed is the other party accepting an order (a supplier its
+// purchase order). The order needs only its ID and Kind; its Revision,
+// when known, says which revision was accepted.
+func OrderConfirmed(env Envelope, order event.Order) *Event {
+	return newEvent("order", TypeOrderConfirmed, env, signalData{Order: signalOrder(order)})
+}
+
+// OrderCancelled is an order called off. The order needs only its ID and
+// Kind.
+func OrderCancelled(env Envelope, order event.Order) *Event {
+	return newEvent("order", TypeOrderCancelled, env, signalData{Order: signalOrder(order)})
+}
+
+// signalData is the data of an order signal (event.IsOrderSignal) as the
+// client writes it: the order without the members left empty, so that the
+// event says no more than the publisher knew — a revision 0 or a currency
+// "" reads as a value, not as unknown, to whoever else reads the event.
+type signalData struct {
+	Order signalOrder `json:"order"`
+}
+
+// signalOrder is event.Order with every member but the id and kind
+// omitted when empty. It converts from event.Order, so a field added there
+// and not here does not compile.
+type signalOrder struct {
+	ID       string       `json:"id"`
+	Kind     event.Kind   `json:"kind"`
+	Revision int          `json:"revision,omitzero"`
+	IssuedAt time.Time    `json:"issued_at,omitzero"`
+	Currency string       `json:"currency,omitempty"`
+	Locale   string       `json:"locale,omitempty"`
+	Buyer    event.Party  `json:"buyer,omitzero"`
+	Supplier event.Party  `json:"supplier,omitzero"`
+	Lines    []event.Line `json:"lines,omitempty"`
+	Totals   event.Totals `json:"totals,omitzero"`
 }
 
 // LowStock is a stock level below its reorder point, for the warehouse.

@@ -71,6 +71,16 @@ func TestBuildersMakeTheSampleEvents(t *testing.T) {
 			require.NoError(t, err)
 			return client.OrderUpdated(env, d.Order, d.Recipients...)
 		}},
+		{"order.confirmed.json", func(env client.Envelope, ev event.Event) *client.Event {
+			d, err := ev.OrderData()
+			require.NoError(t, err)
+			return client.OrderConfirmed(env, d.Order)
+		}},
+		{"order.cancelled.json", func(env client.Envelope, ev event.Event) *client.Event {
+			d, err := ev.OrderData()
+			require.NoError(t, err)
+			return client.OrderCancelled(env, d.Order)
+		}},
 		{"inventory.low_stock.json", func(env client.Envelope, ev event.Event) *client.Event {
 			d, err := ev.StockData()
 			require.NoError(t, err)
@@ -105,8 +115,11 @@ func TestEveryTypeIsBuiltForItsSubject(t *testing.T) {
 		{"order.shipped", "orders.shipped", orderOf(client.OrderShipped)},
 		{"order.received", "orders.received", orderOf(client.OrderReceived)},
 		{"order.invoiced", "orders.invoiced", orderOf(client.OrderInvoiced)},
+		{"order.confirmed", "orders.confirmed", func(env client.Envelope) *client.Event {
+			return client.OrderConfirmed(env, order.Order)
+		}},
 		{"order.cancelled", "orders.cancelled", func(env client.Envelope) *client.Event {
-			return client.NewOrderEvent("order.cancelled", env, order.Order, order.Recipients...)
+			return client.OrderCancelled(env, order.Order)
 		}},
 		{"inventory.low_stock", "inventory.low_stock", func(env client.Envelope) *client.Event {
 			return client.LowStock(env, stock.Stock, stock.Recipients...)

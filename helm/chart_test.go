@@ -27,6 +27,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
@@ -1570,4 +1571,19 @@ func TestNATSValuesDescribeAThreeNodeJetStreamCluster(t *testing.T) {
 		require.NoError(t, err, path)
 		require.EqualValues(t, want, got, path)
 	}
+}
+
+// The NATS the README installs has message schedules, which Herald refuses
+// to start without: nats-values.yaml pins a nats-server 2.14 or newer, the
+// release Herald's tests run on (go.mod's nats-server).
+func TestNATSValuesPinAServerWithMessageSchedules(t *testing.T) {
+	t.Parallel()
+	v, err := chartutil.ReadValuesFile(filepath.Join(chartDir, "docs", "nats-values.yaml"))
+	require.NoError(t, err)
+	tag, err := v.PathValue("container.image.tag")
+	require.NoError(t, err, "the image is pinned, not the NATS chart's default")
+	version, ok := strings.CutSuffix(fmt.Sprint(tag), "-alpine")
+	require.True(t, ok, "an official nats image tag: %v", tag)
+	require.NoError(t, streams.CheckServerVersion(version))
+	require.Equal(t, server.VERSION, version, "the release the tests run on")
 }

@@ -178,6 +178,26 @@ func TestAStockEventGoesToINVENTORY(t *testing.T) {
 	require.Contains(t, got.body, `{"message":"is required","location":"body.data.stock.warehouse"}`)
 }
 
+// A confirmation or a cancellation is accepted with its order's id and
+// kind alone, published on its own subject; without its kind it is refused
+// naming the field.
+func TestAnOrderSignalNeedsOnlyItsOrdersIDAndKind(t *testing.T) {
+	t.Parallel()
+	b := setup(t, api.Config{})
+	for _, name := range []string{"confirmed", "cancelled"} {
+		signal, err := os.ReadFile("../../examples/events/order." + name + ".json")
+		require.NoError(t, err)
+		got := b.do(t, http.MethodPost, "/v1/events", acmeSend, signal)
+		require.Equal(t, http.StatusAccepted, got.status, got.body)
+		require.Contains(t, got.body, `"subject":"orders.`+name+`.acme"`)
+
+		got = b.do(t, http.MethodPost, "/v1/events", acmeSend, edit(t, signal, `, "kind": "purchase"`, ""))
+		require.Equal(t, http.StatusUnprocessableEntity, got.status, got.body)
+		require.Contains(t, got.body, `{"message":"\"\" must be \"purchase\" or \"sales\"","location":"body.data.order.kind"}`)
+	}
+	require.Len(t, heraldtest.StreamMessages(t, b.nats.JS, "ORDERS"), 2)
+}
+
 // binaryOrder is the sample order in binary content mode over HTTP: its
 // attributes as ce- headers (spelt as Go's http.Header spells them, Ce-Id),
 // without a tenant, and its data as the body.

@@ -149,3 +149,14 @@ func TestPublishRefusesInvalidEvents(t *testing.T) {
 	require.ErrorContains(t, err, "tenant: is required")
 	require.ErrorContains(t, err, "use --no-validate")
 }
+
+// herald streams apply refuses a nats-server without message schedules,
+// naming the version needed and the one found, before it changes anything.
+func TestStreamsApplyRefusesAServerWithoutMessageSchedules(t *testing.T) {
+	t.Setenv("NATS_URL", heraldtest.ServerOfVersion(t, "2.13.9"))
+	t.Setenv("HERALD_CONFIG", "")
+	for _, args := range [][]string{{"streams", "apply"}, {"streams", "apply", "--dry-run"}} {
+		_, err := herald(t, args...)
+		require.ErrorContains(t, err, "nats-server 2.13.9 is too old: Herald needs nats-server 2.14.0 or newer", args)
+	}
+}

@@ -54,6 +54,10 @@ it would remove, and exits non-zero when anything has drifted.`,
 				return err
 			}
 			defer closeNATS()
+			// RUNS allows message schedules: an older server cannot hold it.
+			if err := streams.CheckServerVersion(js.Conn().ConnectedServerVersion()); err != nil {
+				return fmt.Errorf("nats at %s: %w", js.Conn().ConnectedUrlRedacted(), err)
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
 			dry, _ := cmd.Flags().GetBool("dry-run")

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/services/router"
@@ -246,5 +247,33 @@ func TestTheLastTryDeadLettersWithTheRealError(t *testing.T) {
 			require.Contains(t, reason, "no response from stream")
 			settled(t, n, 1)
 		})
+	}
+}
+
+// A confirmation and a cancellation name an order and reach nobody: with
+// the default routes neither is routed, each is acknowledged and counted
+// as unrouted, and neither is dead-lettered nor sends or renders anything.
+// (A workflow waiting on the order ends on them.)
+func TestOrderSignalsAreAcknowledgedAsUnrouted(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	ctx := heraldtest.Context(t)
+	reader := sdkmetric.NewManualReader()
+	r, err := router.New(n.JS, router.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, r.Stop(heraldtest.Context(t))) })
+
+	for _, name := range []string{"confirmed", "cancelled"} {
+		payload, err := os.ReadFile("../../examples/events/order." + name + ".json")
+		require.NoError(t, err)
+		publishOn(t, n, "orders."+name, payload)
+	}
+	settled(t, n, 2)
+
+	require.Equal(t, map[string]int64{"unrouted": 2}, heraldtest.Counts(t, reader, "herald.router.events", "outcome"))
+	require.Equal(t, map[string]int64{"order.confirmed": 1, "order.cancelled": 1}, heraldtest.Counts(t, reader, "herald.router.events", "type"))
+	for _, stream := range []string{"DLQ", "NOTIFY", "DOCS"} {
+		require.Empty(t, heraldtest.StreamMessages(t, n.JS, stream), stream)
 	}
 }

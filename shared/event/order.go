@@ -18,6 +18,24 @@ const (
 	KindSales    Kind = "sales"
 )
 
+// The order events that say what became of an order — the supplier
+// accepted it, it was called off — rather than carry it: a workflow waiting
+// on the order ends on them (a route's until_event and cancel_on). They name
+// the order and need no document, so a publisher that knows only an
+// order's id and kind can send one (IsOrderSignal).
+const (
+	TypeOrderConfirmed = "order.confirmed"
+	TypeOrderCancelled = "order.cancelled"
+)
+
+// IsOrderSignal reports whether eventType is an order event that only names
+// its order: data.order needs its id and kind, and the revision, parties,
+// lines, totals and recipients an ERP may not have at hand are checked only
+// when present. Every other order.* type needs the whole order.
+func IsOrderSignal(eventType string) bool {
+	return eventType == TypeOrderConfirmed || eventType == TypeOrderCancelled
+}
+
 // OrderData is the data of every order.* event.
 type OrderData struct {
 	Order      Order       `json:"order"`
@@ -125,10 +143,11 @@ func (ev Event) orderData(p *problems) (OrderData, bool) {
 	if !decodeData(ev, &d, p) {
 		return OrderData{}, false
 	}
-	d.Order.validate(p)
+	signal := IsOrderSignal(ev.Type)
+	d.Order.validate(p, signal)
 	// The parties' accounts stand for their contacts: such an event may
-	// list nobody.
-	if len(d.Recipients) > 0 || (d.Order.Buyer.Account == "" && d.Order.Supplier.Account == "") {
+	// list nobody. A signal reaches nobody by itself.
+	if len(d.Recipients) > 0 || (!signal && d.Order.Buyer.Account == "" && d.Order.Supplier.Account == "") {
 		validateRecipients(p, d.Recipients)
 	}
 	return d, true
@@ -183,15 +202,20 @@ func decodeMistyped(data []byte, into any, p *problems, err error) bool {
 	return true
 }
 
-func (o Order) validate(p *problems) {
+// validate checks the order; for a signal (IsOrderSignal) only its id and
+// kind are required, and what else it carries must still be valid.
+func (o Order) validate(p *problems, signal bool) {
 	checkID(p, "data.order.id", o.ID, 128)
 	if o.Kind != KindPurchase && o.Kind != KindSales {
 		p.add("data.order.kind", "%s must be %q or %q", quote(string(o.Kind)), KindPurchase, KindSales)
 	}
-	if o.Revision < 1 {
+	switch {
+	case signal && o.Revision < 0:
+		p.add("data.order.revision", "must be 1 or more when given (got %d)", o.Revision)
+	case !signal && o.Revision < 1:
 		p.add("data.order.revision", "is required and must be 1 or more (got %d)", o.Revision)
 	}
-	if len(o.Currency) != 3 || strings.ToUpper(o.Currency) != o.Currency {
+	if (!signal || o.Currency != "") && (len(o.Currency) != 3 || strings.ToUpper(o.Currency) != o.Currency) {
 		p.add("data.order.currency", "%s must be an ISO 4217 code such as EUR", quote(o.Currency))
 	}
 	checkText(p, "data.order.locale", o.Locale)
@@ -209,9 +233,9 @@ func (o Order) validate(p *problems) {
 		l.UnitPrice.check(p, field+".unit_price", true)
 		l.TaxRate.check(p, field+".tax_rate", false)
 	}
-	o.Totals.Net.check(p, "data.order.totals.net", true)
-	o.Totals.Tax.check(p, "data.order.totals.tax", true)
-	o.Totals.Gross.check(p, "data.order.totals.gross", true)
+	o.Totals.Net.check(p, "data.order.totals.net", !signal)
+	o.Totals.Tax.check(p, "data.order.totals.tax", !signal)
+	o.Totals.Gross.check(p, "data.order.totals.gross", !signal)
 }
 
 // validate checks a party's text. Its name reaches email subjects and

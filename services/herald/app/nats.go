@@ -34,6 +34,11 @@ func (a *App) connect(ctx context.Context) error {
 		return fmt.Errorf("nats: connecting to %s: %w", redact.URL(a.cfg.NATS.URL), redact.Error(err, a.cfg.NATS.URL))
 	}
 	a.nc = nc
+	// Workflows wait on scheduled messages: an older server would refuse
+	// the RUNS stream, or hold waits that never fire.
+	if err := streams.CheckServerVersion(nc.ConnectedServerVersion()); err != nil {
+		return fmt.Errorf("nats at %s: %w", nc.ConnectedUrlRedacted(), err)
+	}
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(notification.AckTimeout))
 	if err != nil {
 		return err
