@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(relayProcess) != "" {
 		os.Exit(runRelayProcess())
 	}
+	if os.Getenv(workflowProcess) != "" {
+		os.Exit(runWorkflowProcess())
+	}
 	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
 }
 
