@@ -292,3 +292,61 @@ func TestAWindowHoldsTheRunUntilItOpensInTheRecipientsZone(t *testing.T) {
 	b.eventually(t, workflow.Done)
 	b.eventuallySent(t, "email kenji@zarya.example purchase_order")
 }
+
+// A timer that fires for a run that moved on — ended by the event it
+// waited for — moves nothing: the run stays done, nothing more is sent.
+func TestAStaleTimerMovesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, reminder(time.Hour))
+	b.publish(t, "order.created", "evt-1")
+	b.eventually(t, workflow.Waiting)
+	b.publish(t, "order.confirmed", "evt-2")
+	done := b.eventually(t, workflow.Done)
+
+	key := "acme." + recipient.Token("PO-2026-0042") + "." + done.ID
+	body, err := json.Marshal(router.RunMessage{Kind: router.RunWakeKind, Wake: &router.RunWake{Key: key, Step: 1}})
+	require.NoError(t, err)
+	_, err = b.n.JS.Publish(heraldtest.Context(t), router.RunsIn("acme"), body)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, b.n.JS, router.RunsStream)) == 0 },
+		30*time.Second, 20*time.Millisecond, "the wake is taken")
+	require.Equal(t, done.Timeline, b.run(t).Timeline, "the run did not move")
+	b.eventuallySent(t, first)
+}
+
+// The event a wait is for, arriving before the wait begins, ends the wait
+// at once when it does: a supplier who confirmed early is not reminded.
+func TestAnEventBeforeItsWaitEndsTheWaitAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, router.Route{Event: "order.created", Kind: event.KindPurchase, Template: "purchase_order", Roles: []string{"supplier"},
+		Channels: []event.Channel{event.ChannelEmail},
+		Steps: []router.Step{{Wait: &router.WaitStep{For: router.Duration(2 * time.Second)}},
+			{Wait: &router.WaitStep{For: router.Duration(time.Hour), UntilEvent: "order.confirmed"}}, {Send: &router.SendStep{}}}})
+	b.publish(t, "order.created", "evt-1")
+	b.eventually(t, workflow.Waiting)
+	b.publish(t, "order.confirmed", "evt-2")
+
+	r := b.eventually(t, workflow.Done)
+	require.Equal(t, 1, r.Step)
+	require.Equal(t, "order.confirmed had arrived", r.Timeline[len(r.Timeline)-1].Detail)
+	require.Empty(t, b.sent(t))
+}
+
+// A second send of the same route to the same person on the same channel
+// is a message of its own, not the first one's duplicate; an escalation
+// that two runs reach (two suppliers) is one message to the buyer.
+func TestEachSendStepIsItsOwnMessageAndAnEscalationIsOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t, router.Route{Event: "order.created", Kind: event.KindPurchase, Template: "purchase_order", Roles: []string{"supplier"},
+		Channels: []event.Channel{event.ChannelEmail},
+		Steps: []router.Step{{Send: &router.SendStep{}}, {Send: &router.SendStep{}},
+			{Send: &router.SendStep{Roles: []string{"buyer"}}}}})
+	b.publishEdited(t, "order.created.json", func(ev map[string]any) {
+		data := ev["data"].(map[string]any)
+		data["recipients"] = append(data["recipients"].([]any),
+			map[string]any{"role": "supplier", "email": "ivan@zarya.example", "channels": []any{"email"}})
+	})
+	b.eventuallySent(t, "email olga@zarya.example purchase_order", "email olga@zarya.example purchase_order",
+		"email ivan@zarya.example purchase_order", "email ivan@zarya.example purchase_order",
+		"email compras@frutasdelsur.example purchase_order")
+}
