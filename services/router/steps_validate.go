@@ -27,6 +27,7 @@ const (
 	maxWait        = Duration(60 * 24 * time.Hour)
 	maxPeriod      = Duration(30 * 24 * time.Hour)
 	maxDigestItems = 10_000
+	maxListItems   = 16
 )
 
 // stepKinds are a step's keys, in the order Step declares them.
@@ -167,6 +168,9 @@ func (r Route) validateWorkflow(field string) []string {
 			continue
 		}
 		f += "." + kinds[0]
+		if !checkSizes(p, f, s) {
+			continue
+		}
 		switch {
 		case s.Send != nil:
 			sends++
@@ -187,11 +191,62 @@ func (r Route) validateWorkflow(field string) []string {
 	return p.out
 }
 
+// checkSizes refuses a step with a list of more than maxListItems or a
+// string of more than maxKeyBytes, before any check repeats it or
+// compares its items pairwise: what a workflow costs to check, and the
+// size of its problems, stay bounded whoever wrote it.
+func checkSizes(p *problems, f string, s Step) bool {
+	v := reflect.ValueOf(s)
+	for i := range v.NumField() {
+		if !v.Field(i).IsNil() {
+			v = v.Field(i).Elem()
+			break
+		}
+	}
+	ok := true
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		field := v.Field(i)
+		if field.Kind() == reflect.Slice && field.Len() > maxListItems {
+			p.add(f+"."+name, "%d items; at most %d", field.Len(), maxListItems)
+			ok = false
+			continue
+		}
+		for _, s := range stringsOf(field) {
+			if len(s) > maxKeyBytes {
+				p.add(f+"."+name, "%d bytes; at most %d", len(s), maxKeyBytes)
+				ok = false
+				break
+			}
+		}
+	}
+	return ok
+}
+
+// stringsOf is a string field's value, or a list of strings' items.
+func stringsOf(v reflect.Value) []string {
+	switch {
+	case v.Kind() == reflect.String:
+		return []string{v.String()}
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
+		out := make([]string, v.Len())
+		for i := range out {
+			out[i] = v.Index(i).String()
+		}
+		return out
+	}
+	return nil
+}
+
 // checkCancelOn: the events that end a route's runs are events of the
 // same order, other than the one that starts them.
 func (r Route) checkCancelOn(p *problems, f string) {
 	if len(r.CancelOn) > 0 && len(r.Steps) == 0 {
 		p.add(f, "ends a route's runs, and a route without steps has none: it sends at once")
+	}
+	if len(r.CancelOn) > maxListItems || slices.ContainsFunc(r.CancelOn, func(e string) bool { return len(e) > maxKeyBytes }) {
+		p.add(f, "%d events; at most %d, each of at most %d bytes", len(r.CancelOn), maxListItems, maxKeyBytes)
+		return
 	}
 	for i, e := range r.CancelOn {
 		if slices.Contains(r.CancelOn[:i], e) {
@@ -287,12 +342,9 @@ func checkUntil(p *problems, f, until string) {
 	}
 }
 
-// checkKeyTemplate refuses a template that is too long, holds a control
-// character or does not parse.
+// checkKeyTemplate refuses a template that holds a control character or
+// does not parse (checkSizes has bounded its length).
 func checkKeyTemplate(t string) error {
-	if len(t) > maxKeyBytes {
-		return fmt.Errorf("%d bytes; at most %d", len(t), maxKeyBytes)
-	}
 	if err := event.CheckText(t); err != nil {
 		return err
 	}
@@ -355,8 +407,12 @@ func checkDigest(p *problems, f string, d DigestStep, now time.Time) {
 
 // checkCron: five fields that parse and fire some day.
 func checkCron(p *problems, f, spec string, now time.Time) {
-	if len(spec) > maxKeyBytes || len(strings.Fields(spec)) != 5 {
+	if len(strings.Fields(spec)) != 5 {
 		p.add(f, "%q must be five fields: minute hour day-of-month month day-of-week, such as \"0 8 * * *\"", event.Printable(spec))
+		return
+	}
+	if err := event.CheckText(spec); err != nil {
+		p.add(f, "%v", err) // the parser's errors would repeat the character
 		return
 	}
 	s, err := cronParser.Parse(spec)
