@@ -1254,6 +1254,13 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{`config: {email: {providers: [{type: sendgrid, api_key: SG.x}]}}`, "api_key"},
 		{`config: {streams: {replicas: 7}}`, "/config/streams/replicas"},
 		{`config: {router: {routes: [{event: order.created, channels: [pigeon]}]}}`, "/config/router/routes/0/channels/0"},
+		{`config: {router: {routes: [{event: order.created, steps: [{wait: {for: 1h, untill_event: order.confirmed}}]}]}}`, "untill_event"},
+		{`config: {router: {routes: [{event: order.created, steps: [{send: {}, wait: {for: 1h}}]}]}}`, "/config/router/routes/0/steps/0"},
+		{`config: {router: {routes: [{event: order.created, steps: [{wait: {for: 1w}}]}]}}`, "/config/router/routes/0/steps/0/wait/for"},
+		{`config: {router: {routes: [{event: order.created, steps: [{wait: {until_status: delivered}}]}]}}`, "/config/router/routes/0/steps/0/wait"},
+		{`config: {router: {routes: [{event: order.created, steps: [{digest: {key: x, window: 1h, cron: "0 8 * * *"}}]}]}}`, "/config/router/routes/0/steps/0/digest"},
+		{`config: {router: {routes: [{event: order.created, steps: [{window: {from: "8am", to: "20:00"}}]}]}}`, "/config/router/routes/0/steps/0/window/from"},
+		{`config: {router: {routes: [{event: order.created, cancel_on: [inventory.restocked], steps: [{send: {channels: [email]}}]}]}}`, "/config/router/routes/0/cancel_on/0"},
 		{`secrets: {values: {"not-an-env": x}}`, "not-an-env"},
 		{`nats: {url: "http://nats:4222"}`, "/nats/url"},
 		{`prometheusRule: {deliveryFailureRatio: 2}`, "/prometheusRule/deliveryFailureRatio"},
@@ -1268,6 +1275,18 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
+}
+
+// Issue 34's two workflows, as the router's testdata writes them, pass
+// the schema: routes whose sends name their channels need none of their own.
+func TestSchemaAcceptsTheIssueWorkflows(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "services", "router", "testdata", "workflows.yaml"))
+	require.NoError(t, err)
+	var file map[string]any
+	require.NoError(t, yaml.Unmarshal(raw, &file))
+	_, err = install(map[string]any{"config": file})
+	require.NoError(t, err)
 }
 
 func TestTemplatesRefuseWhatTheSchemaCannotSee(t *testing.T) {

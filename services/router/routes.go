@@ -123,6 +123,7 @@ func (r Route) withDefaults() Route {
 	if r.AccountRoles != nil {
 		r.AccountRoles = recipient.NormalizeRoles(r.AccountRoles)
 	}
+	r.Steps = stepsWithDefaults(r.Steps)
 	return r
 }
 
@@ -154,7 +155,9 @@ func (r Route) validate(field string) []string {
 	if len(r.AccountRoles) > 0 && !slices.ContainsFunc(r.Roles, func(role string) bool { _, ok := partyOf(event.Order{}, role); return ok }) {
 		bad("account_roles", "the route wants no role an order party plays (supplier, seller, buyer, customer), so no account is ever looked up")
 	}
-	if len(r.Channels) == 0 && len(r.Fallback) == 0 {
+	// A workflow's sends may each name their channels; those that do not
+	// use the route's, and checkSend says when there are none to use.
+	if len(r.Channels) == 0 && len(r.Fallback) == 0 && len(r.Steps) == 0 {
 		bad("channels", "at least one channel is required, or a fallback (want some of %v)", event.Channels)
 	}
 	for _, c := range r.Channels {
@@ -181,7 +184,7 @@ func (r Route) validate(field string) []string {
 	if r.Required && r.Category == "" {
 		bad("required", "a required route names its category, for recipients to see what they cannot leave")
 	}
-	return out
+	return append(out, r.validateWorkflow(field)...)
 }
 
 // matches reports whether the route applies to an event of this type and

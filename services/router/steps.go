@@ -51,7 +51,8 @@ type SendStep struct {
 // WaitStep holds a run. At least one bound is set: For, Until or
 // UntilEvent (with For or Until, the event ends the run early).
 type WaitStep struct {
-	// For is how long the run waits. Defaults to no duration.
+	// For is how long the run waits, at most 60 days (runs are kept 90).
+	// Defaults to no duration.
 	For Duration `yaml:"for,omitempty" json:"for,omitempty"`
 	// Until is an RFC 3339 time, or a template over the event's data
 	// giving one, when the wait ends. Defaults to none.
@@ -59,8 +60,9 @@ type WaitStep struct {
 	// UntilEvent is an event type (order.confirmed) whose arrival, for the
 	// same order, ends the wait and the run. Defaults to none.
 	UntilEvent string `yaml:"until_event,omitempty" json:"until_event,omitempty"`
-	// UntilStatus (delivered or read) ends the wait when the previous
-	// send's notification reaches that state. Defaults to none.
+	// UntilStatus (delivered; read waits for the inbox channel) ends the
+	// wait when the previous send's notification reaches that state.
+	// Defaults to none.
 	UntilStatus string `yaml:"until_status,omitempty" json:"until_status,omitempty"`
 }
 
@@ -70,7 +72,7 @@ type ThrottleStep struct {
 	Key string `yaml:"key" json:"key"`
 	// Limit is how many runs per key and period go on. Defaults to 1.
 	Limit int `yaml:"limit,omitempty" json:"limit,omitempty"`
-	// Per is the period.
+	// Per is the period, at most 30 days.
 	Per Duration `yaml:"per" json:"per"`
 }
 
@@ -78,13 +80,14 @@ type ThrottleStep struct {
 type DigestStep struct {
 	// Key is a template over the event's data ("{{.Stock.Warehouse}}").
 	Key string `yaml:"key" json:"key"`
-	// Window is how long a digest gathers after its first item. Either
-	// Window or Cron is set.
+	// Window is how long a digest gathers after its first item, at most
+	// 30 days. Either window or cron is set.
 	Window Duration `yaml:"window,omitempty" json:"window,omitempty"`
-	// MaxItems ends the digest early when it holds this many. Defaults
-	// to no limit but the window's.
+	// MaxItems ends the digest early when it holds this many (at most
+	// 10,000). Defaults to no limit but the window's.
 	MaxItems int `yaml:"max_items,omitempty" json:"max_items,omitempty"`
-	// Cron (five fields) sends the digest at fixed times instead.
+	// Cron (five fields: minute hour day-of-month month day-of-week,
+	// "0 8 * * *") sends the digest at fixed times instead.
 	Cron string `yaml:"cron,omitempty" json:"cron,omitempty"`
 	// Timezone of the cron: an IANA name, or "recipient". Defaults to UTC.
 	Timezone string `yaml:"timezone,omitempty" json:"timezone,omitempty"`
@@ -96,8 +99,8 @@ type WindowStep struct {
 	Days []string `yaml:"days,omitempty" json:"days,omitempty"`
 	// From is the local time it opens, HH:MM[:SS].
 	From string `yaml:"from" json:"from"`
-	// To is the local time it closes, HH:MM[:SS] (before From: the next
-	// day).
+	// To is the local time it closes, HH:MM[:SS]; before From, the
+	// window spans midnight.
 	To string `yaml:"to" json:"to"`
 	// Timezone is an IANA name, or "recipient" (the subscriber's or the
 	// event recipient's, else the tenant's default). Defaults to recipient.

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/streams"
 )
 
@@ -87,6 +89,8 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 			`router.routes[0].template: no email template "quote"`},
 		{"bad route", "router: {routes: [{event: order.created, document: quote, channels: [email]}]}",
 			`router.routes[0].document: "quote" is not a document type`},
+		{"workflow wait without a bound", "router: {routes: [{event: order.created, document: purchase_order, steps: [{send: {channels: [email]}}, {wait: {until_status: delivered}}]}]}",
+			`router.routes[0].steps[1].wait: needs a bound: for, until or until_event`},
 		{"pdf concurrency", "pdf: {concurrency: -1}", `pdf.concurrency: must be 1 or more (got -1)`},
 		{"sweep limit", "dlq: {sweep: {limit: -1}}", `dlq.sweep: limit and max_resends must be 1 or more`},
 		{"replicas", "streams: {replicas: 7}", `streams.replicas: 7 must be between 1 and 5`},
@@ -297,4 +301,45 @@ func TestRedisClusterAddrs(t *testing.T) {
 	_, err = app.New(cfg, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "redis.url: a sentinel URL names the master")
 	require.NotContains(t, err.Error(), "s3cret")
+}
+
+// A step is exactly one kind with the keys that kind has: the file's
+// strict decoding holds inside a step too, each refusal naming its line.
+func TestLoadRefusesMalformedSteps(t *testing.T) {
+	t.Parallel()
+	route := "router:\n  routes:\n    - event: order.created\n      document: purchase_order\n      steps:\n"
+	tests := []struct {
+		name, step, want string
+	}{
+		{"unknown kind", "        - sleep: {for: 1h}", `line 6: "sleep" is not a step (want one of send, wait, throttle, digest, window)`},
+		{"two kinds", "        - {send: {channels: [email]}, wait: {for: 1h}}",
+			"line 6: a step is exactly one of send, wait, throttle, digest, window (got send and wait)"},
+		{"no kind", "        - {}", "line 6: a step is exactly one of send, wait, throttle, digest, window (got none)"},
+		{"not a mapping", "        - send", "line 6: a step is a mapping with one of send, wait, throttle, digest, window"},
+		{"misspelt key", "        - wait:\n            for: 1h\n            untill_event: order.confirmed",
+			`line 8: wait has no key "untill_event" (want some of for, until, until_event, until_status)`},
+		{"a key of another kind", "        - send: {channels: [email], for: 1h}", `line 6: send has no key "for" (want some of channels, fallback, template, roles)`},
+		{"bad duration", "        - wait: {for: 1w}", `duration "1w": want a number of s, m, h or d`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := app.Load(write(t, route+tt.step+"\n"))
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// Issue 34's two workflows, as the router's testdata writes them, load
+// strictly and validate.
+func TestIssueWorkflowsLoad(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(filepath.Join("..", "..", "router", "testdata", "workflows.yaml"))
+	require.NoError(t, err)
+	require.Len(t, cfg.Router.Routes, 2)
+	require.Len(t, cfg.Router.Routes[0].Steps, 5)
+	require.Equal(t, router.Duration(24*time.Hour), cfg.Router.Routes[0].Steps[1].Wait.For)
+	require.Equal(t, "{{.Stock.Warehouse}}", cfg.Router.Routes[1].Steps[1].Digest.Key)
+	cfg.Router.Channels = event.Channels
+	require.NoError(t, cfg.Router.WithDefaults().Validate())
 }
