@@ -1568,7 +1568,6 @@ func TestNATSValuesDescribeAThreeNodeJetStreamCluster(t *testing.T) {
 		"config.jetstream.fileStore.pvc.size":    "20Gi",
 		"config.jetstream.memoryStore.enabled":   false,
 		"promExporter.enabled":                   true,
-		"container.image.tag":                    "2.15.2-alpine", // schedules need 2.14 or later
 	} {
 		got, err := v.PathValue(path)
 		require.NoError(t, err, path)
