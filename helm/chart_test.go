@@ -66,7 +66,7 @@ const (
 
 // targets maps each service the chart deploys by default to its `herald run`
 // target.
-var targets = map[string]string{"router": "router", "delivery-email": "delivery", "delivery-webhook": "webhook",
+var targets = map[string]string{"router": "router", "workflow": "workflow", "delivery-email": "delivery", "delivery-webhook": "webhook",
 	"pdf": "pdf", "dlq": "dlq", "api": "api"}
 
 // everyTarget adds the services deployed only when enabled: history, on a
@@ -297,7 +297,7 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 	t.Parallel()
 	r := mustInstall(t, nil)
 
-	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router"},
+	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"},
 		r.ofKind("Deployment"), "the text channels' workers wait for their providers, the outbox relay for its database")
 	require.ElementsMatch(t, append(r.ofKind("Deployment"), "herald-public"), r.ofKind("Service"))
 	require.Equal(t, []string{"herald"}, r.ofKind("ServiceAccount"))
@@ -854,9 +854,11 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 		{"serviceMonitor: {enabled: true}", "ServiceMonitor", []string{"herald"}},
 		{"prometheusRule: {enabled: true}", "PrometheusRule", []string{"herald"}},
 		{"secrets: {create: true, values: {A: b}}", "Secret", []string{"herald-secrets"}},
-		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-router"}},
-		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-public", "herald-router"}},
-		{"services: {delivery-webhook: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-router", "herald-workflow"}},
+		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-public", "herald-router", "herald-workflow"}},
+		{"services: {delivery-webhook: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"}},
+		{"services: {workflow: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router"}},
+		{"services: {workflow: {replicas: 2}}", "PodDisruptionBudget", []string{"herald-workflow"}},
 		{"services: {delivery-webhook: {autoscaling: {enabled: true}}}", "HorizontalPodAutoscaler", []string{"herald-delivery-webhook"}},
 		{"services: {delivery-webhook: {replicas: 2}}", "PodDisruptionBudget", []string{"herald-delivery-webhook"}},
 		{"public: {ingress: {enabled: true, host: herald.example.com}}", "Ingress", []string{"herald"}},
@@ -1410,6 +1412,7 @@ func TestNotes(t *testing.T) {
 	require.Contains(t, notes, "history           herald run history   2 replica(s)")
 	require.Contains(t, notes, "delivery-whatsapp herald run whatsapp   2 replica(s)")
 	require.Contains(t, notes, "delivery-webhook  herald run webhook   2–6 replicas (HPA)")
+	require.Contains(t, notes, "workflow          herald run workflow   2 replica(s)")
 	require.NotContains(t, notes, "GET /v1/notifications answers 503")
 
 	notes = mustInstall(t, values(t, "history: {existingSecret: herald-history}")).notes

@@ -227,3 +227,8 @@ func Categories(routes []Route) []recipient.Category {
 	slices.SortFunc(out, func(a, b recipient.Category) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// SendStepRoute is the route send step i plans with (the step's template,
+// channels and fallback in place of the route's): what start-up checks a
+// step's templates against, resolved as the run resolves them.
+func (r Route) SendStepRoute(i int) Route { return r.stepRoute(i) }

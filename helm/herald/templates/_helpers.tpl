@@ -72,6 +72,12 @@ router:
   history: none
   outbox: false
   public: false
+workflow:
+  target: workflow
+  redis: false
+  history: none
+  outbox: false
+  public: false
 delivery-email:
   target: delivery
   redis: true

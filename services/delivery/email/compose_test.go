@@ -87,8 +87,8 @@ func TestComposeUnknownTemplateIsPermanent(t *testing.T) {
 	_, err = c.Compose(d, email.Content{})
 	require.True(t, provider.IsPermanent(err), "got %v", err)
 	require.False(t, c.Has("quote"))
-	for _, doc := range append(notification.DocumentTypes, "low_stock") {
-		require.True(t, c.Has(doc), doc)
+	for _, name := range shippedTemplates {
+		require.True(t, c.Has(name), name)
 	}
 }
 

@@ -173,14 +173,22 @@ func (c *Composer) preview(d notification.Delivery, p *custom) (templates.Render
 	return templates.Rendered{Subject: m.Subject, Text: m.Text, HTML: m.HTML}, nil
 }
 
+// workflowDocuments are the documents Herald's workflow templates are
+// about: a route with steps sends them beside its document's own.
+var workflowDocuments = map[string]string{"po_reminder": notification.PurchaseOrder, "po_unconfirmed": notification.PurchaseOrder}
+
 // sample is a delivery of the template name to a sample recipient in
-// locale: the sample purchase order's for a document, a stock alert's
-// otherwise.
+// locale: the sample purchase order's for a document or a template about
+// one, a stock alert's otherwise.
 func sample(tenant, name, locale string) notification.Delivery {
 	d := notification.Delivery{ID: "ntf_sample", Tenant: tenant, Channel: event.ChannelEmail, Template: name, Locale: locale,
 		Recipient: notification.Recipient{Name: "Olga Petrova", Role: "supplier", Address: "olga@zarya.example"}}
+	doc, about := workflowDocuments[name]
 	if slices.Contains(notification.DocumentTypes, name) {
-		d.Document = &notification.Document{Type: name}
+		doc, about = name, true
+	}
+	if about {
+		d.Document = &notification.Document{Type: doc}
 		d.Order = &notification.OrderSummary{ID: "PO-2026-0042", Kind: event.KindPurchase, Revision: 1,
 			IssuedAt: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), Currency: "EUR",
 			Buyer: "Frutas del Sur S.L.", Supplier: "Molochnaya Ferma Zarya", Lines: 2,

@@ -11,7 +11,6 @@ import (
 
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/shared/heraldtest"
-	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/templates"
 )
 
@@ -55,6 +54,31 @@ func TestATenantsTemplateIsCheckedByRenderingASample(t *testing.T) {
 	require.Contains(t, shipped.Text, "MILK-1L")
 	_, err = c.Shipped("acme", "quote", "en")
 	require.ErrorContains(t, err, "not a template Herald has")
+}
+
+// Every template of Herald's previews, and a tenant's own version of it is
+// checked, on a sample with the data it is about: a workflow's reminder on
+// the purchase order, as the purchase order's own template.
+func TestEveryShippedTemplatePreviewsOnWhatItIsAbout(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	for _, name := range shippedTemplates {
+		shipped, err := c.Shipped("acme", name, "es")
+		require.NoError(t, err, name)
+		require.NotEmpty(t, shipped.HTML, name)
+	}
+	reminder, err := c.Shipped("acme", "po_reminder", "ru")
+	require.NoError(t, err)
+	require.Equal(t, "Напоминание: заказ на закупку PO-2026-0042 от Frutas del Sur S.L. ждёт вашего подтверждения", reminder.Subject)
+	require.Contains(t, reminder.Text, "Документ приложен в формате PDF.")
+
+	own := templates.Template{Tenant: "acme", Name: "po_unconfirmed", Locale: "en",
+		Subject: "Still waiting on {{.Order.Supplier}} for {{.Order.ID}}", Text: "{{template \"summary\" .}}"}
+	r, err := c.Check(own)
+	require.NoError(t, err)
+	require.Equal(t, "Still waiting on Molochnaya Ferma Zarya for PO-2026-0042", r.Subject)
+	require.Contains(t, r.Text, "Purchase order PO-2026-0042")
 }
 
 // Once stored, a tenant's template replaces Herald's for that tenant's
@@ -136,7 +160,7 @@ func TestHeraldsTemplatesRenderTheSameBounded(t *testing.T) {
 	t.Parallel()
 	c, err := email.NewComposer("Orders <orders@acme.example>")
 	require.NoError(t, err)
-	for _, template := range append([]string{"low_stock"}, notification.DocumentTypes...) {
+	for _, template := range shippedTemplates {
 		for _, locale := range []string{"en", "es", "ru", "de"} {
 			for _, name := range []string{"Olga Petrova", "", `<script>alert("x")</script> & 'O'Brien'`} {
 				for _, content := range []email.Content{

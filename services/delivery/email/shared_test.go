@@ -1,6 +1,7 @@
 package email_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -25,8 +26,7 @@ func TestSharedRenderingsAreWhatRenderingWouldBe(t *testing.T) {
 	links := []string{"", "https://herald.example.com/v1/unsubscribe/eyJ0IjoiYWNtZSJ9.c2ln", `https://h.example/u?a=1&b="2"`}
 	prefs := []string{"", "https://herald.example.com/p/YWNtZQp1LW9sZ2E.c2lnbmF0dXJl", `https://h.example/p?a=1&b="2"`,
 		"https://herald.invalid/preferences-8d2f41"}
-	templates := append([]string{"low_stock"}, notification.DocumentTypes...)
-	for _, template := range templates {
+	for _, template := range shippedTemplates {
 		for _, locale := range []string{"en", "es", "ru", "es-MX", "de"} {
 			for _, link := range links {
 				for _, linked := range []bool{false, true} {
@@ -63,7 +63,7 @@ func TestSharedRenderingsTidyAndEscapeOnlyWhatNeedsIt(t *testing.T) {
 	links := []string{"https://herald.example.com/v1/unsubscribe/eyJ0.c2ln ", " https://h.example/u", "https://h.example/u/%41",
 		"https://h.example/u/%4", "HTTPS://H.EXAMPLE/U", "javascript:alert(1)", "https://h.example/u?a=b+c", "https://h.example/u\n",
 		"https://h.example/u/HeraldRecipientName8d2f41", "https://h.example/ü"}
-	for _, template := range append([]string{"low_stock"}, notification.DocumentTypes...) {
+	for _, template := range shippedTemplates {
 		for _, locale := range []string{"en", "es", "ru"} {
 			for _, link := range links {
 				for _, name := range names {
@@ -81,15 +81,16 @@ func TestSharedRenderingsTidyAndEscapeOnlyWhatNeedsIt(t *testing.T) {
 }
 
 // templated is a delivery of Herald's template to name, in locale: the
-// purchase order at revision, as the template's document — or, for
-// low_stock, a stock alert.
+// purchase order at revision, as the template's document (a workflow's
+// template keeps the purchase order) — or, for low_stock, a stock alert.
 func templated(template, locale string, revision int, name string) notification.Delivery {
 	d := purchaseOrder(locale, revision)
 	d.Template, d.Recipient.Name = template, name
-	if template == "low_stock" {
+	switch {
+	case template == "low_stock":
 		d.Document, d.Order = nil, nil
 		d.Stock = &event.Stock{SKU: "MILK-1L", Warehouse: "SEV-01", OnHand: "12", ReorderPoint: "40", Unit: "pcs"}
-	} else {
+	case !slices.Contains(workflowTemplates, template):
 		d.Document = &notification.Document{Type: template}
 	}
 	return d

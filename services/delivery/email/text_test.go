@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,9 +20,14 @@ var update = flag.Bool("update", false, "rewrite testdata/text/ from what Compos
 // shippedLocales are the languages templates/ has a file for.
 var shippedLocales = []string{"en", "es", "ru"}
 
+// workflowTemplates are the steps of the purchase order's workflow: a
+// reminder to the supplier, a word to the buyer; each about the purchase
+// order, its document.
+var workflowTemplates = []string{"po_reminder", "po_unconfirmed"}
+
 // shippedTemplates are the notification templates every shipped locale
-// defines: one per business document, and the stock alert.
-var shippedTemplates = append(append([]string{}, notification.DocumentTypes...), "low_stock")
+// defines: one per business document, the stock alert, and the workflow's.
+var shippedTemplates = slices.Concat(notification.DocumentTypes, []string{"low_stock"}, workflowTemplates)
 
 // textCase is one delivery whose text part is pinned in testdata/text/.
 type textCase struct {
@@ -31,8 +37,8 @@ type textCase struct {
 }
 
 // textCases cover every template in every locale: a document attached at
-// revision 1 and linked at revision 2, and the stock alert to a recipient
-// without a name.
+// revision 1 and linked at revision 2 (the workflow's templates with the
+// purchase order), and the stock alert to a recipient without a name.
 func textCases() []textCase {
 	pdf := email.Content{Attachments: []email.Attachment{{Filename: "doc.pdf", ContentType: "application/pdf", Data: []byte("%PDF")}}}
 	link := email.Content{Link: "https://herald.example/v1/documents/acme/PO-2026-0042/doc-r2.pdf?expires=1796634000&signature=abc", LinkExpires: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)}
@@ -43,6 +49,11 @@ func textCases() []textCase {
 				textCase{doc + "." + locale + ".r1-attached", document(doc, locale, 1), pdf},
 				textCase{doc + "." + locale + ".r2-linked", document(doc, locale, 2), link})
 		}
+		for _, name := range workflowTemplates {
+			out = append(out,
+				textCase{name + "." + locale + ".r1-attached", workflowStep(name, locale, 1), pdf},
+				textCase{name + "." + locale + ".r2-linked", workflowStep(name, locale, 2), link})
+		}
 		out = append(out, textCase{"low_stock." + locale, lowStock(locale), email.Content{}})
 	}
 	return out
@@ -52,6 +63,17 @@ func textCases() []textCase {
 func document(doc, locale string, revision int) notification.Delivery {
 	d := purchaseOrder(locale, revision)
 	d.Template, d.Document = doc, &notification.Document{Type: doc}
+	return d
+}
+
+// workflowStep is purchaseOrder's order in the workflow's template name:
+// po_unconfirmed goes to the buyer.
+func workflowStep(name, locale string, revision int) notification.Delivery {
+	d := purchaseOrder(locale, revision)
+	d.Template = name
+	if name == "po_unconfirmed" {
+		d.Recipient = notification.Recipient{Name: "Carmen Ruiz", Role: "buyer", Address: "compras@frutas.example"}
+	}
 	return d
 }
 

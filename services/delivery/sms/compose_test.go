@@ -45,6 +45,13 @@ func order(template, locale string, revision int, gross event.Decimal) notificat
 	}
 }
 
+// reminder is the purchase order's reminder, a step of its workflow.
+func reminder(locale string, revision int) notification.Delivery {
+	d := order("purchase_order", locale, revision, "183.48")
+	d.Template = "po_reminder"
+	return d
+}
+
 var descriptions = map[string][2]string{
 	"en": {"Whole milk 1 L", "pcs"},
 	"es": {"Leche entera 1 L", "ud"},
@@ -97,6 +104,12 @@ func TestComposeLanguages(t *testing.T) {
 			"Order PO-2026-0042 shipped by Granja La Aurora S.L., total €183.48. Delivery note sent by email."},
 		{"no locale is en", order("purchase_order", "", 1, "183.48"),
 			"Purchase order PO-2026-0042 from Frutas del Sur S.L., total €183.48. Document sent by email."},
+		{"en reminder", reminder("en", 1),
+			"Reminder: purchase order PO-2026-0042 from Frutas del Sur S.L., total €183.48, awaits your confirmation."},
+		{"es reminder", reminder("es", 2),
+			"Recordatorio: el pedido de compra PO-2026-0042 (rev. 2) de Frutas del Sur S.L., total 183,48 €, sigue pendiente de confirmar."},
+		{"ru reminder", reminder("ru", 1),
+			"Напоминание: заказ на закупку PO-2026-0042 от ООО «Фрукты Юга», сумма 183,48 ₽, ждёт вашего подтверждения."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,7 +152,9 @@ func TestComposeFitsItsSegments(t *testing.T) {
 		max      int
 	}{"en": {sms.GSM7, 1}, "es": {sms.GSM7, 1}, "ru": {sms.UCS2, 2}}
 	for locale, w := range want {
-		deliveries := []notification.Delivery{lowStock(locale)}
+		long := reminder(locale, 12)
+		long.Order.Totals.Gross = "123456.78"
+		deliveries := []notification.Delivery{lowStock(locale), long}
 		for _, doc := range notification.DocumentTypes {
 			deliveries = append(deliveries, order(doc, locale, 12, "123456.78"))
 		}
@@ -159,7 +174,7 @@ func TestComposeFitsItsSegments(t *testing.T) {
 func TestComposeTemplates(t *testing.T) {
 	t.Parallel()
 	c := newComposer(t)
-	for _, name := range slices.Concat(notification.DocumentTypes, []string{"low_stock"}) {
+	for _, name := range slices.Concat(notification.DocumentTypes, []string{"low_stock", "po_reminder"}) {
 		require.True(t, c.Has(name), name)
 	}
 	require.False(t, c.Has("quote"))

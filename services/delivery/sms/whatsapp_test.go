@@ -25,6 +25,7 @@ func TestComposeWhatsApp(t *testing.T) {
 		"purchase_order": {ContentSID: "HXpo", Variables: []string{"recipient_name", "document", "order_id", "counterparty", "total", "revision"}},
 		"invoice/ru":     {ContentSID: "HXinv_ru", Variables: []string{"document", "order_id", "counterparty", "buyer", "supplier", "total"}},
 		"sales_order":    {Variables: []string{"order_id"}}, // awaiting approval: no ContentSID
+		"po_reminder/ru": {ContentSID: "HXrem_ru", Variables: []string{"order_id", "buyer", "total"}},
 	}
 	noDescription := lowStock("en")
 	noDescription.Stock.Description, noDescription.Stock.ReorderPoint = "", ""
@@ -62,6 +63,10 @@ func TestComposeWhatsApp(t *testing.T) {
 		{"an invoice comes from the supplier", whatsApp(order("invoice", "ru", 1, "183.48")), &sms.Template{ContentSID: "HXinv_ru", Variables: map[string]string{
 			"1": "Счёт", "2": "PO-2026-0042", "3": "Молочная ферма «Заря»", "4": "ООО «Фрукты Юга»", "5": "Молочная ферма «Заря»", "6": "183,48 ₽",
 		}}},
+		{"a workflow's reminder, approved", whatsApp(reminder("ru", 1)), &sms.Template{ContentSID: "HXrem_ru", Variables: map[string]string{
+			"1": "PO-2026-0042", "2": "ООО «Фрукты Юга»", "3": "183,48 ₽",
+		}}},
+		{"a workflow's reminder, free-form", whatsApp(reminder("es", 1)), nil},
 		{"not approved yet", whatsApp(order("sales_order", "en", 1, "183.48")), nil},
 		{"not configured", whatsApp(order("delivery_note", "en", 1, "183.48")), nil},
 		{"an invoice in another language than the template's", whatsApp(order("invoice", "en", 1, "183.48")), nil},

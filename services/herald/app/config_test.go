@@ -87,6 +87,9 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		{"dns resolver without a port", "email: {dns_resolver: 10.0.0.2}", `email.dns_resolver: "10.0.0.2" is not host:port, such as 10.0.0.2:53`},
 		{"route to a missing template", "router: {routes: [{event: order.created, template: quote, channels: [email]}]}",
 			`router.routes[0].template: no email template "quote"`},
+		{"workflow step to a missing template", "router: {channels: [email, whatsapp], routes: [{event: order.created, document: purchase_order, channels: [email], " +
+			"steps: [{send: {}}, {wait: {for: 24h, until_event: order.confirmed}}, {send: {template: po_remind, channels: [whatsapp]}}]}]}",
+			`router.routes[0].steps[2].send.template: no whatsapp template "po_remind"`},
 		{"bad route", "router: {routes: [{event: order.created, document: quote, channels: [email]}]}",
 			`router.routes[0].document: "quote" is not a document type`},
 		{"workflow wait without a bound", "router: {routes: [{event: order.created, document: purchase_order, steps: [{send: {channels: [email]}}, {wait: {until_status: delivered}}]}]}",

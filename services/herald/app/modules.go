@@ -141,9 +141,15 @@ func checkTemplates(c router.Config) error {
 	has := map[event.Channel]func(string) bool{event.ChannelEmail: mail.Has, event.ChannelSMS: text.Has, event.ChannelWhatsApp: text.Has}
 	var problems []string
 	for i, r := range c.Routes {
-		for _, ch := range slices.Concat(r.Channels, r.Fallback) {
-			if found, ok := has[ch]; ok && slices.Contains(c.Channels, ch) && !found(r.Template) {
-				problems = append(problems, fmt.Sprintf("router.routes[%d].template: no %s template %q", i, ch, r.Template))
+		if len(r.Steps) == 0 {
+			problems = append(problems, missingTemplates(has, c.Channels, r, fmt.Sprintf("router.routes[%d].template", i))...)
+		}
+		// With steps, the route's template and channels are only the send
+		// steps' defaults: each send is checked as it will plan.
+		for j, step := range r.Steps {
+			if step.Send != nil {
+				field := fmt.Sprintf("router.routes[%d].steps[%d].send.template", i, j)
+				problems = append(problems, missingTemplates(has, c.Channels, r.SendStepRoute(j), field)...)
 			}
 		}
 	}
@@ -151,6 +157,18 @@ func checkTemplates(c router.Config) error {
 		return errors.New(strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// missingTemplates names, under field, each of the deployment's channels
+// route r sends on whose composer has no template r.Template.
+func missingTemplates(has map[event.Channel]func(string) bool, deployed []event.Channel, r router.Route, field string) []string {
+	var problems []string
+	for _, ch := range slices.Concat(r.Channels, r.Fallback) {
+		if found, ok := has[ch]; ok && slices.Contains(deployed, ch) && !found(r.Template) {
+			problems = append(problems, fmt.Sprintf("%s: no %s template %q", field, ch, r.Template))
+		}
+	}
+	return problems
 }
 
 // configureWorkflow reads workflow:.
