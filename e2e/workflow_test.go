@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -83,22 +82,23 @@ func (c *child) kill() {
 	c.done.Wait()
 }
 
-// runStates counts the runs by state.
+// runStates counts acme's runs by state.
 func runStates(t *testing.T, js jetstream.JetStream) map[workflow.State]int {
 	t.Helper()
-	kv, err := js.KeyValue(heraldtest.Context(t), workflow.Bucket)
-	require.NoError(t, err)
-	keys, err := kv.ListKeys(heraldtest.Context(t))
+	runs, err := workflow.OpenRuns(heraldtest.Context(t), js)
 	require.NoError(t, err)
 	out := map[workflow.State]int{}
-	for k := range keys.Keys() {
-		e, err := kv.Get(heraldtest.Context(t), k)
+	for f := (workflow.Filter{Limit: 100}); ; {
+		page, err := runs.List(heraldtest.Context(t), "acme", f)
 		require.NoError(t, err)
-		var r workflow.Run
-		require.NoError(t, json.Unmarshal(e.Value(), &r))
-		out[r.State]++
+		for _, r := range page.Runs {
+			out[r.State]++
+		}
+		if page.Next == "" {
+			return out
+		}
+		f.Cursor = page.Next
 	}
-	return out
 }
 
 // Herald's workflow process is killed with SIGKILL while a thousand runs
@@ -134,12 +134,12 @@ func TestRunsWaitingThroughAKillFireOnce(t *testing.T) {
 	require.Eventually(t, func() bool {
 		states = runStates(t, p.js)
 		return states[workflow.Waiting]+states[workflow.Done] == runs
-	}, 2*time.Minute, 100*time.Millisecond, "a thousand runs started")
+	}, 2*time.Minute, 500*time.Millisecond, "a thousand runs started")
 	first.kill()
 	t.Logf("killed %s after the first event, with %d runs waiting", time.Since(began).Round(time.Millisecond), states[workflow.Waiting])
 
 	startChild(t, env...)
-	require.Eventually(t, func() bool { return runStates(t, p.js)[workflow.Done] == runs }, 3*time.Minute, 200*time.Millisecond,
+	require.Eventually(t, func() bool { return runStates(t, p.js)[workflow.Done] == runs }, 3*time.Minute, 500*time.Millisecond,
 		"every run fires")
 	p.settle(t)
 	got := map[string]int{}

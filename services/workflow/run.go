@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -96,8 +98,42 @@ func Key(tenant, subject, id string) string {
 	return tenant + "." + recipient.Token(subject) + "." + id
 }
 
-// store reads and writes runs by compare-and-set.
-type store struct{ kv jetstream.KeyValue }
+// store reads and writes runs by compare-and-set; stream is the
+// bucket's (KV_runs), which lists its keys.
+type store struct {
+	kv     jetstream.KeyValue
+	stream jetstream.Stream
+}
+
+// openStore binds to the runs' bucket.
+func openStore(ctx context.Context, js jetstream.JetStream) (store, error) {
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil {
+		return store{}, fmt.Errorf("the %s bucket: %w", Bucket, err)
+	}
+	stream, err := js.Stream(ctx, "KV_"+Bucket)
+	if err != nil {
+		return store{}, fmt.Errorf("the %s bucket's stream: %w", Bucket, err)
+	}
+	return store{kv: kv, stream: stream}, nil
+}
+
+// keys are the keys matching filter (a key with wildcards), sorted. They
+// are the stream's subjects, asked of the server: a watch (ListKeys)
+// over a bucket being written can leave its handler blocked for good.
+func (s store) keys(ctx context.Context, filter string) ([]string, error) {
+	prefix := "$KV." + Bucket + "."
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+filter))
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subject, prefix))
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
 
 // errConflict: the run changed since it was read.
 var errConflict = errors.New("the run changed meanwhile")

@@ -31,15 +31,15 @@ type Runs struct {
 
 // OpenRuns opens the runs' bucket and stream.
 func OpenRuns(ctx context.Context, js jetstream.JetStream) (*Runs, error) {
-	kv, err := js.KeyValue(ctx, Bucket)
+	runs, err := openStore(ctx, js)
 	if err != nil {
-		return nil, fmt.Errorf("the %s bucket: %w", Bucket, err)
+		return nil, err
 	}
 	stream, err := js.Stream(ctx, router.RunsStream)
 	if err != nil {
 		return nil, fmt.Errorf("the %s stream: %w", router.RunsStream, err)
 	}
-	return &Runs{runs: store{kv: kv}, stream: stream, now: func() time.Time { return time.Now().UTC() }}, nil
+	return &Runs{runs: runs, stream: stream, now: func() time.Time { return time.Now().UTC() }}, nil
 }
 
 // Filter selects runs to list.
@@ -73,7 +73,7 @@ func (r *Runs) List(ctx context.Context, tenant string, f Filter) (Page, error) 
 	if f.Subject != "" {
 		filter = tenant + "." + recipient.Token(f.Subject) + ".*"
 	}
-	keys, err := r.keys(ctx, filter)
+	keys, err := r.runs.keys(ctx, filter)
 	if err != nil {
 		return Page{}, err
 	}
@@ -101,26 +101,12 @@ func (r *Runs) List(ctx context.Context, tenant string, f Filter) (Page, error) 
 	return page, nil
 }
 
-// keys are the bucket's keys under filter, sorted.
-func (r *Runs) keys(ctx context.Context, filter string) ([]string, error) {
-	lister, err := r.runs.kv.ListKeysFiltered(ctx, filter)
-	if err != nil {
-		return nil, fmt.Errorf("listing runs: %w", err)
-	}
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys, nil
-}
-
 // find is the key of the tenant's run id.
 func (r *Runs) find(ctx context.Context, tenant, id string) (string, error) {
 	if !validRunID(id) {
 		return "", ErrNotFound
 	}
-	keys, err := r.keys(ctx, tenant+".*."+id)
+	keys, err := r.runs.keys(ctx, tenant+".*."+id)
 	if err != nil {
 		return "", err
 	}

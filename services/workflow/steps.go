@@ -246,12 +246,12 @@ func (s *Service) wake(ctx context.Context, w router.RunWake) error {
 // event ends or cancels the runs of the event's order: each run under
 // <tenant>.<subject>, found by its key, not by a scan.
 func (s *Service) event(ctx context.Context, e router.RunEvent) error {
-	keys, err := s.runs.kv.ListKeysFiltered(ctx, e.Tenant+"."+recipient.Token(e.Subject)+".*")
+	keys, err := s.runs.keys(ctx, e.Tenant+"."+recipient.Token(e.Subject)+".*")
 	if err != nil {
 		return fmt.Errorf("the runs of %s: %w", e.Subject, err)
 	}
 	var errs []error
-	for key := range keys.Keys() {
+	for _, key := range keys {
 		errs = append(errs, s.eventFor(ctx, key, e))
 	}
 	return errors.Join(errs...)

@@ -112,11 +112,10 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 
 // Start takes the runs' messages, tenants in turn.
 func (s *Service) Start(ctx context.Context) error {
-	kv, err := s.js.KeyValue(ctx, Bucket)
-	if err != nil {
-		return fmt.Errorf("workflow: the %s bucket: %w", Bucket, err)
+	var err error
+	if s.runs, err = openStore(ctx, s.js); err != nil {
+		return fmt.Errorf("workflow: %w", err)
 	}
-	s.runs = store{kv: kv}
 	if s.stream, err = s.js.Stream(ctx, router.RunsStream); err != nil {
 		return fmt.Errorf("workflow: the %s stream: %w", router.RunsStream, err)
 	}

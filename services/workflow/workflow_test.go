@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -45,7 +44,7 @@ func reminder(wait time.Duration) router.Route {
 
 type bundle struct {
 	n    *heraldtest.NATS
-	runs jetstream.KeyValue
+	runs *workflow.Runs
 }
 
 // setup starts a router with the route and the workflow service on a
@@ -63,7 +62,7 @@ func setup(t *testing.T, route router.Route) bundle {
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, w.Stop(heraldtest.Context(t))) })
-	runs, err := n.JS.KeyValue(ctx, workflow.Bucket)
+	runs, err := workflow.OpenRuns(ctx, n.JS)
 	require.NoError(t, err)
 	return bundle{n: n, runs: runs}
 }
@@ -117,33 +116,18 @@ func (b bundle) eventuallySent(t *testing.T, want ...string) {
 
 // run is the supplier's one run.
 func (b bundle) run(t *testing.T) workflow.Run {
-	keys, err := b.runs.ListKeys(heraldtest.Context(t))
-	require.NoError(t, err)
-	var all []string
-	for k := range keys.Keys() {
-		all = append(all, k)
-	}
+	t.Helper()
+	all := b.runsNow(t)
 	require.Len(t, all, 1, "one run: the route reaches one supplier")
-	e, err := b.runs.Get(heraldtest.Context(t), all[0])
-	require.NoError(t, err)
-	var r workflow.Run
-	require.NoError(t, json.Unmarshal(e.Value(), &r))
-	return r
+	return all[0]
 }
 
 func (b bundle) eventually(t *testing.T, state workflow.State) workflow.Run {
 	t.Helper()
 	var r workflow.Run
 	require.Eventually(t, func() bool {
-		keys, _ := b.runs.ListKeys(heraldtest.Context(t))
-		if keys == nil {
-			return false
-		}
-		n := 0
-		for range keys.Keys() {
-			n++
-		}
-		if n == 0 {
+		all := b.runsNow(t)
+		if len(all) == 0 {
 			return false
 		}
 		r = b.run(t)
@@ -214,22 +198,12 @@ func noTimers(t *testing.T, b bundle) {
 	}
 }
 
-// runs are every run, by key.
+// runsNow are acme's runs, by key.
 func (b bundle) runsNow(t *testing.T) []workflow.Run {
 	t.Helper()
-	keys, err := b.runs.ListKeys(heraldtest.Context(t))
-	if err != nil {
-		return nil
-	}
-	var out []workflow.Run
-	for k := range keys.Keys() {
-		e, err := b.runs.Get(heraldtest.Context(t), k)
-		require.NoError(t, err)
-		var r workflow.Run
-		require.NoError(t, json.Unmarshal(e.Value(), &r))
-		out = append(out, r)
-	}
-	return out
+	page, err := b.runs.List(heraldtest.Context(t), "acme", workflow.Filter{Limit: 100})
+	require.NoError(t, err)
+	return page.Runs
 }
 
 // Stock alerts throttled by SKU, one an hour: of three for one SKU and one

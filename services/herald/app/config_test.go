@@ -94,6 +94,10 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 			`router.routes[0].document: "quote" is not a document type`},
 		{"workflow wait without a bound", "router: {routes: [{event: order.created, document: purchase_order, steps: [{send: {channels: [email]}}, {wait: {until_status: delivered}}]}]}",
 			`router.routes[0].steps[1].wait: needs a bound: for, until or until_event`},
+		{"digest not built", "router: {routes: [{event: inventory.low_stock, template: low_stock, channels: [sms], steps: [{digest: {key: \"{{.Stock.Warehouse}}\", window: 15m}}, {send: {}}]}]}",
+			`router.routes[0].steps[0].digest: digest steps are not built yet in this version of Herald`},
+		{"until_status not built", "router: {routes: [{event: order.created, document: purchase_order, steps: [{send: {channels: [email]}}, {wait: {for: 1h, until_status: delivered}}]}]}",
+			`router.routes[0].steps[1].wait.until_status: not built yet in this version of Herald`},
 		{"pdf concurrency", "pdf: {concurrency: -1}", `pdf.concurrency: must be 1 or more (got -1)`},
 		{"sweep limit", "dlq: {sweep: {limit: -1}}", `dlq.sweep: limit and max_resends must be 1 or more`},
 		{"replicas", "streams: {replicas: 7}", `streams.replicas: 7 must be between 1 and 5`},
@@ -345,4 +349,23 @@ func TestIssueWorkflowsLoad(t *testing.T) {
 	require.Equal(t, "{{.Stock.Warehouse}}", cfg.Router.Routes[1].Steps[1].Digest.Key)
 	cfg.Router.Channels = event.Channels
 	require.NoError(t, cfg.Router.WithDefaults().Validate())
+}
+
+// The workflows the guide runs with `herald dev --config
+// examples/workflows.yaml` are a configuration Herald starts with: every
+// step built, every send's template there.
+func TestTheWorkflowExampleStarts(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(filepath.Join("..", "..", "..", "examples", "workflows.yaml"))
+	require.NoError(t, err)
+	require.Len(t, cfg.Router.Routes, 2)
+	// As herald dev fills in: local sinks for every channel.
+	cfg.Redis.URL = "redis://127.0.0.1:1"
+	cfg.Email.From = "herald@example.com"
+	cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: t.TempDir()}}
+	cfg.SMS.Providers = []app.ProviderConfig{{Type: "textdir", Dir: t.TempDir()}}
+	cfg.WhatsApp.Providers = []app.ProviderConfig{{Type: "textdir", Dir: t.TempDir()}}
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a.Stop(context.Background())) }) // its Redis clients
 }
