@@ -86,7 +86,7 @@ func TestARunIsListedAndRead(t *testing.T) {
 func TestAnotherTenantsRunIsNotFound(t *testing.T) {
 	t.Parallel()
 	b, run := withRuns(t)
-	for _, path := range []string{"/v1/runs/" + run.ID, "/v1/runs/run_00000000000000000000000000000000", "/v1/runs/run_%2A"} {
+	for _, path := range []string{"/v1/runs/" + run.ID, "/v1/runs/run_00000000000000000000000000000000", "/v1/runs/%2A", "/v1/runs/%3E"} {
 		a := b.do(t, http.MethodGet, path, globexRead, nil)
 		if path != "/v1/runs/"+run.ID {
 			a = b.do(t, http.MethodGet, path, acmeRead, nil)
