@@ -98,10 +98,16 @@ type TimersReport struct {
 	NoWait         TimersPhase `json:"no_wait"`
 	// Lateness is each waiting run's send, as it reached a subscriber,
 	// after its timer's time (the wait's end rounded up to the second,
-	// the schedule's precision). Early counts sends before it (0 is
+	// the schedule's precision): what a recipient sees. A timer's wake
+	// joins the runs' one queue (runs.in.<tenant>), behind the starts not
+	// yet taken: LatenessAfterStart is that of the AfterStart timers due
+	// once every run had started (its timer armed), which queued behind
+	// other wakes only. Early counts sends before their time (0 is
 	// expected; they are recorded as 0 late).
-	Lateness Latency `json:"lateness_ms"`
-	Early    int     `json:"fired_early"`
+	Lateness           Latency `json:"lateness_ms"`
+	LatenessAfterStart Latency `json:"lateness_after_start_ms"`
+	AfterStart         int     `json:"timers_due_after_start"`
+	Early              int     `json:"fired_early"`
 	// PeakPending is the most runs waiting at once; the stores' sizes
 	// are taken then: RUNS (the timers, with the starts not yet taken
 	// and the sends of the SentAtPeak runs already sent) and KV_runs.
@@ -124,7 +130,7 @@ type TimersReport struct {
 	Cores        int     `json:"cores"`
 	GoVersion    string  `json:"go_version"`
 
-	Histogram *hdrhistogram.Histogram `json:"-"`
+	Histogram, AfterStartHistogram *hdrhistogram.Histogram `json:"-"`
 }
 
 // TimersPhase is one phase's runs.
@@ -160,9 +166,9 @@ func RunTimers(ctx context.Context, cfg TimersConfig, progress func(TimersProgre
 	r.Waiting = waiting.phase
 	r.PeakRSSMB = peakRSSMB()
 	r.RSSPerTimerKB = max(r.PeakRSSMB-r.BaseRSSMB, 0) * 1024 / float64(cfg.Timers)
-	r.Histogram, r.Early = waiting.hist, waiting.early
-	h := waiting.hist
-	r.Lateness = Latency{P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)), Max: ms(h.Max())}
+	r.Histogram, r.AfterStartHistogram, r.Early = waiting.hist, waiting.afterStart, waiting.early
+	r.Lateness, r.LatenessAfterStart = latencyOf(waiting.hist), latencyOf(waiting.afterStart)
+	r.AfterStart = int(waiting.afterStart.TotalCount())
 	r.PeakPending, r.SentAtPeak, r.RunsBytes, r.KVBytes = waiting.peak.pending, waiting.peak.sent, waiting.peak.runs, waiting.peak.kv
 	if r.PeakPending > 0 {
 		r.RunsBytesPerPending = float64(r.RunsBytes) / float64(r.PeakPending)
@@ -184,10 +190,10 @@ func RunTimers(ctx context.Context, cfg TimersConfig, progress func(TimersProgre
 
 // phaseResult is a phase's runs and what was sampled while they waited.
 type phaseResult struct {
-	phase TimersPhase
-	hist  *hdrhistogram.Histogram
-	early int
-	peak  peakSample
+	phase            TimersPhase
+	hist, afterStart *hdrhistogram.Histogram
+	early            int
+	peak             peakSample
 }
 
 // peakSample is the stores' sizes when most runs waited.
@@ -275,16 +281,15 @@ type timerRuns struct {
 
 	mu                  sync.Mutex
 	at                  []time.Time // the timer's time, per run
+	sentAt              []time.Time // its first send's arrival
 	sends               []int
 	armed, sent, dups   int
-	early               int
-	hist                *hdrhistogram.Histogram
 	lastStart, lastSent time.Time
 }
 
 func newTimerRuns(n int, wait bool) *timerRuns {
 	t := &timerRuns{wait: wait, ids: make([]string, n), index: make(map[string]int, n), waits: make([]int, n),
-		at: make([]time.Time, n), sends: make([]int, n), hist: newHistogram()}
+		at: make([]time.Time, n), sentAt: make([]time.Time, n), sends: make([]int, n)}
 	for i := range t.ids {
 		t.ids[i] = fmt.Sprintf("run_%016x%016x", rand.Uint64(), rand.Uint64())
 		t.index[t.ids[i]] = i
@@ -351,7 +356,7 @@ func (t *timerRuns) onTimer(msg *nats.Msg) {
 }
 
 // onSend records a run's send, by its Nats-Msg-Id (send:<run>:<step>),
-// and, after a wait, how late it came.
+// and when the first came.
 func (t *timerRuns) onSend(msg *nats.Msg) {
 	now := time.Now()
 	_, rest, _ := strings.Cut(msg.Header.Get(jetstream.MsgIDHeader), ":")
@@ -368,20 +373,10 @@ func (t *timerRuns) onSend(msg *nats.Msg) {
 		return
 	}
 	t.sent++
-	t.lastSent = now
+	t.lastSent, t.sentAt[i] = now, now
 	if !t.wait {
 		t.lastStart = now
-		return
 	}
-	if t.at[i].IsZero() {
-		return // a send without a timer seen: no lateness to record
-	}
-	late := now.Sub(t.at[i])
-	if late < 0 {
-		t.early++
-		late = 0
-	}
-	_ = t.hist.RecordValue(late.Microseconds())
 }
 
 // counts are the runs started (timer armed; without a wait, sent) and
@@ -473,7 +468,25 @@ func (t *timerRuns) result(start time.Time, cpu time.Duration, peak peakSample) 
 	if !t.lastSent.IsZero() {
 		p.Seconds = t.lastSent.Sub(start).Seconds()
 	}
-	return phaseResult{phase: p, hist: hdrhistogram.Import(t.hist.Export()), early: t.early, peak: peak}
+	res := phaseResult{phase: p, hist: newHistogram(), afterStart: newHistogram(), peak: peak}
+	for i, at := range t.at {
+		if at.IsZero() || t.sentAt[i].IsZero() {
+			continue // not armed (a run without a wait), or lost
+		}
+		late := t.sentAt[i].Sub(at)
+		if late < 0 {
+			res.early++
+		}
+		_ = res.hist.RecordValue(max(late, 0).Microseconds())
+		if at.After(t.lastStart) {
+			_ = res.afterStart.RecordValue(max(late, 0).Microseconds())
+		}
+	}
+	return res
+}
+
+func latencyOf(h *hdrhistogram.Histogram) Latency {
+	return Latency{P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)), Max: ms(h.Max())}
 }
 
 // currentRSSMB is the process's resident set now (Linux's

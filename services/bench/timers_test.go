@@ -34,6 +34,8 @@ func TestRunTimersFiresEveryTimerOnce(t *testing.T) {
 	}
 	require.EqualValues(t, 200, r.Histogram.TotalCount(), "a lateness for each waiting run, from its armed timer")
 	require.Zero(t, r.Early, "no timer fired before its time")
+	require.EqualValues(t, r.AfterStart, r.AfterStartHistogram.TotalCount())
+	require.LessOrEqual(t, r.AfterStart, 200)
 	require.LessOrEqual(t, r.Lateness.P50, r.Lateness.P99)
 	require.Equal(t, 200, phases[bench.TimersFiring], "every waiting run's timer was armed before the runs were watched firing")
 	require.Equal(t, 200, phases[bench.TimersNoWait])
