@@ -103,11 +103,14 @@ type TimersReport struct {
 	// yet taken: LatenessAfterStart is that of the AfterStart timers due
 	// once every run had started (its timer armed), which queued behind
 	// other wakes only. Early counts sends before their time (0 is
-	// expected; they are recorded as 0 late).
+	// expected; they are recorded as 0 late). Short counts runs that sent
+	// before their wait had passed since their start was published,
+	// whatever their timer said (0 is expected).
 	Lateness           Latency `json:"lateness_ms"`
 	LatenessAfterStart Latency `json:"lateness_after_start_ms"`
 	AfterStart         int     `json:"timers_due_after_start"`
 	Early              int     `json:"fired_early"`
+	Short              int     `json:"sent_before_wait"`
 	// PeakPending is the most runs waiting at once; the stores' sizes
 	// are taken then: RUNS (the timers, with the starts not yet taken
 	// and the sends of the SentAtPeak runs already sent) and KV_runs.
@@ -168,7 +171,7 @@ func RunTimers(ctx context.Context, cfg TimersConfig, progress func(TimersProgre
 	r.RSSPerTimerKB = max(r.PeakRSSMB-r.BaseRSSMB, 0) * 1024 / float64(cfg.Timers)
 	r.Histogram, r.AfterStartHistogram, r.Early = waiting.hist, waiting.afterStart, waiting.early
 	r.Lateness, r.LatenessAfterStart = latencyOf(waiting.hist), latencyOf(waiting.afterStart)
-	r.AfterStart = int(waiting.afterStart.TotalCount())
+	r.AfterStart, r.Short = int(waiting.afterStart.TotalCount()), waiting.short
 	r.PeakPending, r.SentAtPeak, r.RunsBytes, r.KVBytes = waiting.peak.pending, waiting.peak.sent, waiting.peak.runs, waiting.peak.kv
 	if r.PeakPending > 0 {
 		r.RunsBytesPerPending = float64(r.RunsBytes) / float64(r.PeakPending)
@@ -192,7 +195,7 @@ func RunTimers(ctx context.Context, cfg TimersConfig, progress func(TimersProgre
 type phaseResult struct {
 	phase            TimersPhase
 	hist, afterStart *hdrhistogram.Histogram
-	early            int
+	early, short     int
 	peak             peakSample
 }
 
@@ -276,8 +279,10 @@ type timerRuns struct {
 	wait  bool
 	ids   []string
 	index map[string]int // not written once made
-	// waits are each run's wait, in seconds.
-	waits []int
+	// waits are each run's wait, in seconds, and published when its
+	// start was published; written by publish, read once it returned.
+	waits     []int
+	published []time.Time
 
 	mu                  sync.Mutex
 	at                  []time.Time // the timer's time, per run
@@ -288,7 +293,7 @@ type timerRuns struct {
 }
 
 func newTimerRuns(n int, wait bool) *timerRuns {
-	t := &timerRuns{wait: wait, ids: make([]string, n), index: make(map[string]int, n), waits: make([]int, n),
+	t := &timerRuns{wait: wait, ids: make([]string, n), index: make(map[string]int, n), waits: make([]int, n), published: make([]time.Time, n),
 		at: make([]time.Time, n), sentAt: make([]time.Time, n), sends: make([]int, n)}
 	for i := range t.ids {
 		t.ids[i] = fmt.Sprintf("run_%016x%016x", rand.Uint64(), rand.Uint64())
@@ -420,6 +425,7 @@ func (t *timerRuns) publish(ctx context.Context, js jetstream.JetStream, cfg Tim
 		msg := nats.NewMsg(router.RunsIn(tenant))
 		msg.Data = body
 		msg.Header.Set(jetstream.MsgIDHeader, "run:"+t.ids[i])
+		t.published[i] = time.Now()
 		err = pub.send(msg)
 	}
 	if perr := pub.wait(); err == nil {
@@ -470,6 +476,9 @@ func (t *timerRuns) result(start time.Time, cpu time.Duration, peak peakSample) 
 	}
 	res := phaseResult{phase: p, hist: newHistogram(), afterStart: newHistogram(), peak: peak}
 	for i, at := range t.at {
+		if t.wait && !t.sentAt[i].IsZero() && t.sentAt[i].Before(t.published[i].Add(time.Duration(t.waits[i])*time.Second)) {
+			res.short++
+		}
 		if at.IsZero() || t.sentAt[i].IsZero() {
 			continue // not armed (a run without a wait), or lost
 		}

@@ -443,8 +443,8 @@ func runTimersBench(cmd *cobra.Command, natsURL string) error {
 		return err
 	}
 	dups, lost := report.Waiting.Duplicates+report.NoWait.Duplicates, report.Waiting.Lost+report.NoWait.Lost
-	if dups > 0 || lost > 0 {
-		return fmt.Errorf("%d runs sent twice, %d runs never sent", dups, lost)
+	if dups > 0 || lost > 0 || report.Early > 0 || report.Short > 0 {
+		return fmt.Errorf("%d runs sent twice, %d never sent, %d before their timer's time, %d before their wait", dups, lost, report.Early, report.Short)
 	}
 	return nil
 }
@@ -459,7 +459,8 @@ func printTimersReport(w io.Writer, r bench.TimersReport) {
 	row := func(k, v string, args ...any) { tw.row(k, fmt.Sprintf(v, args...)) }
 	row("workload", "%d runs each waiting %g-%g s, then a send; then %d runs without a wait", r.Timers, r.MinWaitSeconds, r.MaxWaitSeconds, r.NoWait.Runs)
 	row("servers", "%s; the workflow service alone, workflow.concurrency %d", servers, r.Concurrency)
-	row("timers", "%d of %d fired once; %d sent twice, %d lost, %d early", r.Waiting.Sent, r.Waiting.Runs, r.Waiting.Duplicates, r.Waiting.Lost, r.Early)
+	row("timers", "%d of %d fired once; %d sent twice, %d lost, %d early, %d before their wait", r.Waiting.Sent, r.Waiting.Runs,
+		r.Waiting.Duplicates, r.Waiting.Lost, r.Early, r.Short)
 	late := func(k string, l bench.Latency) {
 		row(k, "p50 %.1f ms · p90 %.1f ms · p99 %.1f ms · max %.1f ms (target p99 < 1 s: %s)",
 			l.P50, l.P90, l.P99, l.Max, verdict[l.P99 < 1000])
