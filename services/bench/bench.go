@@ -240,9 +240,30 @@ type env struct {
 }
 
 func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, error) {
+	e, err := startNATSEnv(ctx, cfg.NATSURL, apply)
+	if err != nil {
+		return nil, err
+	}
+	redisURL := cfg.RedisURL
+	if redisURL == "" {
+		if e.redis, err = embedded.StartRedis("127.0.0.1:0"); err != nil {
+			e.close()
+			return nil, err
+		}
+		redisURL = e.redis.URL()
+	}
+	if e.rdb, _, err = redisconn.Open(redisURL, redisconn.TLS{}); err != nil {
+		e.close()
+		return nil, fmt.Errorf("redis: %w", redact.Error(err, redisURL))
+	}
+	return e, nil
+}
+
+// startNATSEnv is an env without Redis: NATS at natsURL (embedded when
+// empty), its streams applied.
+func startNATSEnv(ctx context.Context, natsURL string, apply streams.Options) (*env, error) {
 	e := &env{}
 	var err error
-	natsURL, redisURL := cfg.NATSURL, cfg.RedisURL
 	if natsURL == "" {
 		if e.dir, err = os.MkdirTemp("", "herald-bench-*"); err != nil {
 			return nil, err
@@ -253,13 +274,6 @@ func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, err
 		}
 		natsURL = e.nats.URL()
 	}
-	if redisURL == "" {
-		if e.redis, err = embedded.StartRedis("127.0.0.1:0"); err != nil {
-			e.close()
-			return nil, err
-		}
-		redisURL = e.redis.URL()
-	}
 	e.url = natsURL
 	if e.nc, err = nats.Connect(natsURL); err != nil {
 		e.close()
@@ -268,10 +282,6 @@ func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, err
 	if e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(notification.AckTimeout)); err != nil {
 		e.close()
 		return nil, err
-	}
-	if e.rdb, _, err = redisconn.Open(redisURL, redisconn.TLS{}); err != nil {
-		e.close()
-		return nil, fmt.Errorf("redis: %w", redact.Error(err, redisURL))
 	}
 	report, err := streams.Apply(ctx, e.js, apply)
 	if err == nil {
