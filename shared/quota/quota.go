@@ -97,7 +97,9 @@ func New(js jetstream.JetStream) *Counter { return On(js, Stream) }
 
 // On returns a counter of another counter stream's (the workflows'
 // THROTTLES): Add, Get and the duplicate's total read there.
-func On(js jetstream.JetStream, stream string) *Counter { return &Counter{nc: js.Conn(), stream: stream} }
+func On(js jetstream.JetStream, stream string) *Counter {
+	return &Counter{nc: js.Conn(), stream: stream}
+}
 
 // ErrNoStream means no stream takes the counter's subject: QUOTAS was not
 // applied.

@@ -205,54 +205,54 @@ var servicePermissions = map[string][]string{
 		// The workflow runs, read, listed and cancelled (a waiting
 		// step's timer purged).
 		kvReadWrite("runs"), []string{"$JS.API.STREAM.PURGE.RUNS"}, []string{"orders.*", "inventory.*",
-		// Providers' reports, once their signature is verified.
-		"notify.reports.*",
-		"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
-		"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
-		// The plans it runs with, published when it starts.
-		"$KV.plans.>",
-		"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",
-		"$JS.API.CONSUMER.DELETE.KV_api_keys.>", "$JS.FC.KV_api_keys.>",
-		"$KV.tenants.>", "$JS.API.DIRECT.GET.KV_tenants.>",
-		"$KV.credentials.>", "$JS.API.DIRECT.GET.KV_credentials.>", "$JS.API.CONSUMER.CREATE.KV_credentials.>",
-		"$JS.API.CONSUMER.DELETE.KV_credentials.>", "$JS.FC.KV_credentials.>",
-		"$JS.API.DIRECT.GET.DLQ", "$JS.API.CONSUMER.CREATE.DLQ.>", "$JS.API.CONSUMER.DELETE.DLQ.>", "$JS.API.CONSUMER.MSG.NEXT.DLQ.*", "$JS.FC.DLQ.>",
-		"$JS.API.CONSUMER.CREATE.OBJ_dlq_payloads.>", "$JS.API.CONSUMER.DELETE.OBJ_dlq_payloads.>", "$JS.FC.OBJ_dlq_payloads.>",
-		"$KV.dlq_redrives.>", "$JS.API.DIRECT.GET.KV_dlq_redrives.>",
-		// The preference page: the subscriber read, their preferences read
-		// and written.
-		"$JS.API.DIRECT.GET.KV_subscribers.>", "$KV.preferences.>", "$JS.API.DIRECT.GET.KV_preferences.>",
-		// The tenants' suppressed addresses, listed through an ordered
-		// consumer (ListKeysFiltered).
-		"$KV.suppressions.>", "$JS.API.DIRECT.GET.KV_suppressions.>", "$JS.API.CONSUMER.CREATE.KV_suppressions.>",
-		"$JS.API.CONSUMER.DELETE.KV_suppressions.>", "$JS.FC.KV_suppressions.>",
-		// The tenants' sending domains, listed the same way.
-		"$KV.sending_domains.>", "$JS.API.DIRECT.GET.KV_sending_domains.>", "$JS.API.CONSUMER.CREATE.KV_sending_domains.>",
-		"$JS.API.CONSUMER.DELETE.KV_sending_domains.>", "$JS.FC.KV_sending_domains.>",
-		// The tenants' own templates, checked, stored and listed.
-		"$KV.templates.>", "$JS.API.DIRECT.GET.KV_templates.>", "$JS.API.CONSUMER.CREATE.KV_templates.>",
-		"$JS.API.CONSUMER.DELETE.KV_templates.>", "$JS.FC.KV_templates.>",
-		// The tenants' subscribers, accounts, topics, topic memberships
-		// and preferences: written, read, listed (ListKeysFiltered), a
-		// topic's memberships removed together.
-		"$KV.subscribers.>", "$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.CONSUMER.CREATE.KV_subscribers.>",
-		"$JS.API.CONSUMER.DELETE.KV_subscribers.>", "$JS.FC.KV_subscribers.>",
-		"$KV.accounts.>", "$JS.API.DIRECT.GET.KV_accounts.>", "$JS.API.CONSUMER.CREATE.KV_accounts.>",
-		"$JS.API.CONSUMER.DELETE.KV_accounts.>", "$JS.FC.KV_accounts.>",
-		"$KV.topics.>", "$JS.API.DIRECT.GET.KV_topics.>", "$JS.API.CONSUMER.CREATE.KV_topics.>",
-		"$JS.API.CONSUMER.DELETE.KV_topics.>", "$JS.FC.KV_topics.>",
-		"$KV.topic_members.>", "$JS.API.DIRECT.GET.KV_topic_members.>", "$JS.API.CONSUMER.CREATE.KV_topic_members.>",
-		"$JS.API.CONSUMER.DELETE.KV_topic_members.>", "$JS.FC.KV_topic_members.>",
-		"$KV.preferences.>", "$JS.API.DIRECT.GET.KV_preferences.>",
-		// A webhook redelivery's range, read from the tenant's outcomes:
-		// the ledger's writes.
-		"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
-		"$JS.API.CONSUMER.MSG.NEXT.KV_deliveries.*", "$JS.FC.KV_deliveries.>",
-		// The console: its sessions, its audit log, and the streams'
-		// and consumers' state for the flow and the drift.
-		"$KV.console_sessions.>", "$JS.API.DIRECT.GET.KV_console_sessions.>", "audit.console",
-		"$JS.API.STREAM.LIST", "$JS.API.CONSUMER.LIST.*", "$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.INFO.*.*",
-		"$JS.API.DIRECT.GET.KV_circuits.>", "$JS.API.CONSUMER.CREATE.KV_circuits.>", "$JS.API.CONSUMER.DELETE.KV_circuits.>", "$JS.FC.KV_circuits.>"}),
+			// Providers' reports, once their signature is verified.
+			"notify.reports.*",
+			"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
+			"$KV.idempotency.>", "$JS.API.DIRECT.GET.KV_idempotency.>",
+			// The plans it runs with, published when it starts.
+			"$KV.plans.>",
+			"$KV.api_keys.>", "$JS.API.DIRECT.GET.KV_api_keys.>", "$JS.API.CONSUMER.CREATE.KV_api_keys.>",
+			"$JS.API.CONSUMER.DELETE.KV_api_keys.>", "$JS.FC.KV_api_keys.>",
+			"$KV.tenants.>", "$JS.API.DIRECT.GET.KV_tenants.>",
+			"$KV.credentials.>", "$JS.API.DIRECT.GET.KV_credentials.>", "$JS.API.CONSUMER.CREATE.KV_credentials.>",
+			"$JS.API.CONSUMER.DELETE.KV_credentials.>", "$JS.FC.KV_credentials.>",
+			"$JS.API.DIRECT.GET.DLQ", "$JS.API.CONSUMER.CREATE.DLQ.>", "$JS.API.CONSUMER.DELETE.DLQ.>", "$JS.API.CONSUMER.MSG.NEXT.DLQ.*", "$JS.FC.DLQ.>",
+			"$JS.API.CONSUMER.CREATE.OBJ_dlq_payloads.>", "$JS.API.CONSUMER.DELETE.OBJ_dlq_payloads.>", "$JS.FC.OBJ_dlq_payloads.>",
+			"$KV.dlq_redrives.>", "$JS.API.DIRECT.GET.KV_dlq_redrives.>",
+			// The preference page: the subscriber read, their preferences read
+			// and written.
+			"$JS.API.DIRECT.GET.KV_subscribers.>", "$KV.preferences.>", "$JS.API.DIRECT.GET.KV_preferences.>",
+			// The tenants' suppressed addresses, listed through an ordered
+			// consumer (ListKeysFiltered).
+			"$KV.suppressions.>", "$JS.API.DIRECT.GET.KV_suppressions.>", "$JS.API.CONSUMER.CREATE.KV_suppressions.>",
+			"$JS.API.CONSUMER.DELETE.KV_suppressions.>", "$JS.FC.KV_suppressions.>",
+			// The tenants' sending domains, listed the same way.
+			"$KV.sending_domains.>", "$JS.API.DIRECT.GET.KV_sending_domains.>", "$JS.API.CONSUMER.CREATE.KV_sending_domains.>",
+			"$JS.API.CONSUMER.DELETE.KV_sending_domains.>", "$JS.FC.KV_sending_domains.>",
+			// The tenants' own templates, checked, stored and listed.
+			"$KV.templates.>", "$JS.API.DIRECT.GET.KV_templates.>", "$JS.API.CONSUMER.CREATE.KV_templates.>",
+			"$JS.API.CONSUMER.DELETE.KV_templates.>", "$JS.FC.KV_templates.>",
+			// The tenants' subscribers, accounts, topics, topic memberships
+			// and preferences: written, read, listed (ListKeysFiltered), a
+			// topic's memberships removed together.
+			"$KV.subscribers.>", "$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.CONSUMER.CREATE.KV_subscribers.>",
+			"$JS.API.CONSUMER.DELETE.KV_subscribers.>", "$JS.FC.KV_subscribers.>",
+			"$KV.accounts.>", "$JS.API.DIRECT.GET.KV_accounts.>", "$JS.API.CONSUMER.CREATE.KV_accounts.>",
+			"$JS.API.CONSUMER.DELETE.KV_accounts.>", "$JS.FC.KV_accounts.>",
+			"$KV.topics.>", "$JS.API.DIRECT.GET.KV_topics.>", "$JS.API.CONSUMER.CREATE.KV_topics.>",
+			"$JS.API.CONSUMER.DELETE.KV_topics.>", "$JS.FC.KV_topics.>",
+			"$KV.topic_members.>", "$JS.API.DIRECT.GET.KV_topic_members.>", "$JS.API.CONSUMER.CREATE.KV_topic_members.>",
+			"$JS.API.CONSUMER.DELETE.KV_topic_members.>", "$JS.FC.KV_topic_members.>",
+			"$KV.preferences.>", "$JS.API.DIRECT.GET.KV_preferences.>",
+			// A webhook redelivery's range, read from the tenant's outcomes:
+			// the ledger's writes.
+			"$JS.API.CONSUMER.CREATE.KV_deliveries.>", "$JS.API.CONSUMER.DELETE.KV_deliveries.>",
+			"$JS.API.CONSUMER.MSG.NEXT.KV_deliveries.*", "$JS.FC.KV_deliveries.>",
+			// The console: its sessions, its audit log, and the streams'
+			// and consumers' state for the flow and the drift.
+			"$KV.console_sessions.>", "$JS.API.DIRECT.GET.KV_console_sessions.>", "audit.console",
+			"$JS.API.STREAM.LIST", "$JS.API.CONSUMER.LIST.*", "$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.INFO.*.*",
+			"$JS.API.DIRECT.GET.KV_circuits.>", "$JS.API.CONSUMER.CREATE.KV_circuits.>", "$JS.API.CONSUMER.DELETE.KV_circuits.>", "$JS.FC.KV_circuits.>"}),
 }
 
 func join(lists ...[]string) []string {
