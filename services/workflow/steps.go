@@ -180,21 +180,18 @@ func TimerSubject(tenant, run string, step int) string {
 }
 
 // schedule publishes the wait's timer: one scheduled message on its own
-// subject, firing once at until (rounded up to the second, the schedule's
-// precision) onto runs.in.<tenant>. A subject that already holds one (the
-// step taken again after a crash) keeps it.
+// subject, firing once at until onto runs.in.<tenant>. The time keeps its
+// fraction of a second (the server reads one), so the timers of a busy
+// second are not all due at its start. A subject that already holds one
+// (the step taken again after a crash) keeps it.
 func (s *Service) schedule(ctx context.Context, key string, r Run, until time.Time) error {
 	body, err := json.Marshal(router.RunMessage{Kind: router.RunWakeKind, Wake: &router.RunWake{Key: key, Step: r.Step}})
 	if err != nil {
 		return err
 	}
-	at := until.Truncate(time.Second)
-	if at.Before(until) {
-		at = at.Add(time.Second)
-	}
 	msg := nats.NewMsg(TimerSubject(r.Tenant, r.ID, r.Step))
 	msg.Data = body
-	msg.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339))
+	msg.Header.Set(jetstream.ScheduleHeader, "@at "+until.UTC().Format(time.RFC3339Nano))
 	msg.Header.Set(jetstream.ScheduleTargetHeader, router.RunsIn(r.Tenant))
 	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	_, err = telemetry.PublishMsg(ctx, s.js, msg)
@@ -233,13 +230,12 @@ func (s *Service) wake(ctx context.Context, w router.RunWake) error {
 		s.drop(ctx, tenant, "stale_wake")
 		return nil
 	}
+	// Moved past the wait with the next step's write: a wake taken again
+	// (a crash before it) finds the run still waiting, and wakes it once.
 	r.State, r.Until = Running, time.Time{}
 	r.note(s.now(), "woken", "by its timer")
 	s.count(ctx, r, "wait", "woken")
 	r.Step++
-	if rev, err = s.runs.update(ctx, w.Key, r, rev); err != nil {
-		return err
-	}
 	return s.advance(ctx, w.Key, r, rev)
 }
 
