@@ -29,6 +29,11 @@ const RunsStream = "RUNS"
 // RunsIn is the subject of tenant's messages to the workflow service.
 func RunsIn(tenant string) string { return "runs.in." + tenant }
 
+// RunsWake is where tenant's waiting steps' timers fire: a subject of its
+// own, which the workflow service serves ahead of runs.in, so a timer due
+// does not wait behind a burst of runs starting.
+func RunsWake(tenant string) string { return "runs.wake." + tenant }
+
 // RunsSend is the subject of tenant's send steps, for the router.
 func RunsSend(tenant string) string { return "runs.send." + tenant }
 

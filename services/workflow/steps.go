@@ -180,7 +180,7 @@ func TimerSubject(tenant, run string, step int) string {
 }
 
 // schedule publishes the wait's timer: one scheduled message on its own
-// subject, firing once at until onto runs.in.<tenant>. The time keeps its
+// subject, firing once at until onto runs.wake.<tenant>. The time keeps its
 // fraction of a second (the server reads one), so the timers of a busy
 // second are not all due at its start. A subject that already holds one
 // (the step taken again after a crash) keeps it.
@@ -192,7 +192,7 @@ func (s *Service) schedule(ctx context.Context, key string, r Run, until time.Ti
 	msg := nats.NewMsg(TimerSubject(r.Tenant, r.ID, r.Step))
 	msg.Data = body
 	msg.Header.Set(jetstream.ScheduleHeader, "@at "+until.UTC().Format(time.RFC3339Nano))
-	msg.Header.Set(jetstream.ScheduleTargetHeader, router.RunsIn(r.Tenant))
+	msg.Header.Set(jetstream.ScheduleTargetHeader, router.RunsWake(r.Tenant))
 	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	_, err = telemetry.PublishMsg(ctx, s.js, msg)
 	var apiErr *jetstream.APIError

@@ -3,7 +3,7 @@
 // and ends or is cancelled by the order's events. Time lives in JetStream:
 // a waiting step is a scheduled message on its own subject of RUNS
 // (runs.timer.<tenant>.<run>.<step>, Nats-Schedule @at, target
-// runs.in.<tenant>), purged when an event ends the wait; a run is a KV
+// runs.wake.<tenant>), purged when an event ends the wait; a run is a KV
 // entry (KV_runs) changed only by compare-and-set. No goroutine sleeps on
 // a run's behalf, and a restarted process finds every run where it was.
 package workflow
@@ -71,15 +71,22 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// class names the service's consumers: workflow_<tenant>.
-const class = "workflow"
+// class names the service's consumers of runs.in: workflow_<tenant>;
+// wakeClass those of runs.wake, which take wakeWeight turns to one of
+// runs.in while both have work: a timer due goes ahead of runs starting.
+const (
+	class      = "workflow"
+	wakeClass  = "workflow-wake"
+	wakeWeight = 4
+)
 
 // consumerTemplate is each tenant's consumer: a run's message is handled within
 // seconds; one that keeps failing is dead-lettered.
 var consumerTemplate = jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
 	MaxDeliver: 20, MaxAckPending: 1000, MaxWaiting: 512}
 
-// Service takes runs.in.<tenant>: starts runs, wakes them, ends them.
+// Service takes runs.in.<tenant> and runs.wake.<tenant>: starts runs, wakes
+// them, ends them.
 type Service struct {
 	cfg    Config
 	js     jetstream.JetStream
@@ -126,8 +133,12 @@ func (s *Service) Start(ctx context.Context) error {
 	s.loop, err = consumer.StartFair(ctx, s.handle, consumer.FairConfig{
 		Config: consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider},
-		Stream:  router.RunsStream,
-		Classes: []consumer.Class{{Name: class, Prefix: "runs.in", Weight: 1, Template: consumerTemplate}}})
+		Stream: router.RunsStream,
+		// A run's message takes a few round trips, not a provider's
+		// seconds: a pull takes several of a tenant's at once.
+		Batch: 16,
+		Classes: []consumer.Class{{Name: wakeClass, Prefix: "runs.wake", Weight: wakeWeight, Template: consumerTemplate},
+			{Name: class, Prefix: "runs.in", Weight: 1, Template: consumerTemplate}}})
 	if err != nil {
 		return fmt.Errorf("workflow: %w", err)
 	}

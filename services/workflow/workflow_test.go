@@ -148,7 +148,17 @@ func TestAConfirmationWithinTheWaitEndsTheRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t, reminder(time.Hour))
 	b.publish(t, "order.created", "evt-1")
-	b.eventually(t, workflow.Waiting)
+	waiting := b.eventually(t, workflow.Waiting)
+	timers := 0
+	for _, m := range heraldtest.StreamMessages(t, b.n.JS, router.RunsStream) {
+		if strings.HasPrefix(m.Subject, "runs.timer.") {
+			timers++
+			require.Equal(t, workflow.TimerSubject("acme", waiting.ID, 1), m.Subject)
+			require.Equal(t, "runs.wake.acme", m.Header.Get("Nats-Schedule-Target"), "wakes are served ahead of starts")
+			require.Equal(t, "@at "+waiting.Until.Format(time.RFC3339Nano), m.Header.Get("Nats-Schedule"))
+		}
+	}
+	require.Equal(t, 1, timers, "one timer, on its own subject")
 	b.publish(t, "order.confirmed", "evt-2")
 
 	r := b.eventually(t, workflow.Done)

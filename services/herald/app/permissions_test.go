@@ -147,7 +147,7 @@ var servicePermissions = map[string][]string{
 	// router for their sends, schedules their waits and purges a wait's
 	// schedule when an event ends it.
 	"workflow": join(jsCommon, kvReadWrite("runs"), dlqPayloads, []string{
-		"$JS.API.CONSUMER.CREATE.RUNS.*.runs.in.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
+		"$JS.API.CONSUMER.CREATE.RUNS.*.runs.in.>", "$JS.API.CONSUMER.CREATE.RUNS.*.runs.wake.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
 		"runs.send.*", "runs.timer.*.*.*", "$JS.API.STREAM.PURGE.RUNS", "dlq.RUNS.workflow",
 		// A window's time zone, the subscriber's; a throttle's counters.
 		"$JS.API.DIRECT.GET.KV_subscribers.>", "throttle.*.*.*", "$JS.API.DIRECT.GET.THROTTLES", "$JS.API.DIRECT.GET.THROTTLES.>"}),
@@ -344,7 +344,7 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 
 // wakes are where new messages wake a service's loops served per tenant:
 // the router's fan-out pages and runs' sends, the workflow's runs.
-var wakes = map[string][]string{"router": {"fanout.*", "runs.send.*"}, "workflow": {"runs.in.*"}}
+var wakes = map[string][]string{"router": {"fanout.*", "runs.send.*"}, "workflow": {"runs.in.*", "runs.wake.*"}}
 
 // fairChannels are the delivery services' channels, by NATS user.
 var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook"}
