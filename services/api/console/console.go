@@ -31,6 +31,7 @@ import (
 
 	"github.com/heraldhq/herald/services/api"
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -98,6 +99,7 @@ type Console struct {
 	dlq      *dlq.Entries
 	ledger   *ledger.Ledger
 	tenants  *tenantStores
+	runs     *workflow.Runs
 }
 
 //go:embed templates/*.html
@@ -149,6 +151,9 @@ func (c *Console) Start(ctx context.Context) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	if c.tenants, err = openTenantStores(ctx, c.js, c.cfg.Plans); err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	if c.runs, err = workflow.OpenRuns(ctx, c.js); err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil

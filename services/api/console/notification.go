@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/services/api"
+	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/history"
 	"github.com/heraldhq/herald/shared/ledger"
@@ -35,6 +36,44 @@ type notificationView struct {
 	Document         document
 	// Retry says to offer a retry: it failed.
 	Retry bool
+	// Runs are the workflow runs of the notification's order, each with
+	// its own timeline: the waits, wakes and events around its sends.
+	Runs []runView
+}
+
+// runView is one workflow run of the order.
+type runView struct {
+	ID, State, Recipient string
+	Step, Steps          int
+	Timeline             []moment
+}
+
+// maxRuns bounds the runs one notification's page shows.
+const maxRuns = 20
+
+// orderRuns are the workflow runs of the tenant's order, oldest step
+// first; none when it cannot tell (logged: the page stands without them).
+func (c *Console) orderRuns(ctx context.Context, tenant, order string) []runView {
+	if order == "" {
+		return nil
+	}
+	page, err := c.runs.List(ctx, tenant, workflow.Filter{Subject: order, Limit: maxRuns})
+	if err != nil {
+		c.cfg.Logger.Warn("console: reading the order's runs", "error", err)
+		return nil
+	}
+	out := make([]runView, len(page.Runs))
+	for i, r := range page.Runs {
+		p := r.Recipient
+		v := runView{ID: r.ID, State: string(r.State), Recipient: cmp.Or(p.Subscriber, p.Email, p.Phone, p.Webhook, "-"),
+			Step: r.Step, Steps: len(r.Route.Steps)}
+		for _, e := range r.Timeline {
+			v.Timeline = append(v.Timeline, moment{At: e.At, What: fmt.Sprintf("Step %d: %s", e.Step, e.What), Detail: e.Detail,
+				Bad: e.What == "failed"})
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // facts are where a notification stands, the ledger's word over the
@@ -137,6 +176,7 @@ func (c *Console) readNotification(ctx context.Context, tenant, id string) (noti
 		}
 	}
 	slices.SortStableFunc(v.Timeline, func(a, b moment) int { return a.At.Compare(b.At) })
+	v.Runs = c.orderRuns(ctx, tenant, v.Facts.Order)
 	return v, nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/api/console"
+	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
@@ -286,4 +288,35 @@ func TestATenantKeyCannotSignIn(t *testing.T) {
 	require.Contains(t, p.body, "The console is for operators")
 	p = br.get(t, "/console/notifications?tenant=acme")
 	require.Equal(t, "/console/signin?next=%2Fconsole%2Fnotifications%3Ftenant%3Dacme", p.path, "no session: back to sign in")
+}
+
+// A notification's page shows the workflow runs of its order beside its
+// own timeline: each run's steps, waits and what ended them.
+func TestANotificationsPageShowsItsOrdersRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	now := time.Now().UTC()
+	id := b.record(t, deliveredEntry(now.Add(-50*time.Minute)), now.Add(-time.Hour))
+	kv, err := b.nats.JS.KeyValue(ctx, workflow.Bucket)
+	require.NoError(t, err)
+	run := workflow.Run{ID: "run_0123456789abcdef0123456789abcdef", Tenant: "acme", Subject: "PO-2", State: workflow.Done, Step: 1,
+		Route:     router.Route{Steps: []router.Step{{Send: &router.SendStep{}}, {Wait: &router.WaitStep{UntilEvent: "order.confirmed"}}, {Send: &router.SendStep{}}}},
+		Recipient: event.Recipient{Role: "supplier", Email: "olga@zarya.example"},
+		Timeline: []workflow.Entry{{At: now.Add(-50 * time.Minute), What: "sent"},
+			{At: now.Add(-49 * time.Minute), Step: 1, What: "waiting", Detail: "for order.confirmed"},
+			{At: now.Add(-10 * time.Minute), Step: 1, What: "ended", Detail: "by order.confirmed evt-7"}}}
+	body, err := json.Marshal(run)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, workflow.Key("acme", "PO-2", run.ID), body)
+	require.NoError(t, err)
+	br := browse(t, b.url)
+	br.signIn(t, b.admin)
+
+	p := br.get(t, "/console/notifications/"+id+"?tenant=acme")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	runs := p.body[strings.Index(p.body, "<h2>Workflow runs of this order</h2>"):]
+	require.Contains(t, runs, "Run run_0123456789abcdef0123456789abcdef: done, step 1 of 3, for olga@zarya.example")
+	require.Contains(t, runs, "Step 1: ended")
+	require.Contains(t, runs, "by order.confirmed evt-7")
 }
