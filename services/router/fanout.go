@@ -136,25 +136,15 @@ func (s *Service) startFanout(ctx context.Context) error {
 // acknowledged, so a crash replans this page, whose deliveries the
 // duplicate windows drop, and the next page is asked for once.
 func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
-	var f fanout
-	if err := json.Unmarshal(msg.Data(), &f); err != nil {
-		return consumer.GiveUp(fmt.Errorf("malformed fan-out request: %w", err))
-	}
-	if tenant := msg.Subject()[strings.LastIndexByte(msg.Subject(), '.')+1:]; tenant != f.Tenant {
-		return consumer.GiveUp(fmt.Errorf("forged fan-out request: tenant %q published on %s", f.Tenant, msg.Subject()))
+	f, err := request(msg, "fan-out request", func(f fanout) string { return f.Tenant })
+	if err != nil {
+		return consumer.GiveUp(err)
 	}
 	// The events being routed go first: planning a page, and storing it,
 	// take the CPU they would wait for (gate.go).
 	s.gate.yield(ctx)
 	d, next, invalid := s.cfg.page(f, time.Now().UTC())
-	d.stamp(f.StoredAt)
-	if invalid == nil {
-		invalid = s.admit(msg.Subject(), &d)
-	}
-	if invalid == nil {
-		invalid = d.fit(s.js.Conn().MaxPayload())
-	}
-	if invalid != nil {
+	if invalid = s.settle(msg.Subject(), &d, f.StoredAt, invalid); invalid != nil {
 		return consumer.GiveUp(invalid)
 	}
 	// The next page is asked for before this one is published or
@@ -173,6 +163,34 @@ func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Ou
 		return consumer.Retry(fmt.Errorf("starting a fan-out page's runs: %w", err), 2*time.Second, time.Minute)
 	}
 	return consumer.Done()
+}
+
+// request decodes a message of a loop served per tenant (what names it in
+// errors) and refuses one whose tenant is not its subject's last token.
+func request[T any](msg jetstream.Msg, what string, tenantOf func(T) string) (T, error) {
+	var v T
+	if err := json.Unmarshal(msg.Data(), &v); err != nil {
+		return v, fmt.Errorf("malformed %s: %w", what, err)
+	}
+	if tenant := msg.Subject()[strings.LastIndexByte(msg.Subject(), '.')+1:]; tenant != tenantOf(v) {
+		return v, fmt.Errorf("forged %s: tenant %q published on %s", what, tenantOf(v), msg.Subject())
+	}
+	return v, nil
+}
+
+// settle readies a decision planned outside an event's own routing (a
+// fan-out page, a run's send) as handle readies an event's: stamped with
+// when its event was stored, admitted for its tenant, measured against
+// the connection's max payload. It returns why the decision is invalid.
+func (s *Service) settle(subject string, d *Decision, storedAt time.Time, invalid error) error {
+	d.stamp(storedAt)
+	if invalid == nil {
+		invalid = s.admit(subject, d)
+	}
+	if invalid == nil {
+		invalid = d.fit(s.js.Conn().MaxPayload())
+	}
+	return invalid
 }
 
 // requestFanouts asks for the first page of each topic the event's

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -204,22 +203,12 @@ func (s *Service) startSends(ctx context.Context) error {
 
 // handleSend plans and publishes one run's send step.
 func (s *Service) handleSend(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
-	var req SendRequest
-	if err := json.Unmarshal(msg.Data(), &req); err != nil {
-		return consumer.GiveUp(fmt.Errorf("malformed send request: %w", err))
-	}
-	if tenant := msg.Subject()[strings.LastIndexByte(msg.Subject(), '.')+1:]; tenant != req.Tenant {
-		return consumer.GiveUp(fmt.Errorf("forged send request: tenant %q published on %s", req.Tenant, msg.Subject()))
+	req, err := request(msg, "send request", func(r SendRequest) string { return r.Tenant })
+	if err != nil {
+		return consumer.GiveUp(err)
 	}
 	d, invalid := s.cfg.send(req, time.Now().UTC())
-	d.stamp(req.StoredAt)
-	if invalid == nil {
-		invalid = s.admit(msg.Subject(), &d)
-	}
-	if invalid == nil {
-		invalid = d.fit(s.js.Conn().MaxPayload())
-	}
-	if invalid != nil {
+	if invalid = s.settle(msg.Subject(), &d, req.StoredAt, invalid); invalid != nil {
 		return consumer.GiveUp(invalid)
 	}
 	s.countUnplanned(ctx, d)
