@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -263,4 +266,54 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(string(b))
 	return len(b), nil
+}
+
+// processes runs a Herald service as a child process of the test binary
+// (TestMain makes it one, as env says), kills it with SIGKILL and starts
+// another: a crash, not a shutdown. stop kills the last; a failed test
+// shows every process's log.
+type processes struct {
+	t        *testing.T
+	env      []string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	logs     []string
+	started  int
+	finished sync.WaitGroup
+}
+
+func (r *processes) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started++
+	log := filepath.Join(r.t.TempDir(), fmt.Sprintf("process-%d.log", r.started))
+	f, err := os.Create(log)
+	require.NoError(r.t, err)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), r.env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	require.NoError(r.t, cmd.Start())
+	r.cmd, r.logs = cmd, append(r.logs, log)
+	r.finished.Go(func() {
+		_ = cmd.Wait()
+		_ = f.Close()
+	})
+}
+
+// kill kills the running process at once: no drain, no last commit.
+func (r *processes) kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.cmd.Process.Kill()
+}
+
+func (r *processes) stop() {
+	r.kill()
+	r.finished.Wait()
+	if r.t.Failed() {
+		for _, l := range r.logs {
+			b, _ := os.ReadFile(l)
+			r.t.Logf("%s:\n%s", filepath.Base(l), b)
+		}
+	}
 }

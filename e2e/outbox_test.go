@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -49,53 +48,6 @@ func runRelayProcess() int {
 	select {} // until killed
 }
 
-// relays starts relay processes and kills them.
-type relays struct {
-	t        *testing.T
-	env      []string
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	logs     []string
-	started  int
-	finished sync.WaitGroup
-}
-
-func (r *relays) start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.started++
-	log := filepath.Join(r.t.TempDir(), fmt.Sprintf("relay-%d.log", r.started))
-	f, err := os.Create(log)
-	require.NoError(r.t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), r.env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	require.NoError(r.t, cmd.Start())
-	r.cmd, r.logs = cmd, append(r.logs, log)
-	r.finished.Go(func() {
-		_ = cmd.Wait()
-		_ = f.Close()
-	})
-}
-
-// kill kills the running relay at once: no drain, no last commit.
-func (r *relays) kill() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_ = r.cmd.Process.Kill()
-}
-
-func (r *relays) stop() {
-	r.kill()
-	r.finished.Wait()
-	if r.t.Failed() {
-		for _, l := range r.logs {
-			b, _ := os.ReadFile(l)
-			r.t.Logf("%s:\n%s", filepath.Base(l), b)
-		}
-	}
-}
-
 // A thousand business transactions write an order and its event in one
 // transaction, while the relay process is killed three times mid-stream and
 // the database crashes and restarts once; a hundred more transactions roll
@@ -122,7 +74,7 @@ func TestOutboxEventsAreDeliveredOnceThroughRelayKillsAndADatabaseRestart(t *tes
 	_, err = pool.Exec(ctx, `CREATE TABLE purchase_orders (id text PRIMARY KEY, supplier text NOT NULL)`)
 	require.NoError(t, err)
 
-	r := &relays{t: t, env: []string{relayProcess + "=1", "NATS_URL=" + p.dev.NATS.URL(), "OUTBOX_URL=" + pg.URL()}}
+	r := &processes{t: t, env: []string{relayProcess + "=1", "NATS_URL=" + p.dev.NATS.URL(), "OUTBOX_URL=" + pg.URL()}}
 	r.start()
 	defer r.stop()
 

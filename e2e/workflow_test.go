@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,42 +43,6 @@ func runWorkflowProcess() int {
 	select {} // until killed
 }
 
-// child is one process of the test binary, killed at once.
-type child struct {
-	cmd  *exec.Cmd
-	done sync.WaitGroup
-	log  string
-}
-
-func startChild(t *testing.T, env ...string) *child {
-	t.Helper()
-	c := &child{log: filepath.Join(t.TempDir(), "child.log")}
-	f, err := os.Create(c.log)
-	require.NoError(t, err)
-	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), env...)
-	c.cmd.Stdout, c.cmd.Stderr = f, f
-	require.NoError(t, c.cmd.Start())
-	c.done.Go(func() {
-		_ = c.cmd.Wait()
-		_ = f.Close()
-	})
-	t.Cleanup(func() {
-		c.kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(c.log)
-			t.Logf("workflow process:\n%s", b)
-		}
-	})
-	return c
-}
-
-// kill kills the process: no drain, nothing acknowledged or written after.
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	c.done.Wait()
-}
-
 // runStates counts acme's runs by state.
 func runStates(t *testing.T, js jetstream.JetStream) map[workflow.State]int {
 	t.Helper()
@@ -116,8 +77,9 @@ func TestRunsWaitingThroughAKillFireOnce(t *testing.T) {
 		c.Router.Routes = []router.Route{{Event: "order.created", Template: "purchase_order", Channels: []event.Channel{event.ChannelEmail},
 			Steps: []router.Step{{Wait: &router.WaitStep{For: router.Duration(wait)}}, {Send: &router.SendStep{}}}}}
 	})
-	env := []string{workflowProcess + "=1", "NATS_URL=" + p.dev.NATS.URL()}
-	first := startChild(t, env...)
+	w := &processes{t: t, env: []string{workflowProcess + "=1", "NATS_URL=" + p.dev.NATS.URL()}}
+	w.start()
+	defer w.stop()
 	began := time.Now()
 	for i := range runs {
 		p.publishAsync(t, "orders.created", "", sample(t, "order.created.json", func(m map[string]any) {
@@ -135,10 +97,10 @@ func TestRunsWaitingThroughAKillFireOnce(t *testing.T) {
 		states = runStates(t, p.js)
 		return states[workflow.Waiting]+states[workflow.Done] == runs
 	}, 2*time.Minute, 500*time.Millisecond, "a thousand runs started")
-	first.kill()
+	w.kill()
 	t.Logf("killed %s after the first event, with %d runs waiting", time.Since(began).Round(time.Millisecond), states[workflow.Waiting])
 
-	startChild(t, env...)
+	w.start()
 	require.Eventually(t, func() bool { return runStates(t, p.js)[workflow.Done] == runs }, 3*time.Minute, 500*time.Millisecond,
 		"every run fires")
 	p.settle(t)
