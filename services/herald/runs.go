@@ -67,7 +67,7 @@ func runsListCommand() *cobra.Command {
 			}
 			w := newTable(cmd.OutOrStdout(), "RUN", "ORDER", "RECIPIENT", "STEP", "STATE", "UNTIL")
 			for _, r := range all {
-				w.row(r.ID, r.Subject, recipientOf(r), fmt.Sprint(r.Step), string(r.State), until(r))
+				w.row(r.ID, r.Subject, r.For(), fmt.Sprint(r.Step), string(r.State), until(r))
 			}
 			return w.flush()
 		},
@@ -88,7 +88,7 @@ func runsShowCommand() *cobra.Command {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s: %s, step %d of %d, for %s, about %s\n", r.ID, r.State, r.Step, len(r.Route.Steps), recipientOf(r), r.Subject)
+			fmt.Fprintf(out, "%s: %s, step %d of %d, for %s, about %s\n", r.ID, r.State, r.Step, len(r.Route.Steps), r.For(), r.Subject)
 			w := newTable(out, "AT", "STEP", "WHAT", "DETAIL")
 			for _, e := range r.Timeline {
 				w.row(e.At.Format(time.RFC3339), fmt.Sprint(e.Step), e.What, dash(e.Detail))
@@ -111,17 +111,6 @@ func runsCancelCommand() *cobra.Command {
 			return nil
 		},
 	})
-}
-
-// recipientOf names a run's recipient: the subscriber, or the address.
-func recipientOf(r workflow.Run) string {
-	p := r.Recipient
-	for _, s := range []string{p.Subscriber, p.Email, p.Phone, p.Webhook} {
-		if s != "" {
-			return s
-		}
-	}
-	return "-"
 }
 
 func until(r workflow.Run) string {

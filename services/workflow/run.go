@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,12 @@ type Entry struct {
 	// failed, done.
 	What   string `json:"what"`
 	Detail string `json:"detail,omitempty"`
+}
+
+// For names whom the run is for: the subscriber, else the address.
+func (r Run) For() string {
+	p := r.Recipient
+	return cmp.Or(p.Subscriber, p.Email, p.Phone, p.Webhook, "-")
 }
 
 // note adds an entry to the run's timeline.

@@ -64,9 +64,7 @@ func (c *Console) orderRuns(ctx context.Context, tenant, order string) []runView
 	}
 	out := make([]runView, len(page.Runs))
 	for i, r := range page.Runs {
-		p := r.Recipient
-		v := runView{ID: r.ID, State: string(r.State), Recipient: cmp.Or(p.Subscriber, p.Email, p.Phone, p.Webhook, "-"),
-			Step: r.Step, Steps: len(r.Route.Steps)}
+		v := runView{ID: r.ID, State: string(r.State), Recipient: r.For(), Step: r.Step, Steps: len(r.Route.Steps)}
 		for _, e := range r.Timeline {
 			v.Timeline = append(v.Timeline, moment{At: e.At, What: fmt.Sprintf("Step %d: %s", e.Step, e.What), Detail: e.Detail,
 				Bad: e.What == "failed"})
