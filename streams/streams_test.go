@@ -145,7 +145,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"FANOUT": {jetstream.WorkQueuePolicy, []string{"fanout.*"}, nil},
 		// Workflow runs: their messages (starts, events, timers' wakes,
 		// waiting steps' schedules, sends) and their state.
-		"RUNS":    {jetstream.WorkQueuePolicy, []string{"runs.in.*", "runs.wake.*", "runs.timer.*.*.*", "runs.send.*"}, nil},
+		"RUNS":    {jetstream.WorkQueuePolicy, []string{"runs.in.*", "runs.wake.*", "runs.timer.*.*.*", "runs.send.*", "runs.digest.*.*", "runs.flush.*.*"}, nil},
 		"KV_runs": {jetstream.LimitsPolicy, []string{"$KV.runs.>"}, nil},
 		// Throttle steps' counters, per key and period.
 		"THROTTLES": {jetstream.LimitsPolicy, []string{"throttle.*.*.*"}, nil},

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
@@ -44,6 +46,7 @@ const (
 	RunStartKind = "start"
 	RunEventKind = "event"
 	RunWakeKind  = "wake"
+	RunFlushKind = "flush"
 )
 
 // RunMessage is one message on runs.in.<tenant>: Kind says which of its
@@ -53,6 +56,7 @@ type RunMessage struct {
 	Start *RunStart `json:"start,omitempty"`
 	Event *RunEvent `json:"event,omitempty"`
 	Wake  *RunWake  `json:"wake,omitempty"`
+	Flush *RunFlush `json:"flush,omitempty"`
 }
 
 // RunStart asks for a run: a workflow route reached a recipient.
@@ -88,6 +92,20 @@ type RunWake struct {
 	Step int    `json:"step"`
 }
 
+// RunFlush closes an open digest: its window's or cron's time came (a
+// schedule on runs.flush.<tenant>.<digest>), or it holds max_items
+// (Early).
+type RunFlush struct {
+	Tenant string `json:"tenant"`
+	// Digest names the digest: its tenant, route, recipient and key.
+	Digest string `json:"digest"`
+	// Step is the route's digest step.
+	Step int `json:"step"`
+	// Max is how many items the digest holds at most (its max_items).
+	Max   int  `json:"max"`
+	Early bool `json:"early,omitempty"`
+}
+
 // SendRequest is a run's send step, for the router to plan and publish:
 // the run's event and route, with the step's channels, template and roles.
 type SendRequest struct {
@@ -98,6 +116,9 @@ type SendRequest struct {
 	StoredAt  time.Time       `json:"stored_at"`
 	Route     Route           `json:"route"`
 	Recipient event.Recipient `json:"recipient"`
+	// Items, after a digest step, are the events it gathered: the
+	// notification lists them all (notification.Digest).
+	Items []json.RawMessage `json:"items,omitempty"`
 }
 
 // runFor records a run of workflow route r for t, instead of its
@@ -247,6 +268,16 @@ func (c Config) send(req SendRequest, now time.Time) (Decision, error) {
 	case data.Stock != nil:
 		a, listed = stockAbout(ev, data.Stock.Stock), data.Stock.Recipients
 	}
+	if len(req.Items) > 0 {
+		digest, err := digestOf(req.Items, req.Tenant)
+		if err != nil {
+			return Decision{Event: ev, Outcome: Invalid}, err
+		}
+		fill := a.fill
+		a.fill = func(d *notification.Delivery) { fill(d); d.Digest = digest }
+		// A digest lists its orders; it carries none's document.
+		r.Document = ""
+	}
 	if len(r.Roles) == 0 {
 		p.each(r, req.Recipient, a)
 	} else {
@@ -268,6 +299,44 @@ func (c Config) send(req SendRequest, now time.Time) (Decision, error) {
 	return d, nil
 }
 
+// digestOf is what a digest's notifications list: each event it gathered,
+// as templates see an event.
+func digestOf(items []json.RawMessage, tenant string) (*notification.Digest, error) {
+	d := &notification.Digest{Count: len(items), Items: make([]notification.DigestItem, 0, len(items))}
+	for i, raw := range items {
+		ev, data, err := event.Read(raw)
+		if err == nil && ev.Tenant != tenant {
+			err = fmt.Errorf("an event of tenant %q", ev.Tenant)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("digest item %d: %w", i, err)
+		}
+		item := notification.DigestItem{EventID: ev.ID}
+		var a about
+		switch {
+		case data.Order != nil:
+			a = orderAbout(data.Order.Order)
+		case data.Stock != nil:
+			a = stockAbout(ev, data.Stock.Stock)
+		default:
+			return nil, fmt.Errorf("digest item %d: event %s has neither an order nor stock", i, ev.ID)
+		}
+		var into notification.Delivery
+		a.fill(&into)
+		item.Order, item.Stock = into.Order, into.Stock
+		d.Items = append(d.Items, item)
+	}
+	return d, nil
+}
+
+// DigestSuffix names a template's digest form.
+const DigestSuffix = "_digest"
+
+// digests says whether a digest step comes before step.
+func (r Route) digests(step int) bool {
+	return slices.ContainsFunc(r.Steps[:step], func(s Step) bool { return s.Digest != nil })
+}
+
 // stepRoute is the route a send step plans with: the route's, with the
 // step's channels, template and roles, no steps of its own, and the step's
 // index in its deliveries' dedupe keys — a reminder is not the first
@@ -279,8 +348,13 @@ func (r Route) stepRoute(step int) Route {
 	if len(s.Channels) > 0 || len(s.Fallback) > 0 {
 		out.Channels, out.Fallback = s.Channels, s.Fallback
 	}
-	if s.Template != "" {
+	switch {
+	case s.Template != "":
 		out.Template = s.Template
+	case r.digests(step):
+		// After a digest, the route's template's digest form, which
+		// lists the items: low_stock_digest.
+		out.Template = cmp.Or(r.Template, r.Document) + DigestSuffix
 	}
 	out.Roles = s.Roles
 	return out

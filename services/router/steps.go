@@ -84,7 +84,8 @@ type DigestStep struct {
 	// 30 days. Either window or cron is set.
 	Window Duration `yaml:"window,omitempty" json:"window,omitempty"`
 	// MaxItems ends the digest early when it holds this many (at most
-	// 10,000). Defaults to no limit but the window's.
+	// 1,000). Defaults to 1,000: a digest that gathers more sends them in
+	// several messages.
 	MaxItems int `yaml:"max_items,omitempty" json:"max_items,omitempty"`
 	// Cron (five fields: minute hour day-of-month month day-of-week,
 	// "0 8 * * *") sends the digest at fixed times instead.

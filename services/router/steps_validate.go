@@ -26,7 +26,7 @@ const (
 	maxKeyBytes    = 256
 	maxWait        = Duration(60 * 24 * time.Hour)
 	maxPeriod      = Duration(30 * 24 * time.Hour)
-	maxDigestItems = 10_000
+	maxDigestItems = MaxDigestItems
 	maxListItems   = 16
 )
 
@@ -395,7 +395,7 @@ func checkDigest(p *problems, f string, d DigestStep, now time.Time) {
 		checkPeriod(p, f+".window", d.Window)
 	}
 	if d.MaxItems < 0 || d.MaxItems > maxDigestItems {
-		p.add(f+".max_items", "%d must be between 0 (no limit but the window's) and %d", d.MaxItems, maxDigestItems)
+		p.add(f+".max_items", "%d must be between 0 (the most, 1,000) and %d", d.MaxItems, maxDigestItems)
 	}
 	switch {
 	case d.Timezone != "" && d.Cron == "":
@@ -403,6 +403,25 @@ func checkDigest(p *problems, f string, d DigestStep, now time.Time) {
 	default:
 		checkTimezone(p, f+".timezone", d.Timezone)
 	}
+}
+
+// MaxDigestItems bounds a digest: its items travel in one notification.
+// A digest that gathers more sends them in several.
+const MaxDigestItems = 1000
+
+// NextCron is when a digest's cron (five fields, checked at start-up)
+// next fires after t, in t's time zone: across a change of the clocks as
+// the local clock reads.
+func NextCron(spec string, t time.Time) (time.Time, error) {
+	s, err := cronParser.Parse(spec)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("cron %q: %w", spec, err)
+	}
+	next := s.Next(t)
+	if next.IsZero() {
+		return time.Time{}, fmt.Errorf("cron %q never fires", spec)
+	}
+	return next, nil
 }
 
 // checkCron: five fields that parse and fire some day.

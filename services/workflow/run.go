@@ -59,6 +59,12 @@ type Run struct {
 	State State `json:"state"`
 	// Until is when a waiting step's timer fires.
 	Until time.Time `json:"until,omitzero"`
+	// Digest is the digest the run waits in, or, for a digest's own run,
+	// the one it came from.
+	Digest string `json:"digest,omitempty"`
+	// Items are a digest's run's gathered events; Merged their runs.
+	Items  []json.RawMessage `json:"items,omitempty"`
+	Merged []string          `json:"merged,omitempty"`
 	// Seen are the event types of the run's order that arrived while it
 	// was not waiting for them: a wait for one of them ends at once.
 	Seen     []string  `json:"seen,omitempty"`

@@ -76,6 +76,8 @@ func (s *Service) take(ctx context.Context, key string, r Run) (Run, error) {
 		return s.window(ctx, key, r, *step.Window, now)
 	case step.Throttle != nil:
 		return s.throttle(ctx, r, *step.Throttle, now)
+	case step.Digest != nil:
+		return s.digest(ctx, key, r, *step.Digest, now)
 	default:
 		r.State = Failed
 		r.note(now, "failed", fmt.Sprintf("step %d is of a kind this version does not take", r.Step))
@@ -87,7 +89,7 @@ func (s *Service) take(ctx context.Context, key string, r Run) (Run, error) {
 // send asks the router to plan and publish the run's send step.
 func (s *Service) send(ctx context.Context, r Run) error {
 	body, err := json.Marshal(router.SendRequest{Run: r.ID, Step: r.Step, Tenant: r.Tenant, Event: r.Event,
-		StoredAt: r.StoredAt, Route: r.Route, Recipient: r.Recipient})
+		StoredAt: r.StoredAt, Route: r.Route, Recipient: r.Recipient, Items: r.Items})
 	if err != nil {
 		return err
 	}

@@ -168,6 +168,8 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		err = s.wake(ctx, *m.Wake)
 	case m.Kind == router.RunEventKind && m.Event != nil && m.Event.Tenant == tenant:
 		err = s.event(ctx, *m.Event)
+	case m.Kind == router.RunFlushKind && m.Flush != nil && m.Flush.Tenant == tenant:
+		err = s.flush(ctx, *m.Flush, storedAt(msg))
 	default:
 		return consumer.GiveUp(fmt.Errorf("run message of kind %q not for tenant %q, or without its part", m.Kind, tenant))
 	}
@@ -178,6 +180,14 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		return consumer.Retry(err, 2*time.Second, time.Minute)
 	}
 	return consumer.Done()
+}
+
+// storedAt is when msg was stored: for a flush, which items it takes.
+func storedAt(msg jetstream.Msg) time.Time {
+	if meta, err := msg.Metadata(); err == nil {
+		return meta.Timestamp
+	}
+	return time.Now()
 }
 
 // count counts a step taken.

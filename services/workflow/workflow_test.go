@@ -334,3 +334,114 @@ func TestEachSendStepIsItsOwnMessageAndAnEscalationIsOne(t *testing.T) {
 		"email ivan@zarya.example purchase_order", "email ivan@zarya.example purchase_order",
 		"email compras@frutasdelsur.example purchase_order")
 }
+
+// lowStock publishes n low-stock alerts of warehouse SEV-01, SKU-01…, each
+// to the warehouse's phone and, with email, to its manager's address too.
+func (b bundle) lowStock(t *testing.T, from, n int, email bool) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		b.publishEdited(t, "inventory.low_stock.json", func(ev map[string]any) {
+			ev["id"] = "evt-stock-" + strconv.Itoa(i)
+			data := ev["data"].(map[string]any)
+			data["stock"].(map[string]any)["sku"] = "SKU-" + strconv.Itoa(i)
+			if email {
+				data["recipients"] = append(data["recipients"].([]any), map[string]any{"role": "warehouse",
+					"email": "jefe@almacen.example", "channels": []string{"email"}})
+			}
+		})
+	}
+}
+
+// digests are NOTIFY's digest deliveries: address → the SKUs each lists.
+func (b bundle) digests(t *testing.T) map[string][][]string {
+	out := map[string][][]string{}
+	for _, m := range heraldtest.StreamMessages(t, b.n.JS, "NOTIFY") {
+		d, err := notification.Decode(m.Data)
+		require.NoError(t, err)
+		require.Equal(t, "low_stock_digest", d.Template, "a digest's send renders the digest form of the route's template")
+		require.NotNil(t, d.Digest)
+		var skus []string
+		for _, it := range d.Digest.Items {
+			skus = append(skus, it.Stock.SKU)
+		}
+		require.Len(t, skus, d.Digest.Count)
+		slices.Sort(skus)
+		out[d.Recipient.Address] = append(out[d.Recipient.Address], skus)
+	}
+	return out
+}
+
+// held counts RUNS's messages whose subject begins with prefix.
+func (b bundle) held(t *testing.T, prefix string) int {
+	n := 0
+	for _, m := range heraldtest.StreamMessages(t, b.n.JS, "RUNS") {
+		if strings.HasPrefix(m.Subject, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func digestRoute(window time.Duration, maxItems int) router.Route {
+	return router.Route{Event: "inventory.low_stock", Template: "low_stock", Roles: []string{"warehouse"},
+		Channels: []event.Channel{event.ChannelSMS, event.ChannelEmail},
+		Steps: []router.Step{
+			{Digest: &router.DigestStep{Key: "{{.Stock.Warehouse}}", Window: router.Duration(window), MaxItems: maxItems}},
+			{Send: &router.SendStep{}}}}
+}
+
+// Twenty low-stock alerts of one warehouse within the window become one
+// message per recipient listing all twenty SKUs; each alert's run ends
+// merged into the digest's run, which sends it.
+func TestTwentyAlertsOfAWarehouseBecomeOneDigestPerRecipient(t *testing.T) {
+	t.Parallel()
+	b := setup(t, digestRoute(3*time.Second, 50))
+	b.lowStock(t, 0, 20, true)
+	var want []string
+	for i := range 20 {
+		want = append(want, "SKU-"+strconv.Itoa(i))
+	}
+	slices.Sort(want)
+	var got map[string][][]string
+	require.Eventually(t, func() bool { got = b.digests(t); return len(got) == 2 }, 30*time.Second, 50*time.Millisecond,
+		"digests: %v", got)
+	// The window has closed; no second digest follows.
+	require.Never(t, func() bool { return len(b.sent(t)) > 2 }, 2*time.Second, 100*time.Millisecond)
+	require.Equal(t, map[string][][]string{"+34600111222": {want}, "jefe@almacen.example": {want}}, b.digests(t))
+	states := map[workflow.State]int{}
+	merged := 0
+	for _, r := range b.runsNow(t) {
+		states[r.State]++
+		if last := r.Timeline[len(r.Timeline)-1]; last.What == "merged" {
+			merged++
+		}
+	}
+	require.Equal(t, map[workflow.State]int{workflow.Done: 42}, states, "40 alerts' runs and 2 digests' runs, all done")
+	require.Equal(t, 40, merged)
+	require.Zero(t, b.held(t, "runs.digest.")+b.held(t, "runs.flush."), "the flush took the items, and no schedule is left")
+}
+
+// A digest that reaches max_items goes at once, with exactly that many;
+// the alerts after it open the next, which waits for its window.
+func TestADigestThatIsFullGoesAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, digestRoute(time.Hour, 5))
+	b.lowStock(t, 0, 12, false)
+	var got map[string][][]string
+	require.Eventually(t, func() bool { got = b.digests(t); return len(got["+34600111222"]) == 2 }, 30*time.Second,
+		50*time.Millisecond, "digests: %v", got)
+	for _, skus := range got["+34600111222"] {
+		require.Len(t, skus, 5)
+	}
+	waiting := 0
+	require.Eventually(t, func() bool {
+		waiting = 0
+		for _, r := range b.runsNow(t) {
+			if r.State == workflow.Waiting {
+				waiting++
+			}
+		}
+		return waiting == 2
+	}, 30*time.Second, 50*time.Millisecond, "%d runs wait in the next digest, want 2", waiting)
+	require.Equal(t, 1, b.held(t, "runs.flush."), "one flush waits for the open digest")
+}

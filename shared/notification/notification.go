@@ -73,7 +73,40 @@ type Delivery struct {
 	Event        EventRef      `json:"event"`
 	Order        *OrderSummary `json:"order,omitempty"`
 	Stock        *event.Stock  `json:"stock,omitempty"`
-	CreatedAt    time.Time     `json:"created_at"`
+	// Digest, on a workflow's digest send, is every event the digest
+	// gathered (Order and Stock are its first one's).
+	Digest    *Digest   `json:"digest,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Digest is what a digest notification lists: its templates see .Items
+// and .Count.
+type Digest struct {
+	Count int          `json:"count"`
+	Items []DigestItem `json:"items"`
+}
+
+// List is the digest's items; none without a digest.
+func (d *Digest) List() []DigestItem {
+	if d == nil {
+		return nil
+	}
+	return d.Items
+}
+
+// Len is how many events the digest gathered; 0 without a digest.
+func (d *Digest) Len() int {
+	if d == nil {
+		return 0
+	}
+	return d.Count
+}
+
+// DigestItem is one event of a digest, as a template may tell it.
+type DigestItem struct {
+	EventID string        `json:"event_id"`
+	Order   *OrderSummary `json:"order,omitempty"`
+	Stock   *event.Stock  `json:"stock,omitempty"`
 }
 
 // FallbackStep is one channel of a fallback: the recipient's address on it

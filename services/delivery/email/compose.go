@@ -37,9 +37,13 @@ type Composer struct {
 
 // templateData is what a template sees.
 type templateData struct {
-	Recipient    notification.Recipient
-	Order        *notification.OrderSummary
-	Stock        *event.Stock
+	Recipient notification.Recipient
+	Order     *notification.OrderSummary
+	Stock     *event.Stock
+	// Items and Count, in a workflow's digest, are every event it
+	// gathered (Order and Stock are the first's).
+	Items        []notification.DigestItem
+	Count        int
 	DocumentName string    // localized, e.g. "Pedido de compra"
 	Sender       string    // the party the document comes from
 	Attached     bool      // whether the document is attached
@@ -104,7 +108,8 @@ func (c *Composer) Compose(d notification.Delivery, content Content) (Message, e
 // is nil — Herald's from what it rendered for the same document already,
 // when it has.
 func (c *Composer) compose(d notification.Delivery, content Content, p *custom) (Message, error) {
-	if p != nil {
+	if p != nil || d.Digest != nil {
+		// A tenant's own, or a digest's: what it lists is its recipient's.
 		return c.render(d, content, p)
 	}
 	key := sharedKeyOf(d, content)
@@ -151,7 +156,7 @@ func (c *Composer) render(d notification.Delivery, content Content, p *custom) (
 		return Message{}, provider.Permanentf("no email template %q", d.Template)
 	}
 	data := templateData{
-		Recipient: d.Recipient, Order: d.Order, Stock: d.Stock,
+		Recipient: d.Recipient, Order: d.Order, Stock: d.Stock, Items: d.Digest.List(), Count: d.Digest.Len(),
 		Sender: sender(d), Attached: len(content.Attachments) > 0, Link: content.Link, LinkExpires: content.LinkExpires,
 		Unsubscribe: content.Unsubscribe, Preferences: content.Preferences,
 	}

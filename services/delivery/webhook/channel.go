@@ -204,6 +204,8 @@ type NotificationData struct {
 	Order          *notification.OrderSummary `json:"order,omitempty"`
 	Stock          *event.Stock               `json:"stock,omitempty"`
 	Document       *notification.Document     `json:"document,omitempty"`
+	// Digest, from a workflow's digest step, lists every event gathered.
+	Digest *notification.Digest `json:"digest,omitempty"`
 }
 
 // payload is the body a delivery carries (the status feed writes its own),
@@ -218,7 +220,7 @@ func payload(d notification.Delivery) (string, []byte, error) {
 	}
 	b := Body{Type: d.Event.Type, Timestamp: d.CreatedAt, Data: NotificationData{
 		NotificationID: d.ID, Tenant: d.Tenant, Template: d.Template, Recipient: d.Recipient, Event: d.Event,
-		Order: d.Order, Stock: d.Stock, Document: d.Document,
+		Order: d.Order, Stock: d.Stock, Document: d.Document, Digest: d.Digest,
 	}}
 	body, err := json.Marshal(b)
 	return b.Type, body, err

@@ -29,6 +29,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
 	"github.com/heraldhq/herald/services/delivery/sms/twilio/twiliotest"
 	"github.com/heraldhq/herald/services/herald/app"
+	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/deadletter"
 	"github.com/heraldhq/herald/shared/embedded"
@@ -145,12 +146,14 @@ var servicePermissions = map[string][]string{
 	// The workflow service takes the runs' messages per tenant in turn,
 	// keeps each run in KV_runs (an order's runs listed by key), asks the
 	// router for their sends, schedules their waits and purges a wait's
-	// schedule when an event ends it.
+	// schedule when an event ends it; gathers digests and flushes them.
 	"workflow": join(jsCommon, kvReadWrite("runs"), dlqPayloads, []string{
 		"$JS.API.CONSUMER.CREATE.RUNS.*.runs.in.>", "$JS.API.CONSUMER.CREATE.RUNS.*.runs.wake.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
 		"runs.send.*", "runs.timer.*.*.*", "$JS.API.STREAM.PURGE.RUNS", "dlq.RUNS.workflow",
 		// A window's time zone, the subscriber's; a throttle's counters.
-		"$JS.API.DIRECT.GET.KV_subscribers.>", "throttle.*.*.*", "$JS.API.DIRECT.GET.THROTTLES", "$JS.API.DIRECT.GET.THROTTLES.>"}),
+		"$JS.API.DIRECT.GET.KV_subscribers.>", "throttle.*.*.*", "$JS.API.DIRECT.GET.THROTTLES", "$JS.API.DIRECT.GET.THROTTLES.>",
+		// A digest's items and its flush schedule, read back by its flush.
+		"runs.digest.*.*", "runs.flush.*.*", "$JS.API.DIRECT.GET.RUNS", "$JS.API.DIRECT.GET.RUNS.>"}),
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
@@ -342,6 +345,20 @@ func TestPipelineRunsWithTheDocumentedNATSPermissions(t *testing.T) {
 	}
 }
 
+// digestingRoutes are the default routes, the low-stock alert's a
+// workflow that gathers a warehouse's alerts for a second.
+func digestingRoutes() []router.Route {
+	routes := router.DefaultRoutes()
+	for i, r := range routes {
+		if r.Event == "inventory.low_stock" {
+			routes[i].Channels = []event.Channel{event.ChannelSMS}
+			routes[i].Steps = []router.Step{{Digest: &router.DigestStep{Key: "{{.Stock.Warehouse}}", Window: router.Duration(time.Second)}},
+				{Send: &router.SendStep{}}}
+		}
+	}
+	return routes
+}
+
 // wakes are where new messages wake a service's loops served per tenant:
 // the router's fan-out pages and runs' sends, the workflow's runs.
 var wakes = map[string][]string{"router": {"fanout.*", "runs.send.*"}, "workflow": {"runs.in.*", "runs.wake.*"}}
@@ -430,6 +447,7 @@ func runWithPermissions(t *testing.T, fair bool) {
 		cfg.Email.Providers = []app.ProviderConfig{{Type: "maildir", Dir: mailDir}}
 		cfg.SMS.Providers = []app.ProviderConfig{{Type: "textdir", Dir: textDir}}
 		cfg.WhatsApp.Providers = cfg.SMS.Providers
+		cfg.Router.Routes = digestingRoutes()
 		cfg.Vault.MasterKeyFile = masterKey
 		if name == "history" || name == "api" {
 			cfg.History.URL = historyDB
@@ -576,6 +594,28 @@ func runWithPermissions(t *testing.T, fair bool) {
 	require.Len(t, entries, 2, "the invalid events' dead letters")
 	require.NotEmpty(t, entries[0].Header.Get(deadletter.HeaderPayloadObject)+entries[1].Header.Get(deadletter.HeaderPayloadObject),
 		"the large one's payload is kept in the object store")
+
+	// Two low-stock alerts of one warehouse, gathered into one digest by
+	// the workflow service and sent as one text.
+	stock, err := os.ReadFile("../../../examples/events/inventory.low_stock.json")
+	require.NoError(t, err)
+	for i, sku := range []string{"SKU-A", "SKU-B"} {
+		alert := strings.NewReplacer("evt-2026-11-30-0100", fmt.Sprintf("evt-stock-%d", i), "MILK-1L", sku).Replace(string(stock))
+		_, err = pubJS.Publish(ctx, "inventory.low_stock", []byte(alert))
+		require.NoError(t, err)
+	}
+	texts := func() []string {
+		files, err := filepath.Glob(filepath.Join(textDir, "*.json"))
+		require.NoError(t, err)
+		return files
+	}
+	require.Eventually(t, func() bool { return len(denied.list()) > 0 || len(texts()) > 0 }, 60*time.Second, 50*time.Millisecond)
+	require.Empty(t, denied.list(), "the server denied a service")
+	require.Len(t, texts(), 1, "one digest")
+	digest, err := os.ReadFile(texts()[0])
+	require.NoError(t, err)
+	require.Contains(t, string(digest), "SKU-A")
+	require.Contains(t, string(digest), "SKU-B")
 
 	// What an operator does over HTTP, with an admin key.
 	for _, c := range []struct {
