@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -54,4 +55,26 @@ func TestWhenAWindowOpens(t *testing.T) {
 	}
 	_, _, err = nextOpening(router.WindowStep{From: "8h", To: "20:00"}, at("2026-12-01 10:00:00"))
 	require.ErrorContains(t, err, `window from: "8h" is not HH:MM or HH:MM:SS`)
+}
+
+// A cron digest closes at the cron's next time on the clocks of its zone,
+// across a change of the clocks.
+func TestACronDigestClosesAtItsZonesNextTime(t *testing.T) {
+	t.Parallel()
+	s := &Service{}
+	for _, c := range []struct {
+		zone      string
+		now, want string
+	}{
+		{"Asia/Tokyo", "2026-12-05T06:00:00Z", "2026-12-05T23:00:00Z"},    // 15:00 there: 08:00 tomorrow
+		{"Asia/Tokyo", "2026-12-04T22:30:00Z", "2026-12-04T23:00:00Z"},    // 07:30 there: 08:00 today
+		{"Europe/Madrid", "2027-03-27T12:00:00Z", "2027-03-28T06:00:00Z"}, // summer time from the 28th
+		{"", "2027-03-27T12:00:00Z", "2027-03-28T08:00:00Z"},              // UTC
+	} {
+		now, err := time.Parse(time.RFC3339, c.now)
+		require.NoError(t, err)
+		got, err := s.closes(context.Background(), Run{}, router.DigestStep{Cron: "0 8 * * *", Timezone: c.zone}, now)
+		require.NoError(t, err)
+		require.Equal(t, c.want, got.Format(time.RFC3339), "%s at %s", c.zone, c.now)
+	}
 }

@@ -1,6 +1,7 @@
 package email_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -148,4 +149,34 @@ func TestComposeWrittenMessage(t *testing.T) {
 	require.Equal(t, []email.Attachment{pdf}, m.Attachments)
 	require.Equal(t, "olga@zarya.example", m.To)
 	require.Equal(t, "Orders <orders@acme.example>", m.From)
+}
+
+// A digest's email lists every item it gathered, in text and HTML.
+func TestComposeADigest(t *testing.T) {
+	t.Parallel()
+	c, err := email.NewComposer("Orders <orders@acme.example>")
+	require.NoError(t, err)
+	for _, locale := range []string{"en", "es", "ru"} {
+		d := notification.Delivery{ID: "ntf_3", Tenant: "acme", Template: "low_stock_digest", Locale: locale,
+			Recipient: notification.Recipient{Address: "almacen@acme.example"},
+			Stock:     &event.Stock{SKU: "SKU-00", Warehouse: "SEV-01", OnHand: "14", Unit: "ud"},
+			Digest:    &notification.Digest{Count: 20}}
+		for i := range 20 {
+			d.Digest.Items = append(d.Digest.Items, notification.DigestItem{
+				Stock: &event.Stock{SKU: fmt.Sprintf("SKU-%02d", i), Warehouse: "SEV-01", OnHand: "14", Unit: "ud"}})
+		}
+		m, err := c.Compose(d, email.Content{})
+		require.NoError(t, err, locale)
+		require.Contains(t, m.Subject, "SEV-01", locale)
+		require.Contains(t, m.Subject, "20", locale)
+		for i := range 20 {
+			require.Contains(t, m.Text, fmt.Sprintf("SKU-%02d", i), locale)
+			require.Contains(t, m.HTML, fmt.Sprintf("<strong>SKU-%02d</strong>", i), locale)
+		}
+		// A second digest of other items renders its own, not the first's.
+		d.Digest.Items[0].Stock = &event.Stock{SKU: "OTHER-1", Warehouse: "SEV-01"}
+		other, err := c.Compose(d, email.Content{})
+		require.NoError(t, err)
+		require.Contains(t, other.Text, "OTHER-1", locale)
+	}
 }

@@ -1,6 +1,7 @@
 package sms_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -246,5 +247,39 @@ func TestComposeLengthLimits(t *testing.T) {
 			require.True(t, provider.IsPermanent(err), "got %v", err)
 			require.ErrorContains(t, err, tt.refused)
 		})
+	}
+}
+
+// digestOf is a low-stock digest of n SKUs of one warehouse.
+func digestOf(locale string, n int) notification.Delivery {
+	d := lowStock(locale)
+	d.Template = "low_stock_digest"
+	d.Digest = &notification.Digest{Count: n}
+	for i := range n {
+		s := *d.Stock
+		s.SKU = fmt.Sprintf("SKU-%02d", i)
+		d.Digest.Items = append(d.Digest.Items, notification.DigestItem{EventID: fmt.Sprintf("evt_%d", i), Stock: &s})
+	}
+	return d
+}
+
+// A digest's text names its count and lists the first ten items, within
+// a few segments however many it gathered, in every language.
+func TestComposeADigest(t *testing.T) {
+	t.Parallel()
+	c := newComposer(t)
+	for _, locale := range []string{"en", "es", "ru"} {
+		m, err := c.Compose(digestOf(locale, 3))
+		require.NoError(t, err, locale)
+		for _, sku := range []string{"SKU-00", "SKU-01", "SKU-02"} {
+			require.Contains(t, m.Body, sku, locale)
+		}
+		require.Contains(t, m.Body, "SEV-01", locale)
+		require.Contains(t, m.Body, "3", locale)
+		many, err := c.Compose(digestOf(locale, 50))
+		require.NoError(t, err, "fifty items still fit: %s", locale)
+		require.Contains(t, many.Body, "50", locale)
+		require.Contains(t, many.Body, "SKU-09", locale)
+		require.NotContains(t, many.Body, "SKU-10", "ten listed: %s", locale)
 	}
 }
