@@ -1,6 +1,7 @@
 // Package workflow runs the steps of routes that have them: per recipient,
 // a run sends, waits (for a time, until a time, until an order's event),
-// and ends or is cancelled by the order's events. Time lives in JetStream:
+// throttles, gathers into digests, holds for a window, and ends or is
+// cancelled by the order's events. Time lives in JetStream:
 // a waiting step is a scheduled message on its own subject of RUNS
 // (runs.timer.<tenant>.<run>.<step>, Nats-Schedule @at, target
 // runs.wake.<tenant>), purged when an event ends the wait; a run is a KV
@@ -112,8 +113,8 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, js: js, now: func() time.Time { return time.Now().UTC() }}
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/workflow")
 	var errs [2]error
-	s.steps, errs[0] = m.Int64Counter("herald.workflow.steps", metric.WithDescription("Workflow steps taken, by kind (send, wait) and outcome (sent, waiting, woken, ended, cancelled, done, failed)."))
-	s.dropped, errs[1] = m.Int64Counter("herald.workflow.dropped", metric.WithDescription("Messages that moved no run, by reason: stale_wake (a timer whose run moved on or ended), no_run (a run that no longer exists), ended (an event for a run that had ended)."))
+	s.steps, errs[0] = m.Int64Counter("herald.workflow.steps", metric.WithDescription("Workflow steps taken, by kind (send, wait, throttle, digest, window, cancel, end) and outcome (sent, waiting, woken, ended, passed, skipped, merged, cancelled, done, failed)."))
+	s.dropped, errs[1] = m.Int64Counter("herald.workflow.dropped", metric.WithDescription("Messages that moved no run, by reason: stale_wake (a timer whose run moved on or ended), no_run (a run that no longer exists), ended (an event for a run that had ended), stale_flush (a digest's flush that found it flushed already, or every gathered run ended)."))
 	return s, errors.Join(errs[:]...)
 }
 
