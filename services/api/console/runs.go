@@ -162,11 +162,13 @@ func runURL(tenant, id string) string {
 
 // runView is one run's page.
 type runPageView struct {
-	Row       runRow
-	Recipient event.Recipient
-	Steps     []stepView
-	Timeline  []runMoment
-	Event     event.Event
+	Row runRow
+	// Whom adds to Row.For what else the run's recipient has: role, name,
+	// the addresses For does not already show.
+	Whom     string
+	Steps    []stepView
+	Timeline []runMoment
+	Event    event.Event
 	// EventJSON is the event that started the run, indented.
 	EventJSON string
 	// Cancellable says the run has not ended: the page offers Cancel.
@@ -233,7 +235,7 @@ func (c *Console) noRun(w http.ResponseWriter, r *http.Request, ses *session) {
 }
 
 func runPageOf(r workflow.Run) runPageView {
-	v := runPageView{Row: rowOf(r), Recipient: r.Recipient, Event: eventOf(r), Cancellable: !r.State.Ended()}
+	v := runPageView{Row: rowOf(r), Whom: whom(r), Event: eventOf(r), Cancellable: !r.State.Ended()}
 	for i, st := range r.Route.Steps {
 		v.Steps = append(v.Steps, stepView{N: i + 1, Kind: st.Kind(), What: st.Describe(), Current: i == r.Step && !r.State.Ended()})
 	}
@@ -245,6 +247,23 @@ func runPageOf(r workflow.Run) runPageView {
 		v.EventJSON = indented.String()
 	}
 	return v
+}
+
+// whom is what the run's recipient has beyond Run.For: "(supplier) Ольга
+// Петрова, +79990001122".
+func whom(r workflow.Run) string {
+	p, shown := r.Recipient, r.For()
+	var parts []string
+	for _, s := range []string{p.Name, p.Subscriber, p.Email, p.Phone, p.Webhook} {
+		if s != "" && s != shown {
+			parts = append(parts, s)
+		}
+	}
+	text := strings.Join(parts, ", ")
+	if p.Role != "" {
+		text = strings.TrimSpace("(" + p.Role + ") " + text)
+	}
+	return text
 }
 
 // eventOf is the event that started the run, as stored: read, not

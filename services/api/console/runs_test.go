@@ -150,6 +150,7 @@ func TestARunsPageShowsItsStepsTimelineAndEvent(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	body := oneLine(p.body)
 	require.Contains(t, body, `<li>send: send email</li> <li><strong>wait: wait 24h or order.confirmed (now)</strong></li> <li>send: send whatsapp (po_reminder)</li>`)
+	require.Contains(t, body, "<dt>For</dt><dd>sub_zarya (supplier) olga@zarya.example</dd>")
 	require.Contains(t, body, "<strong>waiting</strong>, waiting until "+now.Add(24*time.Hour).Format("2006-01-02 15:04:05 UTC"))
 	require.Contains(t, body, `<td class="num">2</td> <td>waiting</td> <td class="reason">until `)
 	require.Contains(t, body, "order.created <code>evt-1</code> from erp")
