@@ -160,7 +160,7 @@ func runURL(tenant, id string) string {
 	return Path + "runs/" + url.PathEscape(id) + "?" + url.Values{"tenant": {tenant}}.Encode()
 }
 
-// runView is one run's page.
+// runPageView is one run's page.
 type runPageView struct {
 	Row runRow
 	// Whom adds to Row.For what else the run's recipient has: role, name,
