@@ -167,7 +167,7 @@ type runPageView struct {
 	// the addresses For does not already show.
 	Whom     string
 	Steps    []stepView
-	Timeline []runMoment
+	Timeline []moment
 	Event    event.Event
 	// EventJSON is the event that started the run, indented.
 	EventJSON string
@@ -182,19 +182,6 @@ type stepView struct {
 	// Current marks the step being taken or waiting.
 	Current bool
 }
-
-// runMoment is one entry of the run's timeline.
-type runMoment struct {
-	At     time.Time
-	Step   int
-	What   string
-	Detail string
-	Bad    bool
-}
-
-// When is the entry's time, to the millisecond: a run's first steps come
-// quickly.
-func (m runMoment) When() string { return m.At.UTC().Format("2006-01-02 15:04:05.000 UTC") }
 
 func (c *Console) runPage(w http.ResponseWriter, r *http.Request, ses *session) {
 	tenant, id := strings.TrimSpace(r.URL.Query().Get("tenant")), r.PathValue("id")
@@ -240,7 +227,7 @@ func runPageOf(r workflow.Run) runPageView {
 		v.Steps = append(v.Steps, stepView{N: i + 1, Kind: st.Kind(), What: st.Describe(), Current: i == r.Step && !r.State.Ended()})
 	}
 	for _, e := range r.Timeline {
-		v.Timeline = append(v.Timeline, runMoment{At: e.At, Step: e.Step + 1, What: e.What, Detail: e.Detail, Bad: e.What == "failed"})
+		v.Timeline = append(v.Timeline, moment{At: e.At, Step: e.Step + 1, What: e.What, Detail: e.Detail, Bad: e.What == "failed"})
 	}
 	var indented bytes.Buffer
 	if json.Indent(&indented, r.Event, "", "  ") == nil {
