@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -218,44 +217,7 @@ func runOf(r workflow.Run) WorkflowRun {
 func describe(steps []router.Step) []string {
 	out := make([]string, len(steps))
 	for i, st := range steps {
-		out[i] = describeStep(st)
+		out[i] = st.Describe()
 	}
 	return out
-}
-
-func describeStep(st router.Step) string {
-	switch {
-	case st.Send != nil:
-		var parts []string
-		for _, c := range st.Send.Channels {
-			parts = append(parts, string(c))
-		}
-		text := "send " + strings.Join(parts, ", ")
-		if len(st.Send.Roles) > 0 {
-			text += " to " + strings.Join(st.Send.Roles, ", ")
-		}
-		if st.Send.Template != "" {
-			text += " (" + st.Send.Template + ")"
-		}
-		return text
-	case st.Wait != nil:
-		var bounds []string
-		if st.Wait.For > 0 {
-			bounds = append(bounds, time.Duration(st.Wait.For).String())
-		}
-		if st.Wait.Until != "" {
-			bounds = append(bounds, "until "+st.Wait.Until)
-		}
-		if st.Wait.UntilEvent != "" {
-			bounds = append(bounds, st.Wait.UntilEvent)
-		}
-		return "wait " + strings.Join(bounds, " or ")
-	case st.Throttle != nil:
-		return "throttle"
-	case st.Digest != nil:
-		return "digest"
-	case st.Window != nil:
-		return "window"
-	}
-	return ""
 }

@@ -66,7 +66,7 @@ func TestARunIsListedAndRead(t *testing.T) {
 	b, run := withRuns(t)
 	require.Equal(t, "PO-2026-0042", run.Order)
 	require.Equal(t, "order.created", run.EventType)
-	require.Equal(t, []string{"send ", "wait 1h0m0s or order.confirmed", "send "}, run.Steps)
+	require.Equal(t, []string{"send", "wait 1h or order.confirmed", "send"}, run.Steps)
 	require.Equal(t, "olga@zarya.example", run.Recipient.Email)
 	require.Equal(t, 1, run.Step)
 	require.NotNil(t, run.Until)

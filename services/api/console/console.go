@@ -1,9 +1,10 @@
 // Package console is the operators' web console, served by the API
 // service under /console/ on the public listener: the live flow through
-// the streams, the DLQ (look, pick, redrive, purge), and more pages as they
-// come. Pages are server-rendered html/template with a little JavaScript
-// (the flow's live updates) embedded in the binary: nothing to build,
-// nothing fetched from elsewhere, usable without JavaScript.
+// the streams, the DLQ (look, pick, redrive, purge), workflow runs (look,
+// cancel), and more pages as they come. Pages are server-rendered
+// html/template with a little JavaScript (the flow's live updates)
+// embedded in the binary: nothing to build, nothing fetched from
+// elsewhere, usable without JavaScript.
 //
 // Operators sign in with an admin API key (or an observer key, which
 // sees everything and changes nothing), exchanged for a session cookie
@@ -181,6 +182,9 @@ func (c *Console) routes() {
 	c.mux.Handle("GET "+Path+"notifications", c.page(c.notificationsPage))
 	c.mux.Handle("GET "+Path+"notifications/{id}", c.page(c.notificationPage))
 	c.mux.Handle("POST "+Path+"notifications/{id}/retry", c.action(c.notificationRetry))
+	c.mux.Handle("GET "+Path+"runs", c.page(c.runsPage))
+	c.mux.Handle("GET "+Path+"runs/{id}", c.page(c.runPage))
+	c.mux.Handle("POST "+Path+"runs/{id}/cancel", c.action(c.runCancel))
 	c.mux.Handle("GET "+Path+"tenants", c.page(c.tenantsPage))
 	c.mux.Handle("GET "+Path+"tenants/{id}", c.page(c.tenantPage))
 	c.mux.Handle("POST "+Path+"tenants/{id}/keys", c.action(c.createKey))

@@ -44,8 +44,10 @@ type notificationView struct {
 // runView is one workflow run of the order.
 type runView struct {
 	ID, State, Recipient string
-	Step, Steps          int
-	Timeline             []moment
+	// URL is the run's own page.
+	URL         string
+	Step, Steps int
+	Timeline    []moment
 }
 
 // maxRuns bounds the runs one notification's page shows.
@@ -64,9 +66,10 @@ func (c *Console) orderRuns(ctx context.Context, tenant, order string) []runView
 	}
 	out := make([]runView, len(page.Runs))
 	for i, r := range page.Runs {
-		v := runView{ID: r.ID, State: string(r.State), Recipient: r.For(), Step: r.Step, Steps: len(r.Route.Steps)}
+		// Steps are numbered from 1, as the run's own page numbers them.
+		v := runView{ID: r.ID, URL: runURL(tenant, r.ID), State: string(r.State), Recipient: r.For(), Step: r.Step + 1, Steps: len(r.Route.Steps)}
 		for _, e := range r.Timeline {
-			v.Timeline = append(v.Timeline, moment{At: e.At, What: fmt.Sprintf("Step %d: %s", e.Step, e.What), Detail: e.Detail,
+			v.Timeline = append(v.Timeline, moment{At: e.At, What: fmt.Sprintf("Step %d: %s", e.Step+1, e.What), Detail: e.Detail,
 				Bad: e.What == "failed"})
 		}
 		out[i] = v
@@ -86,14 +89,16 @@ type facts struct {
 	UpdatedAt                                          time.Time
 }
 
-// moment is one thing Herald recorded of a notification, at At.
+// moment is one thing Herald recorded of a notification or a run, at At.
 type moment struct {
 	At   time.Time
 	What string
 	// Provider and ErrorClass (transient, permanent, ambiguous) are a
 	// try's or a report's.
 	Provider, ErrorClass string
-	Detail               string
+	// Step is a workflow run's step, from 1: on a run's timeline only.
+	Step   int
+	Detail string
 	// Bad marks what went wrong.
 	Bad bool
 }

@@ -316,7 +316,7 @@ func TestANotificationsPageShowsItsOrdersRuns(t *testing.T) {
 	p := br.get(t, "/console/notifications/"+id+"?tenant=acme")
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	runs := p.body[strings.Index(p.body, "<h2>Workflow runs of this order</h2>"):]
-	require.Contains(t, runs, "Run run_0123456789abcdef0123456789abcdef: done, step 1 of 3, for olga@zarya.example")
-	require.Contains(t, runs, "Step 1: ended")
+	require.Contains(t, runs, `Run <a href="/console/runs/run_0123456789abcdef0123456789abcdef?tenant=acme">run_0123456789abcdef0123456789abcdef</a>: done, step 2 of 3, for olga@zarya.example`)
+	require.Contains(t, runs, "Step 2: ended", "steps numbered from 1, as the run's page numbers them")
 	require.Contains(t, runs, "by order.confirmed evt-7")
 }
