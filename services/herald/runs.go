@@ -67,7 +67,7 @@ func runsListCommand() *cobra.Command {
 			}
 			w := newTable(cmd.OutOrStdout(), "RUN", "ORDER", "RECIPIENT", "STEP", "STATE", "UNTIL")
 			for _, r := range all {
-				w.row(r.ID, r.Subject, r.For(), fmt.Sprint(r.Step), string(r.State), until(r))
+				w.row(r.ID, r.Subject, r.For(), fmt.Sprint(r.Step+1), string(r.State), until(r))
 			}
 			return w.flush()
 		},
@@ -88,10 +88,18 @@ func runsShowCommand() *cobra.Command {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s: %s, step %d of %d, for %s, about %s\n", r.ID, r.State, r.Step, len(r.Route.Steps), r.For(), r.Subject)
+			// Steps are numbered from 1, as the console numbers them.
+			fmt.Fprintf(out, "%s: %s, step %d of %d, for %s, about %s\n", r.ID, r.State, r.Step+1, len(r.Route.Steps), r.For(), r.Subject)
+			for i, step := range r.Route.Steps {
+				mark := " "
+				if i == r.Step && !r.State.Ended() {
+					mark = ">"
+				}
+				fmt.Fprintf(out, "%s %d. %s\n", mark, i+1, step.Describe())
+			}
 			w := newTable(out, "AT", "STEP", "WHAT", "DETAIL")
 			for _, e := range r.Timeline {
-				w.row(e.At.Format(time.RFC3339), fmt.Sprint(e.Step), e.What, dash(e.Detail))
+				w.row(e.At.Format(time.RFC3339), fmt.Sprint(e.Step+1), e.What, dash(e.Detail))
 			}
 			return w.flush()
 		},
@@ -107,7 +115,7 @@ func runsCancelCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("tenant %s, run %s: %w", tenant, id, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %s of tenant %s at step %d\n", r.ID, tenant, r.Step)
+			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %s of tenant %s at step %d\n", r.ID, tenant, r.Step+1)
 			return nil
 		},
 	})

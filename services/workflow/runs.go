@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/recipient"
 )
 
@@ -68,6 +69,9 @@ const maxScan = 1000
 
 // List lists the tenant's runs, by key (so an order's runs together).
 func (r *Runs) List(ctx context.Context, tenant string, f Filter) (Page, error) {
+	if !event.ValidTenant(tenant) {
+		return Page{}, nil // a wildcard would reach every tenant's
+	}
 	f.Limit = min(cmp.Or(f.Limit, 50), 100)
 	filter := tenant + ".>"
 	if f.Subject != "" {
@@ -103,7 +107,7 @@ func (r *Runs) List(ctx context.Context, tenant string, f Filter) (Page, error) 
 
 // find is the key of the tenant's run id.
 func (r *Runs) find(ctx context.Context, tenant, id string) (string, error) {
-	if !validRunID(id) {
+	if !validRunID(id) || !event.ValidTenant(tenant) {
 		return "", ErrNotFound
 	}
 	keys, err := r.runs.keys(ctx, tenant+".*."+id)

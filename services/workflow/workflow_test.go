@@ -445,3 +445,23 @@ func TestADigestThatIsFullGoesAtOnce(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "%d runs wait in the next digest, want 2", waiting)
 	require.Equal(t, 1, b.held(t, "runs.flush."), "one flush waits for the open digest")
 }
+
+// The runs' reader reads one tenant's runs: a tenant that is a wildcard
+// reaches none, as one that has none.
+func TestTheRunsReaderKeepsToItsTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t, reminder(time.Hour))
+	b.publish(t, "order.created", "evt-po-1")
+	r := b.eventually(t, workflow.Waiting)
+	ctx := heraldtest.Context(t)
+	for _, tenant := range []string{"*", ">", "acme.*", "*.>"} {
+		page, err := b.runs.List(ctx, tenant, workflow.Filter{})
+		require.NoError(t, err)
+		require.Empty(t, page.Runs, tenant)
+		_, err = b.runs.Get(ctx, tenant, r.ID)
+		require.ErrorIs(t, err, workflow.ErrNotFound, tenant)
+		_, err = b.runs.Cancel(ctx, tenant, r.ID, "a test")
+		require.ErrorIs(t, err, workflow.ErrNotFound, tenant)
+	}
+	require.Equal(t, workflow.Waiting, b.run(t).State)
+}
