@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
 
@@ -53,6 +54,9 @@ type RunMessage struct {
 	Start *RunStart `json:"start,omitempty"`
 	Event *RunEvent `json:"event,omitempty"`
 	Wake  *RunWake  `json:"wake,omitempty"`
+	// Status is a run's send's notification reaching a state
+	// (RunStatusKind), told by a delivery service.
+	Status *notification.RunStatus `json:"status,omitempty"`
 }
 
 // RunStart asks for a run: a workflow route reached a recipient.
@@ -91,7 +95,10 @@ type RunWake struct {
 // SendRequest is a run's send step, for the router to plan and publish:
 // the run's event and route, with the step's channels, template and roles.
 type SendRequest struct {
-	Run       string          `json:"run"`
+	Run string `json:"run"`
+	// Key is the run's key in KV_runs, which its notifications name when
+	// a wait waits for their status.
+	Key       string          `json:"key,omitempty"`
 	Step      int             `json:"step"`
 	Tenant    string          `json:"tenant"`
 	Event     json.RawMessage `json:"event"`
@@ -235,6 +242,7 @@ func (c Config) send(req SendRequest, now time.Time) (Decision, error) {
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
 	r := req.Route.stepRoute(req.Step)
+	r.Run = req.runRef()
 	p := planner{cfg: c, ev: ev, now: now, seen: map[string]bool{}, dir: c.Recipients}
 	if p.dir == nil {
 		p.dir = nobody{}

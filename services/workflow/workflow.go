@@ -168,6 +168,8 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		err = s.wake(ctx, *m.Wake)
 	case m.Kind == router.RunEventKind && m.Event != nil && m.Event.Tenant == tenant:
 		err = s.event(ctx, *m.Event)
+	case m.Kind == router.RunStatusKind && m.Status != nil && strings.HasPrefix(m.Status.Key, tenant+"."):
+		err = s.status(ctx, *m.Status)
 	default:
 		return consumer.GiveUp(fmt.Errorf("run message of kind %q not for tenant %q, or without its part", m.Kind, tenant))
 	}

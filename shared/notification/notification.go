@@ -69,11 +69,16 @@ type Delivery struct {
 	// RedeliveryOf is the webhook this one sends again, on demand (herald
 	// webhooks redeliver): the same webhook-id and body, so the receiver
 	// can tell it is not new.
-	RedeliveryOf string        `json:"redelivery_of,omitempty"`
-	Event        EventRef      `json:"event"`
-	Order        *OrderSummary `json:"order,omitempty"`
-	Stock        *event.Stock  `json:"stock,omitempty"`
-	CreatedAt    time.Time     `json:"created_at"`
+	RedeliveryOf string `json:"redelivery_of,omitempty"`
+	// Run is the workflow run whose send step made this notification, set
+	// when a later wait of the run ends on its status (until_status): the
+	// delivery service tells the run when it is delivered. A fallback's
+	// notification keeps it.
+	Run       *RunRef       `json:"run,omitempty"`
+	Event     EventRef      `json:"event"`
+	Order     *OrderSummary `json:"order,omitempty"`
+	Stock     *event.Stock  `json:"stock,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
 }
 
 // FallbackStep is one channel of a fallback: the recipient's address on it
