@@ -103,17 +103,13 @@ func (a *App) configureRouter() error {
 }
 
 // checkBuilt refuses the steps this version validates but does not take
-// yet: a digest would fail every run that reaches it, a wait would not
-// end on its until_status.
+// yet: a digest would fail every run that reaches it.
 func checkBuilt(c router.Config) error {
 	var problems []string
 	for i, r := range c.Routes {
 		for j, s := range r.Steps {
-			switch {
-			case s.Digest != nil:
+			if s.Digest != nil {
 				problems = append(problems, fmt.Sprintf("router.routes[%d].steps[%d].digest: digest steps are not built yet in this version of Herald; remove the step (docs/workflows.md)", i, j))
-			case s.Wait != nil && s.Wait.UntilStatus != "":
-				problems = append(problems, fmt.Sprintf("router.routes[%d].steps[%d].wait.until_status: not built yet in this version of Herald; wait for a time or an event (docs/workflows.md)", i, j))
 			}
 		}
 	}
