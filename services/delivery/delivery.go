@@ -21,6 +21,8 @@
 //  4. write the outcome to the ledger (attempts included): that write is
 //     the outcome event, for whoever follows the ledger's changes (the
 //     webhook status feed, the history; notification.OutcomeOf);
+//     a delivered notification of a workflow run's send that a wait
+//     watches (until_status) is then told to its run, on runs.in.<tenant>;
 //  5. release the lease, acknowledge.
 //
 // A transient failure of the whole pass is retried with a growing delay (at

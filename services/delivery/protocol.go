@@ -273,7 +273,7 @@ func (w worker) unclaim(ctx context.Context, j *job, cause error) {
 func (w worker) duplicate(ctx context.Context, j *job, e ledger.Entry) consumer.Outcome {
 	w.metrics.outcome(ctx, j.d, e.Provider, "duplicate")
 	j.log.InfoContext(ctx, "already delivered; acknowledging this copy unsent", "provider", e.Provider)
-	return consumer.Done()
+	return w.tellRun(ctx, j)
 }
 
 // try makes one pass over the chain and settles the message by its outcome.
@@ -338,6 +338,18 @@ func (w worker) delivered(ctx context.Context, j *job, r provider.Receipt) consu
 	}
 	w.record(ctx, j)
 	j.log.InfoContext(ctx, "delivered", "provider", r.Provider, "provider_message_id", r.MessageID, "tries", e.Tries)
+	return w.tellRun(ctx, j)
+}
+
+// tellRun tells the workflow run whose send made a delivered notification
+// (one whose wait waits for it: until_status) that it was delivered. If it
+// cannot, the message is retried: its next copy finds it delivered in the
+// ledger and tells the run then (duplicate), once.
+func (w worker) tellRun(ctx context.Context, j *job) consumer.Outcome {
+	if err := notification.PublishRunStatus(ctx, w.js, j.d, string(ledger.Delivered), time.Now().UTC()); err != nil {
+		j.log.WarnContext(ctx, "delivered, but its run was not told; will retry", "error", err)
+		return consumer.Retry(fmt.Errorf("telling run %s of its delivery: %w", j.d.Run.Key, err), w.cfg.RetryDelay, time.Minute)
+	}
 	return consumer.Done()
 }
 

@@ -371,7 +371,7 @@ func (p *planner) plan(r Route, t target, ch event.Channel, fallback []notificat
 	d := notification.Delivery{
 		ID: notification.ID(key), DedupeKey: key, Tenant: p.ev.Tenant, Channel: ch, Priority: r.Priority,
 		Recipient: t.recipient(ch), Template: r.Template, Locale: cmp.Or(t.locale(a.locale), "en"), Fallback: fallback,
-		Category: r.Category, Required: r.Required,
+		Category: r.Category, Required: r.Required, Run: r.Run,
 		Event:     notification.EventRef{ID: p.ev.ID, Type: p.ev.Type, Source: p.ev.Source, Time: p.ev.Time},
 		CreatedAt: p.now,
 	}

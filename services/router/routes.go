@@ -63,6 +63,10 @@ type Route struct {
 	// Stage is the workflow step a send plans for (not configured: set
 	// when a run's send step is planned), part of its dedupe keys.
 	Stage int `yaml:"-" json:"stage,omitempty"`
+	// Run is the workflow run a send plans for (not configured: set when a
+	// run's send step is planned and a later wait waits for its status),
+	// named on its deliveries.
+	Run *notification.RunRef `yaml:"-" json:"run,omitempty"`
 }
 
 // stage is what the dedupe keys of a workflow's later steps add: none for

@@ -57,6 +57,9 @@ type RunMessage struct {
 	Event *RunEvent `json:"event,omitempty"`
 	Wake  *RunWake  `json:"wake,omitempty"`
 	Flush *RunFlush `json:"flush,omitempty"`
+	// Status is a run's send's notification reaching a state
+	// (RunStatusKind), told by a delivery service.
+	Status *notification.RunStatus `json:"status,omitempty"`
 }
 
 // RunStart asks for a run: a workflow route reached a recipient.
@@ -109,7 +112,10 @@ type RunFlush struct {
 // SendRequest is a run's send step, for the router to plan and publish:
 // the run's event and route, with the step's channels, template and roles.
 type SendRequest struct {
-	Run       string          `json:"run"`
+	Run string `json:"run"`
+	// Key is the run's key in KV_runs, which its notifications name when
+	// a wait waits for their status.
+	Key       string          `json:"key,omitempty"`
 	Step      int             `json:"step"`
 	Tenant    string          `json:"tenant"`
 	Event     json.RawMessage `json:"event"`
@@ -256,6 +262,7 @@ func (c Config) send(req SendRequest, now time.Time) (Decision, error) {
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
 	r := req.Route.stepRoute(req.Step)
+	r.Run = req.runRef()
 	p := planner{cfg: c, ev: ev, now: now, seen: map[string]bool{}, dir: c.Recipients}
 	if p.dir == nil {
 		p.dir = nobody{}

@@ -323,7 +323,7 @@ func (r Route) checkWait(p *problems, f string, w WaitStep, sentBefore bool) {
 			p.add(f+".until_status", "no send before this wait whose notification could be delivered")
 		}
 	case "read":
-		p.add(f+".until_status", "read needs the inbox channel, which is not built yet (want delivered)")
+		p.add(f+".until_status", "read needs the in-app inbox channel, which this version of Herald does not have yet (want delivered)")
 	default:
 		p.add(f+".until_status", "%q must be delivered", event.Printable(w.UntilStatus))
 	}

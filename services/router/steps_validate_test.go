@@ -112,7 +112,7 @@ func TestWorkflowProblemsNameRouteStepAndField(t *testing.T) {
 			r.Steps = append(r.Steps, Step{Wait: &WaitStep{For: Duration(time.Hour), UntilEvent: "order.confirmed"}})
 		}, `router.routes[0].steps[4].wait.until_event: "order.confirmed": only a route of order events has an order`},
 		{"until_status read", order, func(r *Route) { r.Steps[1].Wait.UntilStatus = "read" },
-			"router.routes[0].steps[1].wait.until_status: read needs the inbox channel, which is not built yet"},
+			"router.routes[0].steps[1].wait.until_status: read needs the in-app inbox channel, which this version of Herald does not have yet (want delivered)"},
 		{"until_status unknown", order, func(r *Route) { r.Steps[1].Wait.UntilStatus = "opened" },
 			`router.routes[0].steps[1].wait.until_status: "opened" must be delivered`},
 		{"until_status before any send", order, func(r *Route) {

@@ -71,6 +71,10 @@ type Run struct {
 	Timeline []Entry   `json:"timeline"`
 	Created  time.Time `json:"created"`
 	Updated  time.Time `json:"updated"`
+
+	// Statuses are the states its sends' notifications reached while it
+	// was not waiting for them: a wait for one of them ends at once.
+	Statuses []StepStatus `json:"statuses,omitempty"`
 }
 
 // Entry is one thing that happened to a run.

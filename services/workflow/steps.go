@@ -88,8 +88,8 @@ func (s *Service) take(ctx context.Context, key string, r Run) (Run, error) {
 
 // send asks the router to plan and publish the run's send step.
 func (s *Service) send(ctx context.Context, r Run) error {
-	body, err := json.Marshal(router.SendRequest{Run: r.ID, Step: r.Step, Tenant: r.Tenant, Event: r.Event,
-		StoredAt: r.StoredAt, Route: r.Route, Recipient: r.Recipient, Items: r.Items})
+	body, err := json.Marshal(router.SendRequest{Run: r.ID, Key: Key(r.Tenant, r.Subject, r.ID), Step: r.Step, Tenant: r.Tenant,
+		Event: r.Event, StoredAt: r.StoredAt, Route: r.Route, Recipient: r.Recipient, Items: r.Items})
 	if err != nil {
 		return err
 	}
@@ -110,6 +110,9 @@ func (s *Service) wait(ctx context.Context, key string, r Run, w router.WaitStep
 		r.note(now, "ended", w.UntilEvent+" had arrived")
 		s.count(ctx, r, "wait", "ended")
 		return r, nil
+	}
+	if ended, ok := s.statusArrived(ctx, r, now); ok {
+		return ended, nil
 	}
 	until, err := deadline(r, w, now)
 	if err != nil {

@@ -114,7 +114,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	m := cfg.MeterProvider.Meter("github.com/heraldhq/herald/services/workflow")
 	var errs [2]error
 	s.steps, errs[0] = m.Int64Counter("herald.workflow.steps", metric.WithDescription("Workflow steps taken, by kind (send, wait, throttle, digest, window, cancel, end) and outcome (sent, waiting, woken, ended, passed, skipped, merged, cancelled, done, failed)."))
-	s.dropped, errs[1] = m.Int64Counter("herald.workflow.dropped", metric.WithDescription("Messages that moved no run, by reason: stale_wake (a timer whose run moved on or ended), no_run (a run that no longer exists), ended (an event for a run that had ended), stale_flush (a digest's flush that found it flushed already, or every gathered run ended)."))
+	s.dropped, errs[1] = m.Int64Counter("herald.workflow.dropped", metric.WithDescription("Messages that moved no run, by reason: stale_wake (a timer whose run moved on or ended), no_run (a run that no longer exists), ended (an event or a notification's status for a run that had ended), stale_flush (a digest's flush that found it flushed already, or every gathered run ended)."))
 	return s, errors.Join(errs[:]...)
 }
 
@@ -171,6 +171,8 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		err = s.event(ctx, *m.Event)
 	case m.Kind == router.RunFlushKind && m.Flush != nil && m.Flush.Tenant == tenant:
 		err = s.flush(ctx, *m.Flush, storedAt(msg))
+	case m.Kind == router.RunStatusKind && m.Status != nil && strings.HasPrefix(m.Status.Key, tenant+"."):
+		err = s.status(ctx, *m.Status)
 	default:
 		return consumer.GiveUp(fmt.Errorf("run message of kind %q not for tenant %q, or without its part", m.Kind, tenant))
 	}

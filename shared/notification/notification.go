@@ -69,10 +69,15 @@ type Delivery struct {
 	// RedeliveryOf is the webhook this one sends again, on demand (herald
 	// webhooks redeliver): the same webhook-id and body, so the receiver
 	// can tell it is not new.
-	RedeliveryOf string        `json:"redelivery_of,omitempty"`
-	Event        EventRef      `json:"event"`
-	Order        *OrderSummary `json:"order,omitempty"`
-	Stock        *event.Stock  `json:"stock,omitempty"`
+	RedeliveryOf string `json:"redelivery_of,omitempty"`
+	// Run is the workflow run whose send step made this notification, set
+	// when a later wait of the run ends on its status (until_status): the
+	// delivery service tells the run when it is delivered. A fallback's
+	// notification keeps it.
+	Run   *RunRef       `json:"run,omitempty"`
+	Event EventRef      `json:"event"`
+	Order *OrderSummary `json:"order,omitempty"`
+	Stock *event.Stock  `json:"stock,omitempty"`
 	// Digest, on a workflow's digest send, is every event the digest
 	// gathered (Order and Stock are its first one's).
 	Digest    *Digest   `json:"digest,omitempty"`

@@ -50,6 +50,26 @@ email:
 	require.Equal(t, app.Config{}, empty)
 }
 
+// A wait until the send before it is delivered is taken: start-up
+// accepts it (read, which needs the inbox channel, it refuses).
+func TestLoadAcceptsAWaitUntilDelivered(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(write(t, `
+router:
+  routes:
+    - event: order.created
+      document: purchase_order
+      steps:
+        - send: {channels: [email]}
+        - wait: {for: 24h, until_status: delivered}
+        - send: {channels: [email]}
+`))
+	require.NoError(t, err)
+	cfg.Services = []string{"router", "workflow"}
+	_, err = app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+}
+
 // The whatsapp templates load as README.md writes them.
 func TestLoadReadsWhatsAppTemplates(t *testing.T) {
 	t.Parallel()
@@ -96,8 +116,8 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 			`router.routes[0].steps[1].wait: needs a bound: for, until or until_event`},
 		{"digest without its template's digest form", "router: {routes: [{event: order.created, document: purchase_order, roles: [supplier], steps: [{digest: {key: \"{{.Order.Buyer.Name}}\", window: 15m}}, {send: {channels: [email]}}]}]}",
 			`router.routes[0].steps[1].send.template: no email template "purchase_order_digest"`},
-		{"until_status not built", "router: {routes: [{event: order.created, document: purchase_order, steps: [{send: {channels: [email]}}, {wait: {for: 1h, until_status: delivered}}]}]}",
-			`router.routes[0].steps[1].wait.until_status: not built yet in this version of Herald`},
+		{"until_status read", "router: {routes: [{event: order.created, document: purchase_order, steps: [{send: {channels: [email]}}, {wait: {for: 1h, until_status: read}}]}]}",
+			`router.routes[0].steps[1].wait.until_status: read needs the in-app inbox channel, which this version of Herald does not have yet (want delivered)`},
 		{"pdf concurrency", "pdf: {concurrency: -1}", `pdf.concurrency: must be 1 or more (got -1)`},
 		{"sweep limit", "dlq: {sweep: {limit: -1}}", `dlq.sweep: limit and max_resends must be 1 or more`},
 		{"replicas", "streams: {replicas: 7}", `streams.replicas: 7 must be between 1 and 5`},

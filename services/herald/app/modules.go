@@ -99,25 +99,7 @@ func (a *App) configureRouter() error {
 	c.Logger = a.logger.With("service", "router")
 	c.MeterProvider, c.Tenants, c.TracerProvider = a.tel.MeterProvider(), a.tenants, a.tracer
 	a.routerC = c.WithDefaults()
-	return errors.Join(a.routerC.Validate(), checkTemplates(a.routerC), checkBuilt(a.routerC))
-}
-
-// checkBuilt refuses the steps this version validates but does not take
-// yet: a wait would not end on its until_status.
-func checkBuilt(c router.Config) error {
-	var problems []string
-	for i, r := range c.Routes {
-		for j, s := range r.Steps {
-			switch {
-			case s.Wait != nil && s.Wait.UntilStatus != "":
-				problems = append(problems, fmt.Sprintf("router.routes[%d].steps[%d].wait.until_status: not built yet in this version of Herald; wait for a time or an event (docs/workflows.md)", i, j))
-			}
-		}
-	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "\n"))
-	}
-	return nil
+	return errors.Join(a.routerC.Validate(), checkTemplates(a.routerC))
 }
 
 // routes is router: as the router reads it, with the channels this

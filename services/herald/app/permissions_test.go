@@ -114,6 +114,9 @@ var (
 	countRedeliveries = []string{"quota.*.redelivered.*"}
 	// Each delivery process's circuit breakers, for the console.
 	shareCircuits = []string{"$KV.circuits.>"}
+	// The workflow runs told that a notification their send made was
+	// delivered (a wait's until_status), by every channel's workers.
+	tellRuns = []string{"runs.in.*"}
 	// The webhook endpoints, followed by the webhook workers for the
 	// disablings not yet told to their tenants.
 	watchWebhookEndpoints = []string{"$JS.API.CONSUMER.CREATE.KV_webhook_endpoints.>", "$JS.API.CONSUMER.DELETE.KV_webhook_endpoints.>",
@@ -157,19 +160,19 @@ var servicePermissions = map[string][]string{
 	"pdf": join(jsCommon, consume("DOCS", "pdf"), readDocuments, writeDocuments, dlqPayloads,
 		[]string{"notify.*.*.*", "notify.status.*", "dlq.DOCS.pdf"}),
 	"delivery": join(jsCommon, consume("NOTIFY", "email-critical"), consume("NOTIFY", "email-normal"),
-		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, readTemplates, readDomains, shareCircuits,
+		consume("NOTIFY", "email-low"), readDocuments, ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, readTemplates, readDomains, shareCircuits, tellRuns,
 		[]string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"sms": join(jsCommon, consume("NOTIFY", "sms-critical"), consume("NOTIFY", "sms-normal"),
-		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
-		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
 	// (read, and written to record an endpoint's health; followed by watch
 	// for disablings not yet told), outcomes (the ledger's writes) and the
 	// tenants' other events in, webhooks out.
 	"webhook": join(jsCommon, consume("NOTIFY", "webhook-critical"), consume("NOTIFY", "webhook-normal"),
 		consume("NOTIFY", "webhook-low"), consume("KV_deliveries", "webhooks"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants,
-		webhookEndpoints, watchWebhookEndpoints, countQuotas, readPreferences, shareCircuits,
+		webhookEndpoints, watchWebhookEndpoints, countQuotas, readPreferences, shareCircuits, tellRuns,
 		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.KV_deliveries.webhooks", "dlq.STATUS.webhooks"}),
 	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
