@@ -222,7 +222,7 @@ func unschedule(ctx context.Context, stream jetstream.Stream, r Run) error {
 // step; a timer whose run moved on (an event ended it) or is gone is
 // dropped and counted.
 func (s *Service) wake(ctx context.Context, w router.RunWake) error {
-	tenant, _, _ := strings.Cut(w.Key, ".")
+	tenant := tenantOf(w.Key)
 	r, rev, err := s.runs.get(ctx, w.Key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		s.drop(ctx, tenant, "no_run")
