@@ -76,7 +76,10 @@ func (c Config) Validate() error {
 // wakeClass those of runs.wake, which take wakeWeight turns to one of
 // runs.in while both have work: a timer due goes ahead of runs starting.
 const (
-	class      = "workflow"
+	class = "workflow"
+	// discover is how often the service asks RUNS which tenants have
+	// messages waiting.
+	discover   = 100 * time.Millisecond
 	wakeClass  = "workflow-wake"
 	wakeWeight = 4
 )
@@ -138,6 +141,10 @@ func (s *Service) Start(ctx context.Context) error {
 		// A run's message takes a few round trips, not a provider's
 		// seconds: a pull takes several of a tenant's at once.
 		Batch: 16,
+		// A timer that fires is stored by the server without a message
+		// a subscriber hears: only discovery finds it on runs.wake, so
+		// discovery is what a timer is late by.
+		Discover: discover,
 		Classes: []consumer.Class{{Name: wakeClass, Prefix: "runs.wake", Weight: wakeWeight, Template: consumerTemplate},
 			{Name: class, Prefix: "runs.in", Weight: 1, Template: consumerTemplate}}})
 	if err != nil {
