@@ -65,7 +65,7 @@ func printDigestsReport(w io.Writer, r bench.DigestsReport) {
 	row("alerts", "%d of %d listed once; %d twice, %d never", r.Sent, r.Alerts, r.SentTwice, r.Lost)
 	row("gathered", "%.0f alerts/s (%d in %.2f s); the last digest %.2f s after the first start", r.StartedPerSecond, r.Alerts, r.GatherSeconds, r.Seconds)
 	l := r.Lateness
-	row("lateness", "p50 %.1f ms · p90 %.1f ms · p99 %.1f ms · max %.1f ms after the window closed (%d without a flush seen)",
+	row("lateness", "p50 %.1f ms · p90 %.1f ms · p99 %.1f ms · max %.1f ms, a warehouse's first digest after its window closed (%d without a flush seen)",
 		l.P50, l.P90, l.P99, l.Max, r.Unmatched)
 	row("cpu", "%.2f s: %.3f ms per alert on %d cores", r.CPUSeconds, r.CPUPerAlertMS, r.Cores)
 	row("peak rss", "%.0f MB (%.0f MB before)", r.PeakRSSMB, r.BaseRSSMB)
