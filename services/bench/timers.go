@@ -3,7 +3,6 @@ package bench
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,8 +21,6 @@ import (
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/event"
-	"github.com/heraldhq/herald/shared/notification"
-	"github.com/heraldhq/herald/streams"
 )
 
 // TimersConfig is a timers run (herald bench --timers): Timers workflow
@@ -209,45 +206,28 @@ type peakSample struct {
 // each waiting (wait) or not, until every run sent or nothing more
 // happened for the timeout.
 func runTimersPhase(ctx context.Context, cfg TimersConfig, wait bool, progress func(TimersProgress)) (phaseResult, error) {
-	env, err := startNATSEnv(ctx, cfg.NATSURL, streams.Options{})
+	rg, err := startRig(ctx, cfg.NATSURL, cfg.Concurrency, cfg.Logger)
 	if err != nil {
 		return phaseResult{}, err
 	}
-	defer env.close()
-	wf, err := workflow.New(env.js, workflow.Config{Concurrency: cfg.Concurrency, Logger: cfg.Logger})
-	if err != nil {
-		return phaseResult{}, err
-	}
-	stop, err := startAll(ctx, []service{wf})
-	if err != nil {
-		return phaseResult{}, err
-	}
-	defer stop()
+	defer rg.close()
 	runs := newTimerRuns(cfg.Timers, wait)
-	unsubscribe, err := runs.watch(env.nc)
+	unsubscribe, err := rg.watch(map[string]nats.MsgHandler{
+		"runs.timer." + tenant + ".>": runs.onTimer,
+		router.RunsSend(tenant):       runs.onSend,
+	})
 	if err != nil {
 		return phaseResult{}, err
 	}
 	defer unsubscribe()
-
-	// The starts come on a connection of their own, as from the router.
-	pc, err := nats.Connect(env.url)
-	if err != nil {
-		return phaseResult{}, fmt.Errorf("bench: NATS: %w", err)
-	}
-	defer pc.Close()
-	pjs, err := jetstream.New(pc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(notification.AckTimeout))
-	if err != nil {
-		return phaseResult{}, err
-	}
 	startCPU, start := cpuTime(), time.Now()
 	done := make(chan error, 1)
-	go func() { done <- runs.publish(ctx, pjs, cfg) }()
+	go func() { done <- runs.publish(ctx, rg.starts, cfg) }()
 	var peak peakSample
-	err = runs.await(ctx, cfg.Timeout, func(started, sent int) {
+	err = awaitRuns(ctx, cfg.Timeout, cfg.Timers, runs.counts, func(started, sent int) {
 		progress(TimersProgress{Phase: runs.phaseName(started), Started: started, Sent: sent, Expected: cfg.Timers})
 		if wait && started-sent > peak.pending {
-			peak = env.sample(ctx, started-sent, sent, peak)
+			peak = rg.sample(ctx, started-sent, sent, peak)
 		}
 	})
 	cpu := cpuTime() - startCPU
@@ -310,33 +290,6 @@ func (t *timerRuns) phaseName(started int) string {
 		return TimersStarting
 	}
 	return TimersFiring
-}
-
-// watch subscribes to the runs' timers and sends; the returned func
-// unsubscribes. Nothing is dropped for a slow subscriber: a dropped send
-// would count as lost.
-func (t *timerRuns) watch(nc *nats.Conn) (func(), error) {
-	var subs []*nats.Subscription
-	unsubscribe := func() {
-		for _, s := range subs {
-			_ = s.Unsubscribe()
-		}
-	}
-	for subject, handle := range map[string]nats.MsgHandler{
-		"runs.timer." + tenant + ".>": t.onTimer,
-		router.RunsSend(tenant):       t.onSend,
-	} {
-		s, err := nc.Subscribe(subject, handle)
-		if err == nil {
-			err = s.SetPendingLimits(-1, -1)
-		}
-		if err != nil {
-			unsubscribe()
-			return nil, fmt.Errorf("bench: watching %s: %w", subject, err)
-		}
-		subs = append(subs, s)
-	}
-	return unsubscribe, nc.Flush()
 }
 
 // onTimer records a run's timer: runs.timer.bench.<run>.<step>, firing
@@ -415,16 +368,12 @@ func (t *timerRuns) publish(ctx context.Context, js jetstream.JetStream, cfg Tim
 			wait := router.Step{Wait: &router.WaitStep{For: router.Duration(time.Duration(t.waits[i]) * time.Second)}}
 			route.Steps = append([]router.Step{wait}, route.Steps...)
 		}
-		start := router.RunStart{ID: t.ids[i], Tenant: tenant, Subject: "B-" + strconv.Itoa(i), Event: ev,
-			StoredAt: time.Now().UTC(), Route: route, Recipient: rcpt}
-		body, merr := json.Marshal(router.RunMessage{Kind: router.RunStartKind, Start: &start})
+		msg, merr := startMsg(router.RunStart{ID: t.ids[i], Tenant: tenant, Subject: "B-" + strconv.Itoa(i), Event: ev,
+			StoredAt: time.Now().UTC(), Route: route, Recipient: rcpt})
 		if merr != nil {
 			err = merr
 			break
 		}
-		msg := nats.NewMsg(router.RunsIn(tenant))
-		msg.Data = body
-		msg.Header.Set(jetstream.MsgIDHeader, "run:"+t.ids[i])
 		t.published[i] = time.Now()
 		err = pub.send(msg)
 	}
@@ -435,29 +384,6 @@ func (t *timerRuns) publish(ctx context.Context, js jetstream.JetStream, cfg Tim
 		return fmt.Errorf("bench: starting runs: %w", err)
 	}
 	return ctx.Err()
-}
-
-// await watches the runs, calling tick about four times a second, until
-// every run sent, or no run started or sent for timeout.
-func (t *timerRuns) await(ctx context.Context, timeout time.Duration, tick func(started, sent int)) error {
-	last, lastChange := -1, time.Now()
-	ticker := time.NewTicker(250 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		started, sent := t.counts()
-		tick(started, sent)
-		if started+sent != last {
-			last, lastChange = started+sent, time.Now()
-		}
-		if sent >= len(t.ids) || time.Since(lastChange) > timeout {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
-	}
 }
 
 // result is the phase's figures, from its first publish at start.

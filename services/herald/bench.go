@@ -67,7 +67,18 @@ KV_runs's bytes per pending timer, and CPU per run with and without the wait.
 --concurrency sets workflow.concurrency (default: the service's).
 
   herald bench --timers 100000                              # waits of 10-60 s
-  herald bench --timers 1000 --min-wait 1s --max-wait 5s --plot lateness.svg`,
+  herald bench --timers 1000 --min-wait 1s --max-wait 5s --plot lateness.svg
+
+With --digests N, measure workflow digests instead: the workflow service alone
+starts N runs of tenant "bench", low-stock alerts of --keys warehouses in
+turn, one recipient, each gathered into its warehouse's digest for --window,
+then sent. Reported: the digests sent (exactly --keys are expected, each
+listing every alert of its warehouse once; anything else fails the run), the
+rate alerts reached their digests, each digest's lateness after its window
+closed (p50, p99), peak RSS, RUNS's and KV_runs's bytes, CPU per alert.
+
+  herald bench --digests 10000 --keys 100                   # a window of 3 min
+  herald bench --digests 1000 --keys 10 --window 30s --plot digests.svg`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}
@@ -95,6 +106,9 @@ KV_runs's bytes per pending timer, and CPU per run with and without the wait.
 	f.Int("timers", 100_000, "measure workflow timers: this many runs, each waiting between --min-wait and --max-wait, then sending")
 	f.Duration("min-wait", 10*time.Second, "with --timers: the shortest wait (whole seconds)")
 	f.Duration("max-wait", 60*time.Second, "with --timers: the longest wait (whole seconds)")
+	f.Int("digests", 10_000, "measure workflow digests: this many low-stock alerts, their warehouses taken in turn from --keys, gathered per warehouse for --window, then sent")
+	f.Int("keys", 100, "with --digests: the warehouses, one digest each")
+	f.Duration("window", bench.DigestsConfig{}.WithDefaults().Window, "with --digests: each digest's window (every alert must reach its digest within it)")
 	return cmd
 }
 
@@ -120,6 +134,9 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	}
 	if f.Changed("timers") {
 		return runTimersBench(cmd, cfg.NATS.URL)
+	}
+	if f.Changed("digests") {
+		return runDigestsBench(cmd, cfg.NATS.URL)
 	}
 	var bc bench.Config
 	channel, _ := f.GetString("channel")
@@ -411,25 +428,11 @@ func runTimersBench(cmd *cobra.Command, natsURL string) error {
 	}
 	plot, _ := f.GetString("plot")
 
-	var (
-		bar   *progressbar.ProgressBar
-		phase string
-	)
+	var bars phaseBars
 	report, err := bench.RunTimers(cmd.Context(), tc, func(p bench.TimersProgress) {
-		if p.Phase != phase {
-			if bar != nil {
-				_ = bar.Finish()
-			}
-			phase = p.Phase
-			bar = progressbar.NewOptions(p.Expected, progressbar.OptionSetDescription(phase),
-				progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
-				progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-		}
-		_ = bar.Set(map[bool]int{true: p.Started, false: p.Sent}[phase == bench.TimersStarting])
+		bars.set(cmd, p.Phase, p.Expected, map[bool]int{true: p.Started, false: p.Sent}[p.Phase == bench.TimersStarting])
 	})
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	bars.finish()
 	if err != nil {
 		return redact.Error(err, tc.NATSURL)
 	}
@@ -447,6 +450,29 @@ func runTimersBench(cmd *cobra.Command, natsURL string) error {
 		return fmt.Errorf("%d runs sent twice, %d never sent, %d before their timer's time, %d before their wait", dups, lost, report.Early, report.Short)
 	}
 	return nil
+}
+
+// phaseBars shows a long run's progress, a bar per phase.
+type phaseBars struct {
+	bar   *progressbar.ProgressBar
+	phase string
+}
+
+func (b *phaseBars) set(cmd *cobra.Command, phase string, expected, n int) {
+	if phase != b.phase {
+		b.finish()
+		b.phase = phase
+		b.bar = progressbar.NewOptions(expected, progressbar.OptionSetDescription(phase),
+			progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	_ = b.bar.Set(n)
+}
+
+func (b *phaseBars) finish() {
+	if b.bar != nil {
+		_ = b.bar.Finish()
+	}
 }
 
 func printTimersReport(w io.Writer, r bench.TimersReport) {
