@@ -114,28 +114,35 @@ func (s *Service) closes(ctx context.Context, r Run, d router.DigestStep, now ti
 }
 
 // gather adds the run's item to the digest and returns when the digest
-// closes. The first item and the flush go in one atomic batch; when the
-// digest is open already (the batch refused: the flush's subject is not
-// empty) the item goes alone, and the flush is asked for again, as the
-// open one may have just fired.
+// closes. The first item and the flush go in one atomic batch whose
+// schedule expects an empty subject; when the digest is open already (its
+// flush is there to read, or the batch was refused) the item goes alone —
+// a refused batch costs the server several times a publish — and the flush
+// is asked for again after it, as the open one may have fired meanwhile.
 func (s *Service) gather(ctx context.Context, key string, r Run, id string, maxItems int, closes time.Time) (time.Time, error) {
 	body, err := json.Marshal(item{Run: key})
 	if err != nil {
 		return time.Time{}, err
 	}
-	first := nats.NewMsg(DigestSubject(r.Tenant, id))
-	first.Data = body
-	flush, err := s.flushSchedule(r.Tenant, id, r.Step, maxItems, closes)
+	open, err := s.openFlush(ctx, r.Tenant, id)
 	if err != nil {
 		return time.Time{}, err
 	}
-	_, err = jetstreamext.PublishMsgBatch(ctx, s.js, []*nats.Msg{first, flush},
-		jetstreamext.BatchFlowControl{AckFirst: false})
-	if err == nil {
-		return closes, nil
-	}
-	if !wrongLast(err) {
-		return time.Time{}, fmt.Errorf("run %s, step %d: opening its digest: %w", r.ID, r.Step, err)
+	if open == nil {
+		first := nats.NewMsg(DigestSubject(r.Tenant, id))
+		first.Data = body
+		flush, err := s.flushSchedule(r.Tenant, id, r.Step, maxItems, closes)
+		if err != nil {
+			return time.Time{}, err
+		}
+		_, err = jetstreamext.PublishMsgBatch(ctx, s.js, []*nats.Msg{first, flush},
+			jetstreamext.BatchFlowControl{AckFirst: false})
+		if err == nil {
+			return closes, nil
+		}
+		if !wrongLast(err) {
+			return time.Time{}, fmt.Errorf("run %s, step %d: opening its digest: %w", r.ID, r.Step, err)
+		}
 	}
 	alone := nats.NewMsg(DigestSubject(r.Tenant, id))
 	alone.Data = body
@@ -144,6 +151,18 @@ func (s *Service) gather(ctx context.Context, key string, r Run, id string, maxI
 		return time.Time{}, fmt.Errorf("run %s, step %d: adding to its digest: %w", r.ID, r.Step, err)
 	}
 	return s.ensureFlush(ctx, r.Tenant, id, r.Step, maxItems, closes)
+}
+
+// openFlush is the digest's waiting flush schedule; nil when there is none.
+func (s *Service) openFlush(ctx context.Context, tenant, id string) (*jetstream.RawStreamMsg, error) {
+	msg, err := s.stream.GetLastMsgForSubject(ctx, FlushSubject(tenant, id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("digest %s: reading its flush: %w", id, err)
+	}
+	return msg, nil
 }
 
 // ensureFlush schedules the digest's flush at closes unless one waits
@@ -160,12 +179,9 @@ func (s *Service) ensureFlush(ctx context.Context, tenant, id string, step, maxI
 	if !wrongLast(err) {
 		return time.Time{}, fmt.Errorf("digest %s: its flush: %w", id, err)
 	}
-	waiting, err := s.stream.GetLastMsgForSubject(ctx, FlushSubject(tenant, id))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return closes, nil // it fired meanwhile: the items left over get the next one
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("digest %s: reading its flush: %w", id, err)
+	waiting, err := s.openFlush(ctx, tenant, id)
+	if err != nil || waiting == nil {
+		return closes, err // none: it fired meanwhile, and the items left over get the next one
 	}
 	at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(waiting.Header.Get(jetstream.ScheduleHeader), "@at "))
 	if err != nil {
