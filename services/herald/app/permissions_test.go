@@ -138,6 +138,8 @@ var servicePermissions = map[string][]string{
 			// turn (it also subscribes to fanout.*: wakes).
 			"fanout.*", "$JS.API.CONSUMER.CREATE.FANOUT.>", "$JS.API.CONSUMER.MSG.NEXT.FANOUT.*", "$JS.ACK.FANOUT.>",
 			"dlq.FANOUT.router-fanout",
+			// The tenants' own workflows, followed by watch.
+			"$JS.API.CONSUMER.CREATE.KV_workflows.>", "$JS.API.CONSUMER.DELETE.KV_workflows.>", "$JS.FC.KV_workflows.>",
 			// Workflow runs: started, told of their order's events, and
 			// their send steps planned per tenant in turn.
 			"runs.in.*", "$JS.API.CONSUMER.CREATE.RUNS.*.runs.send.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
@@ -204,7 +206,10 @@ var servicePermissions = map[string][]string{
 	"api": join(jsCommon, ledger, readTenants, dlqPayloads, webhookEndpoints, readQuotas, countRedeliveries, eraseSubscribers,
 		// The workflow runs, read, listed and cancelled (a waiting
 		// step's timer purged).
-		kvReadWrite("runs"), []string{"$JS.API.STREAM.PURGE.RUNS"}, []string{"orders.*", "inventory.*",
+		kvReadWrite("runs"), []string{"$JS.API.STREAM.PURGE.RUNS"},
+		// The tenants' own workflows: written, read, listed, and followed
+		// by watch for the planner.
+		kvReadWrite("workflows"), []string{"orders.*", "inventory.*",
 			// Providers' reports, once their signature is verified.
 			"notify.reports.*",
 			"orders.*.*", "inventory.*.*", "docs.render.*", "docs.render.*.*", "notify.*.*.*", "notify.accepted.*",
