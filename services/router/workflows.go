@@ -96,6 +96,10 @@ func ParseWorkflow(body []byte) (Route, error) {
 	return r, nil
 }
 
+// WithDefaults is the route with its optional fields filled, as the
+// router routes by it.
+func (r Route) WithDefaults() Route { return r.withDefaults() }
+
 // Quoted is s as an error may repeat it: printable, and cut to a bound.
 func Quoted(s string) string {
 	if len(s) > maxQuoted {
