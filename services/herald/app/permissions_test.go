@@ -610,6 +610,11 @@ func runWithPermissions(t *testing.T, fair bool) {
 		{http.MethodGet, "/v1/templates?tenant=globex", "", http.StatusOK},
 		{http.MethodPost, "/v1/templates/preview?tenant=globex", `{"name":"low_stock","locale":"en"}`, http.StatusOK},
 		{http.MethodDelete, "/v1/templates/low_stock/en?tenant=globex", "", http.StatusNoContent},
+		{http.MethodPut, "/v1/workflows/po-reminder?tenant=globex", `{"event":"order.created","kind":"purchase","document":"purchase_order",` +
+			`"roles":["supplier"],"channels":["email"],"steps":[{"send":{}},{"wait":{"for":"1h"}},{"send":{}}]}`, http.StatusCreated},
+		{http.MethodGet, "/v1/workflows/po-reminder?tenant=globex", "", http.StatusOK},
+		{http.MethodGet, "/v1/workflows?tenant=globex", "", http.StatusOK},
+		{http.MethodDelete, "/v1/workflows/po-reminder?tenant=globex", "", http.StatusNoContent},
 		{http.MethodPut, "/v1/subscribers/u.olga?tenant=globex", `{"email":"olga@globex.example","timezone":"Europe/Moscow"}`, http.StatusCreated},
 		{http.MethodPatch, "/v1/subscribers/u.olga?tenant=globex", `{"locale":"ru"}`, http.StatusOK},
 		{http.MethodPost, "/v1/subscribers:import?tenant=globex", `{"id":"u-ivan"}`, http.StatusOK},
