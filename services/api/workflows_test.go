@@ -136,7 +136,7 @@ func TestAHostileWorkflowIsRefusedCheaply(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, b.do(t, http.MethodGet, "/v1/workflows/"+name, acmeRead, nil).status, name)
 	}
 	huge := b.sendJSON(t, http.MethodPut, "/v1/workflows/huge", acmeSend,
-		strings.Replace(poReminder, `"roles"`, `"document":"`+strings.Repeat("x", 1<<20)+`","roles"`, 1))
+		strings.Replace(poReminder, `"roles"`, `"document":"`+strings.Repeat("x", 100<<10)+`","roles"`, 1))
 	require.Equal(t, http.StatusRequestEntityTooLarge, huge.status)
 
 	long := b.sendJSON(t, http.MethodPut, "/v1/workflows/long", acmeSend,
@@ -145,10 +145,11 @@ func TestAHostileWorkflowIsRefusedCheaply(t *testing.T) {
 	require.Contains(t, long.body, "workflow.document: 20480 bytes; at most 256")
 	require.Less(t, len(long.body), 2<<10, "the answer does not repeat the string")
 
-	badKey := b.sendJSON(t, http.MethodPut, "/v1/workflows/key", acmeSend,
-		strings.Replace(poReminder, `"roles"`, `"`+strings.Repeat("k", 20<<10)+`":1,"roles"`, 1))
-	require.Equal(t, http.StatusUnprocessableEntity, badKey.status)
-	require.Less(t, len(badKey.body), 2<<10, "the answer does not repeat the key")
+	badFor := b.sendJSON(t, http.MethodPut, "/v1/workflows/for", acmeSend,
+		strings.Replace(poReminder, `"for":"2d"`, `"for":"`+strings.Repeat("9", 20<<10)+`x"`, 1))
+	require.Equal(t, http.StatusUnprocessableEntity, badFor.status)
+	require.Contains(t, badFor.body, "want a number of s, m, h or d")
+	require.Less(t, len(badFor.body), 2<<10, "the answer does not repeat the value")
 
 	steps := strings.TrimSuffix(strings.Repeat(`{"send":{}},`, 21), ",")
 	many := b.sendJSON(t, http.MethodPut, "/v1/workflows/many", acmeSend,

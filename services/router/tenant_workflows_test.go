@@ -84,6 +84,13 @@ func TestATenantWorkflowReplacesTheConfiguredRoutesForThatTenantOnly(t *testing.
 	publishUntil(t, n, "acme", func() bool { return len(runMessages(t, n, "acme")) > 0 })
 	require.Equal(t, []string{router.RunStartKind}, runMessages(t, n, "acme"), "one run: the workflow reaches the one supplier")
 
+	// A record that does not validate (a hand edit) is not routed by: it
+	// would send with a template no channel has.
+	kv, err := n.JS.KeyValue(ctx, router.WorkflowsBucket)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, router.WorkflowKey("globex", "bad"), []byte(`{"tenant":"globex","name":"bad","route":`+
+		`{"event":"order.created","kind":"purchase","roles":["supplier"],"channels":["email"],"template":"Not Valid"}}`))
+	require.NoError(t, err)
 	publishAs(t, n, "order.created.json", "globex", "evt-globex-1")
 	require.Eventually(t, func() bool { return rendered(t, n, "globex") }, 10*time.Second, 20*time.Millisecond,
 		"globex's order is routed by the configured routes")
@@ -115,5 +122,26 @@ func publishUntil(t *testing.T, n *heraldtest.NATS, tenant string, done func() b
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// A workflow is validated as a configured route is, and beyond: its
+// name is one key token, and it never carries the router's own stage.
+func TestAWorkflowValidatesAsARoute(t *testing.T) {
+	t.Parallel()
+	ok := router.Route{Event: "order.created", Document: "purchase_order", Channels: []event.Channel{event.ChannelEmail}}
+	require.NoError(t, router.Workflow{Tenant: "acme", Name: "po_1-a", Route: ok}.Validate())
+	staged := ok
+	staged.Stage = 2
+	for w, says := range map[*router.Workflow]string{
+		{Tenant: "acme", Name: "a.b", Route: ok}:    `name "a.b" must be 1-64 letters`,
+		{Tenant: "acme", Name: "po", Route: staged}: "stage is the router's",
+		{Tenant: "acme", Name: "po", Route: router.Route{Event: "order.created", Document: "purchase_order",
+			Channels: []event.Channel{"e\x1bmail"}}}: "workflow.channels: holds a control character (U+001B at byte 1)",
+		{Tenant: "acme", Name: "po", Route: router.Route{Event: "order.created", Channels: []event.Channel{event.ChannelEmail}}}: "workflow.template:",
+	} {
+		err := w.Validate()
+		require.ErrorIs(t, err, router.ErrInvalidWorkflow)
+		require.ErrorContains(t, err, says)
 	}
 }

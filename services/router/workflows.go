@@ -24,8 +24,10 @@ const WorkflowsBucket = "workflows"
 const (
 	MaxWorkflowBytes = 32 << 10
 	MaxWorkflows     = 100
-	// maxQuoted bounds what an error repeats of what a tenant wrote.
-	maxQuoted = 512
+	// maxQuoted bounds what an error repeats of a value a tenant wrote,
+	// maxMessage a decoder's whole message, which may repeat several.
+	maxQuoted  = 256
+	maxMessage = 1024
 )
 
 // Sentinels a workflow store's errors match.
@@ -91,7 +93,7 @@ func ParseWorkflow(body []byte) (Route, error) {
 	dec.KnownFields(true)
 	var r Route
 	if err := dec.Decode(&r); err != nil {
-		return Route{}, fmt.Errorf("%w: %s", ErrInvalidWorkflow, Quoted(strings.TrimPrefix(err.Error(), "yaml: ")))
+		return Route{}, fmt.Errorf("%w: %s", ErrInvalidWorkflow, printable(strings.TrimPrefix(err.Error(), "yaml: "), maxMessage))
 	}
 	return r, nil
 }
@@ -101,9 +103,12 @@ func ParseWorkflow(body []byte) (Route, error) {
 func (r Route) WithDefaults() Route { return r.withDefaults() }
 
 // Quoted is s as an error may repeat it: printable, and cut to a bound.
-func Quoted(s string) string {
-	if len(s) > maxQuoted {
-		s = strings.ToValidUTF8(s[:maxQuoted], "") + "…"
+func Quoted(s string) string { return printable(s, maxQuoted) }
+
+// printable is s printable, cut to at most n bytes of it.
+func printable(s string, n int) string {
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
 	}
 	return event.Printable(s)
 }
