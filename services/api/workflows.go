@@ -109,7 +109,7 @@ func registerWorkflows(s *Service) {
 		Description: "The body is one route, as an entry of the config's router.routes (event, kind, document, template, roles, " +
 			"account_roles, channels, fallback, priority, category, required, cancel_on, steps), in JSON. It is checked as the config is — " +
 			"a key it or a step does not have, or a problem, is refused (422, naming the field: workflow.steps[1].wait.for) — and against " +
-			"this deployment: its channels, its templates (Herald's, or the tenant's own), the steps it builds. For the tenant's events of " +
+			"this deployment: the channels it delivers on, the templates Herald ships for them, the steps this version builds. For the tenant's events of " +
 			"its event type (and kind, when it names one) the tenant's workflows replace the configured routes, from the next event on.",
 		Errors: []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge}}})
 	deleteRoute[workflowInput](s, r, route{Operation: huma.Operation{OperationID: "delete-workflow",
