@@ -16,14 +16,18 @@ import (
 	"github.com/heraldhq/herald/shared/resource"
 )
 
-// publishAs publishes an example event as tenant's, with id.
-func publishAs(t *testing.T, n *heraldtest.NATS, example, tenant, id string) {
+// publishAs publishes an example event as tenant's, with id, and the
+// order's id when given.
+func publishAs(t *testing.T, n *heraldtest.NATS, example, tenant, id string, order ...string) {
 	t.Helper()
 	raw, err := os.ReadFile("../../examples/events/" + example)
 	require.NoError(t, err)
 	var ev map[string]any
 	require.NoError(t, json.Unmarshal(raw, &ev))
 	ev["tenant"], ev["id"] = tenant, id
+	if len(order) > 0 {
+		ev["data"].(map[string]any)["order"].(map[string]any)["id"] = order[0]
+	}
 	body, err := json.Marshal(ev)
 	require.NoError(t, err)
 	subject, err := event.Subject(ev["type"].(string))
@@ -109,13 +113,15 @@ func TestATenantWorkflowReplacesTheConfiguredRoutesForThatTenantOnly(t *testing.
 	require.Empty(t, runMessages(t, n, "globex"), "globex's events never reached a run")
 }
 
-// publishUntil publishes tenant's purchase orders, each its own event,
+// publishUntil publishes tenant's purchase orders, each its own event
+// and order (so that no render request is a duplicate of one before),
 // until done: what a change of the tenant's workflows makes of the next.
 func publishUntil(t *testing.T, n *heraldtest.NATS, tenant string, done func() bool) {
 	t.Helper()
 	for i := 0; ; i++ {
 		require.Less(t, i, 30, "the change never reached the router")
-		publishAs(t, n, "order.created.json", tenant, fmt.Sprintf("evt-%s-%d-%d", tenant, time.Now().UnixNano(), i))
+		id := fmt.Sprintf("%s-%d-%d", tenant, time.Now().UnixNano(), i)
+		publishAs(t, n, "order.created.json", tenant, "evt-"+id, "PO-"+id)
 		for range 50 {
 			if done() {
 				return
