@@ -123,9 +123,11 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_suppressions":      {jetstream.LimitsPolicy, []string{"$KV.suppressions.>"}, nil},
 		"KV_sending_domains":   {jetstream.LimitsPolicy, []string{"$KV.sending_domains.>"}, nil},
 		"KV_templates":         {jetstream.LimitsPolicy, []string{"$KV.templates.>"}, nil},
-		"REPORTS":              {jetstream.LimitsPolicy, []string{"notify.reports.*"}, []string{"history"}},
-		"QUOTAS":               {jetstream.LimitsPolicy, []string{"quota.*.*.*", "quota.*.*.*.refused"}, nil},
-		"OBJ_documents":        {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
+		// Tenants' own workflows, followed by the router.
+		"KV_workflows":  {jetstream.LimitsPolicy, []string{"$KV.workflows.>"}, nil},
+		"REPORTS":       {jetstream.LimitsPolicy, []string{"notify.reports.*"}, []string{"history"}},
+		"QUOTAS":        {jetstream.LimitsPolicy, []string{"quota.*.*.*", "quota.*.*.*.refused"}, nil},
+		"OBJ_documents": {jetstream.LimitsPolicy, []string{"$O.documents.C.>", "$O.documents.M.>"}, nil},
 
 		// The web console's sessions, and what operators did in it.
 		"KV_console_sessions": {jetstream.LimitsPolicy, []string{"$KV.console_sessions.>"}, nil},
@@ -197,6 +199,7 @@ func TestDeclaredRetention(t *testing.T) {
 		"KV_suppressions":     0,
 		"KV_sending_domains":  0,
 		"KV_templates":        0,
+		"KV_workflows":        0,
 		// A month's counts outlive the month by a year and a bit, for
 		// last year's same month.
 		"QUOTAS": 400 * 24 * time.Hour,
@@ -216,7 +219,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 59)
+	require.Len(t, report, 60)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -237,11 +240,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 36, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 37, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 36, report.Drifted())
+	require.Equal(t, 37, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldhq/herald/services/dlq"
+	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/documents"
@@ -24,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/shared/erasure"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/recipient"
+	records "github.com/heraldhq/herald/shared/resource"
 	"github.com/heraldhq/herald/shared/suppression"
 	"github.com/heraldhq/herald/shared/templates"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -70,13 +72,15 @@ type stores struct {
 	// eraser is nil without a link secret (Config.Erasure).
 	eraser *erasure.Eraser
 	runs   *workflow.Runs
+	// workflows are the tenants' own (router.Workflows).
+	workflows *records.Store[router.Workflow]
 }
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
 	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerTemplates, registerUsage,
 	registerSubscriberList, registerSubscriberErasure, registerSubscribers, registerAccounts, registerTopics, registerPreferences,
-	registerRuns}
+	registerRuns, registerWorkflows}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -217,6 +221,9 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 		return nil, err
 	}
 	if st.domains, err = domains.Open(ctx, s.js); err != nil {
+		return nil, err
+	}
+	if st.workflows, err = records.Open(ctx, s.js, router.Workflows); err != nil {
 		return nil, err
 	}
 	if st.templates, err = templates.Open(ctx, s.js); err != nil {

@@ -82,6 +82,10 @@ type Config struct {
 	// delivery (email.Composer): a template is checked so before it is
 	// stored, and previewed. Without it, the template routes answer 503.
 	Templates TemplateRenderer `yaml:"-"`
+	// Workflows are what tenants' own workflows are checked against
+	// beyond their validation: the deployment's channels, templates and
+	// steps. Defaults to none: a workflow that validates is stored.
+	Workflows WorkflowChecks `yaml:"-"`
 	// Domains finds the email provider that registers a tenant's sending
 	// domains, and its name: the first of the tenant's email chain that
 	// registers domains (ses, sendgrid), or domains.ErrNoRegistrar. Nil:

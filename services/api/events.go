@@ -136,7 +136,7 @@ func registerEvents(s *Service) {
 			http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}
 	huma.Register(s.api, op, s.publishEvent)
-	documentBody(s.api, op.Path, reflect.TypeFor[CloudEvent](), "application/cloudevents+json", "application/json")
+	documentBody(s.api, op.Path, http.MethodPost, reflect.TypeFor[CloudEvent](), "application/cloudevents+json", "application/json")
 	// application/json is also binary mode's data, whose shape the type says.
 	body := s.api.OpenAPI().Paths[op.Path].Post.RequestBody.Content["application/json"]
 	body.Schema = &huma.Schema{AnyOf: []*huma.Schema{body.Schema, {Type: "object",
@@ -167,9 +167,13 @@ func binaryModeHeaders() []*huma.Param {
 
 // documentBody describes a raw body in the OpenAPI document: huma records
 // a RawBody as binary, but the route decodes JSON of type t itself.
-func documentBody(api huma.API, path string, t reflect.Type, contentTypes ...string) {
+func documentBody(api huma.API, path, method string, t reflect.Type, contentTypes ...string) {
 	schema := api.OpenAPI().Components.Schemas.Schema(t, true, "")
-	body := api.OpenAPI().Paths[path].Post.RequestBody
+	op := api.OpenAPI().Paths[path].Post
+	if method == http.MethodPut {
+		op = api.OpenAPI().Paths[path].Put
+	}
+	body := op.RequestBody
 	body.Content = map[string]*huma.MediaType{}
 	for _, ct := range contentTypes {
 		body.Content[ct] = &huma.MediaType{Schema: schema}

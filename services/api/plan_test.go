@@ -2,9 +2,11 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,4 +47,24 @@ func TestAcceptedEventNamesItsPlannedNotifications(t *testing.T) {
 	got := b.do(t, http.MethodPost, "/v1/events", acmeSend, stock)
 	require.Empty(t, planned(got))
 	require.Contains(t, got.body, `"notifications":[]`, "none, said")
+}
+
+// A tenant's workflow plans the tenant's events as the router does: its
+// runs send later, step by step, so the 202 of an order it routes names
+// none of the configured routes' notifications.
+func TestAcceptedEventIsPlannedByTheTenantsWorkflow(t *testing.T) {
+	t.Parallel()
+	n := heraldtest.StartNATSWithStreams(t)
+	b := serve(t, n, api.Config{Planner: router.NewPlanner(n.JS, router.Config{})})
+	put := b.sendJSON(t, http.MethodPut, "/v1/workflows/po-reminder", acmeSend, poReminder)
+	require.Equal(t, http.StatusCreated, put.status, put.body)
+	attempt := 0
+	require.Eventually(t, func() bool {
+		attempt++
+		got := b.do(t, http.MethodPost, "/v1/events", acmeSend, sampleOrder(t), "Idempotency-Key", fmt.Sprintf("attempt-%d", attempt))
+		require.Equal(t, http.StatusAccepted, got.status, got.body)
+		var accepted api.EventAccepted
+		require.NoError(t, json.Unmarshal([]byte(got.body), &accepted))
+		return len(accepted.Notifications) == 0
+	}, 10*time.Second, 50*time.Millisecond, "the planner follows the tenant's workflows")
 }

@@ -68,6 +68,8 @@ type route struct {
 	huma.Operation
 	// timeout bounds the request's round trips; natsTimeout when zero.
 	timeout time.Duration
+	// maxBody is the route's MaxBodyBytes, when smaller than every body's.
+	maxBody int64
 }
 
 // keyed is a request that names one record.
@@ -175,7 +177,7 @@ type upserted[V any] struct {
 // won every race to the record (the upsert writes at the revision read).
 func upsertRoute[I carrying[N], K, N, E, V any](s *Service, r *resource[K, N, E, V], op route) {
 	o := r.operation(op, http.MethodPut, r.path+r.item, r.write, http.StatusConflict)
-	o.MaxBodyBytes = s.bodyLimit()
+	o.MaxBodyBytes = cmp.Or(op.maxBody, s.bodyLimit())
 	huma.Register(s.api, o, func(ctx context.Context, in *I) (*upserted[V], error) {
 		var k K
 		if named, ok := any(*in).(keyed[K]); ok {

@@ -63,6 +63,12 @@ type Config struct {
 	// when it starts; a Config without one (Plan's, a test's) resolves
 	// every reference to nobody.
 	Recipients Directory `yaml:"-"`
+	// Workflows are tenants' own workflows (KV_workflows): a tenant's
+	// workflow replaces, for that tenant's events of its type (and kind),
+	// the configured routes. The service follows the bucket itself when
+	// it starts; a Config without them (Plan's, a test's) routes every
+	// tenant by Routes.
+	Workflows TenantWorkflows `yaml:"-"`
 
 	// Logger defaults to discarding.
 	Logger *slog.Logger `yaml:"-"`

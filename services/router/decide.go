@@ -160,9 +160,11 @@ func (c Config) decide(header nats.Header, payload []byte, now time.Time) (Decis
 		return Decision{Event: ev, Outcome: Invalid}, err
 	}
 	d := Decision{Event: ev, Outcome: Unrouted, subject: ev.ID}
+	var kind event.Kind
 	if data.Order != nil {
-		d.subject = data.Order.Order.ID
+		d.subject, kind = data.Order.Order.ID, data.Order.Order.Kind
 	}
+	c.Routes = c.routesFor(ev.Tenant, ev.Type, kind)
 	if !slices.ContainsFunc(c.Routes, func(r Route) bool { return r.Event == ev.Type }) {
 		return d, nil
 	}

@@ -3,6 +3,7 @@ package router
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,7 @@ type Planner struct {
 	js  jetstream.JetStream
 	cfg Config
 	dir atomic.Pointer[directory]
+	wf  atomic.Pointer[workflowIndex]
 }
 
 // NewPlanner plans with cfg's routes (after filling its defaults) once
@@ -30,13 +32,20 @@ func NewPlanner(js jetstream.JetStream, cfg Config) *Planner {
 	return &Planner{js: js, cfg: cfg.WithDefaults()}
 }
 
-// Start loads the recipient buckets and follows them.
+// Start loads the recipient buckets and the tenants' workflows, and
+// follows them.
 func (p *Planner) Start(ctx context.Context) error {
 	dir, err := watchDirectory(ctx, p.js)
 	if err != nil {
 		return err
 	}
+	wf, err := watchWorkflows(ctx, p.js)
+	if err != nil {
+		dir.Stop()
+		return fmt.Errorf("router: %w", err)
+	}
 	p.dir.Store(dir)
+	p.wf.Store(wf)
 	return nil
 }
 
@@ -45,13 +54,20 @@ func (p *Planner) Stop() {
 	if dir := p.dir.Swap(nil); dir != nil {
 		dir.Stop()
 	}
+	if wf := p.wf.Swap(nil); wf != nil {
+		wf.Stop()
+	}
 }
 
 // Plan names the notifications the router plans for the event, as
 // Config.Plan does, with the recipients. The error says why an event is
 // invalid, or which bucket could not be read; either way it names none.
 func (p *Planner) Plan(ctx context.Context, header nats.Header, payload []byte) ([]string, error) {
-	d, invalid, err := p.cfg.decideWith(ctx, p.dir.Load(), header, payload, time.Time{})
+	cfg := p.cfg
+	if wf := p.wf.Load(); wf != nil {
+		cfg.Workflows = wf
+	}
+	d, invalid, err := cfg.decideWith(ctx, p.dir.Load(), header, payload, time.Time{})
 	if err = cmp.Or(invalid, err); err != nil {
 		return nil, err
 	}

@@ -77,6 +77,9 @@ type Service struct {
 	// the event types the workflow service hears of.
 	sends     *consumer.Fair
 	runEvents []string
+	// workflows are the tenants' own, when the router follows them
+	// (Config.Workflows unset).
+	workflows *workflowIndex
 }
 
 // New validates cfg (after filling its defaults) and returns a router.
@@ -112,6 +115,12 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 		s.cfg.Recipients = s.dir
 	}
+	if s.cfg.Workflows == nil {
+		if s.workflows, err = watchWorkflows(ctx, s.js); err != nil {
+			return fmt.Errorf("router: %w", err)
+		}
+		s.cfg.Workflows = s.workflows
+	}
 	s.loops.Config = consumer.Config{JetStream: s.js, Concurrency: s.cfg.Concurrency, Logger: s.cfg.Logger,
 		TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}
 	for _, stream := range Streams {
@@ -140,6 +149,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	if s.dir != nil {
 		s.dir.Stop()
+	}
+	if s.workflows != nil {
+		s.workflows.Stop()
 	}
 	return err
 }

@@ -192,7 +192,7 @@ func (s *Service) publishRuns(ctx context.Context, d Decision, storedAt time.Tim
 
 // tellRuns tells the workflow service of an event some run may end on.
 func (s *Service) tellRuns(ctx context.Context, ev event.Event, subject string) error {
-	if !slices.Contains(s.runEvents, ev.Type) {
+	if !slices.Contains(s.runEvents, ev.Type) && (s.cfg.Workflows == nil || !slices.Contains(s.cfg.Workflows.RunEventTypes(ev.Tenant), ev.Type)) {
 		return nil
 	}
 	e := RunEvent{Tenant: ev.Tenant, Subject: subject, Type: ev.Type, ID: ev.ID}

@@ -121,7 +121,7 @@ func ParseDuration(s string) (Duration, error) {
 	if before, after, ok := strings.Cut(s, "d"); ok {
 		n, err := strconv.Atoi(before)
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("duration %q: want a number of s, m, h or d, such as 90s, 24h or 2d", s)
+			return 0, fmt.Errorf("duration %q: want a number of s, m, h or d, such as 90s, 24h or 2d", Quoted(s))
 		}
 		rest, days = after, n
 	}
@@ -129,7 +129,7 @@ func ParseDuration(s string) (Duration, error) {
 	if rest != "" {
 		var err error
 		if d, err = time.ParseDuration(rest); err != nil {
-			return 0, fmt.Errorf("duration %q: want a number of s, m, h or d, such as 90s, 24h or 2d", s)
+			return 0, fmt.Errorf("duration %q: want a number of s, m, h or d, such as 90s, 24h or 2d", Quoted(s))
 		}
 	}
 	return Duration(time.Duration(days)*24*time.Hour + d), nil

@@ -203,11 +203,18 @@ func checkSizes(p *problems, f string, s Step) bool {
 			break
 		}
 	}
+	return checkFieldSizes(p, f, v)
+}
+
+// checkFieldSizes refuses, in struct v, a list of strings of more than
+// maxListItems, or a string of more than maxKeyBytes or holding a control
+// character, each named f.<its key>. Other fields are left to their checks.
+func checkFieldSizes(p *problems, f string, v reflect.Value) bool {
 	ok := true
 	for i := range v.NumField() {
 		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
 		field := v.Field(i)
-		if field.Kind() == reflect.Slice && field.Len() > maxListItems {
+		if field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.String && field.Len() > maxListItems {
 			p.add(f+"."+name, "%d items; at most %d", field.Len(), maxListItems)
 			ok = false
 			continue
@@ -215,6 +222,11 @@ func checkSizes(p *problems, f string, s Step) bool {
 		for _, s := range stringsOf(field) {
 			if len(s) > maxKeyBytes {
 				p.add(f+"."+name, "%d bytes; at most %d", len(s), maxKeyBytes)
+				ok = false
+				break
+			}
+			if err := event.CheckText(s); err != nil {
+				p.add(f+"."+name, "%v", err)
 				ok = false
 				break
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/apikey"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/ratelimit"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -46,7 +47,26 @@ func (a *App) configureAPI() error {
 		return err
 	}
 	a.apiC.Templates = composer
+	if err := a.checkWorkflows(); err != nil {
+		return err
+	}
 	return a.configureInbound()
+}
+
+// checkWorkflows checks tenants' workflows as start-up checks the
+// configured routes: the channels the router delivers on, the templates
+// Herald ships for them.
+func (a *App) checkWorkflows() error {
+	has, err := shippedTemplates()
+	if err != nil {
+		return err
+	}
+	a.apiC.Workflows = api.WorkflowChecks{Channels: a.routes().WithDefaults().Channels,
+		Shipped: func(ch event.Channel, name string) bool {
+			found, ok := has[ch]
+			return !ok || found(name) // a webhook renders no template
+		}}
+	return nil
 }
 
 // configureInbound reads inbound: and finds the platform's Twilio token.

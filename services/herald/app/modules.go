@@ -129,16 +129,25 @@ func (a *App) buildRouter(ctx context.Context) (service, error) {
 	return router.New(a.js, a.routerC)
 }
 
-func checkTemplates(c router.Config) error {
+// shippedTemplates says, per channel that renders templates, whether
+// Herald ships one of a name.
+func shippedTemplates() (map[event.Channel]func(string) bool, error) {
 	mail, err := email.NewComposer("check <check@example.com>")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	text, err := sms.NewComposer()
 	if err != nil {
+		return nil, err
+	}
+	return map[event.Channel]func(string) bool{event.ChannelEmail: mail.Has, event.ChannelSMS: text.Has, event.ChannelWhatsApp: text.Has}, nil
+}
+
+func checkTemplates(c router.Config) error {
+	has, err := shippedTemplates()
+	if err != nil {
 		return err
 	}
-	has := map[event.Channel]func(string) bool{event.ChannelEmail: mail.Has, event.ChannelSMS: text.Has, event.ChannelWhatsApp: text.Has}
 	var problems []string
 	for i, r := range c.Routes {
 		if len(r.Steps) == 0 {
