@@ -47,6 +47,7 @@ const (
 	RunEventKind = "event"
 	RunWakeKind  = "wake"
 	RunFlushKind = "flush"
+	RunSentKind  = "sent"
 )
 
 // RunMessage is one message on runs.in.<tenant>: Kind says which of its
@@ -57,6 +58,7 @@ type RunMessage struct {
 	Event *RunEvent `json:"event,omitempty"`
 	Wake  *RunWake  `json:"wake,omitempty"`
 	Flush *RunFlush `json:"flush,omitempty"`
+	Sent  *RunSent  `json:"sent,omitempty"`
 	// Status is a run's send's notification reaching a state
 	// (RunStatusKind), told by a delivery service.
 	Status *notification.RunStatus `json:"status,omitempty"`
@@ -108,6 +110,20 @@ type RunFlush struct {
 	Max   int  `json:"max"`
 	Early bool `json:"early,omitempty"`
 }
+
+// RunSent tells a run what its send step planned, for its timeline: the
+// notifications' ids (the first maxSentIDs), how many, and the fan-outs
+// still to plan (a topic's pages).
+type RunSent struct {
+	Key           string   `json:"key"`
+	Step          int      `json:"step"`
+	Notifications []string `json:"notifications,omitempty"`
+	Count         int      `json:"count"`
+	Fanouts       int      `json:"fanouts,omitempty"`
+}
+
+// maxSentIDs bounds the ids a RunSent names.
+const maxSentIDs = 20
 
 // SendRequest is a run's send step, for the router to plan and publish:
 // the run's event and route, with the step's channels, template and roles.
@@ -245,7 +261,26 @@ func (s *Service) handleSend(ctx context.Context, msg jetstream.Msg) consumer.Ou
 	if err := s.requestFanouts(ctx, d, req.StoredAt); err != nil {
 		return consumer.Retry(err, 2*time.Second, time.Minute)
 	}
+	if err := s.tellSent(ctx, req, d); err != nil {
+		return consumer.Retry(err, 2*time.Second, time.Minute)
+	}
 	return consumer.Done()
+}
+
+// tellSent tells the run which notifications its send step planned, once
+// (its Nats-Msg-Id names the run and the step).
+func (s *Service) tellSent(ctx context.Context, req SendRequest, d Decision) error {
+	if req.Key == "" {
+		return nil
+	}
+	sent := RunSent{Key: req.Key, Step: req.Step, Count: d.planned(), Fanouts: len(d.fanouts)}
+	for _, n := range d.all()[:min(d.planned(), maxSentIDs)] {
+		sent.Notifications = append(sent.Notifications, n.ID)
+	}
+	if err := s.publishRun(ctx, req.Tenant, fmt.Sprintf("sent:%s:%d", req.Run, req.Step), RunMessage{Kind: RunSentKind, Sent: &sent}); err != nil {
+		return fmt.Errorf("telling run %s what its step %d sent: %w", req.Run, req.Step, err)
+	}
+	return nil
 }
 
 // send plans a run's send step: the step's route to the run's recipient,

@@ -81,8 +81,11 @@ type Run struct {
 type Entry struct {
 	At   time.Time `json:"at"`
 	Step int       `json:"step"`
-	// What happened: started, sent, waiting, woken, ended, cancelled,
-	// failed, done.
+	// What happened: started, sent (its detail the notifications the
+	// send planned, once the router tells them), waiting, woken, passed
+	// or skipped (a throttle), merged (into a digest's run), ended,
+	// cancelled, failed, done — and notified, the notifications of a send
+	// whose run moved on before it was written.
 	What   string `json:"what"`
 	Detail string `json:"detail,omitempty"`
 }

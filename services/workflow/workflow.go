@@ -178,6 +178,8 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		err = s.event(ctx, *m.Event)
 	case m.Kind == router.RunFlushKind && m.Flush != nil && m.Flush.Tenant == tenant:
 		err = s.flush(ctx, *m.Flush, storedAt(msg))
+	case m.Kind == router.RunSentKind && m.Sent != nil && strings.HasPrefix(m.Sent.Key, tenant+"."):
+		err = s.sent(ctx, *m.Sent)
 	case m.Kind == router.RunStatusKind && m.Status != nil && strings.HasPrefix(m.Status.Key, tenant+"."):
 		err = s.status(ctx, *m.Status)
 	default:

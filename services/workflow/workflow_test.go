@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -464,4 +465,26 @@ func TestTheRunsReaderKeepsToItsTenant(t *testing.T) {
 		require.ErrorIs(t, err, workflow.ErrNotFound, tenant)
 	}
 	require.Equal(t, workflow.Waiting, b.run(t).State)
+}
+
+// A run's timeline names the notifications each send step planned: the
+// first send's email, by its id.
+func TestARunsTimelineNamesItsNotifications(t *testing.T) {
+	t.Parallel()
+	b := setup(t, reminder(time.Hour))
+	b.publish(t, "order.created", "evt-po-1")
+	b.eventuallySent(t, first)
+	email, err := notification.Decode(heraldtest.StreamMessages(t, b.n.JS, "NOTIFY")[0].Data)
+	require.NoError(t, err)
+	var sent []string
+	require.Eventually(t, func() bool {
+		sent = sent[:0]
+		for _, e := range b.run(t).Timeline {
+			if e.What == "sent" || e.What == "notified" {
+				sent = append(sent, fmt.Sprintf("%d %s %s", e.Step, e.What, e.Detail))
+			}
+		}
+		return len(sent) == 1 && !strings.HasSuffix(sent[0], "sent ")
+	}, 30*time.Second, 20*time.Millisecond, "%v", sent)
+	require.Equal(t, []string{"0 sent as " + email.ID}, sent)
 }
