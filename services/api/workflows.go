@@ -161,11 +161,8 @@ func (t tenantWorkflows) Upsert(ctx context.Context, tenant string, w router.Wor
 	if err := named(w.Name); err != nil {
 		return router.Workflow{}, false, err
 	}
-	if err := w.Validate(); err != nil {
+	if err := t.checks.Check(w); err != nil {
 		return router.Workflow{}, false, huma.Error422UnprocessableEntity(err.Error())
-	}
-	if err := t.deployable(w.Route); err != nil {
-		return router.Workflow{}, false, err
 	}
 	created, err := t.store.Upsert(ctx, w)
 	return w, created, err
@@ -178,28 +175,32 @@ func (t tenantWorkflows) Delete(ctx context.Context, tenant, name string) error 
 	return t.store.Delete(ctx, router.WorkflowKey(tenant, name))
 }
 
-// deployable refuses, as start-up refuses a configured route, a workflow
-// this deployment cannot take: a channel it does not deliver on, a
-// template none has — each named (422).
-func (t tenantWorkflows) deployable(r router.Route) error {
-	problems := t.undelivered(r)
-	if problems = append(problems, t.missingTemplates(r)...); len(problems) > 0 {
-		return huma.Error422UnprocessableEntity(fmt.Sprintf("%v: %s", router.ErrInvalidWorkflow, strings.Join(problems, "; ")))
+// Check refuses, each problem named by its field, a workflow that does
+// not validate or that this deployment cannot take — as start-up refuses
+// a configured route: a channel it does not deliver on, a template none
+// has. The API answers what it refuses 422; the CLI refuses it alike.
+func (c WorkflowChecks) Check(w router.Workflow) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	problems := c.undelivered(w.Route)
+	if problems = append(problems, c.missingTemplates(w.Route)...); len(problems) > 0 {
+		return fmt.Errorf("%w: %s", router.ErrInvalidWorkflow, strings.Join(problems, "; "))
 	}
 	return nil
 }
 
 // undelivered names the channels r or its sends name that this
 // deployment does not deliver on.
-func (t tenantWorkflows) undelivered(r router.Route) []string {
-	if t.checks.Channels == nil {
+func (c WorkflowChecks) undelivered(r router.Route) []string {
+	if c.Channels == nil {
 		return nil
 	}
 	var out []string
 	check := func(field string, channels []event.Channel) {
-		for _, c := range channels {
-			if !slices.Contains(t.checks.Channels, c) {
-				out = append(out, fmt.Sprintf("%s: %q is not delivered by this deployment (it delivers on %v)", field, c, t.checks.Channels))
+		for _, ch := range channels {
+			if !slices.Contains(c.Channels, ch) {
+				out = append(out, fmt.Sprintf("%s: %q is not delivered by this deployment (it delivers on %v)", field, ch, c.Channels))
 			}
 		}
 	}
@@ -217,17 +218,17 @@ func (t tenantWorkflows) undelivered(r router.Route) []string {
 // missingTemplates names each send of r whose template a channel it
 // sends on does not have. (A tenant's own email templates are of names
 // Herald ships: PUT /v1/templates refuses others.)
-func (t tenantWorkflows) missingTemplates(r router.Route) []string {
-	if t.checks.Shipped == nil {
+func (c WorkflowChecks) missingTemplates(r router.Route) []string {
+	if c.Shipped == nil {
 		return nil
 	}
 	var out []string
 	for _, send := range sends(r) {
 		for _, ch := range slices.Concat(send.Channels, send.Fallback) {
-			if t.checks.Channels != nil && !slices.Contains(t.checks.Channels, ch) {
+			if c.Channels != nil && !slices.Contains(c.Channels, ch) {
 				continue // undelivered names it
 			}
-			if !t.checks.Shipped(ch, send.Template) {
+			if !c.Shipped(ch, send.Template) {
 				out = append(out, fmt.Sprintf("%s: no %s template %q in this deployment", send.field, ch, send.Template))
 			}
 		}

@@ -28,6 +28,6 @@ func rootCommand() *cobra.Command {
 	root.PersistentFlags().String("config", "", "YAML configuration file (env HERALD_CONFIG)")
 	root.AddCommand(devCommand(), runCommand(), streamsCommand(), publishCommand(), dlqCommand(), benchCommand(),
 		tenantsCommand(), keysCommand(), vaultCommand(), providersCommand(), webhooksCommand(), suppressionsCommand(), domainsCommand(),
-		outboxCommand(), subscribersCommand(), accountsCommand(), topicsCommand(), preferencesCommand(), runsCommand())
+		outboxCommand(), subscribersCommand(), accountsCommand(), topicsCommand(), preferencesCommand(), runsCommand(), workflowsCommand())
 	return root
 }

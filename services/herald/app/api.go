@@ -56,17 +56,28 @@ func (a *App) configureAPI() error {
 // checkWorkflows checks tenants' workflows as start-up checks the
 // configured routes: the channels the router delivers on, the templates
 // Herald ships for them.
-func (a *App) checkWorkflows() error {
+func (a *App) checkWorkflows() (err error) {
+	a.apiC.Workflows, err = a.workflowChecks()
+	return err
+}
+
+// WorkflowChecks are what a tenant's workflow is checked against in the
+// deployment cfg configures, as its API checks one: `herald workflows
+// set` refuses what PUT /v1/workflows would.
+func WorkflowChecks(cfg Config) (api.WorkflowChecks, error) {
+	return (&App{cfg: cfg.WithDefaults()}).workflowChecks()
+}
+
+func (a *App) workflowChecks() (api.WorkflowChecks, error) {
 	has, err := shippedTemplates()
 	if err != nil {
-		return err
+		return api.WorkflowChecks{}, err
 	}
-	a.apiC.Workflows = api.WorkflowChecks{Channels: a.routes().WithDefaults().Channels,
+	return api.WorkflowChecks{Channels: a.routes().WithDefaults().Channels,
 		Shipped: func(ch event.Channel, name string) bool {
 			found, ok := has[ch]
 			return !ok || found(name) // a webhook renders no template
-		}}
-	return nil
+		}}, nil
 }
 
 // configureInbound reads inbound: and finds the platform's Twilio token.
