@@ -47,7 +47,7 @@ func (s SendStep) describe() string {
 	for _, c := range s.Channels {
 		parts = append(parts, string(c))
 	}
-	text := "send " + strings.Join(parts, ", ")
+	text := strings.TrimSpace("send " + strings.Join(parts, ", "))
 	if len(s.Fallback) > 0 {
 		var fb []string
 		for _, c := range s.Fallback {

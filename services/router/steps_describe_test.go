@@ -40,3 +40,11 @@ func TestDurationsReadAsWritten(t *testing.T) {
 		require.Equal(t, want, Duration(d).short(), "%v", d)
 	}
 }
+
+// A send with neither channels nor roles of its own reads as one, its
+// template named after a single space.
+func TestABareSendDescribesItselfInOneSpace(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "send (purchase_order)", Step{Send: &SendStep{Template: "purchase_order"}}.Describe())
+	require.Equal(t, "send", Step{Send: &SendStep{}}.Describe())
+}
