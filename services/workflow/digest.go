@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/telemetry"
@@ -318,18 +319,19 @@ type member struct {
 // (it stops short of the events' budget). Taken again (a crash, a
 // conflict), it finds the digest's run made and merges the rest into it.
 func (s *Service) merge(ctx context.Context, f router.RunFlush, items []entry) (uint64, error) {
+	read, err := s.readMembers(ctx, items)
+	if err != nil {
+		return 0, err
+	}
 	var members []member
 	size, last := 0, items[0].seq
-	for _, it := range items {
-		r, rev, err := s.runs.get(ctx, it.run)
-		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, err
-		}
-		if err == nil && r.Step == f.Step && (r.State == Waiting || r.State == Running) && cmp.Or(r.Digest, f.Digest) == f.Digest {
-			if size += len(r.Event); size > flushBytes && len(members) > 0 {
+	for i, it := range items {
+		m := read[i]
+		if m.rev != 0 && m.run.Step == f.Step && (m.run.State == Waiting || m.run.State == Running) && cmp.Or(m.run.Digest, f.Digest) == f.Digest {
+			if size += len(m.run.Event); size > flushBytes && len(members) > 0 {
 				break
 			}
-			members = append(members, member{it.run, r, rev})
+			members = append(members, m)
 		}
 		last = it.seq
 	}
@@ -351,19 +353,48 @@ func (s *Service) merge(ctx context.Context, f router.RunFlush, items []entry) (
 		return 0, err
 	}
 	now := s.now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mergeAtOnce)
 	for _, m := range members {
 		if !slices.Contains(d.Merged, m.run.ID) {
 			continue // not in the digest's run as first made: it waits for the next
 		}
-		r := m.run
-		r.State, r.Until = Done, time.Time{}
-		r.note(now, "merged", "into digest run "+id)
-		s.count(ctx, r, "digest", "merged")
-		if _, err := s.runs.update(ctx, m.key, r, m.rev); err != nil {
-			return 0, err
-		}
+		g.Go(func() error {
+			r := m.run
+			r.State, r.Until = Done, time.Time{}
+			r.note(now, "merged", "into digest run "+id)
+			s.count(gctx, r, "digest", "merged")
+			_, err := s.runs.update(gctx, m.key, r, m.rev)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
 	}
 	return last, s.advance(ctx, key, d, rev)
+}
+
+// mergeAtOnce bounds the gathered runs a flush reads, or writes, at once:
+// a flush's hundred runs take a few round trips' time, not a hundred.
+const mergeAtOnce = 16
+
+// readMembers reads the runs of the items, mergeAtOnce at a time; a run
+// that no longer exists is read as none (rev 0).
+func (s *Service) readMembers(ctx context.Context, items []entry) ([]member, error) {
+	out := make([]member, len(items))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mergeAtOnce)
+	for i, it := range items {
+		g.Go(func() error {
+			r, rev, err := s.runs.get(gctx, it.run)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				return nil
+			}
+			out[i] = member{it.run, r, rev}
+			return err
+		})
+	}
+	return out, g.Wait()
 }
 
 // digestRun is the run a digest goes on as: the first gathered run's
