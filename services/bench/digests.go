@@ -42,9 +42,8 @@ type DigestsConfig struct {
 	Keys int
 	// Window is each digest's window. Every alert must reach its digest
 	// within the window of the warehouse's first, or a warehouse's
-	// alerts go in two digests: the alerts reach their digests one after
-	// another (60–90 a second on 2 shared cores), so 10,000 take minutes.
-	// Defaults to 3m.
+	// alerts go in two digests: 10,000 take about five seconds to gather
+	// on 2 shared cores (docs/BENCHMARKS.md). Defaults to 30s.
 	Window time.Duration
 	// Concurrency is the workflow service's (workflow.concurrency).
 	// Defaults to the service's default.
@@ -60,7 +59,7 @@ type DigestsConfig struct {
 func (c DigestsConfig) WithDefaults() DigestsConfig {
 	c.Digests = cmp.Or(c.Digests, 10_000)
 	c.Keys = cmp.Or(c.Keys, 100)
-	c.Window = cmp.Or(c.Window, 3*time.Minute)
+	c.Window = cmp.Or(c.Window, 30*time.Second)
 	c.Concurrency = cmp.Or(c.Concurrency, workflow.Config{}.WithDefaults().Concurrency)
 	c.Timeout = cmp.Or(c.Timeout, 45*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))

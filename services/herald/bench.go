@@ -77,7 +77,7 @@ listing every alert of its warehouse once; anything else fails the run), the
 rate alerts reached their digests, each digest's lateness after its window
 closed (p50, p99), peak RSS, RUNS's and KV_runs's bytes, CPU per alert.
 
-  herald bench --digests 10000 --keys 100                   # a window of 3 min
+  herald bench --digests 10000 --keys 100                   # a window of 30 s
   herald bench --digests 1000 --keys 10 --window 30s --plot digests.svg`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
