@@ -141,20 +141,21 @@ var servicePermissions = map[string][]string{
 			// A large topic's pages, asked for and planned per tenant in
 			// turn (it also subscribes to fanout.*: wakes).
 			"fanout.*", "$JS.API.CONSUMER.CREATE.FANOUT.>", "$JS.API.CONSUMER.MSG.NEXT.FANOUT.*", "$JS.ACK.FANOUT.>",
+			"$JS.API.CONSUMER.INFO.FANOUT.*", "$JS.API.CONSUMER.DELETE.FANOUT.*", // its slots given up (fairSlots)
 			"dlq.FANOUT.router-fanout",
 			// The tenants' own workflows, followed by watch.
 			"$JS.API.CONSUMER.CREATE.KV_workflows.>", "$JS.API.CONSUMER.DELETE.KV_workflows.>", "$JS.FC.KV_workflows.>",
 			// Workflow runs: started, told of their order's events, and
 			// their send steps planned per tenant in turn.
 			"runs.in.*", "$JS.API.CONSUMER.CREATE.RUNS.*.runs.send.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
-			"dlq.RUNS.router-runs"}),
+			"$JS.API.CONSUMER.INFO.RUNS.*", "$JS.API.CONSUMER.DELETE.RUNS.*", "dlq.RUNS.router-runs"}),
 	// The workflow service takes the runs' messages per tenant in turn,
 	// keeps each run in KV_runs (an order's runs listed by key), asks the
 	// router for their sends, schedules their waits and purges a wait's
 	// schedule when an event ends it; gathers digests and flushes them.
 	"workflow": join(jsCommon, kvReadWrite("runs"), dlqPayloads, []string{
 		"$JS.API.CONSUMER.CREATE.RUNS.*.runs.in.>", "$JS.API.CONSUMER.CREATE.RUNS.*.runs.wake.>", "$JS.API.CONSUMER.MSG.NEXT.RUNS.*", "$JS.ACK.RUNS.>",
-		"runs.send.*", "runs.timer.*.*.*", "$JS.API.STREAM.PURGE.RUNS", "dlq.RUNS.workflow",
+		"$JS.API.CONSUMER.INFO.RUNS.*", "$JS.API.CONSUMER.DELETE.RUNS.*", "runs.send.*", "runs.timer.*.*.*", "$JS.API.STREAM.PURGE.RUNS", "dlq.RUNS.workflow",
 		// A window's time zone, the subscriber's; a throttle's counters.
 		"$JS.API.DIRECT.GET.KV_subscribers.>", "throttle.*.*.*", "$JS.API.DIRECT.GET.THROTTLES", "$JS.API.DIRECT.GET.THROTTLES.>",
 		// A digest's items and its flush schedule, read back by its flush.
@@ -379,8 +380,17 @@ var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsap
 // requests from before the tenant token), the durable removed once, and
 // new requests heard.
 var fairRenders = [2][]string{
-	{"$JS.API.CONSUMER.CREATE.DOCS.>", "$JS.API.CONSUMER.MSG.NEXT.DOCS.*", "$JS.ACK.DOCS.>", "$JS.API.CONSUMER.DELETE.DOCS.pdf"},
+	append([]string{"$JS.API.CONSUMER.CREATE.DOCS.>", "$JS.API.CONSUMER.MSG.NEXT.DOCS.*", "$JS.ACK.DOCS.>"}, fairSlots("DOCS")...),
 	{"docs.render.*.*", "docs.render.*"},
+}
+
+// fairSlots is what a fair loop's giving up a key's consumer takes (a
+// key idle for its Idle, or whose slot another waits for): its info, to
+// see nothing is unsettled, then its removal — and, once, the FIFO
+// durables'. A consumer's name is one token (<class>_<key>), so the
+// wildcard cannot be narrowed to a class.
+func fairSlots(stream string) []string {
+	return []string{"$JS.API.CONSUMER.INFO." + stream + ".*", "$JS.API.CONSUMER.DELETE." + stream + ".*"}
 }
 
 // fairPermissions are what a delivery service needs beyond its durables'
@@ -388,10 +398,8 @@ var fairRenders = [2][]string{
 // its channel's consumers per tenant, pull from them, and hear of new
 // deliveries on its channel's subjects.
 func fairPermissions(channel string) (publish, subscribe []string) {
-	publish = []string{"$JS.API.CONSUMER.CREATE.NOTIFY.*.notify." + channel + ".>", "$JS.API.CONSUMER.MSG.NEXT.NOTIFY.*", "$JS.ACK.NOTIFY.>"}
-	for _, p := range []string{"critical", "normal", "low"} {
-		publish = append(publish, "$JS.API.CONSUMER.DELETE.NOTIFY."+channel+"-"+p)
-	}
+	publish = append([]string{"$JS.API.CONSUMER.CREATE.NOTIFY.*.notify." + channel + ".>", "$JS.API.CONSUMER.MSG.NEXT.NOTIFY.*", "$JS.ACK.NOTIFY.>"},
+		fairSlots("NOTIFY")...)
 	return publish, []string{"notify." + channel + ".*.*"}
 }
 
