@@ -100,8 +100,16 @@ func refusePrivate(_, address string, _ syscall.RawConn) error {
 		// Fail closed: an address that cannot be read cannot be checked.
 		return provider.Permanent(fmt.Errorf("%w: cannot read the address %q", ErrPrivateNetwork, address))
 	}
-	if class := addressClass(ap.Addr()); class != "" {
-		return provider.Permanent(fmt.Errorf("%w: %s is %s", ErrPrivateNetwork, ap.Addr(), class))
+	return CheckAddress(ap.Addr())
+}
+
+// CheckAddress is the refusal the client's dialer makes, for a caller
+// that can see an address before any connection: a permanent error
+// wrapping ErrPrivateNetwork when ip is one a tenant's endpoint may not
+// reach, nil otherwise.
+func CheckAddress(ip netip.Addr) error {
+	if class := addressClass(ip); class != "" {
+		return provider.Permanent(fmt.Errorf("%w: %s is %s", ErrPrivateNetwork, ip, class))
 	}
 	return nil
 }
