@@ -84,19 +84,20 @@ func TestClassify(t *testing.T) {
 		gone      bool
 		permanent bool
 		wait      time.Duration
+		says      string
 	}{
 		{status: 201, accepted: true},
 		{status: 202, accepted: true},
-		{status: 404, gone: true, permanent: true},
-		{status: 410, gone: true, permanent: true},
-		{status: 413, permanent: true},
+		{status: 404, gone: true, permanent: true, says: "the device is gone"},
+		{status: 410, gone: true, permanent: true, says: "the device is gone"},
+		{status: 413, permanent: true, says: "payload too large"},
 		{status: 429, wait: 7 * time.Second},
 		{status: 500, wait: 7 * time.Second},
 		{status: 502, wait: 7 * time.Second},
 		{status: 503, wait: 7 * time.Second},
 		{status: 400, permanent: true},
-		{status: 401, permanent: true},
-		{status: 403, permanent: true},
+		{status: 401, permanent: true, says: "VAPID credentials refused"},
+		{status: 403, permanent: true, says: "VAPID credentials refused"},
 		{status: 301, permanent: true},
 	}
 	for _, c := range cases {
@@ -107,6 +108,7 @@ func TestClassify(t *testing.T) {
 		}
 		require.Error(t, err, c.status)
 		require.ErrorContains(t, err, "the service's words", c.status)
+		require.ErrorContains(t, err, c.says, c.status)
 		require.Equal(t, c.gone, push.IsGone(err), c.status)
 		require.Equal(t, c.permanent, provider.IsPermanent(err), c.status)
 		if !c.permanent {

@@ -293,3 +293,24 @@ func TestThePrivateKeyIsNeverPrinted(t *testing.T) {
 		require.NotContains(t, out, private)
 	}
 }
+
+func TestAnEndedContextSendsNothingAndIsNotAmbiguous(t *testing.T) {
+	t.Parallel()
+	fake := webpushtest.NewServer(t)
+	s, public := newSender(t, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	_, err := s.Send(ctx, message(fake.Subscribe(t, public)))
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, provider.IsAmbiguous(err), "nothing was sent: %v", err)
+	require.Zero(t, fake.Requests())
+}
+
+func TestSendWithoutASubscriptionIsPermanent(t *testing.T) {
+	t.Parallel()
+	s, _ := newSender(t, true)
+	_, err := s.Send(context.Background(), push.Message{ID: "ntf_1", Title: "t"})
+	require.ErrorContains(t, err, "no subscription")
+	require.True(t, provider.IsPermanent(err))
+}
