@@ -225,8 +225,12 @@ func (s *Sender) options(msg push.Message) *webpushgo.Options {
 
 // sendFailure classifies an error from webpush-go: one before any request
 // (a payload too large, a refused address) is permanent; any other is the
-// network's.
+// network's. It names the endpoint by its origin only.
 func sendFailure(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = origin(ue.URL)
+	}
 	switch {
 	case errors.Is(err, webpushgo.ErrMaxPadExceeded):
 		return provider.Permanent(fmt.Errorf("the payload is too large for one Web Push record: %w", err))
@@ -256,6 +260,15 @@ func excerpt(answer []byte) string {
 		s = string(r[:200]) + "…"
 	}
 	return s
+}
+
+// origin is an endpoint without its path, which is the subscription's
+// capability.
+func origin(endpoint string) string {
+	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
+		return u.Scheme + "://" + u.Host
+	}
+	return "an invalid endpoint"
 }
 
 // endpointHost names an endpoint in errors: its host only, since the path

@@ -210,6 +210,7 @@ func TestAnUnreachableServiceIsTransient(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, provider.IsPermanent(err), "%v", err)
 	require.False(t, provider.IsAmbiguous(err), "a refused connection delivered nothing")
+	require.NotContains(t, err.Error(), "/push/", "the endpoint's path is its capability")
 }
 
 func TestValidateSubscription(t *testing.T) {
