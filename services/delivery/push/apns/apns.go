@@ -87,8 +87,7 @@ type Sender struct {
 	host   string
 }
 
-// New checks cfg, signs a first provider token with the key, and returns a
-// sender. It makes no request.
+// New checks cfg and returns a sender. It makes no request.
 func New(cfg Config) (*Sender, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("apns: %w", err)
@@ -98,11 +97,6 @@ func New(cfg Config) (*Sender, error) {
 		return nil, fmt.Errorf("apns: %w", err)
 	}
 	tok := &token.Token{AuthKey: key, KeyID: strings.TrimSpace(cfg.KeyID), TeamID: strings.TrimSpace(cfg.TeamID)}
-	// apns2 ignores a signing failure when it renews the token, so one is
-	// signed here, where a failure can still be reported.
-	if _, err := tok.Generate(); err != nil {
-		return nil, errors.New("apns: AuthKey cannot sign a provider token")
-	}
 	client := apns2.NewTokenClient(tok)
 	client.Host = host(cfg)
 	if cfg.Transport != nil {
@@ -152,6 +146,8 @@ func authKey(pem string) (*ecdsa.PrivateKey, error) {
 	case err != nil:
 		return nil, errors.New("AuthKey is not a PKCS#8 ECDSA private key")
 	case key.Curve != elliptic.P256():
+		// apns2 ignores a failure to sign its provider token, so a key
+		// ES256 cannot sign with is refused here, not at every send.
 		return nil, errors.New("AuthKey is not a P-256 key, as ES256 needs")
 	}
 	return key, nil

@@ -2,6 +2,11 @@ package apns_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"testing"
@@ -244,6 +249,7 @@ func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 		"no topic":     {func(c *apns.Config) { c.Topic = "" }, "Topic (the app's bundle id) is required"},
 		"not PEM":      {func(c *apns.Config) { c.AuthKey = "secret-not-pem" }, "AuthKey is not PEM"},
 		"not a key":    {func(c *apns.Config) { c.AuthKey = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----" }, "not a PKCS#8 ECDSA"},
+		"a P-384 key":  {func(c *apns.Config) { c.AuthKey = p384Key(t) }, "not a P-256 key"},
 		"a plain host": {func(c *apns.Config) { c.Host = "http://api.push.apple.com" }, "must be an https URL"},
 	}
 	for name, tc := range cases {
@@ -284,4 +290,13 @@ func TestAnEndedContextSendsNothingAndIsNotAmbiguous(t *testing.T) {
 	require.False(t, provider.IsAmbiguous(err))
 	require.False(t, provider.IsPermanent(err))
 	require.Empty(t, b.fake.Pushes())
+}
+
+// p384Key is a .p8-shaped key on the wrong curve for ES256.
+func p384Key(t *testing.T) string {
+	key, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 }
