@@ -275,8 +275,9 @@ func TestAMalformedDeviceTokenIsRefusedBeforeAnyRequest(t *testing.T) {
 		require.Error(t, err, name)
 		require.True(t, provider.IsPermanent(err), name)
 		require.False(t, push.IsGone(err), name)
+		require.ErrorContains(t, err, "the device token", name)
 	}
-	require.Empty(t, b.fake.Pushes())
+	require.Zero(t, b.fake.Requests())
 }
 
 func TestAnEndedContextSendsNothingAndIsNotAmbiguous(t *testing.T) {

@@ -66,6 +66,7 @@ type Server struct {
 	mu       sync.Mutex
 	pushes   []Push
 	refusals map[string]Answer
+	requests int
 }
 
 // NewServer starts a fake APNs for account over HTTP/2 and TLS, closed
@@ -108,12 +109,22 @@ func (s *Server) Pushes() []Push {
 	return append([]Push(nil), s.pushes...)
 }
 
+// Requests is how many requests reached the fake, refused or not.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
 var (
 	pathPattern = regexp.MustCompile(`^/3/device/([0-9a-fA-F]+)$`)
 	uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests++
+	s.mu.Unlock()
 	if r.ProtoMajor != 2 {
 		http.Error(w, "APNs speaks HTTP/2 only", http.StatusHTTPVersionNotSupported)
 		return
