@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"firebase.google.com/go/v4/errorutils"
 	"firebase.google.com/go/v4/messaging"
@@ -88,4 +91,19 @@ func retryAfter(err error) time.Duration {
 		return provider.ParseRetryAfter(resp.Header, time.Now())
 	}
 	return 0
+}
+
+// tokenFailure classifies a failure to get an access token, when nothing
+// was sent: credentials the token endpoint refuses (4xx) are permanent;
+// any other failure is transient and never ambiguous.
+func tokenFailure(err error) error {
+	var refused *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &refused) && refused.Response != nil && refused.Response.StatusCode < 500 &&
+		refused.Response.StatusCode != http.StatusTooManyRequests:
+		return provider.Permanent(fmt.Errorf("the service account's credentials are refused: %w", err))
+	case errors.As(err, &refused) && refused.Response != nil:
+		return &provider.TransientError{Err: err, RetryAfter: provider.ParseRetryAfter(refused.Response.Header, time.Now())}
+	}
+	return &provider.TransientError{Err: err}
 }

@@ -22,6 +22,8 @@ import (
 
 	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/messaging"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
 	"google.golang.org/api/option"
 
 	"github.com/heraldhq/herald/services/delivery/push"
@@ -63,10 +65,18 @@ type serviceAccount struct {
 	TokenURI    string `json:"token_uri"`
 }
 
+// scopes are the OAuth scopes sending a message needs.
+var scopes = []string{"https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/firebase.messaging"}
+
 // Sender sends FCM messages.
 type Sender struct {
 	project string
-	client  *messaging.Client
+	// tokens is the SDK's token source too: Send fetches the token first,
+	// so that refused credentials are told from a failed send (the SDK
+	// flattens a token failure into an unknown network error, and retries
+	// it).
+	tokens oauth2.TokenSource
+	client *messaging.Client
 }
 
 // New checks cfg and returns a sender. It makes no request: the first
@@ -83,7 +93,13 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 	if project == "" {
 		return nil, errors.New("fcm: ProjectID is required (the credentials name no project_id)")
 	}
-	opts := []option.ClientOption{option.WithAuthCredentialsJSON(option.ServiceAccount, cfg.CredentialsJSON)}
+	jwtConfig, err := google.JWTConfigFromJSON(cfg.CredentialsJSON, scopes...)
+	if err != nil {
+		return nil, fmt.Errorf("fcm: CredentialsJSON: %w", err)
+	}
+	// The token source outlives ctx: it fetches tokens for every Send.
+	tokens := jwtConfig.TokenSource(context.Background())
+	opts := []option.ClientOption{option.WithTokenSource(tokens)}
 	if cfg.Endpoint != "" {
 		if u, err := url.Parse(cfg.Endpoint); err != nil || u.Host == "" {
 			return nil, fmt.Errorf("fcm: Endpoint %q is not an absolute URL", cfg.Endpoint)
@@ -98,7 +114,7 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fcm: project %s: %w", project, err)
 	}
-	return &Sender{project: project, client: client}, nil
+	return &Sender{project: project, tokens: tokens, client: client}, nil
 }
 
 // readServiceAccount refuses credentials that are not a service account's
@@ -134,6 +150,9 @@ func (s *Sender) Send(ctx context.Context, msg push.Message) (provider.Receipt, 
 	// Nothing has been sent yet, so an ended context is not ambiguous.
 	if err := ctx.Err(); err != nil {
 		return provider.Receipt{}, fmt.Errorf("fcm: not sent: %w", err)
+	}
+	if _, err := s.tokens.Token(); err != nil {
+		return provider.Receipt{}, fmt.Errorf("fcm project %s: not sent: fetching an access token: %w", s.project, tokenFailure(err))
 	}
 	name, err := s.client.Send(ctx, message(msg))
 	if err != nil {

@@ -127,7 +127,9 @@ func TestThePrivateKeyNeverAppears(t *testing.T) {
 	sender, err := fcm.New(context.Background(), cfg)
 	require.NoError(t, err)
 	_, err = sender.Send(context.Background(), push.Message{Token: "device-1", Title: "Hi"})
-	require.Error(t, err)
+	require.ErrorContains(t, err, "credentials are refused")
+	require.True(t, provider.IsPermanent(err))
+	require.False(t, provider.IsAmbiguous(err))
 	require.Empty(t, fake.Messages())
 	for _, shown := range []string{err.Error(), fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprint(sender)} {
 		requireNoKey(t, credentials, shown)
@@ -185,7 +187,7 @@ func TestNewRefusesCredentialsWithoutQuotingThem(t *testing.T) {
 func TestAMessageWithoutATokenIsNotSent(t *testing.T) {
 	t.Parallel()
 	fake := fcmtest.New(t)
-	_, err := newSender(t, fake).Send(context.Background(), push.Message{Title: "Hi"})
+	_, err := newSender(t, fake).Send(context.Background(), push.Message{Token: " ", Title: "Hi"})
 	require.True(t, provider.IsPermanent(err))
 	require.False(t, push.IsGone(err))
 	require.Empty(t, fake.Messages())
