@@ -261,7 +261,24 @@ type devServer struct {
 
 // startDev runs `herald dev` in the working copy on ports of its own: the
 // ones the guides name (4222, 8080, 8081) may be a developer's own dev's.
+// The ports are picked free, then bound by the dev a few seconds later:
+// on a busy machine another test may take one meanwhile, and the dev is
+// started again on others.
 func startDev(t *testing.T, work, bin, tools string) *devServer {
+	t.Helper()
+	for try := 1; ; try++ {
+		d, ok := tryDev(t, work, bin, tools)
+		if ok {
+			return d
+		}
+		require.Less(t, try, 3, "herald dev found its ports taken three times: %s", d.log)
+		t.Logf("herald dev found a port taken; starting it again on others")
+	}
+}
+
+// tryDev starts `herald dev` and waits until it is ready; false when it
+// stopped because a port it was given had been taken.
+func tryDev(t *testing.T, work, bin, tools string) (*devServer, bool) {
 	t.Helper()
 	d := &devServer{work: work, path: bin + string(os.PathListSeparator) + tools, log: &heraldtest.Buffer{}}
 	d.nats, d.ops, d.api = freeAddr(t), freeAddr(t), freeAddr(t)
@@ -288,23 +305,32 @@ func startDev(t *testing.T, work, bin, tools string) *devServer {
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 20 * time.Second
 	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cancel()
-		_ = cmd.Wait()
+		<-exited
 		if t.Failed() {
 			t.Logf("herald dev's output:\n%s", d.log)
 		}
 	})
 	client := heraldtest.HTTPClient(t)
-	require.Eventually(t, func() bool {
-		resp, err := client.Get("http://" + d.ops + "/readyz")
-		if err != nil {
-			return false
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-exited:
+			require.Contains(t, d.log.String(), "address already in use", "herald dev stopped before it was ready")
+			return d, false
+		default:
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 90*time.Second, 100*time.Millisecond, "herald dev is not ready: %s", d.log)
-	return d
+		if resp, err := client.Get("http://" + d.ops + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return d, true
+			}
+		}
+	}
+	require.FailNow(t, "herald dev is not ready", "%s", d.log)
+	return d, false
 }
 
 // hasFlag says whether `herald dev` takes flag.
