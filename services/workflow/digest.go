@@ -151,7 +151,7 @@ func (s *Service) gather(ctx context.Context, key string, r Run, id string, maxI
 	if _, err := telemetry.PublishMsg(ctx, s.js, alone); err != nil {
 		return time.Time{}, fmt.Errorf("run %s, step %d: adding to its digest: %w", r.ID, r.Step, err)
 	}
-	return s.ensureFlush(ctx, r.Tenant, id, r.Step, maxItems, closes)
+	return s.ensureFlush(ctx, r.Tenant, id, r.Step, maxItems, closes, open)
 }
 
 // openFlush is the digest's waiting flush schedule; nil when there is none.
@@ -167,8 +167,9 @@ func (s *Service) openFlush(ctx context.Context, tenant, id string) (*jetstream.
 }
 
 // ensureFlush schedules the digest's flush at closes unless one waits
-// already, and returns when the one that waits fires.
-func (s *Service) ensureFlush(ctx context.Context, tenant, id string, step, maxItems int, closes time.Time) (time.Time, error) {
+// already, and returns when the one that waits fires: known's time, when
+// the caller read it a moment before, else read again.
+func (s *Service) ensureFlush(ctx context.Context, tenant, id string, step, maxItems int, closes time.Time, known *jetstream.RawStreamMsg) (time.Time, error) {
 	flush, err := s.flushSchedule(tenant, id, step, maxItems, closes)
 	if err != nil {
 		return time.Time{}, err
@@ -180,9 +181,11 @@ func (s *Service) ensureFlush(ctx context.Context, tenant, id string, step, maxI
 	if !wrongLast(err) {
 		return time.Time{}, fmt.Errorf("digest %s: its flush: %w", id, err)
 	}
-	waiting, err := s.openFlush(ctx, tenant, id)
-	if err != nil || waiting == nil {
-		return closes, err // none: it fired meanwhile, and the items left over get the next one
+	waiting := known
+	if waiting == nil {
+		if waiting, err = s.openFlush(ctx, tenant, id); err != nil || waiting == nil {
+			return closes, err // none: it fired meanwhile, and the items left over get the next one
+		}
 	}
 	at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(waiting.Header.Get(jetstream.ScheduleHeader), "@at "))
 	if err != nil {
@@ -437,6 +440,6 @@ func (s *Service) flushLeftOver(ctx context.Context, f router.RunFlush) error {
 			}
 		}
 	}
-	_, err = s.ensureFlush(ctx, f.Tenant, f.Digest, f.Step, f.Max, closes)
+	_, err = s.ensureFlush(ctx, f.Tenant, f.Digest, f.Step, f.Max, closes, nil)
 	return err
 }
