@@ -45,7 +45,7 @@ type RunRecipient struct {
 type RunEntry struct {
 	At     time.Time `json:"at"`
 	Step   int       `json:"step"`
-	What   string    `json:"what" enum:"started,sent,waiting,woken,passed,skipped,ended,cancelled,failed,done"`
+	What   string    `json:"what" enum:"started,sent,notified,waiting,woken,passed,skipped,merged,ended,cancelled,failed,done"`
 	Detail string    `json:"detail,omitempty" example:"by order.confirmed evt-0002"`
 }
 

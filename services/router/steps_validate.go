@@ -22,12 +22,11 @@ import (
 // a digest's items are kept at most 30 days. The rest bound what one
 // tenant's workflow costs every event it matches.
 const (
-	maxSteps       = 20
-	maxKeyBytes    = 256
-	maxWait        = Duration(60 * 24 * time.Hour)
-	maxPeriod      = Duration(30 * 24 * time.Hour)
-	maxDigestItems = MaxDigestItems
-	maxListItems   = 16
+	maxSteps     = 20
+	maxKeyBytes  = 256
+	maxWait      = Duration(60 * 24 * time.Hour)
+	maxPeriod    = Duration(30 * 24 * time.Hour)
+	maxListItems = 16
 )
 
 // stepKinds are a step's keys, in the order Step declares them.
@@ -406,8 +405,8 @@ func checkDigest(p *problems, f string, d DigestStep, now time.Time) {
 	default:
 		checkPeriod(p, f+".window", d.Window)
 	}
-	if d.MaxItems < 0 || d.MaxItems > maxDigestItems {
-		p.add(f+".max_items", "%d must be between 0 (the most, 1,000) and %d", d.MaxItems, maxDigestItems)
+	if d.MaxItems < 0 || d.MaxItems > MaxDigestItems {
+		p.add(f+".max_items", "%d must be between 0 (the most, 1,000) and %d", d.MaxItems, MaxDigestItems)
 	}
 	switch {
 	case d.Timezone != "" && d.Cron == "":
