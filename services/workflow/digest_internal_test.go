@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -92,4 +93,32 @@ func TestAFlushLeavesTheItemsAfterIt(t *testing.T) {
 	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(DigestSubject("acme", "d3")))
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), info.State.Subjects[DigestSubject("acme", "d3")], "run_a's is purged")
+}
+
+// A write that lands while a run is being advanced (an event remembered,
+// a send's notifications noted) does not stop it: the run is read again
+// and taken on from where it stands.
+func TestAnAdvanceGoesOnAfterAnotherWrite(t *testing.T) {
+	t.Parallel()
+	s := digestService(t)
+	ctx := heraldtest.Context(t)
+	event, err := os.ReadFile("../../examples/events/order.created.json")
+	require.NoError(t, err)
+	r := Run{ID: "run_0123456789abcdef0123456789abcdef", Tenant: "acme", Subject: "PO-1", Event: event, State: Running,
+		Route: router.Route{Event: "order.created", Template: "purchase_order", Steps: []router.Step{
+			{Send: &router.SendStep{}}, {Wait: &router.WaitStep{For: router.Duration(time.Hour)}}}}}
+	key := Key(r.Tenant, r.Subject, r.ID)
+	rev, err := s.runs.create(ctx, key, r)
+	require.NoError(t, err)
+	other := r
+	other.note(time.Now(), "notified", "another writer's")
+	_, err = s.runs.update(ctx, key, other, rev)
+	require.NoError(t, err)
+
+	require.NoError(t, s.advance(ctx, key, r, rev))
+	got, _, err := s.runs.get(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, Waiting, got.State)
+	require.Equal(t, 1, got.Step)
+	require.Equal(t, "notified", got.Timeline[0].What, "the other write is kept")
 }

@@ -138,7 +138,8 @@ func TestAStatusForNoLiveRunIsDropped(t *testing.T) {
 	b.eventuallySent(t, "whatsapp +79990001122 purchase_order")
 	sent := b.deliveries(t)[0]
 	b.delivered(t, sent)
-	done := b.eventually(t, workflow.Done)
+	b.eventually(t, workflow.Done)
+	done := b.told(t)
 
 	late, _ := sent.Next("a late copy")
 	gone := sent

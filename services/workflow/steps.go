@@ -39,15 +39,32 @@ func (s *Service) start(ctx context.Context, st router.RunStart) error {
 // first (idempotent: a send's and a timer's ids name the run and the
 // step), then the run moves past it by compare-and-set. A crash in
 // between takes the step again, to the same effect.
+//
+// Another write may land between two of its steps (an event the run
+// remembers, the notifications a send planned): the run is read again and,
+// if it is still running, taken on from where it stands. One that is not
+// (a wake's move past its wait was not written yet) is the message's to
+// take again.
 func (s *Service) advance(ctx context.Context, key string, r Run, rev uint64) error {
 	for r.State == Running {
-		var err error
-		if r, err = s.take(ctx, key, r); err != nil {
+		next, err := s.take(ctx, key, r)
+		if err != nil {
 			return err
 		}
-		if rev, err = s.runs.update(ctx, key, r, rev); err != nil {
+		written, err := s.runs.update(ctx, key, next, rev)
+		if errors.Is(err, errConflict) {
+			if r, rev, err = s.runs.get(ctx, key); err != nil {
+				return err
+			}
+			if r.State != Running {
+				return fmt.Errorf("run %s: %w", r.ID, errConflict)
+			}
+			continue
+		}
+		if err != nil {
 			return err
 		}
+		r, rev = next, written
 	}
 	return nil
 }
