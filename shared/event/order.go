@@ -111,6 +111,11 @@ const (
 	ChannelSMS      Channel = "sms"
 	ChannelWhatsApp Channel = "whatsapp"
 	ChannelWebhook  Channel = "webhook"
+	// ChannelInbox writes an item to a subscriber's in-app feed, and
+	// ChannelPush notifies a subscriber's registered devices: both reach
+	// subscribers only, never an inline contact.
+	ChannelInbox Channel = "inbox"
+	ChannelPush  Channel = "push"
 )
 
 // Channels lists every channel Herald knows, in a stable order.
