@@ -102,6 +102,8 @@ func TestOrderDataRejects(t *testing.T) {
 		{"missing recipients", func(m map[string]any) { delete(m["data"].(map[string]any), "recipients") }, "data.recipients: at least one recipient is required"},
 		{"recipient without channels", func(m map[string]any) { delete(recipient(m, 1), "channels") }, "data.recipients[1].channels: at least one channel"},
 		{"unknown channel", func(m map[string]any) { recipient(m, 1)["channels"] = []any{"fax"} }, "\"fax\" is not a channel"},
+		{"inbox for an inline contact", func(m map[string]any) { recipient(m, 1)["channels"] = []any{"inbox"} }, "channel inbox reaches the tenant's subscribers only"},
+		{"push for an inline contact", func(m map[string]any) { recipient(m, 1)["channels"] = []any{"push"} }, "channel push reaches the tenant's subscribers only"},
 		{"email channel without address", func(m map[string]any) { delete(recipient(m, 1), "email") }, "data.recipients[1].email"},
 		{"bad email", func(m map[string]any) { recipient(m, 1)["email"] = "compras at frutas" }, "is not an email address"},
 		{"whatsapp without E.164 phone", func(m map[string]any) { recipient(m, 0)["phone"] = "8 999 000" }, "E.164"},

@@ -119,7 +119,7 @@ const (
 )
 
 // Channels lists every channel Herald knows, in a stable order.
-var Channels = []Channel{ChannelEmail, ChannelSMS, ChannelWhatsApp, ChannelWebhook}
+var Channels = []Channel{ChannelEmail, ChannelSMS, ChannelWhatsApp, ChannelWebhook, ChannelInbox, ChannelPush}
 
 // Address returns where this recipient is reached on channel c, or "".
 func (r Recipient) Address(c Channel) string {
@@ -304,5 +304,7 @@ func validateAddress(p *problems, field string, r Recipient, c Channel) {
 		p.add(field+".phone", "%s is not an E.164 phone number such as +34600111222 (needed for channel %s)", quote(r.Phone), c)
 	case ChannelWebhook:
 		p.add(field+".webhook", "%s is not an http(s) URL (needed for channel webhook)", quote(r.Webhook))
+	case ChannelInbox, ChannelPush:
+		p.add(field+".channels", "channel %s reaches the tenant's subscribers only: name one with subscriber (or an account or topic) instead of writing the contact out", c)
 	}
 }

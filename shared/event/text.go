@@ -60,6 +60,8 @@ func ValidAddress(c Channel, address string) bool {
 		return phonePattern.MatchString(address)
 	case ChannelWebhook:
 		return strings.HasPrefix(address, "https://") || strings.HasPrefix(address, "http://")
+	case ChannelInbox, ChannelPush:
+		return CheckRecipientID(address) == nil // a subscriber's id
 	}
 	return false
 }

@@ -158,14 +158,16 @@ func TestTheFormSavesWithoutJavaScript(t *testing.T) {
 	a := do(t, http.MethodPost, link, form(t, page.body, "alerts.sms"))
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Contains(t, a.body, "Настройки сохранены.")
-	require.Equal(t, recipient.Choices{"alerts": {event.ChannelEmail: true, event.ChannelSMS: false}}, b.stored(t, "u-olga"))
+	require.Equal(t, recipient.Choices{"alerts": {event.ChannelEmail: true, event.ChannelSMS: false,
+		event.ChannelInbox: true, event.ChannelPush: true}}, b.stored(t, "u-olga"))
 	require.Contains(t, a.body, `<input type="checkbox" name="alerts.sms" value="on" aria-label="alerts: SMS">`)
 	require.Contains(t, do(t, http.MethodGet, link, nil).body, `<input type="checkbox" name="alerts.sms" value="on" aria-label="alerts: SMS">`)
 
 	// Ticked again, it is on again.
 	a = do(t, http.MethodPost, link, url.Values{"alerts.sms": {"off", "on"}})
 	require.Equal(t, http.StatusOK, a.status)
-	require.Equal(t, recipient.Choices{"alerts": {event.ChannelEmail: true, event.ChannelSMS: true}}, b.stored(t, "u-olga"))
+	require.Equal(t, recipient.Choices{"alerts": {event.ChannelEmail: true, event.ChannelSMS: true,
+		event.ChannelInbox: true, event.ChannelPush: true}}, b.stored(t, "u-olga"))
 }
 
 // A required category is shown on and cannot be switched off: a forged

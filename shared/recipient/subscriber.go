@@ -100,6 +100,10 @@ func (s Subscriber) Address(ch event.Channel) string {
 	case event.ChannelWhatsApp:
 		// Not the phone: a number is not on WhatsApp unless its owner says so.
 		return s.WhatsApp
+	case event.ChannelInbox, event.ChannelPush:
+		// Every subscriber has a feed; whether one has devices to push to
+		// is the devices bucket's to say (the router checks it).
+		return s.ID
 	}
 	return ""
 }

@@ -152,7 +152,7 @@ func TestPlanLimits(t *testing.T) {
 	}
 	require.EqualError(t, bad.Validate(), strings.Join([]string{
 		`plans.x.rate_per_minute: -1 is negative (0 is no limit)`,
-		`plans.x.monthly_quota.fax: not a channel (email, sms, whatsapp, webhook)`,
+		`plans.x.monthly_quota.fax: not a channel (email, sms, whatsapp, webhook, inbox, push)`,
 		`plans.x.monthly_quota.sms: 0; a quota is at least 1 (leave the channel out for none)`,
 		`plans.x.max_priority: "urgent" is not a priority (critical, normal, low)`,
 		`plans.y.burst: a burst needs a rate_per_minute`,
