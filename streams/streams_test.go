@@ -106,7 +106,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"ORDERS":    {jetstream.LimitsPolicy, []string{"orders.*", "orders.*.*"}, []string{"router"}},
 		"INVENTORY": {jetstream.LimitsPolicy, []string{"inventory.*", "inventory.*.*"}, []string{"router"}},
 		"DOCS":      {jetstream.WorkQueuePolicy, []string{"docs.render.*.*", "docs.render.*"}, []string{"pdf"}},
-		"NOTIFY": {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*"}, []string{"email-critical", "email-low", "email-normal", "sms-critical", "sms-low", "sms-normal",
+		"NOTIFY": {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*", "notify.inbox.*.*", "notify.push.*.*"}, []string{"email-critical", "email-low", "email-normal",
+			"inbox-critical", "inbox-low", "inbox-normal", "push-critical", "push-low", "push-normal", "sms-critical", "sms-low", "sms-normal",
 			"webhook-critical", "webhook-low", "webhook-normal", "whatsapp-critical", "whatsapp-low", "whatsapp-normal"}},
 		"STATUS":               {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, []string{"history", "webhooks"}},
 		"ADVISORIES":           {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
@@ -219,7 +220,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 60)
+	require.Len(t, report, 66)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
