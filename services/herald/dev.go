@@ -95,6 +95,9 @@ func printBanner(w io.Writer, dev *app.Dev, cliNATS string) {
 		fmt.Fprintf(w, "  SMS       %s/  one .json file per SMS or WhatsApp message\n", dev.TextDir)
 	}
 	fmt.Fprintf(w, "  Webhooks  %s  writes each delivery to %s/\n", dev.HookURL, dev.HookDir)
+	if dev.VAPIDPublicKey != "" {
+		fmt.Fprintf(w, "  Web Push  VAPID public key %s  (pushManager.subscribe's applicationServerKey)\n", dev.VAPIDPublicKey)
+	}
 	fmt.Fprintf(w, "  Tenant    %s, the sample events' (herald tenants list)\n", app.SampleTenant)
 	printPlumbing(w, dev)
 	fmt.Fprintf(w, "\nTry, from the repository root in another shell:\n\n")

@@ -35,6 +35,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/health"
 	"github.com/heraldhq/herald/shared/history"
+	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/redact"
 	"github.com/heraldhq/herald/shared/redisconn"
 	"github.com/heraldhq/herald/shared/telemetry"
@@ -84,6 +85,9 @@ type App struct {
 	textC       map[event.Channel]delivery.Config
 	textA       map[event.Channel]sms.ChannelConfig
 	webhookC    delivery.Config
+	pushC       delivery.Config
+	// pushSenders are the configured push providers, by device kind.
+	pushSenders map[recipient.DeviceKind]pushSender
 	pdfC        pdf.Config
 	dlqC        dlq.Config
 	linkKey     []byte

@@ -140,6 +140,11 @@ type Config struct {
 	// Webhooks are signed POSTs to the endpoints tenants register: their
 	// notifications' status events, or a channel of routes.
 	Webhooks WebhooksConfig `yaml:"webhooks"`
+	// Push is the push channel: the subscribers' registered devices,
+	// through FCM, APNs and Web Push.
+	Push PushConfig `yaml:"push"`
+	// Inbox is the inbox channel: each subscriber's in-app feed.
+	Inbox InboxConfig `yaml:"inbox"`
 	// PDF is the service that renders business documents.
 	PDF struct {
 		// Concurrency is how many documents are rendered at once (CPU-bound).
@@ -508,6 +513,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Plans = c.Plans.WithDefaults()
 	c.Vault = c.Vault.WithDefaults()
+	c.Inbox = c.Inbox.withDefaults()
 	if len(c.Services) == 0 {
 		// Every service — the history service only with an index to fill,
 		// so that `herald run` needs no database; asked for by name, it
@@ -515,7 +521,8 @@ func (c Config) WithDefaults() Config {
 		c.Services = slices.DeleteFunc(slices.Clone(Targets), func(s string) bool {
 			return s == "history" && c.History.URL == "" || s == "outbox-relay" && c.Outbox.URL == "" ||
 				s == "sms" && len(c.SMS.Providers) == 0 ||
-				s == "whatsapp" && len(c.WhatsApp.Providers) == 0
+				s == "whatsapp" && len(c.WhatsApp.Providers) == 0 ||
+				s == "push" && !c.Push.Configured() || s == "inbox" && !c.Inbox.On()
 		})
 	}
 	return c
@@ -546,6 +553,8 @@ func (c Config) Validate() error {
 		problems = append(problems, fmt.Sprintf("streams.replicas: %d must be between 1 and 5", c.Streams.Replicas))
 	}
 	problems = append(problems, c.validateRetention()...)
+	problems = append(problems, c.Push.problems(c.runs("push"))...)
+	problems = append(problems, c.Inbox.problems()...)
 	for _, p := range slices.Sorted(maps.Keys(c.Scheduling.Weights)) {
 		switch w := c.Scheduling.Weights[p]; {
 		case !slices.Contains(notification.Priorities, p):

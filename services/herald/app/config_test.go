@@ -389,3 +389,63 @@ func TestTheWorkflowExampleStarts(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Stop(context.Background())) }) // its Redis clients
 }
+
+// push: and inbox: are checked before anything is read, each problem
+// naming its field.
+func TestPushAndInboxProblemsNameTheField(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"fcm without credentials", `push: {fcm: {endpoint: "https://fcm.example"}}`, `push.fcm.credentials_file: required (or credentials_env)`},
+		{"fcm credentials twice", `push: {fcm: {credentials_file: /a.json, credentials_env: FCM}}`,
+			`push.fcm.credentials_file: and push.fcm.credentials_env name the secret twice: give one`},
+		{"apns without key", `push: {apns: {key_id: ABC123DEFG, team_id: DEF123GHIJ, topic: com.example.app}}`, `push.apns.key_file: required (or key_env)`},
+		{"apns without key id", `push: {apns: {key_file: /k.p8, team_id: DEF123GHIJ, topic: com.example.app}}`, `push.apns.key_id: required with push.apns.key_file`},
+		{"apns without team", `push: {apns: {key_env: APNS_KEY, key_id: ABC123DEFG, topic: com.example.app}}`, `push.apns.team_id: required with push.apns.key_env`},
+		{"apns without topic", `push: {apns: {key_file: /k.p8, key_id: ABC123DEFG, team_id: DEF123GHIJ}}`, `push.apns.topic: required with push.apns.key_file`},
+		{"apns host not https", `push: {apns: {key_file: /k.p8, key_id: A, team_id: B, topic: c, host: "http://apns.example"}}`,
+			`push.apns.host: "http://apns.example" must be an https:// URL`},
+		{"webpush without private key", `push: {webpush: {vapid_public_key: BPub, contact: "mailto:ops@example.com"}}`,
+			`push.webpush.vapid_private_key_file: required (or vapid_private_key_env)`},
+		{"webpush without public key", `push: {webpush: {vapid_private_key_file: /v.key, contact: "mailto:ops@example.com"}}`,
+			`push.webpush.vapid_public_key: required with push.webpush.vapid_private_key_file`},
+		{"webpush without contact", `push: {webpush: {vapid_public_key: BPub, vapid_private_key_env: VAPID}}`,
+			`push.webpush.contact: required with push.webpush.vapid_private_key_env`},
+		{"webpush contact not mailto", `push: {webpush: {vapid_public_key: BPub, vapid_private_key_env: VAPID, contact: ops@example.com}}`,
+			`push.webpush.contact: "ops@example.com" must be mailto:address or an https:// URL`},
+		{"webpush negative ttl", `push: {webpush: {vapid_public_key: BPub, vapid_private_key_env: VAPID, contact: "mailto:o@e.com", ttl: -1s}}`,
+			`push.webpush.ttl: must not be negative (got -1s)`},
+		{"inbox retention", `inbox: {retention: -1h}`, `inbox.retention: must not be negative (got -1h0m0s)`},
+		{"inbox max items", `inbox: {max_items: -5}`, `inbox.max_items: must not be negative (got -5)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := app.Load(write(t, tt.yaml))
+			require.NoError(t, err)
+			require.ErrorContains(t, cfg.WithDefaults().Validate(), tt.want)
+		})
+	}
+}
+
+// push: and inbox: load as docs/CONFIGURATION.md writes them, with the
+// inbox's defaults; a push provider puts the push service among the
+// defaults, as an sms provider puts sms.
+func TestPushAndInboxLoad(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(write(t, `
+push:
+  max_tries: 4
+  fcm: {credentials_file: /etc/herald/fcm.json}
+  apns: {key_env: APNS_KEY, key_id: ABC123DEFG, team_id: DEF123GHIJ, topic: com.example.app, production: true}
+  webpush: {vapid_public_key: BPub, vapid_private_key_file: /etc/herald/vapid.key, contact: "mailto:ops@example.com", ttl: 1h}
+inbox: {max_items: 50}
+`))
+	require.NoError(t, err)
+	require.NoError(t, cfg.WithDefaults().Validate())
+	require.Equal(t, 4, cfg.Push.MaxTries)
+	require.True(t, cfg.Push.APNs.Production)
+	require.Equal(t, time.Hour, cfg.Push.WebPush.TTL)
+	d := cfg.WithDefaults()
+	require.Equal(t, 50, d.Inbox.MaxItems)
+	require.Equal(t, app.DefaultInboxRetention, d.Inbox.Retention)
+	require.True(t, d.Inbox.On())
+}

@@ -11,6 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/heraldhq/herald/services/delivery/push/webpush"
 
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -63,8 +66,11 @@ type Dev struct {
 	// MasterKey is the vault's master key file dev made or found under
 	// DataDir, or "" when one was configured.
 	MasterKey string
-	DataDir   string
-	hooks     *http.Server
+	// VAPIDPublicKey is the Web Push application server key pages
+	// subscribe with: dev's own pair's, or the configured one.
+	VAPIDPublicKey string
+	DataDir        string
+	hooks          *http.Server
 }
 
 // StartDev starts embedded NATS (JetStream on disk) and, unless a Redis URL
@@ -92,6 +98,10 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	if d.MasterKey, err = devMasterKey(&c, dir); err != nil {
 		return d, err
 	}
+	if err := useDevVAPIDKeys(&c, dir); err != nil {
+		return d, err
+	}
+	d.VAPIDPublicKey = c.Push.WebPush.VAPIDPublicKey
 	d.NATS, err = embedded.StartNATS(embedded.NATSConfig{
 		Listen:   cmp.Or(cfg.NATSListen, "127.0.0.1:4222"),
 		StoreDir: filepath.Join(dir, "nats"),
@@ -209,6 +219,60 @@ func devMasterKey(c *Config, dir string) (string, error) {
 	}
 	c.Vault.MasterKeyFile = path
 	return path, nil
+}
+
+// DevVAPIDKeyFiles are where dev keeps its Web Push key pair under its
+// data directory: the private half (0600) and the public one.
+func DevVAPIDKeyFiles(dataDir string) (private, public string) {
+	return filepath.Join(dataDir, "vapid.key"), filepath.Join(dataDir, "vapid.pub")
+}
+
+// useDevVAPIDKeys configures push.webpush with DataDir's VAPID pair, made
+// on first use, unless push.webpush is configured: browsers subscribed in
+// an earlier run stay subscribed, since a subscription is bound to the
+// public key it was made with.
+func useDevVAPIDKeys(c *Config, dir string) error {
+	if c.Push.WebPush != nil {
+		return nil
+	}
+	privatePath, publicPath := DevVAPIDKeyFiles(dir)
+	public, err := os.ReadFile(publicPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		public, err = makeVAPIDKeys(privatePath, publicPath)
+	}
+	if err != nil {
+		return fmt.Errorf("dev VAPID keys: %w", err)
+	}
+	c.Push.WebPush = &WebPushConfig{VAPIDPublicKey: strings.TrimSpace(string(public)), VAPIDPrivateKeyFile: privatePath,
+		Contact: "mailto:dev@localhost"}
+	return nil
+}
+
+// makeVAPIDKeys writes a new pair, the private half first and 0600, so a
+// public key on disk always has its private half beside it.
+func makeVAPIDKeys(privatePath, publicPath string) ([]byte, error) {
+	private, public, err := webpush.GenerateVAPIDKeys()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeNew(privatePath, private, 0o600); err != nil {
+		return nil, err
+	}
+	return []byte(public), writeNew(publicPath, public, 0o644)
+}
+
+// writeNew writes a file that must not exist yet, or replaces an earlier
+// run's leftover that never got its public half.
+func writeNew(path, content string, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content + "\n")
+	if err = errors.Join(err, f.Close()); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // Stop drains the services, then stops the embedded servers.

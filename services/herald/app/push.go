@@ -1,0 +1,128 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/heraldhq/herald/services/delivery/push"
+	"github.com/heraldhq/herald/services/delivery/push/apns"
+	"github.com/heraldhq/herald/services/delivery/push/fcm"
+	"github.com/heraldhq/herald/services/delivery/push/webpush"
+	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/provider"
+	"github.com/heraldhq/herald/shared/recipient"
+)
+
+// pushSender is one push provider as the channel takes it.
+type pushSender interface {
+	Send(ctx context.Context, msg push.Message) (provider.Receipt, error)
+}
+
+// pushProviders builds the configured push providers, by the kind of
+// device each reaches. Its errors name the field at fault; a secret's
+// value is never in one (the providers' own errors never quote it).
+func (a *App) pushProviders(ctx context.Context) (map[recipient.DeviceKind]pushSender, error) {
+	c := a.cfg.Push
+	out := map[recipient.DeviceKind]pushSender{}
+	var problems []error
+	add := func(kind recipient.DeviceKind, s pushSender, err error) {
+		if err != nil {
+			problems = append(problems, err)
+			return
+		}
+		out[kind] = s
+	}
+	if f := c.FCM; f != nil {
+		s, err := a.fcmSender(ctx, *f)
+		add(recipient.DeviceFCM, s, err)
+	}
+	if k := c.APNs; k != nil {
+		s, err := a.apnsSender(*k)
+		add(recipient.DeviceAPNs, s, err)
+	}
+	if w := c.WebPush; w != nil {
+		s, err := a.webPushSender(*w)
+		add(recipient.DeviceWebPush, s, err)
+	}
+	return out, unreported(problems)
+}
+
+// unreported joins problems, leaving out those Config.Validate reported:
+// errReported alone when every one was.
+func unreported(problems []error) error {
+	var left []error
+	for _, err := range problems {
+		if !errors.Is(err, errReported) {
+			left = append(left, err)
+		}
+	}
+	if len(left) == 0 && len(problems) > 0 {
+		return errReported
+	}
+	return errors.Join(left...)
+}
+
+// configurePush reads push: and builds its providers, reading their
+// secrets, so that a bad key stops start-up. The channel needs the device
+// directory, which needs NATS: it is built with the service.
+func (a *App) configurePush() error {
+	senders, err := a.pushProviders(context.Background())
+	if err != nil {
+		return err
+	}
+	a.pushSenders = senders
+	a.pushC = a.deliveryConfig(unbuilt(event.ChannelPush), "push", a.cfg.Push.DeliveryConfig, []string{"push"})
+	return a.pushC.Validate()
+}
+
+func (a *App) fcmSender(ctx context.Context, f FCMConfig) (pushSender, error) {
+	if secretProblem("", f.CredentialsFile, f.CredentialsEnv) != nil {
+		return nil, errReported
+	}
+	credentials, err := a.secret("push.fcm.credentials_env", f.CredentialsEnv, f.CredentialsFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := fcm.New(ctx, fcm.Config{CredentialsJSON: []byte(credentials), ProjectID: f.ProjectID, Endpoint: f.Endpoint})
+	if err != nil {
+		return nil, fmt.Errorf("push.fcm: %w", err)
+	}
+	return s, nil
+}
+
+func (a *App) apnsSender(k APNsConfig) (pushSender, error) {
+	if secretProblem("", k.KeyFile, k.KeyEnv) != nil || k.KeyID == "" || k.TeamID == "" || k.Topic == "" {
+		return nil, errReported
+	}
+	key, err := a.secret("push.apns.key_env", k.KeyEnv, k.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := apns.New(apns.Config{KeyID: k.KeyID, TeamID: k.TeamID, AuthKey: key, Topic: k.Topic, Production: k.Production, Host: k.Host})
+	if err != nil {
+		return nil, fmt.Errorf("push.apns: %w", err)
+	}
+	return s, nil
+}
+
+// webPushSender dials push services through the webhook client, whose
+// guard refuses private addresses unless webhooks.allow_private_networks
+// lets webhooks reach them too (herald dev): a subscription's endpoint is
+// a URL a browser — anyone — chose, as a webhook endpoint is.
+func (a *App) webPushSender(w WebPushConfig) (pushSender, error) {
+	if secretProblem("", w.VAPIDPrivateKeyFile, w.VAPIDPrivateKeyEnv) != nil || w.VAPIDPublicKey == "" || w.Contact == "" {
+		return nil, errReported
+	}
+	private, err := a.secret("push.webpush.vapid_private_key_env", w.VAPIDPrivateKeyEnv, w.VAPIDPrivateKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := webpush.New(webpush.Config{VAPIDPublicKey: w.VAPIDPublicKey, VAPIDPrivateKey: private, Subscriber: w.Contact, TTL: w.TTL,
+		AllowPrivateNetworks: a.cfg.Webhooks.AllowPrivateNetworks})
+	if err != nil {
+		return nil, fmt.Errorf("push.webpush: %w", err)
+	}
+	return s, nil
+}
+
