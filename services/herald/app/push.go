@@ -125,4 +125,3 @@ func (a *App) webPushSender(w WebPushConfig) (pushSender, error) {
 	}
 	return s, nil
 }
-
