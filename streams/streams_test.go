@@ -247,7 +247,7 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 37, report.Drifted())
+	require.Equal(t, 38, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")
