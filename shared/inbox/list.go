@@ -1,0 +1,178 @@
+package inbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synadia-io/orbit.go/jetstreamext"
+)
+
+// Filter picks the items a page lists.
+type Filter string
+
+const (
+	// All is every item not archived, the default.
+	All      Filter = ""
+	Unread   Filter = "unread"
+	Unseen   Filter = "unseen"
+	Read     Filter = "read"
+	Archived Filter = "archived"
+)
+
+// ErrBadCursor is returned for a cursor List did not hand out.
+var ErrBadCursor = errors.New("inbox: not a cursor of this feed")
+
+// ErrBadFilter is returned for a state filter that is none of the above.
+var ErrBadFilter = errors.New("inbox: state is one of unread, unseen, read, archived, or none for all")
+
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Query is one page's request.
+type Query struct {
+	// Cursor is the Next of the page before; empty for the first page.
+	Cursor string
+	// Limit is how many items a page holds. Defaults to DefaultLimit; at
+	// most MaxLimit.
+	Limit int
+	State Filter
+}
+
+// Page is a page of items, newest first; Next is empty on the last page.
+type Page struct {
+	Items []Item
+	Next  string
+}
+
+// List is a page of the subscriber's feed, newest first, from the cursor
+// on. Only the page's contents are read, in one batch.
+func (s *Store) List(ctx context.Context, tenant, sub string, q Query) (Page, error) {
+	keep, err := q.State.match()
+	if err != nil {
+		return Page{}, err
+	}
+	after, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	limit := min(cmp.Or(q.Limit, DefaultLimit), MaxLimit)
+	x, _, err := s.load(ctx, tenant, sub)
+	if err != nil {
+		return Page{}, err
+	}
+	entries, more := x.page(after, keep, limit)
+	items, err := s.contents(ctx, tenant, sub, entries)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Items: items}
+	if more {
+		p.Next = encodeCursor(entries[len(entries)-1])
+	}
+	return p, nil
+}
+
+func (f Filter) match() (func(State) bool, error) {
+	switch f {
+	case All:
+		return func(s State) bool { return s.ArchivedAt == nil }, nil
+	case Unread:
+		return func(s State) bool { return s.ArchivedAt == nil && s.ReadAt == nil }, nil
+	case Unseen:
+		return func(s State) bool { return s.ArchivedAt == nil && s.SeenAt == nil }, nil
+	case Read:
+		return func(s State) bool { return s.ArchivedAt == nil && s.ReadAt != nil }, nil
+	case Archived:
+		return func(s State) bool { return s.ArchivedAt != nil }, nil
+	}
+	return nil, ErrBadFilter
+}
+
+// page is up to limit entries that keep accepts after the cursor's place,
+// and whether more follow.
+func (x *index) page(after *entry, keep func(State) bool, limit int) ([]entry, bool) {
+	var out []entry
+	for _, e := range x.Items {
+		if after != nil && newerFirst(e, *after) <= 0 {
+			continue
+		}
+		if !keep(e.State) {
+			continue
+		}
+		if len(out) == limit {
+			return out, true
+		}
+		out = append(out, e)
+	}
+	return out, false
+}
+
+// A cursor is the place of the last item of a page: its created time and
+// id. It names a place, not an item, so an item dropped meanwhile does
+// not break the next page.
+func encodeCursor(e entry) string {
+	raw := strconv.FormatInt(e.CreatedAt.UnixNano(), 10) + "." + e.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeCursor(c string) (*entry, error) {
+	if c == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return nil, ErrBadCursor
+	}
+	nanos, id, ok := strings.Cut(string(raw), ".")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, ErrBadCursor
+	}
+	return &entry{ID: id, CreatedAt: time.Unix(0, n)}, nil
+}
+
+// contents reads the entries' items in one direct batch get and gives
+// them the index's state.
+func (s *Store) contents(ctx context.Context, tenant, sub string, entries []entry) ([]Item, error) {
+	if len(entries) == 0 {
+		return []Item{}, nil
+	}
+	subjects := make([]string, len(entries))
+	for i, e := range entries {
+		subjects[i] = "$KV." + Bucket + "." + itemKey(tenant, sub, e.ID)
+	}
+	msgs, err := jetstreamext.GetLastMsgsFor(ctx, s.js, stream, subjects, jetstreamext.GetLastMsgsBatchSize(len(subjects)))
+	if err != nil {
+		return nil, fmt.Errorf("inbox: reading items: %w", err)
+	}
+	byID := make(map[string]Item, len(entries))
+	for msg, err := range msgs {
+		if err != nil {
+			return nil, fmt.Errorf("inbox: reading items: %w", err)
+		}
+		var it Item
+		if err := json.Unmarshal(msg.Data, &it); err != nil {
+			return nil, fmt.Errorf("inbox: item %s: %w", msg.Subject, err)
+		}
+		byID[it.ID] = it
+	}
+	items := make([]Item, 0, len(entries))
+	for _, e := range entries {
+		it, ok := byID[e.ID]
+		if !ok {
+			return nil, fmt.Errorf("inbox: item %s is listed but its contents are missing", e.ID)
+		}
+		it.CreatedAt, it.State = e.CreatedAt, e.State
+		items = append(items, it)
+	}
+	return items, nil
+}
