@@ -59,13 +59,13 @@ func (s *Store) Add(ctx context.Context, tenant, sub string, it Item, l Limits) 
 			existing = &x.Items[i]
 			return errUnchanged
 		}
-		x.insert(entry{ID: it.ID, CreatedAt: it.CreatedAt, Rev: rev})
+		x.insert(entry{ID: it.ID, Created: it.CreatedAt.UnixNano(), Rev: rev})
 		x.Change.Added = it.ID
 		x.Change.Dropped = x.limit(l.WithDefaults(), s.now())
 		return nil
 	})
 	if errors.Is(err, errUnchanged) {
-		it.CreatedAt, it.State = existing.CreatedAt, existing.State
+		it.CreatedAt, it.State = existing.createdAt(), existing.state()
 		return it, false, nil
 	}
 	if err != nil {
@@ -106,7 +106,7 @@ func (x *index) insert(e entry) {
 }
 
 func newerFirst(a, b entry) int {
-	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+	if c := cmp.Compare(b.Created, a.Created); c != 0 {
 		return c
 	}
 	return cmp.Compare(b.ID, a.ID)
@@ -116,9 +116,9 @@ func newerFirst(a, b entry) int {
 // oldest archived items and then the oldest; it returns their ids.
 func (x *index) limit(l Limits, now time.Time) []string {
 	var dropped []string
-	cutoff := now.Add(-l.Retention)
+	cutoff := now.Add(-l.Retention).UnixNano()
 	x.Items = slices.DeleteFunc(x.Items, func(e entry) bool {
-		if e.CreatedAt.Before(cutoff) {
+		if e.Created < cutoff {
 			dropped = append(dropped, e.ID)
 			return true
 		}
@@ -126,7 +126,7 @@ func (x *index) limit(l Limits, now time.Time) []string {
 	})
 	for _, archived := range []bool{true, false} {
 		for i := len(x.Items) - 1; i >= 0 && len(x.Items) > l.Cap; i-- {
-			if !archived || x.Items[i].ArchivedAt != nil {
+			if !archived || x.Items[i].Archived != 0 {
 				dropped = append(dropped, x.Items[i].ID)
 				x.Items = slices.Delete(x.Items, i, i+1)
 			}

@@ -110,8 +110,8 @@ func (c *Change) decodeItem(b []byte) bool {
 }
 
 func (c *Change) decodeIndex(b []byte) bool {
-	var x index
-	if json.Unmarshal(b, &x) != nil {
+	x, err := decodeIndex(b)
+	if err != nil {
 		return false
 	}
 	c.Kind, c.Counts, c.ReadAll, c.Dropped = KindState, x.Counts, x.Change.ReadAll, x.Change.Dropped
@@ -119,7 +119,7 @@ func (c *Change) decodeIndex(b []byte) bool {
 	changed := slices.Concat(ch.Seen, ch.Read, ch.Unread, ch.Archived, ch.Unarchived)
 	for _, e := range x.Items {
 		if slices.Contains(changed, e.ID) {
-			c.States = append(c.States, ItemState{ID: e.ID, State: e.State})
+			c.States = append(c.States, ItemState{ID: e.ID, State: e.state()})
 		}
 	}
 	return true
@@ -156,7 +156,7 @@ func (s *Store) Since(ctx context.Context, tenant, sub string, seq uint64) ([]Ch
 func (x *index) sync(tenant, sub string, rev uint64) Change {
 	c := Change{Seq: rev, Tenant: tenant, Subscriber: sub, Kind: KindSync, Counts: x.Counts}
 	for _, e := range x.Items {
-		c.States = append(c.States, ItemState{ID: e.ID, State: e.State})
+		c.States = append(c.States, ItemState{ID: e.ID, State: e.state()})
 	}
 	return c
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/synadia-io/orbit.go/jetstreamext"
 )
@@ -81,31 +80,31 @@ func (s *Store) List(ctx context.Context, tenant, sub string, q Query) (Page, er
 	return p, nil
 }
 
-func (f Filter) match() (func(State) bool, error) {
+func (f Filter) match() (func(entry) bool, error) {
 	switch f {
 	case All:
-		return func(s State) bool { return s.ArchivedAt == nil }, nil
+		return func(e entry) bool { return e.Archived == 0 }, nil
 	case Unread:
-		return func(s State) bool { return s.ArchivedAt == nil && s.ReadAt == nil }, nil
+		return func(e entry) bool { return e.Archived == 0 && e.Read == 0 }, nil
 	case Unseen:
-		return func(s State) bool { return s.ArchivedAt == nil && s.SeenAt == nil }, nil
+		return func(e entry) bool { return e.Archived == 0 && e.Seen == 0 }, nil
 	case Read:
-		return func(s State) bool { return s.ArchivedAt == nil && s.ReadAt != nil }, nil
+		return func(e entry) bool { return e.Archived == 0 && e.Read != 0 }, nil
 	case Archived:
-		return func(s State) bool { return s.ArchivedAt != nil }, nil
+		return func(e entry) bool { return e.Archived != 0 }, nil
 	}
 	return nil, ErrBadFilter
 }
 
 // page is up to limit entries that keep accepts after the cursor's place,
 // and whether more follow.
-func (x *index) page(after *entry, keep func(State) bool, limit int) ([]entry, bool) {
+func (x *index) page(after *entry, keep func(entry) bool, limit int) ([]entry, bool) {
 	var out []entry
 	for _, e := range x.Items {
 		if after != nil && newerFirst(e, *after) <= 0 {
 			continue
 		}
-		if !keep(e.State) {
+		if !keep(e) {
 			continue
 		}
 		if len(out) == limit {
@@ -120,7 +119,7 @@ func (x *index) page(after *entry, keep func(State) bool, limit int) ([]entry, b
 // id. It names a place, not an item, so an item dropped meanwhile does
 // not break the next page.
 func encodeCursor(e entry) string {
-	raw := strconv.FormatInt(e.CreatedAt.UnixNano(), 10) + "." + e.ID
+	raw := strconv.FormatInt(e.Created, 10) + "." + e.ID
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
@@ -137,7 +136,7 @@ func decodeCursor(c string) (*entry, error) {
 	if !ok || err != nil || id == "" {
 		return nil, ErrBadCursor
 	}
-	return &entry{ID: id, CreatedAt: time.Unix(0, n)}, nil
+	return &entry{ID: id, Created: n}, nil
 }
 
 // contents reads the entries' items in one direct batch get and gives
@@ -171,7 +170,7 @@ func (s *Store) contents(ctx context.Context, tenant, sub string, entries []entr
 		if !ok {
 			return nil, fmt.Errorf("inbox: item %s is listed but its contents are missing", e.ID)
 		}
-		it.CreatedAt, it.State = e.CreatedAt, e.State
+		it.CreatedAt, it.State = e.createdAt(), e.state()
 		items = append(items, it)
 	}
 	return items, nil

@@ -61,36 +61,36 @@ func cmpErr(err, otherwise error) error {
 // apply changes item i's state and notes the change; false when it was
 // already so.
 func (x *index) apply(i int, a Action, now time.Time) (bool, error) {
-	st, id := &x.Items[i].State, x.Items[i].ID
-	set := func(t **time.Time, note *[]string) bool {
-		if *t != nil {
+	e, id := &x.Items[i], x.Items[i].ID
+	set := func(t *int64, note *[]string) bool {
+		if *t != 0 {
 			return false
 		}
-		*t = &now
+		*t = now.UnixNano()
 		*note = append(*note, id)
 		return true
 	}
 	switch a {
 	case Seen:
-		return set(&st.SeenAt, &x.Change.Seen), nil
+		return set(&e.Seen, &x.Change.Seen), nil
 	case MarkRead:
-		set(&st.SeenAt, &x.Change.Seen) // read implies seen
-		return set(&st.ReadAt, &x.Change.Read), nil
+		set(&e.Seen, &x.Change.Seen) // read implies seen
+		return set(&e.Read, &x.Change.Read), nil
 	case MarkUnread:
-		return unset(&st.ReadAt, &x.Change.Unread, id), nil
+		return unset(&e.Read, &x.Change.Unread, id), nil
 	case Archive:
-		return set(&st.ArchivedAt, &x.Change.Archived), nil
+		return set(&e.Archived, &x.Change.Archived), nil
 	case Unarchive:
-		return unset(&st.ArchivedAt, &x.Change.Unarchived, id), nil
+		return unset(&e.Archived, &x.Change.Unarchived, id), nil
 	}
 	return false, ErrBadAction
 }
 
-func unset(t **time.Time, note *[]string, id string) bool {
-	if *t == nil {
+func unset(t *int64, note *[]string, id string) bool {
+	if *t == 0 {
 		return false
 	}
-	*t = nil
+	*t = 0
 	*note = append(*note, id)
 	return true
 }
@@ -103,7 +103,7 @@ func (s *Store) ReadAll(ctx context.Context, tenant, sub string) (int, error) {
 		n = 0
 		now := s.now()
 		for i := range x.Items {
-			if x.Items[i].ArchivedAt != nil || x.Items[i].ReadAt != nil {
+			if x.Items[i].Archived != 0 || x.Items[i].Read != 0 {
 				continue
 			}
 			changed, _ := x.apply(i, MarkRead, now)

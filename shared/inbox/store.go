@@ -1,9 +1,7 @@
 package inbox
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,22 +45,37 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 }
 
 // index is a subscriber's feed without the contents: one KV entry, so the
-// counts are one read and a state change one write. Counts is its first
-// field so that Counts decodes it alone.
+// counts are one read and a state change one write. It is stored as
+// codec.go lays out, the counts first so that Counts decodes them alone.
 type index struct {
-	Counts Counts  `json:"counts"`
-	Items  []entry `json:"items"` // newest first
-	Change change  `json:"change"`
+	Counts Counts
+	Items  []entry // newest first
+	Change change
 }
 
-// entry is one item in the index.
+// entry is one item in the index. Its times are Unix nanoseconds, zero
+// for unset.
 type entry struct {
-	ID        string    `json:"id"`
-	CreatedAt time.Time `json:"c"`
+	ID      string
+	Created int64
 	// Rev is the revision of the item's contents: what a browser that
 	// last saw a later sequence has already been sent.
-	Rev uint64 `json:"r"`
-	State
+	Rev                  uint64
+	Seen, Read, Archived int64
+}
+
+func (e entry) createdAt() time.Time { return time.Unix(0, e.Created).UTC() }
+
+func (e entry) state() State {
+	return State{SeenAt: timeOf(e.Seen), ReadAt: timeOf(e.Read), ArchivedAt: timeOf(e.Archived)}
+}
+
+func timeOf(nanos int64) *time.Time {
+	if nanos == 0 {
+		return nil
+	}
+	t := time.Unix(0, nanos).UTC()
+	return &t
 }
 
 // change is what an index write did, for the change log's readers.
@@ -92,14 +105,14 @@ func (x *index) find(id string) int {
 func (x *index) recount() {
 	x.Counts = Counts{}
 	for _, e := range x.Items {
-		if e.ArchivedAt != nil {
+		if e.Archived != 0 {
 			continue
 		}
 		x.Counts.Total++
-		if e.SeenAt == nil {
+		if e.Seen == 0 {
 			x.Counts.Unseen++
 		}
-		if e.ReadAt == nil {
+		if e.Read == 0 {
 			x.Counts.Unread++
 		}
 	}
@@ -116,10 +129,8 @@ func (s *Store) load(ctx context.Context, tenant, sub string) (index, uint64, er
 	if err != nil {
 		return x, 0, fmt.Errorf("inbox: reading a feed's index: %w", err)
 	}
-	if err := json.Unmarshal(kve.Value(), &x); err != nil {
-		return x, 0, fmt.Errorf("inbox: a feed's index: %w", err)
-	}
-	return x, kve.Revision(), nil
+	x, err = decodeIndex(kve.Value())
+	return x, kve.Revision(), err
 }
 
 // errUnchanged tells update that the change needs no write.
@@ -154,9 +165,9 @@ func isWrongSequence(err error) bool {
 }
 
 func (s *Store) write(ctx context.Context, tenant, sub string, x index, rev uint64) error {
-	b, err := json.Marshal(x)
+	b, err := x.encode()
 	if err != nil {
-		return fmt.Errorf("inbox: %w", err)
+		return err
 	}
 	key := indexKey(tenant, sub)
 	if rev == 0 {
@@ -182,21 +193,4 @@ func (s *Store) Counts(ctx context.Context, tenant, sub string) (Counts, error) 
 		return c, fmt.Errorf("inbox: reading a feed's counts: %w", err)
 	}
 	return decodeCounts(kve.Value())
-}
-
-// decodeCounts reads the index's first field and stops: the items after it
-// are not parsed.
-func decodeCounts(b []byte) (Counts, error) {
-	var c Counts
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if _, err := dec.Token(); err != nil { // {
-		return c, fmt.Errorf("inbox: a feed's index: %w", err)
-	}
-	if key, err := dec.Token(); err != nil || key != "counts" {
-		return c, fmt.Errorf("inbox: a feed's index does not start with its counts (%v)", err)
-	}
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("inbox: a feed's counts: %w", err)
-	}
-	return c, nil
 }
