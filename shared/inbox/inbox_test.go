@@ -326,6 +326,16 @@ func TestRetentionDropsOldItemsAndContents(t *testing.T) {
 	c, err := b.store.Counts(b.ctx, "acme", "bob")
 	require.NoError(t, err)
 	require.Equal(t, Counts{}, c)
+
+	// A feed with nothing to drop is read, not written.
+	before, err := b.store.kv.Get(b.ctx, indexKey("acme", "ana"))
+	require.NoError(t, err)
+	n, err = b.store.Sweep(b.ctx, "acme", l)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	after, err := b.store.kv.Get(b.ctx, indexKey("acme", "ana"))
+	require.NoError(t, err)
+	require.Equal(t, before.Revision(), after.Revision())
 }
 
 func TestErase(t *testing.T) {

@@ -79,14 +79,15 @@ func (t *Tokens) mac(body string) []byte {
 // key's and it has not expired at now.
 func (t *Tokens) Verify(token string, now time.Time) (tenant, sub string, err error) {
 	body, sig, ok := cutLast(token, ".")
-	if !ok || !strings.HasPrefix(body, tokenPrefix) {
+	encoded, versioned := strings.CutPrefix(body, tokenPrefix)
+	if !ok || !versioned {
 		return "", "", ErrTokenRefused
 	}
 	mac, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(mac, t.mac(body)) {
 		return "", "", ErrTokenRefused
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(body[len(tokenPrefix):])
+	payload, err := base64.RawURLEncoding.DecodeString(encoded)
 	if err != nil || len(payload) < 9 {
 		return "", "", ErrTokenRefused
 	}
