@@ -30,10 +30,16 @@ const (
 	MaxCap           = 4000
 )
 
-// WithDefaults fills what l leaves unset, and bounds the cap.
+// WithDefaults fills what l leaves unset (or sets below one), and bounds
+// the cap: a slip in a tenant's settings never empties its feeds.
 func (l Limits) WithDefaults() Limits {
-	l.Retention = cmp.Or(l.Retention, DefaultRetention)
-	l.Cap = min(cmp.Or(l.Cap, DefaultCap), MaxCap)
+	if l.Retention <= 0 {
+		l.Retention = DefaultRetention
+	}
+	if l.Cap <= 0 {
+		l.Cap = DefaultCap
+	}
+	l.Cap = min(l.Cap, MaxCap)
 	return l
 }
 

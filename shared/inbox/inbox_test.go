@@ -198,8 +198,10 @@ func TestCountsFollowTheState(t *testing.T) {
 	require.NotNil(t, read.SeenAt, "read implies seen")
 	require.Equal(t, "PO-1 shipped", read.Title)
 	require.Equal(t, Counts{Unseen: 3, Unread: 4, Total: 5}, counts())
+	rev := b.revision(t, "acme", "ana")
 	again := mark("n001", MarkRead)
 	require.Equal(t, read.ReadAt, again.ReadAt, "marking again changes nothing")
+	require.Equal(t, rev, b.revision(t, "acme", "ana"), "and writes nothing")
 	mark("n002", Archive)
 	require.Equal(t, Counts{Unseen: 2, Unread: 3, Total: 4}, counts())
 	mark("n001", MarkUnread)
@@ -208,13 +210,38 @@ func TestCountsFollowTheState(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 	require.Equal(t, Counts{Unseen: 0, Unread: 0, Total: 4}, counts())
+	rev = b.revision(t, "acme", "ana")
+	n, err = b.store.ReadAll(b.ctx, "acme", "ana")
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, rev, b.revision(t, "acme", "ana"), "nothing to read: no write")
 	mark("n002", Unarchive)
 	require.Equal(t, Counts{Unseen: 1, Unread: 1, Total: 5}, counts(), "archived before read all: still unread")
 	_, err = b.store.Mark(b.ctx, "acme", "ana", "n002", "pin")
 	require.ErrorIs(t, err, ErrBadAction)
 }
 
-func TestFeedsAreapart(t *testing.T) {
+// revision is the feed's index revision: what tells a write happened.
+func (b testBundle) revision(t *testing.T, tenant, sub string) uint64 {
+	t.Helper()
+	kve, err := b.store.kv.Get(b.ctx, indexKey(tenant, sub))
+	require.NoError(t, err)
+	return kve.Revision()
+}
+
+func TestLimitsDefaults(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want Limits }{
+		{Limits{}, Limits{Retention: DefaultRetention, Cap: DefaultCap}},
+		{Limits{Retention: -time.Hour, Cap: -1}, Limits{Retention: DefaultRetention, Cap: DefaultCap}},
+		{Limits{Retention: time.Hour, Cap: 1 << 20}, Limits{Retention: time.Hour, Cap: MaxCap}},
+		{Limits{Retention: time.Hour, Cap: 7}, Limits{Retention: time.Hour, Cap: 7}},
+	} {
+		require.Equal(t, tc.want, tc.in.WithDefaults(), tc.in)
+	}
+}
+
+func TestFeedsAreApart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.add(t, "acme", "ana", 0, 3, Limits{})
@@ -328,14 +355,11 @@ func TestRetentionDropsOldItemsAndContents(t *testing.T) {
 	require.Equal(t, Counts{}, c)
 
 	// A feed with nothing to drop is read, not written.
-	before, err := b.store.kv.Get(b.ctx, indexKey("acme", "ana"))
-	require.NoError(t, err)
+	before := b.revision(t, "acme", "ana")
 	n, err = b.store.Sweep(b.ctx, "acme", l)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	after, err := b.store.kv.Get(b.ctx, indexKey("acme", "ana"))
-	require.NoError(t, err)
-	require.Equal(t, before.Revision(), after.Revision())
+	require.Equal(t, before, b.revision(t, "acme", "ana"))
 }
 
 func TestErase(t *testing.T) {
