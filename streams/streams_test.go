@@ -143,6 +143,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_topics":        {jetstream.LimitsPolicy, []string{"$KV.topics.>"}, nil},
 		"KV_topic_members": {jetstream.LimitsPolicy, []string{"$KV.topic_members.>"}, nil},
 		"KV_preferences":   {jetstream.LimitsPolicy, []string{"$KV.preferences.>"}, nil},
+		// Each subscriber's in-app feed, and its change log.
+		"KV_inbox": {jetstream.LimitsPolicy, []string{"$KV.inbox.>"}, nil},
 		// A topic's fan-out, a page at a time, per tenant in turn: the
 		// router's consumers are made per tenant from its own template.
 		"FANOUT": {jetstream.WorkQueuePolicy, []string{"fanout.*"}, nil},
@@ -201,6 +203,7 @@ func TestDeclaredRetention(t *testing.T) {
 		"KV_sending_domains":  0,
 		"KV_templates":        0,
 		"KV_workflows":        0,
+		"KV_inbox":            0,
 		// A month's counts outlive the month by a year and a bit, for
 		// last year's same month.
 		"QUOTAS": 400 * 24 * time.Hour,
@@ -220,7 +223,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 66)
+	require.Len(t, report, 67)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -241,11 +244,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 37, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 38, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 37, report.Drifted())
+	require.Equal(t, 38, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")
