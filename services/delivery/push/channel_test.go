@@ -161,7 +161,11 @@ func TestEveryDeviceReceivesItInItsLanguage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.channel(t, b.browser(t, "laptop", ""), device("ipad", recipient.DeviceAPNs, iPadToken),
-		func() recipient.Device { d := device("phone-1", recipient.DeviceFCM, "fcm-token-1"); d.Locale = "es"; return d }())
+		func() recipient.Device {
+			d := device("phone-1", recipient.DeviceFCM, "fcm-token-1")
+			d.Locale = "es"
+			return d
+		}())
 
 	r, err := try(t, c, shipped())
 	require.NoError(t, err)
