@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -329,4 +331,28 @@ type fakeSender struct{}
 
 func (fakeSender) Send(context.Context, push.Message) (provider.Receipt, error) {
 	return provider.Receipt{}, errors.New("not for sending")
+}
+
+func TestADeviceThatMayHaveTakenItMakesTheTryAmbiguous(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// A push service that takes the request and never answers: the try's
+	// deadline ends it, after the push may have been taken.
+	silent := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(silent.Close)
+	laptop := b.browser(t, "laptop", "")
+	laptop.Subscription.Endpoint = silent.URL + "/push/sub1"
+	b.apns.Refuse(iPadToken, apnstest.Answer{Status: http.StatusTooManyRequests, Reason: "TooManyRequests"})
+	c := b.channel(t, laptop, device("ipad", recipient.DeviceAPNs, iPadToken))
+
+	tr, err := c.Prepare(context.Background(), shipped())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = tr.Calls[0].Send(ctx)
+	require.False(t, provider.IsPermanent(err), "%v", err)
+	require.True(t, provider.IsAmbiguous(err), "the laptop may show it: %v", err)
 }
