@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -295,7 +296,7 @@ func (w worker) try(ctx context.Context, j *job) consumer.Outcome {
 		result = w.chain.send(context.WithoutCancel(ctx), try.Calls)
 		err = result.Failures
 	}
-	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: provider.IsAmbiguous(err), Note: try.Note}
+	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: provider.IsAmbiguous(err), Note: cmp.Or(result.Receipt.Note, try.Note)}
 	if md, _ := j.msg.Metadata(); md != nil {
 		attempt.Delivery = md.NumDelivered
 	}

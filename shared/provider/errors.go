@@ -19,6 +19,10 @@ import (
 type Receipt struct {
 	Provider  string
 	MessageID string
+	// Note, when set, is what the ledger should know of this send that
+	// only the send could tell — a push's outcome on each device. It
+	// stands in for the try's Note. Optional.
+	Note string
 }
 
 // PermanentError is a refusal that no retry can change: an invalid address,
