@@ -148,7 +148,10 @@ func (c *Channel) Prepare(ctx context.Context, d notification.Delivery) (deliver
 	}
 	return delivery.Try{Calls: []delivery.Call{{
 		Provider: CallName,
-		Send:     func(ctx context.Context) (provider.Receipt, error) { return c.fanOut(ctx, d, subscriber, sends) },
+		// A tenant's failing pushes (its devices' services throttling it,
+		// say) open no other tenant's breaker.
+		Breaker: CallName + "/" + d.Tenant,
+		Send:    func(ctx context.Context) (provider.Receipt, error) { return c.fanOut(ctx, d, subscriber, sends) },
 	}}}, nil
 }
 
