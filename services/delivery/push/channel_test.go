@@ -356,3 +356,13 @@ func TestADeviceThatMayHaveTakenItMakesTheTryAmbiguous(t *testing.T) {
 	require.False(t, provider.IsPermanent(err), "%v", err)
 	require.True(t, provider.IsAmbiguous(err), "the laptop may show it: %v", err)
 }
+
+// A tenant whose pushes keep failing trips its own breaker only: the
+// protocol keys breakers by the call's Breaker.
+func TestEachTenantHasItsOwnBreaker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tr, err := b.channel(t, b.browser(t, "laptop", "")).Prepare(context.Background(), shipped())
+	require.NoError(t, err)
+	require.Equal(t, "push/acme", tr.Calls[0].Breaker, "one breaker per tenant, not one for all")
+}
