@@ -142,6 +142,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_topics":        {jetstream.LimitsPolicy, []string{"$KV.topics.>"}, nil},
 		"KV_topic_members": {jetstream.LimitsPolicy, []string{"$KV.topic_members.>"}, nil},
 		"KV_preferences":   {jetstream.LimitsPolicy, []string{"$KV.preferences.>"}, nil},
+		// Subscribers' push devices: FCM and APNs tokens, Web Push subscriptions.
+		"KV_devices": {jetstream.LimitsPolicy, []string{"$KV.devices.>"}, nil},
 		// A topic's fan-out, a page at a time, per tenant in turn: the
 		// router's consumers are made per tenant from its own template.
 		"FANOUT": {jetstream.WorkQueuePolicy, []string{"fanout.*"}, nil},
