@@ -148,11 +148,13 @@ func checkP256dh(key string) error {
 	if err != nil {
 		return err
 	}
-	if len(b) != 65 || b[0] != 4 {
-		return fmt.Errorf("%d bytes; an uncompressed P-256 public key is 65, starting 0x04", len(b))
+	if len(b) != 65 {
+		return fmt.Errorf("%d bytes; an uncompressed P-256 public key is 65", len(b))
 	}
+	// NewPublicKey takes the uncompressed form only (0x04 first), and
+	// checks the point is on the curve.
 	if _, err := ecdh.P256().NewPublicKey(b); err != nil {
-		return errors.New("not a point on the P-256 curve")
+		return errors.New("not an uncompressed point on the P-256 curve")
 	}
 	return nil
 }

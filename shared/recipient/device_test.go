@@ -79,7 +79,10 @@ func TestADeviceIsCheckedForItsKind(t *testing.T) {
 		"subscription.keys.p256dh: 33 bytes": web(func(s *recipient.WebPushSubscription) {
 			s.Keys.P256dh = base64.RawURLEncoding.EncodeToString(append([]byte{2}, make([]byte, 32)...))
 		}),
-		"subscription.keys.p256dh: not a point":   web(func(s *recipient.WebPushSubscription) { s.Keys.P256dh = offCurve }),
+		"subscription.keys.p256dh: not an uncompressed point": web(func(s *recipient.WebPushSubscription) { s.Keys.P256dh = offCurve }),
+		"subscription.keys.p256dh: not an uncompressed point on": web(func(s *recipient.WebPushSubscription) {
+			s.Keys.P256dh = "A" + s.Keys.P256dh[1:] // 0x00…: not the uncompressed form's 0x04
+		}),
 		"subscription.keys.p256dh: not base64":    web(func(s *recipient.WebPushSubscription) { s.Keys.P256dh = "a+b/" }),
 		"subscription.keys.auth: 15 bytes":        web(func(s *recipient.WebPushSubscription) { s.Keys.Auth = "AAAAAAAAAAAAAAAAAAAA" }),
 		"subscription.keys.auth: required":        web(func(s *recipient.WebPushSubscription) { s.Keys.Auth = "" }),
