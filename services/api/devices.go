@@ -130,6 +130,39 @@ func registerDevices(s *Service) {
 	})
 }
 
+// SubscriberWithDevices is a subscriber as GET shows her: with her push
+// devices, masked as their listing shows them.
+type SubscriberWithDevices struct {
+	Subscriber
+	Devices []Device `json:"devices" doc:"Her push devices in the order of their ids, masked: PUT /v1/subscribers/{id}/devices/{device_id} adds one."`
+}
+
+// registerSubscriberGet registers GET /v1/subscribers/{id}: the
+// subscriber, and her devices read after her.
+func registerSubscriberGet(s *Service, r *resource[string, recipient.Subscriber, recipient.Subscriber, Subscriber]) {
+	o := r.operation(route{Operation: huma.Operation{OperationID: "get-subscriber", Summary: "Get a subscriber",
+		Description: "With her push devices, masked."}}, http.MethodGet, r.path+r.item, r.read, http.StatusNotFound)
+	huma.Register(s.api, o, func(ctx context.Context, in *subscriberInput) (*bodyOf[SubscriberWithDevices], error) {
+		out, err := call(ctx, s, r, in.Tenant, in.ID, 0,
+			func(ctx context.Context, st resourceStore[string, recipient.Subscriber, recipient.Subscriber], tenant string) (SubscriberWithDevices, error) {
+				sub, err := st.Get(ctx, tenant, in.ID)
+				if err != nil {
+					return SubscriberWithDevices{}, err
+				}
+				list, err := st.(subscribers).d.Devices(ctx, tenant, in.ID)
+				out := SubscriberWithDevices{Subscriber: subscriberOf(sub), Devices: make([]Device, len(list))}
+				for i, d := range list {
+					out.Devices[i] = deviceOf(d)
+				}
+				return out, err
+			})
+		if err != nil {
+			return nil, err
+		}
+		return &bodyOf[SubscriberWithDevices]{Body: out}, nil
+	})
+}
+
 // devices is the device store as the API exposes it.
 type devices struct {
 	d            *recipient.Directory

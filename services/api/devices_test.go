@@ -60,6 +60,13 @@ func TestASubscribersDevicesThroughTheAPI(t *testing.T) {
 	require.NotContains(t, list.body, "secret-path")
 	require.NotContains(t, list.body, deviceAPNsToken)
 	require.NotContains(t, list.body, "p256dh")
+	sub := b.do(t, http.MethodGet, subscriberPath("u-olga"), acmeRead, nil)
+	require.Equal(t, http.StatusOK, sub.status, sub.body)
+	var withDevices api.SubscriberWithDevices
+	require.NoError(t, json.Unmarshal([]byte(sub.body), &withDevices))
+	require.Equal(t, "olga@zarya.example", withDevices.Email)
+	require.Equal(t, got.Devices, withDevices.Devices, "the subscriber shows her devices as their listing does")
+	require.NotContains(t, sub.body, deviceAPNsToken)
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, subscriberPath("u-olga")+"/devices", globexRead, nil).status,
 		"acme's subscriber, not globex's")
 
