@@ -42,13 +42,10 @@ type DeviceBody struct {
 // deviceOf is d as the API shows it, masked.
 func deviceOf(d recipient.Device) Device {
 	v := Device{ID: d.ID, Kind: d.Kind, Locale: d.Locale, UpdatedAt: d.UpdatedAt}
-	if d.Token != "" {
-		v.Token = "…" + d.Token[max(0, len(d.Token)-8):]
-	}
 	if d.Subscription != nil {
-		if u, err := url.Parse(d.Subscription.Endpoint); err == nil {
-			v.Endpoint = u.Scheme + "://" + u.Host
-		}
+		v.Endpoint = d.Masked()
+	} else {
+		v.Token = d.Masked()
 	}
 	return v
 }

@@ -171,3 +171,20 @@ func base64url(s string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Masked is what may be shown of d's address: the token's last 8
+// characters after an ellipsis, or the Web Push endpoint's origin (its
+// push service). Either whole is a capability — whoever holds it can push
+// to the device — so listings show only this.
+func (d Device) Masked() string {
+	if d.Subscription != nil {
+		if u, err := url.Parse(d.Subscription.Endpoint); err == nil {
+			return u.Scheme + "://" + u.Host
+		}
+		return ""
+	}
+	if d.Token == "" {
+		return ""
+	}
+	return "…" + d.Token[max(0, len(d.Token)-8):]
+}
