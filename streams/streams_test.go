@@ -145,6 +145,8 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"KV_preferences":   {jetstream.LimitsPolicy, []string{"$KV.preferences.>"}, nil},
 		// Each subscriber's in-app feed, and its change log.
 		"KV_inbox": {jetstream.LimitsPolicy, []string{"$KV.inbox.>"}, nil},
+		// Subscribers' push devices: FCM and APNs tokens, Web Push subscriptions.
+		"KV_devices": {jetstream.LimitsPolicy, []string{"$KV.devices.>"}, nil},
 		// A topic's fan-out, a page at a time, per tenant in turn: the
 		// router's consumers are made per tenant from its own template.
 		"FANOUT": {jetstream.WorkQueuePolicy, []string{"fanout.*"}, nil},
@@ -223,7 +225,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 67)
+	require.Len(t, report, 68)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}
@@ -244,11 +246,11 @@ func TestCheckReportsDriftWithoutChangingIt(t *testing.T) {
 	ctx := heraldtest.Context(t)
 	report, err := streams.Check(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
-	require.Len(t, report, 38, "the streams only: a missing stream's consumers cannot exist")
+	require.Len(t, report, 39, "the streams only: a missing stream's consumers cannot exist")
 	for _, r := range report {
 		require.Equal(t, streams.Missing, r.Action, r.String())
 	}
-	require.Equal(t, 38, report.Drifted())
+	require.Equal(t, 39, report.Drifted())
 	names := n.JS.StreamNames(ctx)
 	for range names.Name() {
 		t.Fatal("Check created a stream")

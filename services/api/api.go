@@ -79,7 +79,7 @@ type stores struct {
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
 	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerTemplates, registerUsage,
-	registerSubscriberList, registerSubscriberErasure, registerSubscribers, registerAccounts, registerTopics, registerPreferences,
+	registerSubscriberList, registerSubscriberErasure, registerSubscribers, registerDevices, registerAccounts, registerTopics, registerPreferences,
 	registerRuns, registerWorkflows}
 
 // New returns the HTTP API on js.

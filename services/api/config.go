@@ -101,6 +101,11 @@ type Config struct {
 	// each required when a route marks it so: what preferences show, and
 	// which of them nobody may switch off. Defaults to none.
 	Categories []recipient.Category `yaml:"-"`
+	// AllowPrivateNetworks lets a Web Push device's endpoint resolve to a
+	// loopback, private, link-local or metadata address — for development
+	// only, as webhooks.allow_private_networks is (herald dev sets it).
+	// Defaults to false: such an endpoint is refused (422) when stored.
+	AllowPrivateNetworks bool `yaml:"-"`
 	// MaxTopicMembers caps a topic's members: an addition past it is
 	// refused whole. Defaults to 100,000, twice the 50,000 a topic's
 	// fan-out is measured at, and few enough that listing a topic's keys

@@ -99,7 +99,7 @@ func subscriberResource(s *Service) *resource[string, recipient.Subscriber, reci
 
 func registerSubscribers(s *Service) {
 	r := subscriberResource(s)
-	getRoute[subscriberInput](s, r, route{Operation: huma.Operation{OperationID: "get-subscriber", Summary: "Get a subscriber"}})
+	registerSubscriberGet(s, r)
 	upsertRoute[putSubscriberInput](s, r, route{Operation: huma.Operation{OperationID: "put-subscriber",
 		Summary: "Create or replace a subscriber",
 		Description: "Stores the person under the publisher's own id, replacing whatever it held. Each field is checked — an unknown " +

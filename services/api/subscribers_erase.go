@@ -28,6 +28,7 @@ type ErasureReceipt struct {
 	Preferences      int       `json:"preferences" doc:"1 when she had made choices."`
 	TopicMemberships int       `json:"topic_memberships" doc:"The topics she was taken off."`
 	Accounts         int       `json:"accounts" doc:"The accounts rewritten without her."`
+	Devices          int       `json:"devices" doc:"Her push devices removed, every stored version of them."`
 	Addresses        int       `json:"addresses" doc:"The distinct addresses (email, phone, WhatsApp, and earlier ones) her profile named, which the rest was redacted of."`
 	HistoryRows      int       `json:"history_rows" doc:"Her notifications in the listing, kept with the address replaced by erased:<hash>."`
 	LedgerEntries    int       `json:"ledger_entries" doc:"Her notifications' delivery records redacted; each keeps its state, so none is sent again."`
@@ -39,7 +40,7 @@ type ErasureReceipt struct {
 
 func receiptOf(r erasure.Receipt) *ErasureReceipt {
 	return &ErasureReceipt{Tenant: r.Tenant, Subscriber: r.Subscriber, Profile: r.Profile, Preferences: r.Preferences,
-		TopicMemberships: r.TopicMemberships, Accounts: r.Accounts, Addresses: r.Addresses, HistoryRows: int(r.HistoryRows),
+		TopicMemberships: r.TopicMemberships, Accounts: r.Accounts, Devices: r.Devices, Addresses: r.Addresses, HistoryRows: int(r.HistoryRows),
 		LedgerEntries: r.LedgerEntries, InFlight: r.InFlight, Suppressions: r.Suppressions, Complete: r.Complete, Time: r.Time}
 }
 

@@ -78,6 +78,8 @@ func TestEraseASubscriberThroughTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.dir.SetPreferences(ctx, "acme", "u/olga 1", recipient.Choices{"alerts": {event.ChannelSMS: false}}, nil, false)
 	require.NoError(t, err)
+	_, _, err = b.dir.PutDevice(ctx, recipient.Device{Tenant: "acme", Subscriber: "u/olga 1", ID: "phone", Kind: recipient.DeviceAPNs, Token: deviceAPNsToken})
+	require.NoError(t, err)
 	id := b.delivered(t, "olga@zarya.example")
 	supp, err := suppression.Open(ctx, b.nats.JS)
 	require.NoError(t, err)
@@ -92,7 +94,7 @@ func TestEraseASubscriberThroughTheAPI(t *testing.T) {
 	var r api.ErasureReceipt
 	require.NoError(t, json.Unmarshal([]byte(erased.body), &r))
 	require.Equal(t, api.ErasureReceipt{Tenant: "acme", Subscriber: "u/olga 1", Profile: 1, Preferences: 1, TopicMemberships: 1, Accounts: 1,
-		Addresses: 2, HistoryRows: 1, LedgerEntries: 1, Suppressions: 1, Complete: true, Time: r.Time}, r)
+		Devices: 1, Addresses: 2, HistoryRows: 1, LedgerEntries: 1, Suppressions: 1, Complete: true, Time: r.Time}, r)
 	require.NotContains(t, erased.body, "olga@")
 
 	_, _, err = b.dir.Subscribers.Get(ctx, recipient.SubscriberKey("acme", "u/olga 1"))

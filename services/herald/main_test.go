@@ -48,7 +48,7 @@ func TestStreamsPrint(t *testing.T) {
 
 	out, err = herald(t, "streams", "print")
 	require.NoError(t, err)
-	require.Equal(t, 61, strings.Count(out, "# streams/"))
+	require.Equal(t, 68, strings.Count(out, "# streams/"))
 }
 
 func TestStreamsApplyAndPublish(t *testing.T) {

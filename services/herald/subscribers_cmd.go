@@ -14,7 +14,7 @@ Their records are kept in NATS; the listing is read from the subscriber index
 (history.url), which the history service keeps up to date.`,
 	}
 	cmd.AddCommand(subscribersEditCommands()...)
-	cmd.AddCommand(subscribersListCommand())
+	cmd.AddCommand(subscribersListCommand(), subscribersDevicesCommand())
 	cmd.AddCommand(subscribersErasureCommands()...)
 	return cmd
 }

@@ -24,6 +24,9 @@ type Erased struct {
 	// Accounts counts the accounts rewritten without her, and those
 	// deleted before whose kept revisions named her, purged.
 	Accounts int `json:"accounts"`
+	// Devices counts her push devices (and those removed before whose
+	// records the bucket still kept): a device token reaches her phone.
+	Devices int `json:"devices"`
 }
 
 // Addresses are every address the bucket keeps for a tenant's subscriber:
@@ -49,7 +52,7 @@ func (d *Directory) Addresses(ctx context.Context, tenant, id string) ([]string,
 }
 
 // Erase removes a tenant's subscriber from the directory, each record with
-// every revision its bucket keeps (Purge): her topic memberships, her
+// every revision its bucket keeps (Purge): her push devices, her topic memberships, her
 // preferences, her place in each account (the account rewritten without
 // her, its earlier revisions gone), then her profile — last, so that an
 // erasure cut short can be run again and still find her addresses
@@ -64,6 +67,9 @@ func (d *Directory) Erase(ctx context.Context, tenant, id string, keepAddresses 
 	}
 	var e Erased
 	var err error
+	if e.Devices, err = purgeAll(ctx, d.DeviceStore, tenant, Token(id)+".*"); err != nil {
+		return e, err
+	}
 	if e.TopicMemberships, err = purgeAll(ctx, d.Memberships, tenant, "*."+Token(id)); err != nil {
 		return e, err
 	}

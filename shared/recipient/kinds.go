@@ -18,6 +18,7 @@ const (
 	TopicsBucket      = "topics"
 	MembersBucket     = "topic_members"
 	PreferencesBucket = "preferences"
+	DevicesBucket     = "devices"
 )
 
 // Errors a missing record is reported as; each matches resource.ErrNotFound.
@@ -27,6 +28,7 @@ var (
 	ErrNoTopic       = errors.New("recipient: no such topic")
 	ErrNoMembership  = errors.New("recipient: not on the topic")
 	ErrNoPreferences = errors.New("recipient: no preferences set")
+	ErrNoDevice      = errors.New("recipient: no such device")
 )
 
 // SubscriberKey is where a tenant's subscriber is kept.
@@ -57,6 +59,16 @@ func PreferencesKey(tenant, subscriber string) string {
 	return tenant + ".s." + Token(subscriber)
 }
 
+// DeviceKey is where a subscriber's device is kept: under the
+// subscriber's own prefix (DevicesPrefix), so her devices are listed, and
+// erased, by one filter.
+func DeviceKey(tenant, subscriber, id string) string {
+	return DevicesPrefix(tenant, subscriber) + "." + Token(id)
+}
+
+// DevicesPrefix is the key prefix of a subscriber's devices.
+func DevicesPrefix(tenant, subscriber string) string { return tenant + "." + Token(subscriber) }
+
 // The kinds.
 var (
 	Subscribers = resource.Kind[Subscriber]{Name: "subscriber", Bucket: SubscribersBucket, NotFound: ErrNoSubscriber,
@@ -74,6 +86,11 @@ var (
 	PreferenceSets = resource.Kind[Preferences]{Name: "preferences", Bucket: PreferencesBucket, NotFound: ErrNoPreferences,
 		Key:      func(p Preferences) string { return PreferencesKey(p.Tenant, p.Subscriber) },
 		Validate: Preferences.Validate, MaxBytes: 16 << 10}
+	// A device is small — a Web Push subscription is some 300 bytes — but
+	// an FCM token may be 4 KiB.
+	Devices = resource.Kind[Device]{Name: "device", Bucket: DevicesBucket, NotFound: ErrNoDevice,
+		Key:      func(d Device) string { return DeviceKey(d.Tenant, d.Subscriber, d.ID) },
+		Validate: Device.Validate, MaxBytes: 8 << 10}
 )
 
 // Directory is a deployment's recipients: the stores of every kind.
@@ -83,17 +100,21 @@ type Directory struct {
 	Topics      *resource.Store[Topic]
 	Memberships *resource.Store[Membership]
 	Preferences *resource.Store[Preferences]
+	// DeviceStore keeps subscribers' push devices; Devices, PutDevice and
+	// RemoveDevice are how they are read and written.
+	DeviceStore *resource.Store[Device]
 }
 
 // Open binds to the buckets, which streams.Apply creates.
 func Open(ctx context.Context, js jetstream.JetStream) (*Directory, error) {
 	var d Directory
-	var errs [5]error
+	var errs [6]error
 	d.Subscribers, errs[0] = resource.Open(ctx, js, Subscribers)
 	d.Accounts, errs[1] = resource.Open(ctx, js, Accounts)
 	d.Topics, errs[2] = resource.Open(ctx, js, Topics)
 	d.Memberships, errs[3] = resource.Open(ctx, js, Memberships)
 	d.Preferences, errs[4] = resource.Open(ctx, js, PreferenceSets)
+	d.DeviceStore, errs[5] = resource.Open(ctx, js, Devices)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("recipient: %w", err)
 	}

@@ -29,8 +29,9 @@ func (a *App) configureAPI() error {
 	}
 	a.apiC = api.Config{MaxBodyBytes: a.cfg.API.MaxBodyBytes, IdempotencyTTL: a.cfg.API.IdempotencyTTL,
 		RedeliveriesPerHour: a.cfg.API.RedeliveriesPerHour, AttachMaxBytes: a.cfg.Documents.AttachMaxBytes, Plans: a.cfg.Plans, Keyring: a.keyring,
-		Categories: router.Categories(a.routes().WithDefaults().Routes),
-		Logger:     a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants,
+		Categories:           router.Categories(a.routes().WithDefaults().Routes),
+		AllowPrivateNetworks: a.cfg.Webhooks.AllowPrivateNetworks,
+		Logger:               a.logger.With("service", "api"), MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants,
 		TracerProvider: a.tracer}.WithDefaults()
 	if a.cfg.History.URL != "" {
 		if err := checkHistoryURL(a.cfg.History.URL); err != nil {

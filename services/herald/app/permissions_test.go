@@ -106,9 +106,10 @@ var (
 	readQuotas = []string{"$JS.API.DIRECT.GET.QUOTAS.>"}
 	// Erasing a subscriber: the directory's buckets read (their keys and
 	// kept revisions through ordered consumers) and purged, the erasure
-	// recorded on the audit stream. The same consumers follow them by
+	// recorded on the audit stream (and the devices bucket, whose PUTs and
+	// listings are the api's too). The same consumers follow them by
 	// watch for the api's planner (router.Planner).
-	eraseSubscribers = join(kvReadWrite("subscribers"), kvReadWrite("accounts"), kvReadWrite("topic_members"),
+	eraseSubscribers = join(kvReadWrite("subscribers"), kvReadWrite("accounts"), kvReadWrite("topic_members"), kvReadWrite("devices"),
 		kvReadWrite("preferences"), []string{"audit.erasure"})
 	// Each tenant's webhook redeliveries an hour, counted by the api.
 	countRedeliveries = []string{"quota.*.redelivered.*"}
