@@ -7,8 +7,6 @@
 package webpushtest
 
 import (
-	"crypto/ecdh"
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -21,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/heraldhq/herald/services/delivery/push"
+	"github.com/heraldhq/herald/services/delivery/push/webpush/webpushreceiver"
 )
 
 // Push is one push the service accepted.
@@ -46,8 +45,7 @@ type Answer struct {
 // the browser holds.
 type subscription struct {
 	serverKey []byte // the application server key it was made with
-	private   *ecdh.PrivateKey
-	auth      []byte
+	keys      *webpushreceiver.Receiver
 	gone      bool
 }
 
@@ -79,21 +77,16 @@ func (s *Server) Subscribe(t testing.TB, applicationServerKey string) push.Subsc
 	if err != nil {
 		t.Fatalf("webpushtest: application server key: %v", err)
 	}
-	private, err := ecdh.P256().GenerateKey(rand.Reader)
+	keys, err := webpushreceiver.New()
 	if err != nil {
 		t.Fatalf("webpushtest: %v", err)
 	}
-	auth := make([]byte, 16)
-	_, _ = rand.Read(auth)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
 	endpoint := fmt.Sprintf("%s/push/sub%d", s.URL, s.seq)
-	s.subs[endpoint] = &subscription{serverKey: serverKey, private: private, auth: auth}
-	return push.Subscription{Endpoint: endpoint, Keys: push.SubscriptionKeys{
-		P256dh: base64.RawURLEncoding.EncodeToString(private.PublicKey().Bytes()),
-		Auth:   base64.RawURLEncoding.EncodeToString(auth),
-	}}
+	s.subs[endpoint] = &subscription{serverKey: serverKey, keys: keys}
+	return keys.Subscription(endpoint)
 }
 
 // Unsubscribe ends a subscription, as a browser does when the user revokes
@@ -168,7 +161,7 @@ func (s *Server) read(r *http.Request, sub *subscription, endpoint string) (Push
 	if p.Topic != "" && !topicPattern.MatchString(p.Topic) {
 		return p, http.StatusBadRequest, fmt.Errorf("Topic header %q is not 1 to 32 base64url characters", p.Topic)
 	}
-	if p.Subscriber, err = verifyVAPID(r.Header.Get("Authorization"), sub.serverKey, s.URL); err != nil {
+	if p.Subscriber, err = webpushreceiver.VerifyVAPID(r.Header.Get("Authorization"), sub.serverKey, s.URL); err != nil {
 		return p, http.StatusForbidden, err
 	}
 	if r.Header.Get("Content-Encoding") != "aes128gcm" {
@@ -178,7 +171,7 @@ func (s *Server) read(r *http.Request, sub *subscription, endpoint string) (Push
 	if err != nil || len(body) > 4096 {
 		return p, http.StatusRequestEntityTooLarge, fmt.Errorf("payload over 4096 bytes")
 	}
-	if p.Plaintext, err = decrypt(body, sub.private, sub.auth); err != nil {
+	if p.Plaintext, err = sub.keys.Decrypt(body); err != nil {
 		return p, http.StatusBadRequest, fmt.Errorf("decrypting: %w", err)
 	}
 	return p, 0, nil

@@ -1,4 +1,4 @@
-package webpushtest
+package webpushreceiver
 
 import (
 	"crypto/ecdsa"
@@ -21,11 +21,11 @@ type claims struct {
 	Sub string `json:"sub"`
 }
 
-// verifyVAPID checks an Authorization header "vapid t=<JWT>, k=<key>" as a
+// VerifyVAPID checks an Authorization header "vapid t=<JWT>, k=<key>" as a
 // push service does: k is the key the subscription was made with, the JWT
 // is ES256-signed with it, its audience is origin, it has not expired and
 // expires within 24 hours, and it names a contact. It returns the contact.
-func verifyVAPID(header string, serverKey []byte, origin string) (string, error) {
+func VerifyVAPID(header string, serverKey []byte, origin string) (string, error) {
 	token, key, err := vapidParams(header)
 	if err != nil {
 		return "", err
