@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -117,8 +118,8 @@ func checkToken(kind DeviceKind, token string) error {
 }
 
 // check adds what is wrong with s to p: the endpoint must be an https URL
-// with a host, and the keys those RFC 8291 encrypts to — a P-256 public
-// key, uncompressed, and a 16-byte authentication secret.
+// with a host (http on loopback), and the keys those RFC 8291 encrypts to —
+// a P-256 public key, uncompressed, and a 16-byte authentication secret.
 func (s WebPushSubscription) check(p *problems) {
 	p.check("subscription.endpoint", checkEndpoint(s.Endpoint))
 	p.check("subscription.keys.p256dh", checkP256dh(s.Keys.P256dh))
@@ -137,10 +138,22 @@ func checkEndpoint(endpoint string) error {
 		return fmt.Errorf("%d bytes, more than %d", len(endpoint), MaxEndpoint)
 	}
 	u, err := url.Parse(endpoint)
-	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil {
-		return errors.New("an https URL with a host (and no user) is what a push service gives")
+	if err != nil || !(u.Scheme == "https" || u.Scheme == "http" && loopback(u.Hostname())) || u.Hostname() == "" || u.User != nil {
+		return errors.New("an https URL with a host (and no user) is what a push service gives (http on loopback only)")
 	}
 	return nil
+}
+
+// loopback reports whether host is this machine, whose push service — herald
+// dev's push sink — may speak plain http: no one else can read it there.
+// Only a deployment that allows private networks (herald dev does) stores
+// or pushes to such an endpoint; the API and the sender refuse it
+// otherwise.
+func loopback(host string) bool {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.IsLoopback()
+	}
+	return host == "localhost"
 }
 
 func checkP256dh(key string) error {

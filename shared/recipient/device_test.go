@@ -53,6 +53,10 @@ func TestADeviceIsCheckedForItsKind(t *testing.T) {
 		with(func(d *recipient.Device) { d.Kind, d.Token = recipient.DeviceAPNs, strings.ToUpper(apnsHex)+apnsHex }),
 		web(func(*recipient.WebPushSubscription) {}),
 		web(func(s *recipient.WebPushSubscription) { s.Keys.Auth += "==" }),
+		// A push service on this machine, as herald dev's push sink.
+		web(func(s *recipient.WebPushSubscription) { s.Endpoint = "http://127.0.0.1:8082/push/0123" }),
+		web(func(s *recipient.WebPushSubscription) { s.Endpoint = "http://[::1]:8082/push/0123" }),
+		web(func(s *recipient.WebPushSubscription) { s.Endpoint = "http://localhost:8082/push/0123" }),
 	} {
 		require.NoError(t, good.Validate(), "%+v", good)
 	}
@@ -71,6 +75,7 @@ func TestADeviceIsCheckedForItsKind(t *testing.T) {
 		"subscription: required":                     with(func(d *recipient.Device) { d.Kind = recipient.DeviceWebPush }),
 		"token: a webpush device has a subscription": web(func(*recipient.WebPushSubscription) {}),
 		"subscription.endpoint: an https URL":        web(func(s *recipient.WebPushSubscription) { s.Endpoint = "http://push.example/x" }),
+		"gives (http on loopback only)":              web(func(s *recipient.WebPushSubscription) { s.Endpoint = "http://localhost.push.example/x" }),
 		"subscription.endpoint: an https URL with a": web(func(s *recipient.WebPushSubscription) { s.Endpoint = "https:///x" }),
 		"subscription.endpoint: required":            web(func(s *recipient.WebPushSubscription) { s.Endpoint = "" }),
 		"subscription.endpoint: 2049 bytes": web(func(s *recipient.WebPushSubscription) {
