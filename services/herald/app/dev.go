@@ -33,8 +33,9 @@ type DevConfig struct {
 	RedisURL string
 	// HookListen is the address of the webhook sink, which writes each
 	// delivery posted to /hook under DataDir/hooks (Dev.HookURL says where
-	// it is). Defaults to a free loopback port; herald dev's --hook-listen
-	// is 127.0.0.1:8082.
+	// it is), and of the push sink, which writes each push to its
+	// subscription under DataDir/push (Dev.PushSubscription). Defaults to
+	// a free loopback port; herald dev's --hook-listen is 127.0.0.1:8082.
 	HookListen string
 	// Config is the same configuration production uses. Without email
 	// providers, mail goes to the mail-directory sink under DataDir/mail.
@@ -63,6 +64,11 @@ type Dev struct {
 	// HookDir is where it writes what it receives.
 	HookURL string
 	HookDir string
+	// PushDir is where the push sink writes each push it receives, as the
+	// JSON a service worker gets; PushSubscription is the file holding its
+	// subscription, the body of a device's PUT.
+	PushDir          string
+	PushSubscription string
 	// MasterKey is the vault's master key file dev made or found under
 	// DataDir, or "" when one was configured.
 	MasterKey string
@@ -110,7 +116,7 @@ func StartDev(ctx context.Context, cfg DevConfig, logger *slog.Logger) (_ *Dev, 
 	if err != nil {
 		return d, fmt.Errorf("%w (is another herald dev or nats-server running? choose another port with --nats-listen)", err)
 	}
-	if err := d.startHookSink(cfg.HookListen, logger); err != nil {
+	if err := d.startHookSink(cfg.HookListen, c.Push.WebPush.VAPIDPublicKey, logger); err != nil {
 		return d, err
 	}
 	c.NATS.URL = d.NATS.URL()
@@ -172,15 +178,23 @@ func useDevLinkSecret(c *Config, dir string) error {
 	return nil
 }
 
-// startHookSink serves the webhook sink, writing under DataDir/hooks.
-func (d *Dev) startHookSink(listen string, logger *slog.Logger) error {
+// startHookSink serves the webhook sink, writing under DataDir/hooks, and
+// beside it the push sink for pushes signed by vapidPublicKey, writing
+// under DataDir/push.
+func (d *Dev) startHookSink(listen, vapidPublicKey string, logger *slog.Logger) error {
 	d.HookDir = filepath.Join(d.DataDir, "hooks")
-	srv, addr, err := startHookSink(cmp.Or(listen, "127.0.0.1:0"), d.HookDir, logger.With("component", "webhook-sink"))
+	push, err := newPushSink(d.DataDir, vapidPublicKey, logger.With("component", "push-sink"))
 	if err != nil {
 		return err
 	}
-	d.hooks, d.HookURL = srv, "http://"+addr.String()+HookPath
-	return nil
+	srv, addr, err := startHookSink(cmp.Or(listen, "127.0.0.1:0"), d.HookDir, push, logger.With("component", "webhook-sink"))
+	if err != nil {
+		return err
+	}
+	base := "http://" + addr.String()
+	d.hooks, d.HookURL = srv, base+HookPath
+	d.PushDir, d.PushSubscription = push.dir, push.SubscriptionFile()
+	return push.writeSubscription(base)
 }
 
 // SampleTenant is the tenant of the sample events (examples/events), which

@@ -43,8 +43,10 @@ type hookSink struct {
 	logger *slog.Logger
 }
 
-// startHookSink serves the sink on listen until the server is shut down.
-func startHookSink(listen, dir string, logger *slog.Logger) (*http.Server, net.Addr, error) {
+// startHookSink serves the sink on listen until the server is shut down,
+// and push, when given, at PushPath: dev's sinks that listen share one
+// address.
+func startHookSink(listen, dir string, push *pushSink, logger *slog.Logger) (*http.Server, net.Addr, error) {
 	if err := os.MkdirAll(filepath.Join(dir, ".tmp"), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("webhook sink: %w", err)
 	}
@@ -54,6 +56,9 @@ func startHookSink(listen, dir string, logger *slog.Logger) (*http.Server, net.A
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST "+HookPath, hookSink{dir: dir, logger: logger})
+	if push != nil {
+		mux.Handle("POST "+PushPath+"{id}", push)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
 	go func() {
