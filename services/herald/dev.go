@@ -31,6 +31,10 @@ REDIS_URL is set, and a mail sink that writes one .eml file per email under
 sink on --hook-listen that answers each signed POST to /hook and writes it
 under <data>/hooks: register it as an endpoint (herald webhooks add --tenant
 acme --url http://127.0.0.1:8082/hook) to see the status events Herald sends.
+Beside it is a push sink, a pretend browser whose push service is dev itself:
+its subscription is <data>/push/subscription.json, the body PUT
+/v1/subscribers/{id}/devices/{device_id} takes, and it writes each push to it
+under <data>/push, decrypted, as the JSON a service worker gets.
 Commands run from the same directory use dev's master key, <data>/master.key,
 and its link secret, <data>/link.key (subscribers erase), when --data is the
 default.
@@ -40,9 +44,9 @@ against it. Ctrl-C finishes in-flight messages, then stops.`,
 		Args: cobra.NoArgs,
 		RunE: runDev,
 	}
-	cmd.Flags().String("data", ".herald", "data directory: JetStream store, master key, link secret, and the mail, SMS and webhook sinks")
+	cmd.Flags().String("data", ".herald", "data directory: JetStream store, master key, link secret, and the mail, SMS, webhook and push sinks")
 	cmd.Flags().String("nats-listen", "127.0.0.1:4222", "embedded NATS client address")
-	cmd.Flags().String("hook-listen", "127.0.0.1:8082", "webhook sink address: it writes each delivery POSTed to /hook under <data>/hooks")
+	cmd.Flags().String("hook-listen", "127.0.0.1:8082", "webhook and push sinks' address: each delivery POSTed to /hook is written under <data>/hooks, each push to <data>/push/subscription.json's endpoint under <data>/push")
 	listenFlags(cmd)
 	cmd.Flags().Duration("shutdown-timeout", 30*time.Second, "how long a shutdown may spend finishing in-flight messages")
 	return cmd
@@ -97,6 +101,10 @@ func printBanner(w io.Writer, dev *app.Dev, cliNATS string) {
 	fmt.Fprintf(w, "  Webhooks  %s  writes each delivery to %s/\n", dev.HookURL, dev.HookDir)
 	if dev.VAPIDPublicKey != "" {
 		fmt.Fprintf(w, "  Web Push  VAPID public key %s  (pushManager.subscribe's applicationServerKey)\n", dev.VAPIDPublicKey)
+	}
+	if dev.PushSubscription != "" {
+		fmt.Fprintf(w, "  Push      %s  a browser's subscription, to PUT as a subscriber's device;\n", dev.PushSubscription)
+		fmt.Fprintf(w, "              its pushes are written to %s/\n", dev.PushDir)
 	}
 	fmt.Fprintf(w, "  Tenant    %s, the sample events' (herald tenants list)\n", app.SampleTenant)
 	printPlumbing(w, dev)
