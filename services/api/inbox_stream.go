@@ -33,7 +33,9 @@ type hub struct {
 
 // follower is one open stream.
 type follower struct {
-	changes chan inbox.Change
+	// changes are shared by every stream on the feed, read-only: a
+	// pointer, so a stream's buffer is 8 bytes a change.
+	changes chan *inbox.Change
 	// gone is closed when the hub drops the stream, or closes.
 	gone chan struct{}
 }
@@ -86,7 +88,7 @@ func (h *hub) join(f feed) (*follower, error) {
 	case len(h.feeds[f]) >= h.perFeed:
 		return nil, errFeedStreams
 	}
-	fl := &follower{changes: make(chan inbox.Change, h.buffer), gone: make(chan struct{})}
+	fl := &follower{changes: make(chan *inbox.Change, h.buffer), gone: make(chan struct{})}
 	if h.feeds[f] == nil {
 		h.feeds[f] = map[*follower]struct{}{}
 	}
@@ -129,7 +131,7 @@ func (h *hub) deliver(c inbox.Change) {
 	f := feed{c.Tenant, c.Subscriber}
 	for fl := range h.feeds[f] {
 		select {
-		case fl.changes <- c:
+		case fl.changes <- &c:
 		default:
 			h.removeLocked(f, fl)
 			close(fl.gone)
@@ -259,7 +261,7 @@ func (s *Service) relay(ctx context.Context, w *sse, fl *follower, last uint64) 
 				continue // sent by catchUp
 			}
 			last = c.Seq
-			if w.change(s, c) != nil || w.flush() != nil {
+			if w.change(s, *c) != nil || w.flush() != nil {
 				return
 			}
 		}
