@@ -1,7 +1,11 @@
 package api
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -35,4 +39,44 @@ func TestAStreamThatFallsBehindIsDroppedNotWaitedFor(t *testing.T) {
 	h.leave(ana, keeping)
 	require.False(t, h.wants("acme", "ana"))
 	require.Zero(t, h.open)
+}
+
+// lockedBuffer is a stream's body the test reads while relay writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestARelayedStreamSkipsWhatCatchingUpSent(t *testing.T) {
+	t.Parallel()
+	s := &Service{cfg: Config{InboxHeartbeat: time.Hour}}
+	fl := &follower{changes: make(chan *inbox.Change, 4), gone: make(chan struct{})}
+	// Joined before catching up: the live log holds what Since also read.
+	fl.changes <- &inbox.Change{Seq: 5, Kind: inbox.KindState}
+	fl.changes <- &inbox.Change{Seq: 6, Kind: inbox.KindState}
+	fl.changes <- &inbox.Change{Seq: 7, Kind: inbox.KindState}
+	body := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.relay(ctx, &sse{w: body}, fl, 6)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(body.String(), "id: 7\n") }, 10*time.Second, time.Millisecond)
+	cancel()
+	<-done
+	require.NotContains(t, body.String(), "id: 5\n")
+	require.NotContains(t, body.String(), "id: 6\n")
 }
