@@ -146,7 +146,7 @@ func TestOnlyAProcessServingOutsidersOpensThePublicListener(t *testing.T) {
 	t.Parallel()
 	ctx := heraldtest.Context(t)
 	n := heraldtest.StartNATS(t)
-	workers := []string{"router", "workflow", "pdf", "delivery", "sms", "whatsapp", "webhook", "dlq", "history", "outbox-relay"}
+	workers := []string{"router", "workflow", "pdf", "delivery", "sms", "whatsapp", "webhook", "push", "dlq", "history", "outbox-relay"}
 	require.ElementsMatch(t, app.Targets, append(slices.Clone(workers), "api"), "a new service: say whether it answers outsiders")
 
 	outboxDB := "sqlite:" + filepath.Join(t.TempDir(), "outbox.db")
