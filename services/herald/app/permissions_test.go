@@ -487,7 +487,9 @@ func runWithPermissions(t *testing.T, fair bool) {
 		}
 		if name == "push" {
 			cfg.Push.FCM = &app.FCMConfig{CredentialsEnv: "FCM_CREDENTIALS", ProjectID: fcmtest.Project, Endpoint: fcm.Endpoint()}
-			cfg.Getenv = func(k string) string { return map[string]string{"FCM_CREDENTIALS": string(fcm.ServiceAccountJSON())}[k] }
+			cfg.Getenv = func(k string) string {
+				return map[string]string{"FCM_CREDENTIALS": string(fcm.ServiceAccountJSON())}[k]
+			}
 		}
 		if name == "api" {
 			// The api verifies Twilio's callbacks with the platform

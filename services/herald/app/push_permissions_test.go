@@ -82,7 +82,9 @@ func pushWithPermissions(t *testing.T, fair bool) {
 		cfg.Scheduling.Fair = &fair
 		cfg.Router.Routes = routes
 		cfg.Push.FCM = &app.FCMConfig{CredentialsEnv: "FCM_CREDENTIALS", ProjectID: fcmtest.Project, Endpoint: fcm.Endpoint()}
-		cfg.Getenv = func(k string) string { return map[string]string{"FCM_CREDENTIALS": string(fcm.ServiceAccountJSON())}[k] }
+		cfg.Getenv = func(k string) string {
+			return map[string]string{"FCM_CREDENTIALS": string(fcm.ServiceAccountJSON())}[k]
+		}
 		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		require.NoError(t, a.Start(ctx), name)
