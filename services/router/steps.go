@@ -60,7 +60,7 @@ type WaitStep struct {
 	// UntilEvent is an event type (order.confirmed) whose arrival, for the
 	// same order, ends the wait and the run. Defaults to none.
 	UntilEvent string `yaml:"until_event,omitempty" json:"until_event,omitempty"`
-	// UntilStatus (delivered; read waits for the inbox channel) ends the
+	// UntilStatus (delivered; read, after a send on channel inbox) ends the
 	// wait when the previous send's notification reaches that state.
 	// Defaults to none.
 	UntilStatus string `yaml:"until_status,omitempty" json:"until_status,omitempty"`

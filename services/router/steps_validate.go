@@ -175,7 +175,7 @@ func (r Route) validateWorkflow(field string) []string {
 			sends++
 			r.checkSend(p, f, *s.Send)
 		case s.Wait != nil:
-			r.checkWait(p, f, *s.Wait, sends > 0)
+			r.checkWait(p, f, j, *s.Wait, sends > 0)
 		case s.Throttle != nil:
 			checkThrottle(p, f, *s.Throttle)
 		case s.Digest != nil:
@@ -314,7 +314,7 @@ func (r Route) checkSend(p *problems, f string, s SendStep) {
 }
 
 // checkWait: a wait ends — after a time, at a time, or on an event.
-func (r Route) checkWait(p *problems, f string, w WaitStep, sentBefore bool) {
+func (r Route) checkWait(p *problems, f string, step int, w WaitStep, sentBefore bool) {
 	if w.For == 0 && w.Until == "" && w.UntilEvent == "" {
 		p.add(f, "needs a bound: for, until or until_event")
 	}
@@ -334,9 +334,24 @@ func (r Route) checkWait(p *problems, f string, w WaitStep, sentBefore bool) {
 			p.add(f+".until_status", "no send before this wait whose notification could be delivered")
 		}
 	case "read":
-		p.add(f+".until_status", "read needs the in-app inbox channel, which this version of Herald does not have yet (want delivered)")
+		r.checkRead(p, f+".until_status", step)
 	default:
-		p.add(f+".until_status", "%q must be delivered", event.Printable(w.UntilStatus))
+		p.add(f+".until_status", "%q must be delivered or read", event.Printable(w.UntilStatus))
+	}
+}
+
+// checkRead: only an inbox item is read (its subscriber marks it), so a
+// wait until_status: read follows a send that may write one — inbox among
+// its channels or its fallback. Otherwise the wait could only time out.
+func (r Route) checkRead(p *problems, f string, wait int) {
+	send := r.StatusSend(wait)
+	if send < 0 {
+		p.add(f, "no send before this wait whose notification could be read")
+		return
+	}
+	sr := r.stepRoute(send)
+	if !slices.Contains(slices.Concat(sr.Channels, sr.Fallback), event.ChannelInbox) {
+		p.add(f, "read needs the send it follows (steps[%d]) to be on channel inbox", send)
 	}
 }
 

@@ -111,10 +111,22 @@ func TestWorkflowProblemsNameRouteStepAndField(t *testing.T) {
 		{"until_event on a stock route", stock, func(r *Route) {
 			r.Steps = append(r.Steps, Step{Wait: &WaitStep{For: Duration(time.Hour), UntilEvent: "order.confirmed"}})
 		}, `router.routes[0].steps[4].wait.until_event: "order.confirmed": only a route of order events has an order`},
-		{"until_status read", order, func(r *Route) { r.Steps[1].Wait.UntilStatus = "read" },
-			"router.routes[0].steps[1].wait.until_status: read needs the in-app inbox channel, which this version of Herald does not have yet (want delivered)"},
+		{"until_status read not on inbox", order, func(r *Route) { r.Steps[1].Wait.UntilStatus = "read" },
+			"router.routes[0].steps[1].wait.until_status: read needs the send it follows (steps[0]) to be on channel inbox"},
+		{"until_status read after the route's channels", order, func(r *Route) {
+			r.Channels, r.Steps[0].Send.Channels = []event.Channel{event.ChannelEmail}, nil
+			r.Steps[1].Wait.UntilStatus = "read"
+		}, "router.routes[0].steps[1].wait.until_status: read needs the send it follows (steps[0]) to be on channel inbox"},
+		{"until_status read after another send", order, func(r *Route) {
+			r.Steps[0].Send.Channels = []event.Channel{event.ChannelInbox}
+			r.Steps[3].Wait.UntilStatus = "read"
+		}, "router.routes[0].steps[3].wait.until_status: read needs the send it follows (steps[2]) to be on channel inbox"},
+		{"until_status read before any send", order, func(r *Route) {
+			r.Steps[0], r.Steps[1] = r.Steps[1], r.Steps[0]
+			r.Steps[0].Wait.UntilStatus = "read"
+		}, "router.routes[0].steps[0].wait.until_status: no send before this wait whose notification could be read"},
 		{"until_status unknown", order, func(r *Route) { r.Steps[1].Wait.UntilStatus = "opened" },
-			`router.routes[0].steps[1].wait.until_status: "opened" must be delivered`},
+			`router.routes[0].steps[1].wait.until_status: "opened" must be delivered or read`},
 		{"until_status before any send", order, func(r *Route) {
 			r.Steps[0], r.Steps[1] = r.Steps[1], r.Steps[0]
 			r.Steps[0].Wait.UntilStatus = "delivered"
@@ -272,4 +284,22 @@ func TestThrottleLimitDefaultsToOne(t *testing.T) {
 	got := Config{Routes: []Route{r}}.WithDefaults().Routes[0]
 	require.Equal(t, 1, got.Steps[0].Throttle.Limit)
 	require.Equal(t, 0, r.Steps[0].Throttle.Limit)
+}
+
+// A wait until_status: read follows a send that may write an inbox item:
+// on inbox, by the step's channels or fallback or the route's.
+func TestUntilStatusReadFollowsAnInboxSend(t *testing.T) {
+	t.Parallel()
+	for name, change := range map[string]func(r *Route){
+		"step's channels": func(r *Route) { r.Steps[0].Send.Channels = []event.Channel{event.ChannelEmail, event.ChannelInbox} },
+		"step's fallback": func(r *Route) { r.Steps[0].Send.Fallback = []event.Channel{event.ChannelInbox} },
+		"route's channels": func(r *Route) {
+			r.Channels, r.Steps[0].Send.Channels = []event.Channel{event.ChannelInbox}, nil
+		},
+	} {
+		r := orderWorkflow()
+		change(&r)
+		r.Steps[1].Wait.UntilStatus = "read"
+		require.NoError(t, validateRoute(t, r), name)
+	}
 }

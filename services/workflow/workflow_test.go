@@ -52,10 +52,18 @@ type bundle struct {
 // fresh server.
 func setup(t *testing.T, route router.Route) bundle {
 	t.Helper()
+	return setupWith(t, route, func(*heraldtest.NATS) {})
+}
+
+// setupWith is setup with before run on the streams before the services
+// start: what the router must see at once (a subscriber).
+func setupWith(t *testing.T, route router.Route, before func(*heraldtest.NATS)) bundle {
+	t.Helper()
 	n := heraldtest.StartNATSWithStreams(t)
 	ctx := heraldtest.Context(t)
+	before(n)
 	r, err := router.New(n.JS, router.Config{Routes: []router.Route{route},
-		Channels: []event.Channel{event.ChannelEmail, event.ChannelWhatsApp, event.ChannelSMS}})
+		Channels: []event.Channel{event.ChannelEmail, event.ChannelWhatsApp, event.ChannelSMS, event.ChannelInbox}})
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, r.Stop(heraldtest.Context(t))) })

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/recipient"
 )
 
@@ -26,7 +28,9 @@ const (
 var ErrBadAction = errors.New("inbox: the action is one of seen, read, unread, archive, unarchive")
 
 // Mark applies a to the subscriber's item id and returns the item. An item
-// already in that state is returned unchanged, with no write.
+// already in that state is returned unchanged, with no write. Marking
+// read an item a workflow's send wrote tells its run, each time (see
+// tellRuns); if that fails, the item is read and the error says so.
 func (s *Store) Mark(ctx context.Context, tenant, sub, id string, a Action) (Item, error) {
 	var e entry
 	_, err := s.update(ctx, tenant, sub, func(x *index) error {
@@ -48,8 +52,36 @@ func (s *Store) Mark(ctx context.Context, tenant, sub, id string, a Action) (Ite
 	if err != nil {
 		return Item{}, err
 	}
+	if a == MarkRead {
+		// Marking read again tells again: a word lost the first time
+		// reaches the run now.
+		if err := s.tellRuns(ctx, tenant, items); err != nil {
+			return items[0], err
+		}
+	}
 	return items[0], nil
 }
+
+// tellRuns tells the workflow run of each read item a send of the run
+// wrote (Item.Run) that it was read: a wait until_status: read ends on it.
+// The message's Nats-Msg-Id names the notification and the state, so a
+// word told twice is stored once. Its failure is the caller's: the item
+// is read, and marking it read again tells again.
+func (s *Store) tellRuns(ctx context.Context, tenant string, items []Item) error {
+	for _, it := range items {
+		// An item of no run (Run nil) tells nothing. Only read items come
+		// here: ReadAt is set.
+		d := notification.Delivery{ID: it.Notification, Tenant: tenant, Run: it.Run}
+		if err := notification.PublishRunStatus(ctx, s.js, d, StatusRead, *it.ReadAt); err != nil {
+			return fmt.Errorf("inbox: the item is read, but telling its workflow run failed (mark it read again): %w", err)
+		}
+	}
+	return nil
+}
+
+// StatusRead is the state a read item's run is told of
+// (notification.RunStatus.State): a wait until_status: read ends on it.
+const StatusRead = "read"
 
 func cmpErr(err, otherwise error) error {
 	if err != nil {
@@ -96,31 +128,50 @@ func unset(t *int64, note *[]string, id string) bool {
 }
 
 // ReadAll marks every item not archived read (and seen), in one write,
-// and returns how many changed.
+// and returns how many changed; it tells the runs of those a workflow's
+// send wrote.
 func (s *Store) ReadAll(ctx context.Context, tenant, sub string) (int, error) {
-	n := 0
+	var read []entry
 	_, err := s.update(ctx, tenant, sub, func(x *index) error {
-		n = 0
+		read = read[:0]
 		now := s.now()
 		for i := range x.Items {
 			if x.Items[i].Archived != 0 || x.Items[i].Read != 0 {
 				continue
 			}
-			changed, _ := x.apply(i, MarkRead, now)
-			if changed {
-				n++
+			if changed, _ := x.apply(i, MarkRead, now); changed {
+				read = append(read, x.Items[i])
 			}
 		}
-		if n == 0 {
+		if len(read) == 0 {
 			return errUnchanged
 		}
 		x.Change.ReadAll = true
 		return nil
 	})
-	if err != nil && !errors.Is(err, errUnchanged) {
+	if errors.Is(err, errUnchanged) {
+		return 0, nil
+	}
+	if err != nil {
 		return 0, err
 	}
-	return n, nil
+	return len(read), s.tellReadRuns(ctx, tenant, sub, read)
+}
+
+// tellReadRuns tells the runs of the items ReadAll read. Which items a run
+// wrote only their contents say, so they are read, a batch at a time; the
+// items read before are not told again (Mark tells again).
+func (s *Store) tellReadRuns(ctx context.Context, tenant, sub string, read []entry) error {
+	for batch := range slices.Chunk(read, MaxLimit) {
+		items, err := s.contents(ctx, tenant, sub, batch)
+		if err != nil {
+			return fmt.Errorf("inbox: the items are read, but their workflow runs were not told: %w", err)
+		}
+		if err := s.tellRuns(ctx, tenant, items); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Item is the subscriber's item id, with its state.

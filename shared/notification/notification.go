@@ -74,10 +74,15 @@ type Delivery struct {
 	// when a later wait of the run ends on its status (until_status): the
 	// delivery service tells the run when it is delivered. A fallback's
 	// notification keeps it.
-	Run   *RunRef       `json:"run,omitempty"`
-	Event EventRef      `json:"event"`
-	Order *OrderSummary `json:"order,omitempty"`
-	Stock *event.Stock  `json:"stock,omitempty"`
+	Run *RunRef `json:"run,omitempty"`
+	// ActionURL is what clicking the notification in an app opens (the
+	// inbox item's link): http(s), at most 2048 bytes. Optional; nothing
+	// sets it yet (a notification asked for directly may, once the API
+	// takes one).
+	ActionURL string        `json:"action_url,omitempty"`
+	Event     EventRef      `json:"event"`
+	Order     *OrderSummary `json:"order,omitempty"`
+	Stock     *event.Stock  `json:"stock,omitempty"`
 	// Digest, on a workflow's digest send, is every event the digest
 	// gathered (Order and Stock are its first one's).
 	Digest    *Digest   `json:"digest,omitempty"`

@@ -117,7 +117,7 @@ func TestNewNamesTheFieldAtFault(t *testing.T) {
 		{"digest without its template's digest form", "router: {routes: [{event: order.created, document: purchase_order, roles: [supplier], steps: [{digest: {key: \"{{.Order.Buyer.Name}}\", window: 15m}}, {send: {channels: [email]}}]}]}",
 			`router.routes[0].steps[1].send.template: no email template "purchase_order_digest"`},
 		{"until_status read", "router: {routes: [{event: order.created, document: purchase_order, steps: [{send: {channels: [email]}}, {wait: {for: 1h, until_status: read}}]}]}",
-			`router.routes[0].steps[1].wait.until_status: read needs the in-app inbox channel, which this version of Herald does not have yet (want delivered)`},
+			`router.routes[0].steps[1].wait.until_status: read needs the send it follows (steps[0]) to be on channel inbox`},
 		{"pdf concurrency", "pdf: {concurrency: -1}", `pdf.concurrency: must be 1 or more (got -1)`},
 		{"sweep limit", "dlq: {sweep: {limit: -1}}", `dlq.sweep: limit and max_resends must be 1 or more`},
 		{"replicas", "streams: {replicas: 7}", `streams.replicas: 7 must be between 1 and 5`},
