@@ -60,6 +60,7 @@ var modules = []module{
 	{"whatsapp", operators, configureText(event.ChannelWhatsApp), buildText(event.ChannelWhatsApp)},
 	{"webhook", operators, (*App).configureWebhook, (*App).buildWebhook},
 	{"push", operators, (*App).configurePush, (*App).buildPush},
+	{"inbox", operators, (*App).configureInbox, (*App).buildInbox},
 	{"dlq", operators, (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
 	{"api", outsiders, (*App).configureAPI, (*App).buildAPI},
 	{"history", operators, (*App).configureHistory, (*App).buildHistory},
@@ -119,6 +120,9 @@ func (a *App) routes() router.Config {
 		}
 		if a.cfg.Push.Configured() {
 			c.Channels = append(c.Channels, event.ChannelPush)
+		}
+		if a.cfg.Inbox.On() {
+			c.Channels = append(c.Channels, event.ChannelInbox)
 		}
 	}
 	return c

@@ -182,6 +182,12 @@ var servicePermissions = map[string][]string{
 	"push": join(jsCommon, consume("NOTIFY", "push-critical"), consume("NOTIFY", "push-normal"),
 		consume("NOTIFY", "push-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns,
 		kvReadWrite("devices"), []string{"notify.status.*", "dlq.NOTIFY.*"}),
+	// The inbox channel: each subscriber's feed in the inbox bucket, its
+	// index read and written, and the contents of items the feed's cap or
+	// retention drops purged by subject.
+	"inbox": join(jsCommon, consume("NOTIFY", "inbox-critical"), consume("NOTIFY", "inbox-normal"),
+		consume("NOTIFY", "inbox-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns,
+		[]string{"$KV.inbox.>", "$JS.API.DIRECT.GET.KV_inbox.>", "$JS.API.STREAM.PURGE.KV_inbox", "notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
 	// (read, and written to record an endpoint's health; followed by watch
 	// for disablings not yet told), outcomes (the ledger's writes) and the
@@ -386,7 +392,7 @@ func digestingRoutes() []router.Route {
 var wakes = map[string][]string{"router": {"fanout.*", "runs.send.*"}, "workflow": {"runs.in.*", "runs.wake.*"}}
 
 // fairChannels are the delivery services' channels, by NATS user.
-var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook", "push": "push"}
+var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook", "push": "push", "inbox": "inbox"}
 
 // fairRenders is what the renderer needs beyond its durable's under
 // scheduling.fair: its consumers per tenant (and per document type, for
