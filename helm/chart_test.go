@@ -68,7 +68,7 @@ const (
 
 // targets maps each service the chart deploys by default to its `herald run`
 // target.
-var targets = map[string]string{"router": "router", "workflow": "workflow", "delivery-email": "delivery", "delivery-webhook": "webhook",
+var targets = map[string]string{"router": "router", "workflow": "workflow", "delivery-email": "delivery", "delivery-webhook": "webhook", "delivery-inbox": "inbox",
 	"pdf": "pdf", "dlq": "dlq", "api": "api"}
 
 // everyTarget adds the services deployed only when enabled: history, on a
@@ -86,7 +86,7 @@ var everyTarget = func() map[string]string {
 
 // usesRedis lists the services given REDIS_URL: every channel's delivery
 // workers (their leases) and dlq (its sweeper's election).
-var usesRedis = []string{"delivery-email", "delivery-sms", "delivery-whatsapp", "delivery-push", "delivery-webhook", "dlq"}
+var usesRedis = []string{"delivery-email", "delivery-sms", "delivery-whatsapp", "delivery-push", "delivery-inbox", "delivery-webhook", "dlq"}
 
 // usesHistory lists the services given HISTORY_URL when the index is configured.
 var usesHistory = []string{"api", "history"}
@@ -300,7 +300,7 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 	t.Parallel()
 	r := mustInstall(t, nil)
 
-	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"},
+	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"},
 		r.ofKind("Deployment"), "the text channels' workers wait for their providers, the outbox relay for its database")
 	require.ElementsMatch(t, append(r.ofKind("Deployment"), "herald-public"), r.ofKind("Service"))
 	require.Equal(t, []string{"herald"}, r.ofKind("ServiceAccount"))
@@ -867,10 +867,10 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 		{"serviceMonitor: {enabled: true}", "ServiceMonitor", []string{"herald"}},
 		{"prometheusRule: {enabled: true}", "PrometheusRule", []string{"herald"}},
 		{"secrets: {create: true, values: {A: b}}", "Secret", []string{"herald-secrets"}},
-		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-router", "herald-workflow"}},
-		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-public", "herald-router", "herald-workflow"}},
-		{"services: {delivery-webhook: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"}},
-		{"services: {workflow: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-delivery-webhook", "herald-dlq", "herald-router", "herald-workflow"}},
+		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-delivery-webhook", "herald-dlq", "herald-public", "herald-router", "herald-workflow"}},
+		{"services: {delivery-webhook: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"}},
+		{"services: {workflow: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router"}},
 		{"services: {workflow: {replicas: 2}}", "PodDisruptionBudget", []string{"herald-workflow"}},
 		{"services: {delivery-webhook: {autoscaling: {enabled: true}}}", "HorizontalPodAutoscaler", []string{"herald-delivery-webhook"}},
 		{"services: {delivery-webhook: {replicas: 2}}", "PodDisruptionBudget", []string{"herald-delivery-webhook"}},
@@ -1322,6 +1322,9 @@ func TestTemplatesRefuseWhatTheSchemaCannotSee(t *testing.T) {
 	require.ErrorContains(t, err, "services.delivery-sms.enabled needs config.sms.providers")
 	_, err = install(values(t, "services: {delivery-whatsapp: {enabled: true}}\nconfig: {sms: {providers: [{type: awssms, region: eu-west-1}]}}"))
 	require.ErrorContains(t, err, "services.delivery-whatsapp.enabled needs config.whatsapp.providers", "the sms section is not the whatsapp one")
+	_, err = install(values(t, "config: {inbox: {enabled: false}}"))
+	require.ErrorContains(t, err, "services.delivery-inbox.enabled needs config.inbox.enabled")
+	mustInstall(t, values(t, "config: {inbox: {enabled: false}}\nservices: {delivery-inbox: {enabled: false}}"))
 	_, err = install(values(t, "services: {delivery-push: {enabled: true}}\nconfig: {push: {concurrency: 4}}"))
 	require.ErrorContains(t, err, "services.delivery-push.enabled needs config.push.fcm, config.push.apns or config.push.webpush")
 }

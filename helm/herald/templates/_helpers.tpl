@@ -129,6 +129,13 @@ delivery-push:
   outbox: false
   public: false
   pushProviders: true
+delivery-inbox:
+  target: inbox
+  redis: true
+  history: none
+  outbox: false
+  public: false
+  inbox: true
 delivery-webhook:
   target: webhook
   redis: true
