@@ -35,7 +35,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(workflowProcess) != "" {
 		os.Exit(runWorkflowProcess())
 	}
-	goleak.VerifyTestMain(m, heraldtest.LeakOptions...)
+	removeCA, err := trustHTTPTestCertificate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trusting httptest's certificate:", err)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, append(heraldtest.LeakOptions, goleak.Cleanup(func(int) { removeCA() }))...)
 }
 
 // pipeline is Herald as `herald dev` runs it, on random ports.

@@ -48,6 +48,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/heraldhq/herald/services/api/console"
+	"github.com/heraldhq/herald/services/delivery/push/fcm/fcmtest"
+	"github.com/heraldhq/herald/services/delivery/push/webpush"
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/services/inbound"
 	"github.com/heraldhq/herald/shared/documents"
@@ -66,7 +68,7 @@ const (
 
 // targets maps each service the chart deploys by default to its `herald run`
 // target.
-var targets = map[string]string{"router": "router", "workflow": "workflow", "delivery-email": "delivery", "delivery-webhook": "webhook",
+var targets = map[string]string{"router": "router", "workflow": "workflow", "delivery-email": "delivery", "delivery-webhook": "webhook", "delivery-inbox": "inbox",
 	"pdf": "pdf", "dlq": "dlq", "api": "api"}
 
 // everyTarget adds the services deployed only when enabled: history, on a
@@ -78,12 +80,13 @@ var everyTarget = func() map[string]string {
 	m["history"] = "history"
 	m["delivery-sms"] = "sms"
 	m["delivery-whatsapp"] = "whatsapp"
+	m["delivery-push"] = "push"
 	return m
 }()
 
 // usesRedis lists the services given REDIS_URL: every channel's delivery
 // workers (their leases) and dlq (its sweeper's election).
-var usesRedis = []string{"delivery-email", "delivery-sms", "delivery-whatsapp", "delivery-webhook", "dlq"}
+var usesRedis = []string{"delivery-email", "delivery-sms", "delivery-whatsapp", "delivery-push", "delivery-inbox", "delivery-webhook", "dlq"}
 
 // usesHistory lists the services given HISTORY_URL when the index is configured.
 var usesHistory = []string{"api", "history"}
@@ -297,7 +300,7 @@ func TestDefaultsDeployEveryServiceSafely(t *testing.T) {
 	t.Parallel()
 	r := mustInstall(t, nil)
 
-	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"},
+	require.ElementsMatch(t, []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"},
 		r.ofKind("Deployment"), "the text channels' workers wait for their providers, the outbox relay for its database")
 	require.ElementsMatch(t, append(r.ofKind("Deployment"), "herald-public"), r.ofKind("Service"))
 	require.Equal(t, []string{"herald"}, r.ofKind("ServiceAccount"))
@@ -489,7 +492,8 @@ func TestProductionValues(t *testing.T) {
 	for _, name := range secretNames(cfg) {
 		secrets[name] = "a-test-value-for-" + name + "-that-is-at-least-32-bytes"
 	}
-	require.ElementsMatch(t, []string{"SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN", "HERALD_LINK_SECRET", "HERALD_SLACK_WEBHOOK"}, keys(secrets))
+	require.ElementsMatch(t, []string{"SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN", "HERALD_LINK_SECRET", "HERALD_SLACK_WEBHOOK", "FCM_CREDENTIALS"}, keys(secrets))
+	secrets["FCM_CREDENTIALS"] = string(fcmtest.New(t).ServiceAccountJSON()) // a service account's JSON key
 	secrets["HERALD_SLACK_WEBHOOK"] = "https://hooks.slack.example/services/T0/B0/x"
 	secrets["TWILIO_AUTH_TOKEN"] = "0123456789abcdef0123456789abcdef" // Twilio's form: hex
 	// The vault's master key, by its default name (the file's comment
@@ -580,6 +584,15 @@ func secretNames(cfg app.Config) []string {
 	slices.Sort(names)
 	names = slices.Compact(names)
 	add(cfg.Documents.LinkSecretEnv, cfg.DLQ.Alerts.SlackURLEnv, cfg.DLQ.Alerts.WebhookURLEnv)
+	if p := cfg.Push; p.FCM != nil {
+		add(p.FCM.CredentialsEnv)
+	}
+	if p := cfg.Push; p.APNs != nil {
+		add(p.APNs.KeyEnv)
+	}
+	if p := cfg.Push; p.WebPush != nil {
+		add(p.WebPush.VAPIDPrivateKeyEnv)
+	}
 	return names
 }
 
@@ -854,10 +867,10 @@ func TestOptionalResourcesOnlyWhenEnabled(t *testing.T) {
 		{"serviceMonitor: {enabled: true}", "ServiceMonitor", []string{"herald"}},
 		{"prometheusRule: {enabled: true}", "PrometheusRule", []string{"herald"}},
 		{"secrets: {create: true, values: {A: b}}", "Secret", []string{"herald-secrets"}},
-		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-router", "herald-workflow"}},
-		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-public", "herald-router", "herald-workflow"}},
-		{"services: {delivery-webhook: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"}},
-		{"services: {workflow: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router"}},
+		{"services: {pdf: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-delivery-webhook", "herald-dlq", "herald-router", "herald-workflow"}},
+		{"services: {pdf: {enabled: false}}", "Service", []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-delivery-webhook", "herald-dlq", "herald-public", "herald-router", "herald-workflow"}},
+		{"services: {delivery-webhook: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-dlq", "herald-pdf", "herald-router", "herald-workflow"}},
+		{"services: {workflow: {enabled: false}}", "Deployment", []string{"herald-api", "herald-delivery-email", "herald-delivery-inbox", "herald-delivery-webhook", "herald-dlq", "herald-pdf", "herald-router"}},
 		{"services: {workflow: {replicas: 2}}", "PodDisruptionBudget", []string{"herald-workflow"}},
 		{"services: {delivery-webhook: {autoscaling: {enabled: true}}}", "HorizontalPodAutoscaler", []string{"herald-delivery-webhook"}},
 		{"services: {delivery-webhook: {replicas: 2}}", "PodDisruptionBudget", []string{"herald-delivery-webhook"}},
@@ -1032,7 +1045,7 @@ func TestHistoryURLReachesOnlyTheServicesThatUseTheIndex(t *testing.T) {
 	selects(t, get[policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget", "herald-history").Spec.Selector.MatchLabels, d)
 
 	for svc := range everyTarget {
-		if svc == "delivery-sms" || svc == "delivery-whatsapp" {
+		if svc == "delivery-sms" || svc == "delivery-whatsapp" || svc == "delivery-push" {
 			continue // not enabled here
 		}
 		c := container(t, get[appsv1.Deployment](t, r, "Deployment", "herald-"+svc))
@@ -1085,11 +1098,13 @@ history: {existingSecret: herald-history}
 config:
   sms: {providers: [{type: awssms, region: eu-west-1}]}
   whatsapp: {providers: [{type: textdir, dir: /tmp/wa}]}
+  push: {fcm: {credentials_env: FCM_CREDENTIALS}}
   outbox: {batch: 200, poll: 2s, retention: 48h}
 services:
   history: {enabled: true}
   delivery-sms: {enabled: true}
   delivery-whatsapp: {enabled: true}
+  delivery-push: {enabled: true}
   outbox-relay: {enabled: true, replicas: 2, natsExistingSecret: herald-nats-outbox}
 `))
 
@@ -1307,6 +1322,11 @@ func TestTemplatesRefuseWhatTheSchemaCannotSee(t *testing.T) {
 	require.ErrorContains(t, err, "services.delivery-sms.enabled needs config.sms.providers")
 	_, err = install(values(t, "services: {delivery-whatsapp: {enabled: true}}\nconfig: {sms: {providers: [{type: awssms, region: eu-west-1}]}}"))
 	require.ErrorContains(t, err, "services.delivery-whatsapp.enabled needs config.whatsapp.providers", "the sms section is not the whatsapp one")
+	_, err = install(values(t, "config: {inbox: {enabled: false}}"))
+	require.ErrorContains(t, err, "services.delivery-inbox.enabled needs config.inbox.enabled")
+	mustInstall(t, values(t, "config: {inbox: {enabled: false}}\nservices: {delivery-inbox: {enabled: false}}"))
+	_, err = install(values(t, "services: {delivery-push: {enabled: true}}\nconfig: {push: {concurrency: 4}}"))
+	require.ErrorContains(t, err, "services.delivery-push.enabled needs config.push.fcm, config.push.apns or config.push.webpush")
 }
 
 // TestSchemaMirrorsHeraldConfig keeps values.schema.json's config section
@@ -1540,6 +1560,56 @@ services:
 	require.NoError(t, a.Stop(t.Context()))
 }
 
+// The push workers deploy like the text channels' once a provider is
+// named: the image and probes, Redis for their leases, the provider keys
+// from the Secrets by reference, their own NATS user; Herald starts push on
+// the file, given the key it names. A provider named with the workers off
+// is warned about.
+func TestPushDeploysWithItsProvider(t *testing.T) {
+	t.Parallel()
+	private, public, err := webpush.GenerateVAPIDKeys()
+	require.NoError(t, err)
+	r := mustInstall(t, values(t, fmt.Sprintf(`
+config:
+  push:
+    concurrency: 4
+    webpush: {vapid_public_key: %q, vapid_private_key_env: VAPID_PRIVATE_KEY, contact: "mailto:ops@acme.example"}
+redis: {existingSecret: herald-redis}
+secrets: {existingSecret: herald-prod}
+services:
+  delivery-push: {enabled: true, replicas: 2, natsExistingSecret: herald-nats-push}
+`, public)))
+	d := get[appsv1.Deployment](t, r, "Deployment", "herald-delivery-push")
+	c := container(t, d)
+	require.Equal(t, []string{"run", "push", "--shutdown-timeout=30s"}, c.Args)
+	require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	require.Equal(t, int32(2), *d.Spec.Replicas)
+	mountsConfig(t, d, "herald")
+	redis, ok := env(c, "REDIS_URL")
+	require.True(t, ok, "the workers lease each notification in Redis")
+	require.Equal(t, "herald-redis", redis.ValueFrom.SecretKeyRef.Name)
+	nats, ok := env(c, "NATS_URL")
+	require.True(t, ok)
+	require.Equal(t, "herald-nats-push", nats.ValueFrom.SecretKeyRef.Name)
+	require.Equal(t, "herald-prod", c.EnvFrom[0].SecretRef.Name, "VAPID_PRIVATE_KEY comes from the Secret")
+	b, err := json.Marshal(d)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), private)
+	selects(t, get[corev1.Service](t, r, "Service", "herald-delivery-push").Spec.Selector, d)
+	require.NotContains(t, r.notes, "services.delivery-push is disabled")
+
+	cfg := loadConfig(t, r)
+	cfg.Getenv = func(name string) string { return map[string]string{"VAPID_PRIVATE_KEY": private}[name] }
+	cfg.Redis.URL = "redis://127.0.0.1:1/0"
+	cfg.Services = []string{"push"}
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, a.Stop(t.Context()))
+
+	notes := mustInstall(t, values(t, fmt.Sprintf(`config: {push: {webpush: {vapid_public_key: %q, vapid_private_key_env: VAPID_PRIVATE_KEY, contact: "mailto:ops@acme.example"}}}`, public))).notes
+	require.Contains(t, notes, "WARNING: config.push names a provider but services.delivery-push is disabled")
+}
+
 // A Service's name is a DNS label, and so is every per-service name (the
 // component label carries it): however long the release's name, each
 // service's resources are named within 63 characters, and the names the
@@ -1550,9 +1620,9 @@ func TestLongReleaseNamesFit(t *testing.T) {
 	long := strings.Repeat("a", 60)
 	r := mustInstall(t, values(t, fmt.Sprintf(`
 fullnameOverride: %s
-config: {sms: {providers: [{type: awssms, region: eu-west-1}]}, whatsapp: {providers: [{type: textdir, dir: /tmp/wa}]}}
+config: {sms: {providers: [{type: awssms, region: eu-west-1}]}, whatsapp: {providers: [{type: textdir, dir: /tmp/wa}]}, push: {apns: {key_env: APNS_KEY, key_id: ABC123DEFG, team_id: DEF123GHIJ, topic: com.example.app}}}
 outbox: {existingSecret: herald-outbox}
-services: {delivery-sms: {enabled: true}, delivery-whatsapp: {enabled: true}, outbox-relay: {enabled: true}}
+services: {delivery-sms: {enabled: true}, delivery-whatsapp: {enabled: true}, delivery-push: {enabled: true}, outbox-relay: {enabled: true}}
 `, long)))
 	for _, kind := range []string{"Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler"} {
 		for _, name := range r.ofKind(kind) {

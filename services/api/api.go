@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/erasure"
+	"github.com/heraldhq/herald/shared/inbox"
 	"github.com/heraldhq/herald/shared/ledger"
 	"github.com/heraldhq/herald/shared/recipient"
 	records "github.com/heraldhq/herald/shared/resource"
@@ -74,13 +75,16 @@ type stores struct {
 	runs   *workflow.Runs
 	// workflows are the tenants' own (router.Workflows).
 	workflows *records.Store[router.Workflow]
+	// inbox and hub are nil without Config.InboxTokens.
+	inbox *inbox.Store
+	hub   *hub
 }
 
 // routes registers every resource; one file holds each.
 var routes = []func(*Service){registerEvents, registerNotifications, registerJobs, registerRetry, registerDLQ,
 	registerTenants, registerKeys, registerProviders, registerWebhooks, registerSuppressions, registerDomains, registerTemplates, registerUsage,
 	registerSubscriberList, registerSubscriberErasure, registerSubscribers, registerDevices, registerAccounts, registerTopics, registerPreferences,
-	registerRuns, registerWorkflows}
+	registerRuns, registerWorkflows, registerInbox}
 
 // New returns the HTTP API on js.
 func New(js jetstream.JetStream, cfg Config) (*Service, error) {
@@ -97,7 +101,7 @@ func New(js jetstream.JetStream, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, js: js, mux: http.NewServeMux(), metrics: m}
 	s.api = humago.New(s.mux, humaConfig())
-	s.api.UseMiddleware(s.trace, s.measure, s.capBody, s.authenticate, s.limitRate)
+	s.api.UseMiddleware(s.trace, s.measure, s.capBody, s.authenticate, s.admitSubscriber, s.limitRate)
 	for _, register := range routes {
 		register(s)
 	}
@@ -235,13 +239,15 @@ func (s *Service) open(ctx context.Context) (*stores, error) {
 	if st.runs, err = workflow.OpenRuns(ctx, s.js); err != nil {
 		return nil, err
 	}
-	return st, nil
+	return st, s.openInbox(ctx, st)
 }
 
 // Stop makes protected routes answer 503. Requests in flight finish; the
 // HTTP server that serves Handler drains them.
 func (s *Service) Stop(context.Context) error {
-	s.stores.Store(nil)
+	if st := s.stores.Swap(nil); st != nil && st.hub != nil {
+		st.hub.close()
+	}
 	if s.cfg.Planner != nil {
 		s.cfg.Planner.Stop()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/domains"
 	"github.com/heraldhq/herald/shared/erasure"
+	"github.com/heraldhq/herald/shared/inbox"
 	"github.com/heraldhq/herald/shared/recipient"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -112,6 +113,34 @@ type Config struct {
 	// (a page of members, this check, its removal) stays one filter of a
 	// few megabytes.
 	MaxTopicMembers int `yaml:"-"`
+	// InboxTokens mints and verifies subscribers' inbox tokens
+	// (inbox.NewTokens from the deployment's inbox token secret). Nil: the
+	// inbox routes answer 503 and the API follows no feed. Defaults to nil.
+	InboxTokens *inbox.Tokens `yaml:"-"`
+	// DocumentLinks signs the document_url of inbox items, afresh at each
+	// listing since items outlive links (documents.NewSigner, as emails'
+	// links are signed). Nil: items carry no document_url. Defaults to nil.
+	DocumentLinks *documents.Signer `yaml:"-"`
+	// VAPIDPublicKey is the Web Push public key browsers subscribe with
+	// (push.webpush.vapid_public_key). Empty: GET
+	// /v1/inbox/vapid-public-key answers 404. Defaults to empty.
+	VAPIDPublicKey string `yaml:"-"`
+	// InboxStreams caps the inbox streams (SSE) one API process holds
+	// open; one more is refused with 503 and Retry-After. Defaults to
+	// 20,000.
+	InboxStreams int `yaml:"-"`
+	// InboxStreamsPerSubscriber caps one subscriber's open streams (its
+	// tabs and devices); one more is refused with 429. Defaults to 10.
+	InboxStreamsPerSubscriber int `yaml:"-"`
+	// InboxStreamBuffer is how many changes wait for one stream; a
+	// stream that falls further behind is closed (the browser resumes
+	// with Last-Event-ID) so that it never holds the others up. Defaults
+	// to 64.
+	InboxStreamBuffer int `yaml:"-"`
+	// InboxHeartbeat is how often an idle stream sends a comment, so
+	// proxies do not close it. Defaults to 25 seconds, under the 30 to 60
+	// seconds proxies commonly allow.
+	InboxHeartbeat time.Duration `yaml:"-"`
 	// TracerProvider, when set, traces every request as a server span
 	// whose context travels on with what the request publishes; nil
 	// traces nothing.
@@ -133,6 +162,10 @@ func (c Config) WithDefaults() Config {
 	c.RedeliveriesPerHour = cmp.Or(c.RedeliveriesPerHour, 5000)
 	c.AttachMaxBytes = cmp.Or(c.AttachMaxBytes, documents.DefaultAttachMaxBytes)
 	c.MaxTopicMembers = cmp.Or(c.MaxTopicMembers, 100_000)
+	c.InboxStreams = cmp.Or(c.InboxStreams, 20_000)
+	c.InboxStreamsPerSubscriber = cmp.Or(c.InboxStreamsPerSubscriber, 10)
+	c.InboxStreamBuffer = cmp.Or(c.InboxStreamBuffer, 64)
+	c.InboxHeartbeat = cmp.Or(c.InboxHeartbeat, 25*time.Second)
 	c.Plans = c.Plans.WithDefaults()
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.MeterProvider == nil {

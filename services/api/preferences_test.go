@@ -44,7 +44,7 @@ func TestPreferencesAreSetOverTheDefaultsAndKeepRequiredOnes(t *testing.T) {
 	require.Equal(t, recipient.Choices{"alerts": {"sms": false}}, p.Categories, "replaced, not merged")
 	require.Equal(t, recipient.Choices{"alerts": {"whatsapp": false}}, p.Defaults)
 	require.Equal(t, []string{"documents"}, p.Required)
-	require.Equal(t, map[string]bool{"email": true, "sms": false, "whatsapp": false, "webhook": true}, toStrings(p.Effective["alerts"]))
+	require.Equal(t, map[string]bool{"email": true, "sms": false, "whatsapp": false, "webhook": true, "inbox": true, "push": true}, toStrings(p.Effective["alerts"]))
 	require.True(t, p.Effective["documents"]["sms"], "named by the routes, chosen by nobody: on")
 
 	off := b.sendJSON(t, http.MethodPut, subscriberPath("u.olga")+"/preferences", acmeSend, `{"alerts":{"sms":true},"documents":{"email":false}}`)

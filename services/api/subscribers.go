@@ -138,7 +138,7 @@ func (st subscribers) Upsert(ctx context.Context, _ string, v recipient.Subscrib
 }
 
 func (st subscribers) Delete(ctx context.Context, tenant, id string) error {
-	return st.d.Subscribers.Delete(ctx, recipient.SubscriberKey(tenant, id))
+	return st.d.DeleteSubscriber(ctx, tenant, id)
 }
 
 func (st subscribers) Patch(ctx context.Context, tenant, id string, edit func(*SubscriberBody) error) (recipient.Subscriber, error) {

@@ -61,7 +61,7 @@ func registerSubscriberErasure(s *Service) {
 		Method:      http.MethodDelete,
 		Path:        "/v1/subscribers/{id}",
 		Summary:     "Delete or erase a subscriber",
-		Description: "Without erase=true, deletes her profile only (204; 404 if there is none): her preferences, topic memberships " +
+		Description: "Without erase=true, deletes her profile and her push devices (204; 404 if there is none): her preferences, topic memberships " +
 			"and place in accounts stay, as do the profile's earlier versions in its bucket's history and her address in her " +
 			"notifications and suppressions. With erase=true, erases her (200, a receipt counting what was erased): profile, " +
 			"preferences, memberships and accounts' mentions go with every stored version; her notifications stay listed, in " +
@@ -73,7 +73,7 @@ func registerSubscriberErasure(s *Service) {
 		Security:      needs(ScopeSend),
 		Errors: []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusUnprocessableEntity,
 			http.StatusTooManyRequests, http.StatusServiceUnavailable},
-		Responses: map[string]*huma.Response{"204": {Description: "Without erase=true: the profile was deleted."}},
+		Responses: map[string]*huma.Response{"204": {Description: "Without erase=true: the profile and the push devices were deleted."}},
 	}, s.deleteSubscriber)
 }
 
@@ -88,7 +88,7 @@ func (s *Service) deleteSubscriber(ctx context.Context, in *deleteSubscriberInpu
 	cctx, cancel := context.WithTimeout(records.WithActor(ctx, actor(principal(ctx))), eraseTimeout)
 	defer cancel()
 	if !in.Erase {
-		if err := st.recipients.Subscribers.Delete(cctx, recipient.SubscriberKey(tenant, in.ID)); err != nil {
+		if err := st.recipients.DeleteSubscriber(cctx, tenant, in.ID); err != nil {
 			return nil, s.subscriberProblem(ctx, tenant, in.ID, err)
 		}
 		return &deleteSubscriberOutput{Status: http.StatusNoContent}, nil

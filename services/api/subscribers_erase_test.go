@@ -127,8 +127,8 @@ func TestEraseASubscriberThroughTheAPI(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, bad.status, bad.body)
 }
 
-// Without erase=true only the profile goes (204, then 404): her
-// preferences stay. Another tenant's key reaches its own tenant's
+// Without erase=true only the profile and her push devices go (204, then
+// 404): her preferences stay. Another tenant's key reaches its own tenant's
 // subscriber of that id, never this one.
 func TestDeleteASubscriberRemovesTheProfileOnly(t *testing.T) {
 	t.Parallel()
@@ -137,6 +137,8 @@ func TestDeleteASubscriberRemovesTheProfileOnly(t *testing.T) {
 	_, err := b.dir.Subscribers.Put(ctx, recipient.Subscriber{Tenant: "acme", ID: "u-ivan", Email: "ivan@zarya.example"})
 	require.NoError(t, err)
 	_, err = b.dir.SetPreferences(ctx, "acme", "u-ivan", recipient.Choices{"alerts": {event.ChannelEmail: false}}, nil, false)
+	require.NoError(t, err)
+	_, _, err = b.dir.PutDevice(ctx, recipient.Device{Tenant: "acme", Subscriber: "u-ivan", ID: "phone", Kind: recipient.DeviceAPNs, Token: deviceAPNsToken})
 	require.NoError(t, err)
 
 	require.Equal(t, http.StatusNotFound, b.do(t, http.MethodDelete, "/v1/subscribers/u-ivan", globexSend, nil).status)
@@ -151,6 +153,9 @@ func TestDeleteASubscriberRemovesTheProfileOnly(t *testing.T) {
 	own, _, err := b.dir.Choices(ctx, "acme", "u-ivan")
 	require.NoError(t, err)
 	require.NotEmpty(t, own, "her preferences stay")
+	devices, err := b.dir.Devices(ctx, "acme", "u-ivan")
+	require.NoError(t, err)
+	require.Empty(t, devices, "no device outlives her, to be pushed to")
 	addresses, err := b.dir.Addresses(ctx, "acme", "u-ivan")
 	require.NoError(t, err)
 	require.Equal(t, []string{"ivan@zarya.example"}, addresses, "an erasure later still finds the address")

@@ -28,6 +28,8 @@ type Tenant struct {
 
 	Retention *TenantRetention `json:"retention,omitempty" doc:"How long its history and payloads are kept; left out: the platform's."`
 
+	InboxOrigins []string `json:"inbox_origins,omitempty" doc:"Web origins (https://app.acme.example; http only for localhost) whose pages may call the inbox routes with a subscriber token; at most 20. Empty: none."`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -48,6 +50,8 @@ type NewTenant struct {
 	Colour  string `json:"colour,omitempty"`
 
 	Retention TenantRetention `json:"retention,omitzero"`
+
+	InboxOrigins []string `json:"inbox_origins,omitempty" maxItems:"20" doc:"Web origins (https://app.acme.example; http only for localhost) whose pages may call the inbox routes with a subscriber token; at most 20. Empty: none."`
 }
 
 // TenantRetention is how long Herald keeps a tenant's data, each period a
@@ -80,6 +84,8 @@ type TenantChanges struct {
 	Colour  *string `json:"colour,omitempty"`
 
 	Retention *TenantRetentionChanges `json:"retention,omitempty" doc:"The periods to change, as herald tenants set --retention does."`
+
+	InboxOrigins *[]string `json:"inbox_origins,omitempty" maxItems:"20" doc:"The inbox's web origins, replacing the list; empty: none."`
 }
 
 // Tenants is every tenant, by id.
@@ -162,7 +168,7 @@ func (s *Service) createTenant(ctx context.Context, in *createTenantInput) (*cre
 	b := in.Body
 	t := tenant.Tenant{ID: b.ID, Name: b.Name, Plan: b.Plan, Status: tenant.Status(b.Status),
 		From: b.From, Providers: b.Providers, SMSProviders: b.SMSProviders, WhatsAppProviders: b.WhatsAppProviders,
-		LogoURL: b.LogoURL, Colour: b.Colour}
+		LogoURL: b.LogoURL, Colour: b.Colour, InboxOrigins: b.InboxOrigins}
 	err = TenantRetentionChanges{History: &b.Retention.History, Payloads: &b.Retention.Payloads}.apply(&t.Retention)
 	if err == nil {
 		t, err = st.tenants.Create(cctx, t)
@@ -222,6 +228,7 @@ func (c TenantChanges) apply(t *tenant.Tenant) error {
 	}
 	for _, chain := range []struct{ from, to *[]string }{
 		{c.Providers, &t.Providers}, {c.SMSProviders, &t.SMSProviders}, {c.WhatsAppProviders, &t.WhatsAppProviders},
+		{c.InboxOrigins, &t.InboxOrigins},
 	} {
 		if chain.from != nil {
 			*chain.to = *chain.from
@@ -274,7 +281,7 @@ func (s *Service) tenantsError(ctx context.Context, err error) error {
 func tenantOf(t tenant.Tenant) Tenant {
 	return Tenant{ID: t.ID, Name: t.Name, Plan: t.Plan, Status: string(t.Status), From: t.From, Providers: t.Providers,
 		SMSProviders: t.SMSProviders, WhatsAppProviders: t.WhatsAppProviders, LogoURL: t.LogoURL, Colour: t.Colour,
-		Retention: retentionOf(t.Retention), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		Retention: retentionOf(t.Retention), InboxOrigins: t.InboxOrigins, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 // retentionOf is a tenant's retention as the API shows it: nil when it

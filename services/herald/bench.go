@@ -78,7 +78,17 @@ rate alerts reached their digests, each digest's lateness after its window
 closed (p50, p99), peak RSS, RUNS's and KV_runs's bytes, CPU per alert.
 
   herald bench --digests 10000 --keys 100                   # a window of 30 s
-  herald bench --digests 1000 --keys 10 --window 30s --plot digests.svg`,
+  herald bench --digests 1000 --keys 10 --window 30s --plot digests.svg
+
+With --inbox N, measure the in-app inbox's live stream on a running Herald
+(herald dev, or one API replica; NATS_URL for its server, else herald dev's):
+N subscribers of --tenant, each with a token minted through the API with
+--key and a Server-Sent Events stream held open; then the API process's
+memory per stream and CPU at idle (from its metrics), and --items new items
+written to random subscribers' feeds, each timed from its write to its
+arrival on the stream (p50, p99). Every item must arrive.
+
+  herald bench --inbox 10000 --key $KEY                     # 10,000 streams`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}
@@ -109,6 +119,15 @@ closed (p50, p99), peak RSS, RUNS's and KV_runs's bytes, CPU per alert.
 	f.Int("digests", 10_000, "measure workflow digests: this many low-stock alerts, their warehouses taken in turn from --keys, gathered per warehouse for --window, then sent")
 	f.Int("keys", 100, "with --digests: the warehouses, one digest each")
 	f.Duration("window", bench.DigestsConfig{}.WithDefaults().Window, "with --digests: each digest's window (every alert must reach its digest within it)")
+	defaults := bench.InboxConfig{}.WithDefaults()
+	f.Int("inbox", defaults.Connections, "measure the inbox's live stream on a running Herald: this many subscribers, each with a Server-Sent Events stream open")
+	f.String("api", defaults.APIURL, "with --inbox: the API's public address")
+	f.String("metrics-url", defaults.MetricsURL, "with --inbox: the API process's metrics")
+	f.String("key", "", "with --inbox: an API key of --tenant with the send scope, to mint subscriber tokens")
+	f.String("tenant", defaults.Tenant, "with --inbox: the tenant whose subscribers connect")
+	f.Int("items", defaults.Items, "with --inbox: new items timed from their write to their stream")
+	f.Int("item-rate", defaults.Rate, "with --inbox: new items a second")
+	f.Duration("idle", defaults.Idle, "with --inbox: how long every stream is held open with nothing to send (the API's CPU at idle)")
 	return cmd
 }
 
@@ -137,6 +156,9 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	}
 	if f.Changed("digests") {
 		return runDigestsBench(cmd, cfg.NATS.URL)
+	}
+	if f.Changed("inbox") {
+		return runInboxBench(cmd)
 	}
 	var bc bench.Config
 	channel, _ := f.GetString("channel")

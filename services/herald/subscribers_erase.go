@@ -25,8 +25,8 @@ func subscribersErasureCommands() []*cobra.Command {
 func subscribersDeleteCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete ID --tenant T",
-		Short: "Delete a subscriber's profile only",
-		Long: `Deletes the subscriber's profile. Her preferences, topic memberships and
+		Short: "Delete a subscriber's profile and push devices only",
+		Long: `Deletes the subscriber's profile and her push devices. Her preferences, topic memberships and
 place in accounts stay, as do the profile's earlier versions in the bucket's
 history and her address in notifications and suppressions: ` + "`erase`" + ` removes those.`,
 		Args: cobra.ExactArgs(1),
@@ -37,14 +37,14 @@ history and her address in notifications and suppressions: ` + "`erase`" + ` rem
 				if err != nil {
 					return err
 				}
-				err = dir.Subscribers.Delete(resource.WithActor(ctx, cliActor()), recipient.SubscriberKey(tenant, args[0]))
+				err = dir.DeleteSubscriber(resource.WithActor(ctx, cliActor()), tenant, args[0])
 				if errors.Is(err, resource.ErrNotFound) {
 					return fmt.Errorf("tenant %s has no subscriber %q", tenant, args[0])
 				}
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted subscriber %q of tenant %s (her profile only)\n", args[0], tenant)
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted subscriber %q of tenant %s (her profile and push devices only)\n", args[0], tenant)
 				return err
 			})
 		},

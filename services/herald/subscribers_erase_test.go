@@ -65,7 +65,7 @@ func TestSubscribersEraseAndDelete(t *testing.T) {
 
 	out, err = herald(t, "subscribers", "delete", "u-ivan", "--tenant", "acme")
 	require.NoError(t, err, out)
-	require.Equal(t, "deleted subscriber \"u-ivan\" of tenant acme (her profile only)\n", out)
+	require.Equal(t, "deleted subscriber \"u-ivan\" of tenant acme (her profile and push devices only)\n", out)
 	_, err = herald(t, "subscribers", "delete", "u-ivan", "--tenant", "acme")
 	require.ErrorContains(t, err, `tenant acme has no subscriber "u-ivan"`)
 }

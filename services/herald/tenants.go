@@ -123,6 +123,8 @@ providers (likewise --sms-providers and --whatsapp-providers).`,
 			t.From, _ = f.GetString("from")
 			t.LogoURL, _ = f.GetString("logo-url")
 			t.Colour, _ = f.GetString("colour")
+			origins, _ := f.GetString("inbox-origins")
+			t.InboxOrigins = providerChain(origins)
 			for _, c := range chainFlags {
 				v, _ := f.GetString(c.flag)
 				c.set(&t, providerChain(v))
@@ -149,6 +151,7 @@ providers (likewise --sms-providers and --whatsapp-providers).`,
 	cmd.Flags().String("from", "", `default sending identity, "Name <address>"`)
 	cmd.Flags().String("logo-url", "", "its logo (https), on its emails' HTML header bar")
 	cmd.Flags().String("colour", "", "its emails' header bar colour, #rgb or #rrggbb")
+	cmd.Flags().String("inbox-origins", "", "web origins whose pages may open its subscribers' inboxes, comma-separated (https://app.acme.example; http only for localhost)")
 	addChainFlags(cmd)
 	retentionFlag(cmd)
 	jsonFlag(cmd)
@@ -337,6 +340,7 @@ to the platform's; a sweep in the history service removes what is older.`,
 	f.String("from", "", `default sending identity, "Name <address>"`)
 	f.String("logo-url", "", "its logo (https), on its emails' HTML header bar; empty removes it")
 	f.String("colour", "", "its emails' header bar colour, #rgb or #rrggbb; empty for the default")
+	f.String("inbox-origins", "", "web origins whose pages may open its subscribers' inboxes, comma-separated, replacing the list; empty for none")
 	addChainFlags(cmd)
 	f.String("name", "", "display name")
 	retentionFlag(cmd)
@@ -362,6 +366,7 @@ func readEdit(cmd *cobra.Command) (func(*tenant.Tenant), error) {
 	set("name", func(t *tenant.Tenant, v string) { t.Name = v })
 	set("logo-url", func(t *tenant.Tenant, v string) { t.LogoURL = v })
 	set("colour", func(t *tenant.Tenant, v string) { t.Colour = v })
+	set("inbox-origins", func(t *tenant.Tenant, v string) { t.InboxOrigins = providerChain(v) })
 	if f := cmd.Flags().Lookup("retention"); f.Changed {
 		// Checked here, so the edit, which Update may repeat, cannot fail.
 		if err := tenant.SetRetention(&tenant.Retention{}, f.Value.String()); err != nil {
@@ -370,7 +375,7 @@ func readEdit(cmd *cobra.Command) (func(*tenant.Tenant), error) {
 		set("retention", func(t *tenant.Tenant, v string) { _ = tenant.SetRetention(&t.Retention, v) })
 	}
 	if len(edits) == 0 {
-		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url, --colour or --retention")
+		return nil, errors.New("nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url, --colour, --inbox-origins or --retention")
 	}
 	return func(t *tenant.Tenant) {
 		for _, e := range edits {
@@ -394,6 +399,7 @@ func changes(before, after tenant.Tenant) []string {
 	diff("from", before.From, after.From)
 	diff("logo_url", before.LogoURL, after.LogoURL)
 	diff("colour", before.Colour, after.Colour)
+	diff("inbox_origins", strings.Join(before.InboxOrigins, ","), strings.Join(after.InboxOrigins, ","))
 	diff("retention.history", periodOrEmpty(before.Retention.History), periodOrEmpty(after.Retention.History))
 	diff("retention.payloads", periodOrEmpty(before.Retention.Payloads), periodOrEmpty(after.Retention.Payloads))
 	for _, c := range chainFlags {

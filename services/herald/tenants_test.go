@@ -147,7 +147,7 @@ func TestTenantsSet(t *testing.T) {
 	require.Equal(t, "updated tenant acme: nothing changed\n", out)
 
 	_, err = herald(t, "tenants", "set", "acme")
-	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url, --colour or --retention")
+	require.EqualError(t, err, "nothing to set: give --plan, --status, --from, --providers, --sms-providers, --whatsapp-providers, --name, --logo-url, --colour, --inbox-origins or --retention")
 	_, err = herald(t, "tenants", "set", "acme", "--status", "paused")
 	require.EqualError(t, err, `invalid tenant: status: "paused" is not a status (want active or suspended)`)
 	_, err = herald(t, "tenants", "set", "acme", "--providers", "ses,ses")
@@ -155,8 +155,15 @@ func TestTenantsSet(t *testing.T) {
 	_, err = herald(t, "tenants", "set", "nobody", "--plan", "free")
 	require.EqualError(t, err, `tenant "nobody" is not registered`)
 
+	out, err = herald(t, "tenants", "set", "acme", "--inbox-origins", "https://app.acme.example, http://localhost:3000")
+	require.NoError(t, err)
+	require.Equal(t, "updated tenant acme: inbox_origins: - → https://app.acme.example,http://localhost:3000\n", out)
+	_, err = herald(t, "tenants", "set", "acme", "--inbox-origins", "http://app.acme.example")
+	require.ErrorContains(t, err, `inbox_origins[0]: "http://app.acme.example" is not an origin`)
+
 	shown := heraldJSON[tenant.Tenant](t, "tenants", "show", "acme")
 	require.Equal(t, tenant.Suspended, shown.Status, "refused changes wrote nothing")
+	require.Equal(t, []string{"https://app.acme.example", "http://localhost:3000"}, shown.InboxOrigins)
 	require.Equal(t, []string{"acme-ses", "sendgrid"}, shown.Providers)
 }
 

@@ -344,7 +344,7 @@ func (p *planner) reachable(r Route, channels []event.Channel, t target, a about
 	var out []event.Channel
 	for _, ch := range channels {
 		switch {
-		case !t.has(ch):
+		case !t.has(ch), ch == event.ChannelPush && !p.hasDevices(t):
 		case !slices.Contains(p.cfg.Channels, ch):
 			p.skipped++
 		case !p.allows(r, t, ch):
@@ -354,6 +354,13 @@ func (p *planner) reachable(r Route, channels []event.Channel, t target, a about
 		}
 	}
 	return out
+}
+
+// hasDevices says whether t is a subscriber with a push device: push
+// reaches no one else, so a route falls back, or skips her, as for any
+// channel she has no address on.
+func (p *planner) hasDevices(t target) bool {
+	return t.sub != nil && p.dir.HasDevices(p.ev.Tenant, t.sub.ID)
 }
 
 func (p *planner) key(r Route, t target, ch event.Channel, a about) string {

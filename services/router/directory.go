@@ -23,6 +23,7 @@ type directory struct {
 	accounts    *resource.Cache[recipient.Account]
 	preferences *recipient.PreferenceCache
 	topics      *topicIndex
+	devices     *deviceIndex
 	watches     []interface{ Stop() }
 	// stores read what the watches have not delivered yet (fetch).
 	stores *recipient.Directory
@@ -34,7 +35,8 @@ func watchDirectory(ctx context.Context, js jetstream.JetStream) (*directory, er
 	if err != nil {
 		return nil, err
 	}
-	d := &directory{stores: stores, topics: &topicIndex{members: map[string]map[string]bool{}, sorted: map[string][]string{}}}
+	d := &directory{stores: stores, topics: &topicIndex{members: map[string]map[string]bool{}, sorted: map[string][]string{}},
+		devices: &deviceIndex{devices: map[string]map[string]bool{}}}
 	if d.subscribers, err = resource.Watch(ctx, js, recipient.Subscribers); err == nil {
 		d.watches = append(d.watches, d.subscribers)
 		d.accounts, err = resource.Watch(ctx, js, recipient.Accounts)
@@ -49,6 +51,12 @@ func watchDirectory(ctx context.Context, js jetstream.JetStream) (*directory, er
 		members, err = resource.Follow(ctx, js, recipient.Memberships, d.topics.apply)
 		if err == nil {
 			d.watches = append(d.watches, members)
+		}
+	}
+	if err == nil {
+		var devices *resource.Feed
+		if devices, err = resource.Follow(ctx, js, recipient.Devices, d.devices.apply); err == nil {
+			d.watches = append(d.watches, devices)
 		}
 	}
 	if err != nil {
@@ -79,6 +87,10 @@ func (d *directory) Members(tenant, topic string) []string {
 
 func (d *directory) Choices(tenant, subscriber string) (own, defaults recipient.Choices) {
 	return d.preferences.Choices(tenant, subscriber)
+}
+
+func (d *directory) HasDevices(tenant, subscriber string) bool {
+	return d.devices.has(recipient.DevicesPrefix(tenant, subscriber))
 }
 
 // fetched is the directory with the records one event named that its
@@ -204,4 +216,41 @@ func (x *topicIndex) sortedMembers(topic string) []string {
 	slices.Sort(s)
 	x.sorted[topic] = s
 	return s
+}
+
+// deviceIndex is each subscriber's push devices, by her key prefix
+// (recipient.DevicesPrefix), followed from the devices bucket: the router
+// asks only whether she has one.
+type deviceIndex struct {
+	mu      sync.RWMutex
+	devices map[string]map[string]bool
+}
+
+// apply takes one device's change: its key is the subscriber's prefix and
+// the device's token, so a delete, which has no value, is read too.
+func (x *deviceIndex) apply(key string, _ recipient.Device, ok bool) {
+	i := strings.LastIndexByte(key, '.')
+	if i < 0 {
+		return
+	}
+	subscriber, device := key[:i], key[i+1:]
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch {
+	case ok && x.devices[subscriber] == nil:
+		x.devices[subscriber] = map[string]bool{device: true}
+	case ok:
+		x.devices[subscriber][device] = true
+	default:
+		delete(x.devices[subscriber], device)
+		if len(x.devices[subscriber]) == 0 {
+			delete(x.devices, subscriber)
+		}
+	}
+}
+
+func (x *deviceIndex) has(subscriber string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.devices[subscriber]) > 0
 }

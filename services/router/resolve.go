@@ -23,6 +23,9 @@ type Directory interface {
 	// Choices are a subscriber's own preferences and the tenant's
 	// defaults; nil when none are set.
 	Choices(tenant, subscriber string) (own, defaults recipient.Choices)
+	// HasDevices says whether a subscriber registered a push device: one
+	// without is not reached by push.
+	HasDevices(tenant, subscriber string) bool
 }
 
 // nobody is the directory of a router given none: every reference names
@@ -37,6 +40,7 @@ func (nobody) Members(string, string) []string                  { return nil }
 func (nobody) Choices(string, string) (own, defaults recipient.Choices) {
 	return nil, nil
 }
+func (nobody) HasDevices(string, string) bool { return false }
 
 // lookup is a subscriber or an account an event named that the directory
 // did not have.

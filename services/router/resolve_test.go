@@ -19,6 +19,8 @@ type fixed struct {
 	topics      map[string][]string
 	own         map[string]recipient.Choices
 	defaults    recipient.Choices
+	// devices are the subscribers with a push device.
+	devices map[string]bool
 }
 
 func (f fixed) Subscriber(tenant, id string) (recipient.Subscriber, bool) {
@@ -42,6 +44,10 @@ func (f fixed) Choices(_, subscriber string) (own, defaults recipient.Choices) {
 	return f.own[subscriber], f.defaults
 }
 
+func (f fixed) HasDevices(tenant, subscriber string) bool {
+	return tenant == "acme" && f.devices[subscriber]
+}
+
 func acmeDirectory() fixed {
 	return fixed{
 		subscribers: map[string]recipient.Subscriber{
@@ -55,9 +61,22 @@ func acmeDirectory() fixed {
 				{Subscriber: "u-olga", Roles: []string{"sales"}}, {Subscriber: "u-ivan", Roles: []string{"accounts_payable"}}}},
 			"moloko": {Tenant: "acme", ID: "moloko", Members: []recipient.Member{{Subscriber: "u-ivan", Roles: []string{"sales"}}}},
 		},
-		topics: map[string][]string{"warehouse-sevilla": {"u-olga", "u-pepe"}},
-		own:    map[string]recipient.Choices{"u-olga": {"alerts": {event.ChannelSMS: false}, "documents": {event.ChannelEmail: false}}},
+		topics:  map[string][]string{"warehouse-sevilla": {"u-olga", "u-pepe"}},
+		own:     map[string]recipient.Choices{"u-olga": {"alerts": {event.ChannelSMS: false}, "documents": {event.ChannelEmail: false}}},
+		devices: map[string]bool{"u-olga": true},
 	}
+}
+
+// pushing is a deployment that pushes and texts, its low-stock alert sent
+// on channels, falling back along fallback.
+func pushing(channels, fallback []event.Channel) Config {
+	routes := DefaultRoutes()
+	for i, r := range routes {
+		if r.Event == "inventory.low_stock" {
+			routes[i].Channels, routes[i].Fallback = channels, fallback
+		}
+	}
+	return Config{Channels: []event.Channel{event.ChannelSMS, event.ChannelPush}, Routes: routes}
 }
 
 func withRecipients(rs ...map[string]any) func(m map[string]any) {
@@ -203,6 +222,26 @@ func TestReferencesResolveToPeople(t *testing.T) {
 			},
 			outcome:   NoRecipients,
 			unplanned: []string{"+34600111333 → skipped: preference alerts.sms"},
+		},
+		{
+			name: "push reaches a subscriber with a device; one without falls back to her phone",
+			cfg:  pushing(nil, []event.Channel{event.ChannelPush, event.ChannelSMS}),
+			payload: func(t *testing.T) []byte {
+				return stockEvent(t, withRecipients(map[string]any{"role": "warehouse", "topic": "warehouse-sevilla"}))
+			},
+			outcome: Routed,
+			keys: []string{"acme:evt-2026-11-30-0100:0:low_stock:push:u-olga",
+				"acme:evt-2026-11-30-0100:0:low_stock:sms:+34600111333"},
+			unplanned: []string{"+79161234567 → skipped: preference alerts.sms"},
+		},
+		{
+			name: "push alone passes over a subscriber without a device",
+			cfg:  pushing([]event.Channel{event.ChannelPush}, nil),
+			payload: func(t *testing.T) []byte {
+				return stockEvent(t, withRecipients(map[string]any{"role": "warehouse", "topic": "warehouse-sevilla"}))
+			},
+			outcome: Routed,
+			keys:    []string{"acme:evt-2026-11-30-0100:0:low_stock:push:u-olga"},
 		},
 		{
 			name: "an entry's channels limit a subscriber's",

@@ -195,3 +195,36 @@ func TestEraseRemovesTheSubscribersDevices(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ivans, 1, "another's device stands")
 }
+
+// Deleting a subscriber without erasing her deletes her devices, which
+// would otherwise still be pushed to, and leaves another's; one she does
+// not have is ErrNoSubscriber.
+func TestDeletingASubscriberDeletesHerDevices(t *testing.T) {
+	t.Parallel()
+	n, ctx := heraldtest.StartNATSWithStreams(t), heraldtest.Context(t)
+	dir, err := recipient.Open(ctx, n.JS)
+	require.NoError(t, err)
+	for _, s := range []recipient.Subscriber{olga(), {Tenant: "acme", ID: "u-ivan", Email: "ivan@zarya.example"}} {
+		_, err = dir.Subscribers.Put(ctx, s.Normalize())
+		require.NoError(t, err)
+	}
+	for _, d := range []recipient.Device{
+		{Tenant: "acme", Subscriber: "u-olga", ID: "phone", Kind: recipient.DeviceAPNs, Token: apnsHex},
+		{Tenant: "acme", Subscriber: "u-olga", ID: "firefox", Kind: recipient.DeviceWebPush, Subscription: browser(t)},
+		{Tenant: "acme", Subscriber: "u-ivan", ID: "phone", Kind: recipient.DeviceFCM, Token: "ivan-token"},
+	} {
+		_, _, err = dir.PutDevice(ctx, d)
+		require.NoError(t, err)
+	}
+
+	require.NoError(t, dir.DeleteSubscriber(ctx, "acme", "u-olga"))
+	_, _, err = dir.Subscribers.Get(ctx, recipient.SubscriberKey("acme", "u-olga"))
+	require.ErrorIs(t, err, recipient.ErrNoSubscriber)
+	left, err := dir.Devices(ctx, "acme", "u-olga")
+	require.NoError(t, err)
+	require.Empty(t, left, "no device outlives her")
+	ivans, err := dir.Devices(ctx, "acme", "u-ivan")
+	require.NoError(t, err)
+	require.Len(t, ivans, 1)
+	require.ErrorIs(t, dir.DeleteSubscriber(ctx, "acme", "u-olga"), recipient.ErrNoSubscriber)
+}

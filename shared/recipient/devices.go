@@ -66,3 +66,18 @@ func (d *Directory) PutDevice(ctx context.Context, dev Device) (Device, bool, er
 func (d *Directory) RemoveDevice(ctx context.Context, tenant, subscriber, id string) error {
 	return d.DeviceStore.Delete(ctx, DeviceKey(tenant, subscriber, id))
 }
+
+// DeleteSubscriber deletes the tenant's subscriber's profile and her push
+// devices — a device outliving its subscriber would still be pushed to.
+// Her preferences, memberships and place in accounts stay (Erase removes
+// those). The devices go first: stopped part way, she is still there to
+// delete again. ErrNoSubscriber when the tenant has no such subscriber.
+func (d *Directory) DeleteSubscriber(ctx context.Context, tenant, id string) error {
+	if _, _, err := d.Subscribers.Get(ctx, SubscriberKey(tenant, id)); err != nil {
+		return err
+	}
+	if _, err := d.DeviceStore.DeleteUnder(ctx, DevicesPrefix(tenant, id)); err != nil {
+		return err
+	}
+	return d.Subscribers.Delete(ctx, SubscriberKey(tenant, id))
+}

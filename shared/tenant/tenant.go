@@ -59,6 +59,10 @@ type Tenant struct {
 	// Retention is how long its history and payloads are kept; unset
 	// periods are the platform's.
 	Retention Retention `json:"retention,omitzero"`
+	// InboxOrigins are the web origins (scheme://host[:port]) whose pages
+	// may call the inbox's browser routes with a subscriber token: the
+	// API's CORS answers name only these. Empty: no browser page may.
+	InboxOrigins []string `json:"inbox_origins,omitempty"`
 	// CreatedAt and UpdatedAt are set by the registry.
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -151,6 +155,7 @@ func (t Tenant) Validate(plans Plans) error {
 		add("colour: %q is not a colour like #1f4e79", t.Colour)
 	}
 	problems = append(problems, t.Retention.problems()...)
+	problems = append(problems, originProblems(t.InboxOrigins)...)
 	for _, c := range chainFields {
 		chain := t.Chain(c.channel)
 		for i, p := range chain {
@@ -199,3 +204,42 @@ var (
 
 // idError names the tenant an error is about: tenant "acme" is <err>.
 func idError(id string, err error) error { return fmt.Errorf("tenant %q is %w", id, err) }
+
+// MaxInboxOrigins bounds a tenant's inbox origins: a CORS check scans them
+// on every browser request.
+const MaxInboxOrigins = 20
+
+// originProblems names each inbox origin that is not an origin a browser
+// sends: https (http only for localhost, a developer's page), a host, an
+// optional port, and nothing else — no path, query, user or trailing slash.
+func originProblems(origins []string) []string {
+	var problems []string
+	if len(origins) > MaxInboxOrigins {
+		problems = append(problems, fmt.Sprintf("inbox_origins: %d origins; at most %d", len(origins), MaxInboxOrigins))
+	}
+	for i, o := range origins {
+		if why := checkOrigin(o); why != "" {
+			problems = append(problems, fmt.Sprintf("inbox_origins[%d]: %q is not an origin like https://app.acme.example (%s)", i, o, why))
+		} else if slices.Index(origins, o) < i {
+			problems = append(problems, fmt.Sprintf("inbox_origins[%d]: %q is listed twice", i, o))
+		}
+	}
+	return problems
+}
+
+func checkOrigin(o string) string {
+	u, err := url.Parse(o)
+	switch {
+	case err != nil || u.Host == "" || u.Opaque != "":
+		return "scheme://host[:port]"
+	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#"):
+		return "nothing after the host and port"
+	case u.Scheme == "http" && u.Hostname() != "localhost":
+		return "https; http only for localhost"
+	case u.Scheme != "https" && u.Scheme != "http":
+		return "https; http only for localhost"
+	case o != u.Scheme+"://"+u.Host || strings.ToLower(o) != o:
+		return "lowercase, as a browser sends it"
+	}
+	return ""
+}

@@ -1,6 +1,7 @@
 package tenant_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,6 +56,25 @@ func TestValidate(t *testing.T) {
 			[]string{`providers[2]: "ses" is already in the chain`}},
 		{"logo over http", func(x *tenant.Tenant) { x.LogoURL = "http://acme.example/logo.png" },
 			[]string{`logo_url: "http://acme.example/logo.png" is not an https URL (mail clients block others)`}},
+		{"inbox origins", func(x *tenant.Tenant) {
+			x.InboxOrigins = []string{"https://app.acme.example", "http://localhost:3000", "https://acme.example:8443"}
+		}, nil},
+		{"inbox origins wrong", func(x *tenant.Tenant) {
+			x.InboxOrigins = []string{"https://app.acme.example", "http://app.acme.example", "https://acme.example/inbox",
+				"app.acme.example", "https://App.acme.example", "ftp://acme.example", "https://app.acme.example"}
+		}, []string{
+			`inbox_origins[1]: "http://app.acme.example" is not an origin like https://app.acme.example (https; http only for localhost)`,
+			`inbox_origins[2]: "https://acme.example/inbox" is not an origin like https://app.acme.example (nothing after the host and port)`,
+			`inbox_origins[3]: "app.acme.example" is not an origin like https://app.acme.example (scheme://host[:port])`,
+			`inbox_origins[4]: "https://App.acme.example" is not an origin like https://app.acme.example (lowercase, as a browser sends it)`,
+			`inbox_origins[5]: "ftp://acme.example" is not an origin like https://app.acme.example (https; http only for localhost)`,
+			`inbox_origins[6]: "https://app.acme.example" is listed twice`,
+		}},
+		{"too many inbox origins", func(x *tenant.Tenant) {
+			for i := range tenant.MaxInboxOrigins + 1 {
+				x.InboxOrigins = append(x.InboxOrigins, fmt.Sprintf("https://a%d.acme.example", i))
+			}
+		}, []string{`inbox_origins: 21 origins; at most 20`}},
 		{"colour by name", func(x *tenant.Tenant) { x.Colour = "red;background:url(x)" },
 			[]string{`colour: "red;background:url(x)" is not a colour like #1f4e79`}},
 		{"name with a newline", func(x *tenant.Tenant) { x.Name = "Acme\nLogistics" },

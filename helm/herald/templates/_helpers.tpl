@@ -122,6 +122,20 @@ delivery-whatsapp:
   outbox: false
   public: false
   providers: whatsapp
+delivery-push:
+  target: push
+  redis: true
+  history: none
+  outbox: false
+  public: false
+  pushProviders: true
+delivery-inbox:
+  target: inbox
+  redis: true
+  history: none
+  outbox: false
+  public: false
+  inbox: true
 delivery-webhook:
   target: webhook
   redis: true
@@ -305,4 +319,14 @@ herald.io/public: "true"
 {{- range $name, $t := include "herald.targets" . | fromYaml }}
 {{- if and $t.public (index $.Values.services $name).enabled }}true{{ end }}
 {{- end }}
+{{- end }}
+
+{{/*
+herald.pushConfigured is non-empty when config.push names a provider: the
+push workers refuse to start without one, and the router sends push only
+then.
+*/}}
+{{- define "herald.pushConfigured" -}}
+{{- $push := .Values.config.push | default dict }}
+{{- if or $push.fcm $push.apns $push.webpush }}true{{ end }}
 {{- end }}

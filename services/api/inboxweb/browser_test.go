@@ -143,6 +143,10 @@ func TestInboxInTheBrowser(t *testing.T) {
 	require.Equal(t, "Уведомления|Отметить все как прочитанные|Отметить как прочитанное",
 		b.eval(`[root.querySelector("h2"), root.querySelector("header button"), root.querySelector("[data-action=read]")].map((e) => e.textContent).join("|")`))
 
+	fake.dropItem("10", "itm-3")
+	b.poll(`!root.querySelector('li[data-id="itm-3"]') && root.querySelector('li[data-id="itm-4"]') !== null`,
+		"an item the feed dropped leaves the list")
+
 	b.eval(`root.host.setAttribute("token", "expired-token"), ""`)
 	b.poll(`window.heraldEvents.includes("herald-inbox:unauthorized")`, "a refused token is the page's to renew")
 	b.requireNoErrors()

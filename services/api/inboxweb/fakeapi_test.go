@@ -201,6 +201,21 @@ func (f *fakeInbox) archive(eventID, id string) {
 	f.frames <- fmt.Sprintf("id: %s\nevent: state\ndata: %s\n\n", eventID, data)
 }
 
+// dropItem drops an item as the feed's cap would and sends the change on
+// the open stream.
+func (f *fakeInbox) dropItem(eventID, id string) {
+	f.mu.Lock()
+	for i, it := range f.items {
+		if it.ID == id {
+			f.items = append(f.items[:i], f.items[i+1:]...)
+			break
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"items": []any{}, "dropped": []string{id}, "counts": f.countsLocked()})
+	f.mu.Unlock()
+	f.frames <- fmt.Sprintf("id: %s\nevent: state\ndata: %s\n\n", eventID, data)
+}
+
 // add writes items without telling the stream.
 func (f *fakeInbox) add(items ...*item) {
 	f.mu.Lock()

@@ -468,7 +468,7 @@ time { display: block; margin-top: .2rem; font-size: .75rem; color: var(--herald
       }
       if (msg.counts) this._setCounts(msg.counts);
       if (event === "item" && msg.item) this._addLive(msg.item);
-      else if (event === "state") this._applyStates(msg.items || []);
+      else if (event === "state") this._applyStates(msg.items || [], msg.dropped || []);
       else if (event === "sync") this._loadPage(null);
       this._render();
     }
@@ -480,8 +480,11 @@ time { display: block; margin-top: .2rem; font-size: .75rem; color: var(--herald
       if (!this._panel.hidden) this._markSeen();
     }
 
-    _applyStates(states) {
+    // _applyStates takes a state event: the items' new states, and the ids
+    // the feed dropped (its retention or cap).
+    _applyStates(states, dropped) {
       for (const s of states) this._merge(s);
+      this._items = this._items.filter((it) => !dropped.includes(it.id));
     }
 
     // _merge takes an item's new state; an archived item leaves the list.

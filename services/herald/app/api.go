@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/apikey"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/inbox"
 	"github.com/heraldhq/herald/shared/ratelimit"
 	"github.com/heraldhq/herald/shared/tenant"
 	"github.com/heraldhq/herald/shared/vault"
@@ -137,8 +138,19 @@ func (a *App) buildAPI(ctx context.Context) (service, error) {
 		a.apiC.Erasure.History = store
 	}
 	// An erasure's hashes are keyed by the link secret: without one,
-	// erasing answers 503.
+	// erasing answers 503. So are subscribers' inbox tokens (a key of
+	// their own derived from it): without it, the inbox routes answer 503.
 	a.apiC.Erasure.Secret = a.linkKey
+	if a.linkKey != nil {
+		tokens, err := inbox.NewTokens(a.linkKey)
+		if err != nil {
+			return nil, err
+		}
+		a.apiC.InboxTokens, a.apiC.DocumentLinks = tokens, a.emailA.Links
+	}
+	if w := a.cfg.Push.WebPush; w != nil {
+		a.apiC.VAPIDPublicKey = w.VAPIDPublicKey
+	}
 	registry, err := a.tenantCache(ctx)
 	if err != nil {
 		return nil, err

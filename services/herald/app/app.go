@@ -88,6 +88,7 @@ type App struct {
 	pushC       delivery.Config
 	// pushSenders are the configured push providers, by device kind.
 	pushSenders map[recipient.DeviceKind]pushSender
+	inboxC      delivery.Config
 	pdfC        pdf.Config
 	dlqC        dlq.Config
 	linkKey     []byte

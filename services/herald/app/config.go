@@ -554,7 +554,7 @@ func (c Config) Validate() error {
 	}
 	problems = append(problems, c.validateRetention()...)
 	problems = append(problems, c.Push.problems(c.runs("push"))...)
-	problems = append(problems, c.Inbox.problems()...)
+	problems = append(problems, c.Inbox.problems(c.runs("inbox"))...)
 	for _, p := range slices.Sorted(maps.Keys(c.Scheduling.Weights)) {
 		switch w := c.Scheduling.Weights[p]; {
 		case !slices.Contains(notification.Priorities, p):

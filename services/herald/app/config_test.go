@@ -415,7 +415,8 @@ func TestPushAndInboxProblemsNameTheField(t *testing.T) {
 		{"webpush negative ttl", `push: {webpush: {vapid_public_key: BPub, vapid_private_key_env: VAPID, contact: "mailto:o@e.com", ttl: -1s}}`,
 			`push.webpush.ttl: must not be negative (got -1s)`},
 		{"inbox retention", `inbox: {retention: -1h}`, `inbox.retention: must not be negative (got -1h0m0s)`},
-		{"inbox max items", `inbox: {max_items: -5}`, `inbox.max_items: must not be negative (got -5)`},
+		{"inbox max items", `inbox: {max_items: -5}`, `inbox.max_items: -5 is not a number of items from 1 to 4000`},
+		{"inbox max items past the cap", `inbox: {max_items: 4001}`, `inbox.max_items: 4001 is not a number of items from 1 to 4000`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -424,6 +425,17 @@ func TestPushAndInboxProblemsNameTheField(t *testing.T) {
 			require.ErrorContains(t, cfg.WithDefaults().Validate(), tt.want)
 		})
 	}
+}
+
+// With inbox.enabled false, the inbox service is not among the defaults,
+// and asked for by name it refuses to start: the router sends it nothing.
+func TestAnInboxSwitchedOffDoesNotRun(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(write(t, "inbox: {enabled: false}"))
+	require.NoError(t, err)
+	require.NotContains(t, cfg.WithDefaults().Services, "inbox")
+	cfg.Services = []string{"inbox"}
+	require.ErrorContains(t, cfg.WithDefaults().Validate(), "inbox: the inbox service runs, but inbox.enabled is false")
 }
 
 // push: and inbox: load as docs/CONFIGURATION.md writes them, with the

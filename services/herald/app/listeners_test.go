@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/services/delivery/push/webpush"
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/event"
@@ -146,7 +147,7 @@ func TestOnlyAProcessServingOutsidersOpensThePublicListener(t *testing.T) {
 	t.Parallel()
 	ctx := heraldtest.Context(t)
 	n := heraldtest.StartNATS(t)
-	workers := []string{"router", "workflow", "pdf", "delivery", "sms", "whatsapp", "webhook", "dlq", "history", "outbox-relay"}
+	workers := []string{"router", "workflow", "pdf", "delivery", "sms", "whatsapp", "webhook", "push", "inbox", "dlq", "history", "outbox-relay"}
 	require.ElementsMatch(t, app.Targets, append(slices.Clone(workers), "api"), "a new service: say whether it answers outsiders")
 
 	outboxDB := "sqlite:" + filepath.Join(t.TempDir(), "outbox.db")
@@ -155,6 +156,8 @@ func TestOnlyAProcessServingOutsidersOpensThePublicListener(t *testing.T) {
 	require.NoError(t, table.Init(ctx))
 	table.Close()
 	mailDir := t.TempDir()
+	vapidPrivate, vapidPublic, err := webpush.GenerateVAPIDKeys()
+	require.NoError(t, err)
 	configFor := func(services ...string) app.Config {
 		var cfg app.Config
 		cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = n.Server.URL(), heraldtest.RedisURL(t), heraldtest.Prefix()
@@ -167,7 +170,10 @@ func TestOnlyAProcessServingOutsidersOpensThePublicListener(t *testing.T) {
 		cfg.History.URL = "sqlite:" + filepath.Join(t.TempDir(), "history.db")
 		cfg.Outbox.URL = outboxDB
 		cfg.Documents.LinkSecretEnv = "TEST_LINK_SECRET"
-		cfg.Getenv = func(name string) string { return map[string]string{"TEST_LINK_SECRET": linkKey}[name] }
+		cfg.Push.WebPush = &app.WebPushConfig{VAPIDPublicKey: vapidPublic, VAPIDPrivateKeyEnv: "TEST_VAPID", Contact: "mailto:ops@example.com"}
+		cfg.Getenv = func(name string) string {
+			return map[string]string{"TEST_LINK_SECRET": linkKey, "TEST_VAPID": vapidPrivate}[name]
+		}
 		return cfg
 	}
 	report, err := streams.Apply(ctx, n.JS, configFor().WithDefaults().StreamOptions())

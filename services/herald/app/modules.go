@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/heraldhq/herald/services/delivery"
+	"github.com/heraldhq/herald/services/delivery/apptext"
 	"github.com/heraldhq/herald/services/delivery/email"
 	"github.com/heraldhq/herald/services/delivery/sms"
 	"github.com/heraldhq/herald/services/dlq"
@@ -58,6 +59,8 @@ var modules = []module{
 	{"sms", operators, configureText(event.ChannelSMS), buildText(event.ChannelSMS)},
 	{"whatsapp", operators, configureText(event.ChannelWhatsApp), buildText(event.ChannelWhatsApp)},
 	{"webhook", operators, (*App).configureWebhook, (*App).buildWebhook},
+	{"push", operators, (*App).configurePush, (*App).buildPush},
+	{"inbox", operators, (*App).configureInbox, (*App).buildInbox},
 	{"dlq", operators, (*App).configureDLQ, func(a *App, _ context.Context) (service, error) { return dlq.New(a.js, a.dlqC) }},
 	{"api", outsiders, (*App).configureAPI, (*App).buildAPI},
 	{"history", operators, (*App).configureHistory, (*App).buildHistory},
@@ -115,6 +118,12 @@ func (a *App) routes() router.Config {
 		if len(a.cfg.WhatsApp.Providers) > 0 {
 			c.Channels = append(c.Channels, event.ChannelWhatsApp)
 		}
+		if a.cfg.Push.Configured() {
+			c.Channels = append(c.Channels, event.ChannelPush)
+		}
+		if a.cfg.Inbox.On() {
+			c.Channels = append(c.Channels, event.ChannelInbox)
+		}
 	}
 	return c
 }
@@ -140,7 +149,12 @@ func shippedTemplates() (map[event.Channel]func(string) bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[event.Channel]func(string) bool{event.ChannelEmail: mail.Has, event.ChannelSMS: text.Has, event.ChannelWhatsApp: text.Has}, nil
+	inApp, err := apptext.New()
+	if err != nil {
+		return nil, err
+	}
+	return map[event.Channel]func(string) bool{event.ChannelEmail: mail.Has, event.ChannelSMS: text.Has, event.ChannelWhatsApp: text.Has,
+		event.ChannelPush: inApp.Has, event.ChannelInbox: inApp.Has}, nil
 }
 
 func checkTemplates(c router.Config) error {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/heraldhq/herald/outbox"
 	"github.com/heraldhq/herald/services/delivery/email/ses/sestest"
+	"github.com/heraldhq/herald/services/delivery/push/fcm/fcmtest"
 	"github.com/heraldhq/herald/services/delivery/sms/twilio/twiliotest"
 	"github.com/heraldhq/herald/services/herald/app"
 	"github.com/heraldhq/herald/services/router"
@@ -138,6 +139,9 @@ var servicePermissions = map[string][]string{
 			"$JS.API.CONSUMER.CREATE.KV_accounts.>", "$JS.API.CONSUMER.DELETE.KV_accounts.>", "$JS.FC.KV_accounts.>",
 			"$JS.API.CONSUMER.CREATE.KV_topic_members.>", "$JS.API.CONSUMER.DELETE.KV_topic_members.>", "$JS.FC.KV_topic_members.>",
 			"$JS.API.CONSUMER.CREATE.KV_preferences.>", "$JS.API.CONSUMER.DELETE.KV_preferences.>", "$JS.FC.KV_preferences.>",
+			// Who has a push device, followed by watch: push is planned
+			// only for them.
+			"$JS.API.CONSUMER.CREATE.KV_devices.>", "$JS.API.CONSUMER.DELETE.KV_devices.>", "$JS.FC.KV_devices.>",
 			"$JS.API.DIRECT.GET.KV_subscribers.>", "$JS.API.DIRECT.GET.KV_accounts.>",
 			// A large topic's pages, asked for and planned per tenant in
 			// turn (it also subscribes to fanout.*: wakes).
@@ -170,6 +174,20 @@ var servicePermissions = map[string][]string{
 		consume("NOTIFY", "sms-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns, []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	"whatsapp": join(jsCommon, consume("NOTIFY", "whatsapp-critical"), consume("NOTIFY", "whatsapp-normal"),
 		consume("NOTIFY", "whatsapp-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns, []string{"notify.status.*", "dlq.NOTIFY.*"}),
+	// The push channel: the subscribers' devices read (listed through an
+	// ordered consumer, each read by direct get, after recipient.Open has
+	// bound every recipient bucket), and a device its push service says
+	// is gone deleted. The protocol follows the suppressions as for every
+	// channel but webhooks.
+	"push": join(jsCommon, consume("NOTIFY", "push-critical"), consume("NOTIFY", "push-normal"),
+		consume("NOTIFY", "push-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns,
+		kvReadWrite("devices"), []string{"notify.status.*", "dlq.NOTIFY.*"}),
+	// The inbox channel: each subscriber's feed in the inbox bucket, its
+	// index read and written, and the contents of items the feed's cap or
+	// retention drops purged by subject.
+	"inbox": join(jsCommon, consume("NOTIFY", "inbox-critical"), consume("NOTIFY", "inbox-normal"),
+		consume("NOTIFY", "inbox-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns,
+		[]string{"$KV.inbox.>", "$JS.API.DIRECT.GET.KV_inbox.>", "$JS.API.STREAM.PURGE.KV_inbox", "notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
 	// (read, and written to record an endpoint's health; followed by watch
 	// for disablings not yet told), outcomes (the ledger's writes) and the
@@ -374,7 +392,7 @@ func digestingRoutes() []router.Route {
 var wakes = map[string][]string{"router": {"fanout.*", "runs.send.*"}, "workflow": {"runs.in.*", "runs.wake.*"}}
 
 // fairChannels are the delivery services' channels, by NATS user.
-var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook"}
+var fairChannels = map[string]string{"delivery": "email", "sms": "sms", "whatsapp": "whatsapp", "webhook": "webhook", "push": "push", "inbox": "inbox"}
 
 // fairRenders is what the renderer needs beyond its durable's under
 // scheduling.fair: its consumers per tenant (and per document type, for
@@ -453,6 +471,7 @@ func runWithPermissions(t *testing.T, fair bool) {
 	require.NoError(t, outboxTable.Init(ctx))
 	outboxTable.Close()
 	ses := sestest.New(t)
+	fcm := fcmtest.New(t)
 	for _, name := range app.Targets {
 		var cfg app.Config
 		cfg.NATS.URL, cfg.Redis.URL, cfg.Redis.Prefix = as(name), redisURL, prefix
@@ -471,6 +490,12 @@ func runWithPermissions(t *testing.T, fair bool) {
 		}
 		if name == "outbox-relay" {
 			cfg.Outbox.URL = outboxDB
+		}
+		if name == "push" {
+			cfg.Push.FCM = &app.FCMConfig{CredentialsEnv: "FCM_CREDENTIALS", ProjectID: fcmtest.Project, Endpoint: fcm.Endpoint()}
+			cfg.Getenv = func(k string) string {
+				return map[string]string{"FCM_CREDENTIALS": string(fcm.ServiceAccountJSON())}[k]
+			}
 		}
 		if name == "api" {
 			// The api verifies Twilio's callbacks with the platform

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/push"
 	"github.com/heraldhq/herald/services/delivery/push/apns"
 	"github.com/heraldhq/herald/services/delivery/push/fcm"
@@ -74,6 +75,46 @@ func (a *App) configurePush() error {
 	a.pushSenders = senders
 	a.pushC = a.deliveryConfig(unbuilt(event.ChannelPush), "push", a.cfg.Push.DeliveryConfig, []string{"push"})
 	return a.pushC.Validate()
+}
+
+// buildPush sends to the subscribers' devices, read from (and, when their
+// push service says they are gone, removed from) the devices bucket.
+func (a *App) buildPush(ctx context.Context) (service, error) {
+	registry, err := a.tenantCache(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := recipient.Open(ctx, a.js)
+	if err != nil {
+		return nil, err
+	}
+	senders := map[recipient.DeviceKind]push.NamedSender{}
+	for kind, s := range a.pushSenders {
+		senders[kind] = push.NamedSender{Name: string(kind), Sender: s}
+	}
+	ch, err := push.NewChannel(push.ChannelConfig{Devices: goneDevices{dir}, Senders: senders,
+		Logger: a.logger.With("service", "delivery", "channel", "push")})
+	if err != nil {
+		return nil, err
+	}
+	c := a.pushC
+	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
+	if err := a.openCircuits(ctx); err != nil {
+		return nil, err
+	}
+	return delivery.New(a.js, c)
+}
+
+// goneDevices is the directory as the push channel takes it: a gone
+// device someone removed first (the app, re-registering; another worker,
+// sending the same notification) is as removed as one it removes itself.
+type goneDevices struct{ *recipient.Directory }
+
+func (d goneDevices) RemoveDevice(ctx context.Context, tenant, subscriber, id string) error {
+	if err := d.Directory.RemoveDevice(ctx, tenant, subscriber, id); !errors.Is(err, recipient.ErrNoDevice) {
+		return err
+	}
+	return nil
 }
 
 func (a *App) fcmSender(ctx context.Context, f FCMConfig) (pushSender, error) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/heraldhq/herald/shared/inbox"
 )
 
 // PushConfig is the push channel's section: a notification goes to every
@@ -120,13 +122,16 @@ func (c InboxConfig) withDefaults() InboxConfig {
 // on unless set false).
 func (c InboxConfig) On() bool { return c.Enabled == nil || *c.Enabled }
 
-func (c InboxConfig) problems() []string {
+func (c InboxConfig) problems(running bool) []string {
 	var problems []string
+	if running && !c.On() {
+		problems = append(problems, "inbox: the inbox service runs, but inbox.enabled is false: the router sends it nothing")
+	}
 	if c.Retention < 0 {
 		problems = append(problems, fmt.Sprintf("inbox.retention: must not be negative (got %s)", c.Retention))
 	}
-	if c.MaxItems < 0 {
-		problems = append(problems, fmt.Sprintf("inbox.max_items: must not be negative (got %d)", c.MaxItems))
+	if c.MaxItems < 0 || c.MaxItems > inbox.MaxCap {
+		problems = append(problems, fmt.Sprintf("inbox.max_items: %d is not a number of items from 1 to %d", c.MaxItems, inbox.MaxCap))
 	}
 	return problems
 }

@@ -115,9 +115,9 @@ func writeIntro(b *bytes.Buffer, doc *document) {
 		"A test fails when this page differs from what `%s` writes.\n\n",
 		RegenerateCommand, text(doc.Info.Description), doc.Info.Title, doc.Info.Version, RegenerateCommand)
 	for _, name := range slices.Sorted(maps.Keys(doc.Components.SecuritySchemes)) {
-		fmt.Fprintf(b, "Authentication (`%s`): %s Each route names the scope its key needs.\n",
-			name, text(doc.Components.SecuritySchemes[name].Description))
+		fmt.Fprintf(b, "Authentication (`%s`): %s\n", name, text(doc.Components.SecuritySchemes[name].Description))
 	}
+	b.WriteString("Each route names the scope its key needs, or the token it takes.\n")
 }
 
 // writeIndex lists every route with its summary and scope.
@@ -323,6 +323,10 @@ func scopes(op *operation) string {
 			for _, scope := range req[name] {
 				out = append(out, "`"+scope+"`")
 			}
+			if len(req[name]) == 0 {
+				// A scheme without scopes is a token, not a key.
+				out = append(out, "`"+name+"` token")
+			}
 		}
 	}
 	return cmp.Or(strings.Join(out, ", "), "none")
@@ -332,6 +336,13 @@ func scopes(op *operation) string {
 func scopeLine(op *operation) string {
 	if len(op.Security) == 0 {
 		return "no key"
+	}
+	for _, req := range op.Security {
+		for _, scopes := range req {
+			if len(scopes) == 0 {
+				return "no key: a " + strings.Join(slices.Sorted(maps.Keys(req)), ", ") + " token"
+			}
+		}
 	}
 	return "key with scope " + scopes(op)
 }
