@@ -237,7 +237,7 @@ var servicePermissions = map[string][]string{
 		// its workflow run), the items a feed drops or an erasure removes
 		// purged, and followed from new writes by an ordered consumer for
 		// the browsers' streams.
-		kvReadWrite("inbox"), []string{"$JS.API.STREAM.PURGE.KV_inbox", "runs.in.*"},
+		kvReadWrite("inbox"), []string{"$JS.API.CONSUMER.MSG.NEXT.KV_inbox.*", "$JS.API.STREAM.PURGE.KV_inbox", "runs.in.*"},
 		// The tenants' own workflows: written, read, listed, and followed
 		// by watch for the planner.
 		kvReadWrite("workflows"), []string{"orders.*", "inventory.*",
