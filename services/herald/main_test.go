@@ -56,16 +56,16 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	t.Setenv("NATS_URL", n.Server.URL())
 	t.Setenv("HERALD_CONFIG", "")
 
-	// Under fair scheduling (the default) the consumers of NOTIFY (12)
+	// Under fair scheduling (the default) the consumers of NOTIFY (18)
 	// and DOCS (1) are templates, made per tenant by the services.
 	out, err := herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 47, strings.Count(out, "created "), out)
-	require.Equal(t, 13, strings.Count(out, "template "), out)
+	require.Equal(t, 49, strings.Count(out, "created "), out)
+	require.Equal(t, 19, strings.Count(out, "template "), out)
 	require.Contains(t, out, "template  consumer NOTIFY > email-normal (made per tenant from this declaration: scheduling.fair)")
 	out, err = herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 47, strings.Count(out, "unchanged "), out)
+	require.Equal(t, 49, strings.Count(out, "unchanged "), out)
 
 	out, err = herald(t, "publish", "../../examples/events/order.created.json")
 	require.NoError(t, err)

@@ -38,6 +38,8 @@ func TestTenantsUsage(t *testing.T) {
 		"sms       3     -      -     0",
 		"whatsapp  0     -      -     0",
 		"webhook   0     100    100   0",
+		"inbox     0     -      -     0",
+		"push      0     -      -     0",
 		""}, "\n"), out)
 
 	u := heraldJSON[usage](t, "tenants", "usage", "zarya", "--month", "2026-12")

@@ -21,36 +21,12 @@ import (
 	"github.com/heraldhq/herald/shared/recipient"
 )
 
-// withPushConsumers is NATS with Herald's streams and the push channel's
-// consumers, made as the email channel's are: the streams learn the push
-// channel in another change of this round.
-func withPushConsumers(t *testing.T) *heraldtest.NATS {
-	t.Helper()
-	n := heraldtest.StartNATSWithStreams(t)
-	ctx := heraldtest.Context(t)
-	s, err := n.JS.Stream(ctx, delivery.Stream)
-	require.NoError(t, err)
-	cfg := s.CachedInfo().Config
-	cfg.Subjects = append(cfg.Subjects, "notify.push.*.*")
-	_, err = n.JS.UpdateStream(ctx, cfg)
-	require.NoError(t, err)
-	for _, p := range notification.Priorities {
-		c, err := n.JS.Consumer(ctx, delivery.Stream, "email-"+string(p))
-		require.NoError(t, err)
-		cc := c.CachedInfo().Config
-		cc.Durable, cc.Name, cc.FilterSubject = "push-"+string(p), "push-"+string(p), "notify.push."+string(p)+".*"
-		_, err = n.JS.CreateConsumer(ctx, delivery.Stream, cc)
-		require.NoError(t, err)
-	}
-	return n
-}
-
 func TestEachDevicesOutcomeReachesTheLedger(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.apns.Refuse(iPadToken, apnstest.Answer{Status: http.StatusGone, Reason: "Unregistered", Timestamp: time.Now()})
 	c := b.channel(t, b.browser(t, "laptop", ""), device("ipad", recipient.DeviceAPNs, iPadToken))
-	n := withPushConsumers(t)
+	n := heraldtest.StartNATSWithStreams(t) // NOTIFY declares push's subjects and consumers
 	svc, err := delivery.New(n.JS, delivery.Config{Channel: c, Locker: heraldtest.Locker(t), Concurrency: 1, RetryDelay: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(heraldtest.Context(t)))

@@ -233,6 +233,11 @@ var servicePermissions = map[string][]string{
 		// The workflow runs, read, listed and cancelled (a waiting
 		// step's timer purged).
 		kvReadWrite("runs"), []string{"$JS.API.STREAM.PURGE.RUNS"},
+		// The subscribers' inbox feeds: read, marked (a read item tells
+		// its workflow run), the items a feed drops or an erasure removes
+		// purged, and followed from new writes by an ordered consumer for
+		// the browsers' streams.
+		kvReadWrite("inbox"), []string{"$JS.API.CONSUMER.MSG.NEXT.KV_inbox.*", "$JS.API.STREAM.PURGE.KV_inbox", "runs.in.*"},
 		// The tenants' own workflows: written, read, listed, and followed
 		// by watch for the planner.
 		kvReadWrite("workflows"), []string{"orders.*", "inventory.*",
