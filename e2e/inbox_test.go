@@ -264,7 +264,7 @@ func inboxPage(t *testing.T) inboxPageServer {
 		fmt.Fprintf(w, `<!doctype html><html lang="es"><head><meta charset="utf-8"><title>Frutas del Sur</title>
 <script src="%s/v1/inbox/herald-inbox.js"></script></head>
 <body style="font-family: sans-serif; margin: 0"><header style="display: flex; justify-content: space-between; align-items: center; padding: 12px 24px; background: #14532d; color: white">
-<strong>Frutas del Sur · Pedidos</strong><herald-inbox token="%s" locale="es" style="--herald-inbox-accent: #15803d"></herald-inbox></header>
+<strong>Frutas del Sur · Pedidos</strong><herald-inbox token="%s" locale="es" style="--herald-inbox-accent: #15803d; --herald-inbox-bell: #ffffff"></herald-inbox></header>
 <main style="padding: 24px; height: 480px">PO-2026-0043</main></body></html>`, html.EscapeString(api), html.EscapeString(r.URL.Query().Get("token")))
 	}))
 	t.Cleanup(srv.Close)

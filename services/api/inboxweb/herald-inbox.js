@@ -14,6 +14,7 @@
  *         "herald-inbox:unauthorized" when the token is refused.
  *
  * Theme it with these CSS custom properties, set on herald-inbox or any ancestor:
+ *   --herald-inbox-bell      the bell's colour                       (the surrounding text's)
  *   --herald-inbox-accent    links, focus rings, the unread marker   (#2563eb)
  *   --herald-inbox-bg        the panel's background                  (#ffffff)
  *   --herald-inbox-fg        the text                                (#111827)
@@ -92,7 +93,8 @@
 button { font: inherit; color: inherit; cursor: pointer; border-radius: var(--herald-inbox-radius, 8px); }
 button:focus-visible, a:focus-visible, [tabindex]:focus-visible {
   outline: 2px solid var(--herald-inbox-accent, #2563eb); outline-offset: 2px; }
-.bell { position: relative; background: none; border: 0; padding: .4rem; line-height: 0; }
+.bell { position: relative; background: none; border: 0; padding: .4rem; line-height: 0;
+  color: var(--herald-inbox-bell, inherit); }
 .bell svg { width: 1.5rem; height: 1.5rem; }
 .badge { position: absolute; top: 0; right: 0; min-width: 1.1rem; padding: 0 .25rem; box-sizing: border-box;
   border-radius: 999px; font-size: .7rem; line-height: 1.1rem; font-weight: 700; text-align: center;
