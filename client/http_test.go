@@ -236,7 +236,7 @@ func TestHTTPPostsNothingInvalid(t *testing.T) {
 	_, err := b.publisher(t, b.key).Publish(t.Context(), client.OrderCreated(acme, d.Order, d.Recipients...))
 	var invalid *event.ValidationError
 	require.ErrorAs(t, err, &invalid)
-	require.Equal(t, []string{`data.recipients[0].channels: "pigeon" is not a channel (want one of [email sms whatsapp webhook])`}, invalid.Problems)
+	require.Equal(t, []string{`data.recipients[0].channels: "pigeon" is not a channel (want one of [email sms whatsapp webhook inbox push])`}, invalid.Problems)
 	require.Empty(t, b.spans.Ended(), "no request was made")
 }
 

@@ -59,7 +59,8 @@ func TestThePreferencePageInTheBrowser(t *testing.T) {
 
 	own, _, err := dir.Choices(ctx, "acme", "u-olga")
 	require.NoError(t, err)
-	require.Equal(t, recipient.Choices{"alerts": {event.ChannelEmail: true, event.ChannelSMS: false, event.ChannelWhatsApp: true}}, own)
+	require.Equal(t, recipient.Choices{"alerts": {event.ChannelEmail: true, event.ChannelSMS: false, event.ChannelWhatsApp: true,
+		event.ChannelInbox: true, event.ChannelPush: true}}, own)
 	if os.Getenv(screenshotsEnv) != "" {
 		writePNG(t, "preferences-page.png", run(b, chromedp.FullScreenshot(100)))
 	}

@@ -84,7 +84,9 @@ func TestAMonthlyQuotaSendsUpToItAndDeadLettersTheRest(t *testing.T) {
 		{"channel":"email","used":10,"quota":10,"refused":5},
 		{"channel":"sms","used":0,"quota":null,"refused":0},
 		{"channel":"whatsapp","used":0,"quota":null,"refused":0},
-		{"channel":"webhook","used":0,"quota":null,"refused":0}]}`, month)
+		{"channel":"webhook","used":0,"quota":null,"refused":0},
+		{"channel":"inbox","used":0,"quota":null,"refused":0},
+		{"channel":"push","used":0,"quota":null,"refused":0}]}`, month)
 	require.JSONEq(t, want, usage(), "the status webhooks are Herald's own: not counted")
 
 	send := func() answer {
