@@ -191,7 +191,9 @@ func TestInboxAndPushFromTokenToRead(t *testing.T) {
 	w.api(t, w.key, http.MethodPut, "/v1/subscribers/u-lucia", http.StatusCreated, `{"name": "Lucía Romero", "email": "lucia@frutasdelsur.example", "locale": "es"}`)
 	w.api(t, w.key, http.MethodPut, "/v1/subscribers/u-other", http.StatusCreated, `{"name": "Otro", "locale": "es"}`)
 
-	var vapid struct{ PublicKey string `json:"public_key"` }
+	var vapid struct {
+		PublicKey string `json:"public_key"`
+	}
 	require.NoError(t, json.Unmarshal(w.api(t, "", http.MethodGet, "/v1/inbox/vapid-public-key", http.StatusOK, ""), &vapid))
 	subscription, err := json.Marshal(map[string]any{"kind": "webpush", "subscription": w.webpush.Subscribe(t, vapid.PublicKey)})
 	require.NoError(t, err)
