@@ -332,6 +332,10 @@ type InboxItemState struct {
 
 type itemEvent struct {
 	Item InboxItem `json:"item"`
+	// Dropped are the items the feed's cap or retention dropped as it
+	// took this one; Counts are the counts with it.
+	Dropped []string    `json:"dropped,omitempty"`
+	Counts  InboxCounts `json:"counts"`
 }
 
 type stateEvent struct {
@@ -343,7 +347,7 @@ type stateEvent struct {
 // eventOf is a change as the browser's event: its name and data.
 func (s *Service) eventOf(c inbox.Change) (string, any) {
 	if c.Kind == inbox.KindItem {
-		return string(inbox.KindItem), itemEvent{Item: s.inboxItemOf(*c.Item, time.Now())}
+		return string(inbox.KindItem), itemEvent{Item: s.inboxItemOf(*c.Item, time.Now()), Dropped: c.Dropped, Counts: InboxCounts(c.Counts)}
 	}
 	ev := stateEvent{Items: make([]InboxItemState, len(c.States)), Dropped: c.Dropped, Counts: InboxCounts(c.Counts)}
 	for i, st := range c.States {

@@ -178,7 +178,7 @@ func TestInboxStreamResumesFromTheLastEventOnce(t *testing.T) {
 	first := b.open(t, "/v1/inbox/stream", ana)
 	first.connected(t)
 	b.add(t, "acme", "ana", 0, 1)
-	require.Eventually(t, func() bool { return len(first.got()) >= 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(first.got()) >= 1 }, 10*time.Second, 5*time.Millisecond)
 	last := first.got()[len(first.got())-1].id
 	require.NoError(t, first.resp.Body.Close())
 	<-first.done

@@ -53,7 +53,10 @@ type Change struct {
 type Want func(tenant, sub string) bool
 
 // Follow calls fn with every change written from now on to a feed want
-// accepts, in order, until stop is called or ctx ends.
+// accepts, in order, until stop is called or ctx ends. A new item is told
+// when the index that lists it is written — its contents are written
+// first and held until then — so a browser never hears of an item the
+// feed does not hold, and hears of it with the counts that include it.
 func Follow(ctx context.Context, js jetstream.JetStream, want Want, fn func(Change)) (stop func(), err error) {
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{"$KV." + Bucket + ".>"},
@@ -62,8 +65,9 @@ func Follow(ctx context.Context, js jetstream.JetStream, want Want, fn func(Chan
 	if err != nil {
 		return nil, fmt.Errorf("inbox: following the feeds: %w", err)
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		if c, ok := decodeChange(msg, want); ok {
+	f := &follower{want: want, held: map[string]*Item{}}
+	cc, err := cons.Consume(func(msg jetstream.Msg) { // called in order, one at a time
+		if c, ok := f.decode(msg); ok {
 			fn(c)
 		}
 	})
@@ -73,10 +77,22 @@ func Follow(ctx context.Context, js jetstream.JetStream, want Want, fn func(Chan
 	return cc.Stop, nil
 }
 
-// decodeChange is msg as a change, if want wants its feed and it is one.
-func decodeChange(msg jetstream.Msg, want Want) (Change, bool) {
+// maxHeld bounds the contents a follower holds for an index write that
+// has not come: one whose index write failed is let go of, oldest first.
+const maxHeld = 4096
+
+// follower turns the bucket's messages into changes.
+type follower struct {
+	want  Want
+	held  map[string]*Item // tenant, subscriber and item id → contents written, not yet listed
+	order []string
+}
+
+// decode is msg as a change, if the follower's want wants its feed and it
+// is one to tell.
+func (f *follower) decode(msg jetstream.Msg) (Change, bool) {
 	tenant, sub, item, ok := parseSubject(msg.Subject())
-	if !ok || !want(tenant, sub) || len(msg.Data()) == 0 {
+	if !ok || !f.want(tenant, sub) || len(msg.Data()) == 0 {
 		return Change{}, false
 	}
 	meta, err := msg.Metadata()
@@ -85,9 +101,33 @@ func decodeChange(msg jetstream.Msg, want Want) (Change, bool) {
 	}
 	c := Change{Seq: meta.Sequence.Stream, Tenant: tenant, Subscriber: sub}
 	if item {
-		return c, c.decodeItem(msg.Data())
+		f.hold(tenant, sub, msg.Data())
+		return Change{}, false
 	}
-	return c, c.decodeIndex(msg.Data())
+	added, ok := c.decodeIndex(msg.Data())
+	if ok && added != "" {
+		key := tenant + "\x00" + sub + "\x00" + added
+		if it := f.held[key]; it != nil {
+			delete(f.held, key)
+			c.Kind, c.Item = KindItem, it
+		}
+	}
+	return c, ok
+}
+
+// hold keeps an item's contents until the index that lists it is written.
+func (f *follower) hold(tenant, sub string, b []byte) {
+	var it Item
+	if json.Unmarshal(b, &it) != nil {
+		return
+	}
+	key := tenant + "\x00" + sub + "\x00" + it.ID
+	f.held[key] = &it
+	f.order = append(f.order, key)
+	if len(f.order) > maxHeld {
+		delete(f.held, f.order[0])
+		f.order = f.order[1:]
+	}
 }
 
 // parseSubject splits $KV.inbox.<tenant>.<sub token>[.<item token>].
@@ -100,19 +140,12 @@ func parseSubject(subject string) (tenant, sub string, item, ok bool) {
 	return parts[0], sub, len(parts) == 3, err == nil
 }
 
-func (c *Change) decodeItem(b []byte) bool {
-	var it Item
-	if json.Unmarshal(b, &it) != nil {
-		return false
-	}
-	c.Kind, c.Item = KindItem, &it
-	return true
-}
-
-func (c *Change) decodeIndex(b []byte) bool {
+// decodeIndex reads an index write as a state change, and says which
+// item it added, if any.
+func (c *Change) decodeIndex(b []byte) (added string, ok bool) {
 	x, err := decodeIndex(b)
 	if err != nil {
-		return false
+		return "", false
 	}
 	c.Kind, c.Counts, c.ReadAll, c.Dropped = KindState, x.Counts, x.Change.ReadAll, x.Change.Dropped
 	ch := x.Change
@@ -122,7 +155,7 @@ func (c *Change) decodeIndex(b []byte) bool {
 			c.States = append(c.States, ItemState{ID: e.ID, State: e.state()})
 		}
 	}
-	return true
+	return ch.Added, true
 }
 
 // Since is what a browser that last saw sequence seq of the subscriber's

@@ -469,8 +469,10 @@ time { display: block; margin-top: .2rem; font-size: .75rem; color: var(--herald
         return;
       }
       if (msg.counts) this._setCounts(msg.counts);
-      if (event === "item" && msg.item) this._addLive(msg.item);
-      else if (event === "state") this._applyStates(msg.items || [], msg.dropped || []);
+      if (event === "item" && msg.item) {
+        this._addLive(msg.item);
+        if (msg.dropped) this._applyStates([], msg.dropped);
+      } else if (event === "state") this._applyStates(msg.items || [], msg.dropped || []);
       else if (event === "sync") this._loadPage(null);
       this._render();
     }
