@@ -42,16 +42,6 @@ type Composer struct {
 	templates localized.Templates
 }
 
-// templateData is what a template sees: the same as a text message's.
-type templateData struct {
-	Order *notification.OrderSummary
-	Stock *event.Stock
-	// Items and Count, in a workflow's digest, are every event it
-	// gathered (Order and Stock are the first's).
-	Items []notification.DigestItem
-	Count int
-}
-
 // New parses the embedded templates.
 func New() (*Composer, error) {
 	templates, err := localized.Parse(templateFiles, "templates/*.tmpl", funcs)
@@ -87,7 +77,7 @@ func (c *Composer) text(d notification.Delivery) (Text, error) {
 	if d.Message != nil {
 		return Text{Title: d.Message.Subject, Body: d.Message.Text}, nil
 	}
-	data := templateData{Order: d.Order, Stock: d.Stock, Items: d.Digest.List(), Count: d.Digest.Len()}
+	data := localized.DataOf(d)
 	title, err := c.render(d.Locale, d.Template+".title", data)
 	if err != nil {
 		return Text{}, err
@@ -96,7 +86,7 @@ func (c *Composer) text(d notification.Delivery) (Text, error) {
 	return Text{Title: title, Body: body}, err
 }
 
-func (c *Composer) render(locale, name string, data templateData) (string, error) {
+func (c *Composer) render(locale, name string, data localized.Data) (string, error) {
 	t := c.templates.Pick(locale, name)
 	if t == nil {
 		return "", provider.Permanentf("no app notification template %q", name)

@@ -32,16 +32,6 @@ type Composer struct {
 	templates localized.Templates
 }
 
-// templateData is what a template sees.
-type templateData struct {
-	Order *notification.OrderSummary
-	Stock *event.Stock
-	// Items and Count, in a workflow's digest, are every event it
-	// gathered (Order and Stock are the first's).
-	Items []notification.DigestItem
-	Count int
-}
-
 // NewComposer parses the embedded templates.
 func NewComposer() (*Composer, error) {
 	templates, err := localized.Parse(templateFiles, "templates/*.tmpl", funcs)
@@ -89,7 +79,7 @@ func (c *Composer) body(d notification.Delivery) (string, error) {
 		return "", provider.Permanentf("no text message template %q", d.Template)
 	}
 	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, d.Template+".text", templateData{Order: d.Order, Stock: d.Stock, Items: d.Digest.List(), Count: d.Digest.Len()}); err != nil {
+	if err := t.ExecuteTemplate(&buf, d.Template+".text", localized.DataOf(d)); err != nil {
 		return "", provider.Permanentf("rendering %s/%s: %w", t.Name(), d.Template, err)
 	}
 	return collapse(buf.String()), nil
