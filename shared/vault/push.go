@@ -4,6 +4,7 @@ import (
 	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -56,20 +57,25 @@ func projectOf(s Secret) (string, string) {
 		return "", "names no project_id"
 	case a.ClientEmail == "":
 		return "", "has no client_email"
-	case !privateKey(a.PrivateKey):
-		return "", "has no PEM PKCS#8 private_key"
+	case !rsaKey(a.PrivateKey):
+		return "", "has no PEM RSA private_key"
 	}
 	return a.ProjectID, ""
 }
 
-// privateKey says whether s is a PEM PKCS#8 private key.
-func privateKey(s string) bool {
+// rsaKey says whether s is a PEM RSA private key, PKCS#8 or PKCS#1, as
+// Google's token signer reads it.
+func rsaKey(s string) bool {
 	block, _ := pem.Decode([]byte(strings.TrimSpace(s)))
 	if block == nil {
 		return false
 	}
-	_, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	return err == nil
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return true
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	_, ok := key.(*rsa.PrivateKey)
+	return err == nil && ok
 }
 
 func (c Credential) apnsProblems(add func(format string, args ...any)) {
