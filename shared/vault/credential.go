@@ -197,7 +197,8 @@ func ValidName(s string) bool { return event.ValidTenant(s) }
 
 // Secret is the credential's main secret, the one its preview shows: the
 // SES or Amazon SMS secret access key, the SendGrid API key, the Twilio
-// auth token, the SMTP password.
+// auth token, the SMTP password, the FCM service account's or the APNs
+// private key, the VAPID private key.
 func (c Credential) Secret() Secret {
 	switch c.Type {
 	case TypeSES, TypeAWSSMS:
@@ -206,10 +207,8 @@ func (c Credential) Secret() Secret {
 		return c.APIKey
 	case TypeTwilio:
 		return c.AuthToken
-	case TypeFCM:
-		return c.ServiceAccount
-	case TypeAPNs:
-		return c.AuthKey
+	case TypeFCM, TypeAPNs:
+		return c.pushKey()
 	case TypeWebPush:
 		return c.VAPIDPrivateKey
 	}

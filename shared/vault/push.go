@@ -152,3 +152,20 @@ func contact(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && u.Scheme == "https" && u.Host != ""
 }
+
+// pushKey is the private key of an fcm or apns account, as base64 of its
+// DER: the end of a key file is JSON or PEM armour, which a preview would
+// show instead of anything of the key (and a newline in a table).
+func (c Credential) pushKey() Secret {
+	key := c.AuthKey.Reveal()
+	if c.Type == TypeFCM {
+		var a serviceAccount
+		_ = json.Unmarshal([]byte(c.ServiceAccount.Reveal()), &a) // a file that is not JSON is refused by Validate
+		key = a.PrivateKey
+	}
+	block, _ := pem.Decode([]byte(strings.TrimSpace(key)))
+	if block == nil {
+		return NewSecret(key)
+	}
+	return NewSecret(base64.StdEncoding.EncodeToString(block.Bytes))
+}

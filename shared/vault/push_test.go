@@ -146,6 +146,9 @@ func TestPushAccountsAreSealedAndListedWithoutTheirSecrets(t *testing.T) {
 		[...]string{list[1].ProjectID, list[0].APNsKeyID, list[0].TeamID, list[0].Topic, list[2].VAPIDPublicKey, list[2].Contact},
 		"the settings are listed, and fcm's project is read from its service account")
 	require.True(t, list[0].Production)
+	for _, info := range list {
+		require.Regexp(t, `^\*\*\*\*[A-Za-z0-9+/=_-]{4}$`, info.Preview, "%s: the key's last 4, not its file's armour", info.Type)
+	}
 	listed, err := json.Marshal(list)
 	require.NoError(t, err)
 	printed := fmt.Sprintf("%+v %+v %+v %s", k.fcm(), k.apns(), k.webpush(), listed)

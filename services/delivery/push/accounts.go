@@ -129,12 +129,6 @@ func (t *TenantSenders) list(ctx context.Context, tenant string) (map[recipient.
 		t.lists = map[string]accountList{}
 	}
 	t.lists[tenant] = accountList{byKind: byKind, until: t.now().Add(cmp.Or(t.ListTTL, time.Minute))}
-	// A sender of an account no longer listed holds its secret: drop it.
-	for kind := range t.built[tenant] {
-		if byKind[kind].Name == "" {
-			delete(t.built[tenant], kind)
-		}
-	}
 	return byKind, nil
 }
 
