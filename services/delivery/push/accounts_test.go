@@ -180,7 +180,7 @@ func TestATenantsAccountThatCannotBeBuiltFailsOnlyItsKindForGood(t *testing.T) {
 
 	r, err := try(t, broken(device("ipad", recipient.DeviceAPNs, iPadToken), b.browser(t, "laptop", "")), shipped())
 	require.NoError(t, err, "the browser took it")
-	require.Equal(t, `apns:ipad failed: tenant "acme"'s apns account "acme-apns": apns: AuthKey is not PEM (a .p8 file's contents); webpush:laptop accepted`, r.Note)
+	require.Equal(t, `apns:ipad failed: permanent: tenant "acme"'s apns account "acme-apns": apns: AuthKey is not PEM (a .p8 file's contents); webpush:laptop accepted`, r.Note)
 	require.Empty(t, b.apns.Pushes(), "not the platform's either: the tenant chose its own account")
 
 	_, err = try(t, broken(device("ipad", recipient.DeviceAPNs, iPadToken)), shipped())
