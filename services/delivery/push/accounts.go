@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,11 +68,12 @@ type choice struct {
 	err    error
 }
 
-// senders are the tenant's senders, by kind of device: its own accounts'
-// over the platform's. An error reading the tenant's accounts fails the
-// whole call (it is transient: nothing was sent); one account that cannot
-// be built fails only its kind's devices.
-func (c *Channel) senders(ctx context.Context, tenant string) (map[recipient.DeviceKind]choice, error) {
+// senders are the tenant's senders for sends' kinds of device: its own
+// accounts' over the platform's; an account of a kind no device has is
+// left unopened. An error reading the tenant's accounts fails the whole
+// call (it is transient: nothing was sent); one account that cannot be
+// built fails only its kind's devices.
+func (c *Channel) senders(ctx context.Context, tenant string, sends []send) (map[recipient.DeviceKind]choice, error) {
 	out := make(map[recipient.DeviceKind]choice, len(c.cfg.Senders))
 	for kind, s := range c.cfg.Senders {
 		out[kind] = choice{sender: s}
@@ -85,6 +87,9 @@ func (c *Channel) senders(ctx context.Context, tenant string) (map[recipient.Dev
 		return nil, err
 	}
 	for kind, info := range own {
+		if !slices.ContainsFunc(sends, func(s send) bool { return s.device.Kind == kind }) {
+			continue
+		}
 		s, err := t.sender(ctx, tenant, kind, info)
 		switch {
 		case errors.Is(err, vault.ErrNotFound): // removed since it was listed

@@ -186,3 +186,22 @@ func TestATenantsAccountThatCannotBeBuiltFailsOnlyItsKindForGood(t *testing.T) {
 	_, err = try(t, broken(device("ipad", recipient.DeviceAPNs, iPadToken)), shipped())
 	require.True(t, provider.IsPermanent(err), "no retry fixes an account: %v", err)
 }
+
+func TestAnAccountRemovedSinceItWasListedLeavesItsDevicesToThePlatform(t *testing.T) {
+	t.Parallel()
+	b, a := setup(t), newTenantAccounts(t)
+	acmeAPNs := a.apnsAccount(t, "acme", "acme-apns")
+	laptop := b.browser(t, "laptop", "")
+	c := b.channelWithAccounts(t, a, laptop)
+	_, err := try(t, c, shipped()) // lists acme's accounts; a browser opens none of them
+	require.NoError(t, err)
+	require.Zero(t, a.builds.Load(), "no device of the account's kind: it is not opened")
+
+	require.NoError(t, a.store.Delete(heraldtest.Context(t), "acme", "acme-apns"))
+	b.directory.byID["acme/sub_1"] = append(b.directory.byID["acme/sub_1"], device("ipad", recipient.DeviceAPNs, iPadToken))
+	r, err := try(t, c, shipped()) // the list still names it
+	require.NoError(t, err)
+	require.Equal(t, "webpush:laptop accepted; apns:ipad accepted", r.Note)
+	require.Len(t, b.apns.Pushes(), 1, "the platform's")
+	require.Empty(t, acmeAPNs.Pushes())
+}

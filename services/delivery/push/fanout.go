@@ -25,7 +25,7 @@ type outcome struct {
 // and tells the protocol what came of it: delivered when any device took
 // it, each device's outcome in the note (or, when none did, the error).
 func (c *Channel) fanOut(ctx context.Context, d notification.Delivery, subscriber string, sends []send) (provider.Receipt, error) {
-	senders, err := c.senders(ctx, d.Tenant)
+	senders, err := c.senders(ctx, d.Tenant, sends)
 	if err != nil {
 		return provider.Receipt{}, err
 	}
