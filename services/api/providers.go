@@ -15,7 +15,7 @@ import (
 // masked preview of its secret, never the secret.
 type Provider struct {
 	Name     string `json:"name" example:"acme-ses"`
-	Type     string `json:"type" enum:"ses,sendgrid,smtp,twilio,awssms"`
+	Type     string `json:"type" enum:"ses,sendgrid,smtp,twilio,awssms,fcm,apns,webpush"`
 	Endpoint string `json:"endpoint,omitempty"`
 	Region   string `json:"region,omitempty"`
 	Host     string `json:"host,omitempty"`
@@ -31,6 +31,14 @@ type Provider struct {
 	OriginationIdentity string   `json:"origination_identity,omitempty"`
 	ConfigurationSet    string   `json:"configuration_set,omitempty"`
 
+	ProjectID      string `json:"project_id,omitempty" doc:"fcm: the Firebase project its service account names."`
+	APNsKeyID      string `json:"apns_key_id,omitempty"`
+	TeamID         string `json:"team_id,omitempty"`
+	Topic          string `json:"topic,omitempty"`
+	Production     bool   `json:"production,omitempty"`
+	VAPIDPublicKey string `json:"vapid_public_key,omitempty" doc:"webpush: the key the tenant's pages subscribe with."`
+	Contact        string `json:"contact,omitempty"`
+
 	Preview   string    `json:"preview" doc:"The secret masked: at most its last 4 characters."`
 	KeyID     string    `json:"key_id" doc:"The master key that seals it."`
 	CreatedAt time.Time `json:"created_at"`
@@ -41,7 +49,7 @@ type Provider struct {
 // are sealed under the master key before they are written, and never
 // answered.
 type ProviderAccount struct {
-	Type            string `json:"type" enum:"ses,sendgrid,smtp,twilio,awssms" doc:"ses, sendgrid and smtp send email; twilio SMS and WhatsApp; awssms SMS."`
+	Type            string `json:"type" enum:"ses,sendgrid,smtp,twilio,awssms,fcm,apns,webpush" doc:"ses, sendgrid and smtp send email; twilio SMS and WhatsApp; awssms SMS; fcm, apns and webpush push, each to its kind of device."`
 	Endpoint        string `json:"endpoint,omitempty" doc:"Replaces the API's base URL (all but smtp)."`
 	Region          string `json:"region,omitempty" doc:"Required for ses and awssms."`
 	AccessKeyID     string `json:"access_key_id,omitempty" doc:"Required for ses and awssms."`
@@ -62,6 +70,16 @@ type ProviderAccount struct {
 	MessagingServiceSID string `json:"messaging_service_sid,omitempty" doc:"twilio: let the service pick the sender."`
 	OriginationIdentity string `json:"origination_identity,omitempty" doc:"awssms: the sender (phone number, sender id or pool); optional."`
 	ConfigurationSet    string `json:"configuration_set,omitempty" doc:"awssms: the configuration set receiving the message's events; optional."`
+
+	ServiceAccount  string `json:"service_account,omitempty" doc:"Required for fcm: the service account's key file (JSON), which names the Firebase project."`
+	AuthKey         string `json:"auth_key,omitempty" doc:"Required for apns: the .p8 key (PEM)."`
+	APNsKeyID       string `json:"apns_key_id,omitempty" doc:"Required for apns: the .p8 key's id."`
+	TeamID          string `json:"team_id,omitempty" doc:"Required for apns: the Apple developer team."`
+	Topic           string `json:"topic,omitempty" doc:"Required for apns: the app's bundle id."`
+	Production      bool   `json:"production,omitempty" doc:"apns: send to APNs production, not the sandbox."`
+	VAPIDPublicKey  string `json:"vapid_public_key,omitempty" doc:"Required for webpush: the VAPID public key (base64url), the one the tenant's pages subscribe with."`
+	VAPIDPrivateKey string `json:"vapid_private_key,omitempty" doc:"Required for webpush: the VAPID private key (base64url)."`
+	Contact         string `json:"contact,omitempty" doc:"Required for webpush: mailto: or https: where push services may reach the sender."`
 }
 
 // Providers are a tenant's provider accounts, by name.
@@ -170,7 +188,10 @@ func (s *Service) putProvider(ctx context.Context, in *putProviderInput) (*provi
 		Password: vault.NewSecret(b.Password), TLS: b.TLS,
 		AccountSID: b.AccountSID, AuthToken: vault.NewSecret(b.AuthToken), From: b.From, MessagingServiceSID: b.MessagingServiceSID,
 		OriginationIdentity: b.OriginationIdentity, ConfigurationSet: b.ConfigurationSet,
-		WebhookPublicKey: b.WebhookPublicKey, SNSTopics: b.SNSTopics}
+		WebhookPublicKey: b.WebhookPublicKey, SNSTopics: b.SNSTopics,
+		ServiceAccount: vault.NewSecret(b.ServiceAccount), AuthKey: vault.NewSecret(b.AuthKey), APNsKeyID: b.APNsKeyID,
+		TeamID: b.TeamID, Topic: b.Topic, Production: b.Production,
+		VAPIDPublicKey: b.VAPIDPublicKey, VAPIDPrivateKey: vault.NewSecret(b.VAPIDPrivateKey), Contact: b.Contact}
 	// Validate's words name fields, never a secret.
 	if err := c.Validate(); err != nil {
 		return nil, huma.Error422UnprocessableEntity(err.Error())

@@ -23,7 +23,8 @@ func providersCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "providers",
 		Short: "Store, list and remove tenants' own provider accounts (encrypted at rest)",
-		Long: `A tenant can send through its own SES, SendGrid or SMTP account. Its
+		Long: `A tenant can send through its own SES, SendGrid, SMTP, Twilio, Amazon SMS,
+FCM, APNs or Web Push account. Its
 credentials are kept in the KV bucket credentials, their secrets sealed with
 AES-256-GCM under the master key (HERALD_MASTER_KEY, base64 of 32 bytes, or
 --master-key-file); listing and removing need no key. Secrets are read from
@@ -44,7 +45,7 @@ var providerCommands = resourceCommands[*vault.Store]{
 
 func providersSetCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "set --tenant ID --name N --type ses|sendgrid|smtp|twilio|awssms [settings] [secret files]",
+		Use:   "set --tenant ID --name N --type ses|sendgrid|smtp|twilio|awssms|fcm|apns|webpush [settings] [secret files]",
 		Short: "Store a tenant's provider account, replacing one of the same name",
 		Example: `  herald providers set --tenant acme --name sendgrid-acme --type sendgrid --api-key-file sendgrid.key
   herald providers set --tenant acme --name ses-acme --type ses --region eu-west-1 \
@@ -55,10 +56,16 @@ func providersSetCommand() *cobra.Command {
     --auth-token-file twilio.token --from +15017122661
   herald providers set --tenant acme --name sms-acme --type awssms --region eu-west-1 \
     --access-key-id AKIA... --secret-access-key-file aws.secret --origination-identity +447700900123
+  herald providers set --tenant acme --name apns-acme --type apns --auth-key-file AuthKey_ABC123DEFG.p8 \
+    --apns-key-id ABC123DEFG --team-id DEF123GHIJ --topic com.acme.shop --production
+  herald providers set --tenant acme --name fcm-acme --type fcm --service-account-file firebase-adminsdk.json
+  herald providers set --tenant acme --name webpush-acme --type webpush --vapid-public-key BNc... \
+    --vapid-private-key-file vapid.key --contact mailto:ops@acme.example
 
 A tenant names its email accounts in its chain with herald tenants set
 --providers, its SMS and WhatsApp accounts with --sms-providers and
---whatsapp-providers.`,
+--whatsapp-providers. Its push accounts need no chain: its devices of a kind
+go through its account of that kind, the platform's push provider otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: setProvider,
 	}
@@ -118,7 +125,7 @@ var settingFlags = []struct {
 	field       func(*vault.Credential) *string
 }{
 	{"name", "the provider's name in the tenant's chain (required)", func(c *vault.Credential) *string { return &c.Name }},
-	{"type", "ses, sendgrid, smtp (email), twilio (SMS, WhatsApp) or awssms (SMS) (required)", func(c *vault.Credential) *string { return &c.Type }},
+	{"type", "ses, sendgrid, smtp (email), twilio (SMS, WhatsApp), awssms (SMS), fcm, apns or webpush (push) (required)", func(c *vault.Credential) *string { return &c.Type }},
 	{"endpoint", "all but smtp: the API's base URL, for an emulator, a proxy or a regional endpoint", func(c *vault.Credential) *string { return &c.Endpoint }},
 	{"region", "ses, awssms: the AWS region", func(c *vault.Credential) *string { return &c.Region }},
 	{"webhook-public-key", "sendgrid: the Signed Event Webhook's verification key (base64), for /v1/inbound/sendgrid/<tenant>/<name>",
@@ -131,6 +138,11 @@ var settingFlags = []struct {
 	{"messaging-service-sid", "twilio: the messaging service (MG…) that picks the sender", func(c *vault.Credential) *string { return &c.MessagingServiceSID }},
 	{"origination-identity", "awssms: the sender: phone number, sender id or pool", func(c *vault.Credential) *string { return &c.OriginationIdentity }},
 	{"configuration-set", "awssms: the configuration set that receives the message's events", func(c *vault.Credential) *string { return &c.ConfigurationSet }},
+	{"apns-key-id", "apns: the .p8 key's id", func(c *vault.Credential) *string { return &c.APNsKeyID }},
+	{"team-id", "apns: the Apple developer team id", func(c *vault.Credential) *string { return &c.TeamID }},
+	{"topic", "apns: the app's bundle id", func(c *vault.Credential) *string { return &c.Topic }},
+	{"vapid-public-key", "webpush: the VAPID public key (base64url) the tenant's pages subscribe with", func(c *vault.Credential) *string { return &c.VAPIDPublicKey }},
+	{"contact", "webpush: mailto: or https: where push services may reach the sender", func(c *vault.Credential) *string { return &c.Contact }},
 }
 
 // secretFileFlags name the files an account's secrets are read from:
@@ -143,6 +155,9 @@ var secretFileFlags = []struct {
 	{"api-key-file", "sendgrid: file holding the API key", func(c *vault.Credential) *vault.Secret { return &c.APIKey }},
 	{"password-file", "smtp: file holding the AUTH password", func(c *vault.Credential) *vault.Secret { return &c.Password }},
 	{"auth-token-file", "twilio: file holding the auth token", func(c *vault.Credential) *vault.Secret { return &c.AuthToken }},
+	{"service-account-file", "fcm: the service account's key file (JSON), which names the project", func(c *vault.Credential) *vault.Secret { return &c.ServiceAccount }},
+	{"auth-key-file", "apns: the .p8 key file", func(c *vault.Credential) *vault.Secret { return &c.AuthKey }},
+	{"vapid-private-key-file", "webpush: file holding the VAPID private key (base64url)", func(c *vault.Credential) *vault.Secret { return &c.VAPIDPrivateKey }},
 }
 
 // providerFlags are the flags that describe an account to set.
@@ -158,12 +173,15 @@ func providerFlags(cmd *cobra.Command) {
 	f.String("access-key-id", "", "ses, awssms: the AWS access key id (stored sealed all the same)")
 	f.StringSlice("sns-topic", nil, "ses: an SNS topic ARN its events come through to /v1/inbound/ses/<tenant>/<name> (repeatable)")
 	f.Int("port", 0, "smtp: the port (default 587, or 465 with --tls implicit)")
+	f.Bool("production", false, "apns: send to APNs production rather than the sandbox development builds use")
 }
 
 const providerFlagsHint = "ses takes --region, --access-key-id, --secret-access-key-file, --sns-topic and --endpoint; " +
 	"sendgrid --api-key-file, --webhook-public-key and --endpoint; smtp --host, --port, --username, --password-file and --tls; " +
 	"twilio --account-sid, --auth-token-file, --from or --messaging-service-sid, and --endpoint; " +
-	"awssms --region, --access-key-id, --secret-access-key-file, --origination-identity, --configuration-set and --endpoint"
+	"awssms --region, --access-key-id, --secret-access-key-file, --origination-identity, --configuration-set and --endpoint; " +
+	"fcm --service-account-file and --endpoint; apns --auth-key-file, --apns-key-id, --team-id, --topic, --production and --endpoint; " +
+	"webpush --vapid-public-key, --vapid-private-key-file and --contact"
 
 // credentialFromFlags reads the credential the flags describe, its secrets
 // from the files named.
@@ -174,6 +192,7 @@ func credentialFromFlags(cmd *cobra.Command) (vault.Credential, error) {
 		*s.field(&c), _ = f.GetString(s.name)
 	}
 	c.Port, _ = f.GetInt("port")
+	c.Production, _ = f.GetBool("production")
 	c.SNSTopics, _ = f.GetStringSlice("sns-topic")
 	id, _ := f.GetString("access-key-id")
 	c.AccessKeyID = vault.NewSecret(id)
@@ -258,6 +277,15 @@ func providerSettings(p vault.Info) string {
 	add("service", p.MessagingServiceSID)
 	add("from", p.OriginationIdentity)
 	add("configuration_set", p.ConfigurationSet)
+	add("project", p.ProjectID)
+	add("apns_key", p.APNsKeyID)
+	add("team", p.TeamID)
+	add("topic", p.Topic)
+	if p.Production {
+		add("apns", "production")
+	}
+	add("vapid_public_key", p.VAPIDPublicKey)
+	add("contact", p.Contact)
 	return strings.Join(parts, " ")
 }
 

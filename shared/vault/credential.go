@@ -24,10 +24,13 @@ const (
 	TypeSMTP     = "smtp"
 	TypeTwilio   = "twilio"
 	TypeAWSSMS   = "awssms"
+	TypeFCM      = "fcm"
+	TypeAPNs     = "apns"
+	TypeWebPush  = "webpush"
 )
 
 // Types are the provider types a credential can be for.
-var Types = []string{TypeSES, TypeSendGrid, TypeSMTP, TypeTwilio, TypeAWSSMS}
+var Types = []string{TypeSES, TypeSendGrid, TypeSMTP, TypeTwilio, TypeAWSSMS, TypeFCM, TypeAPNs, TypeWebPush}
 
 // ChannelsOf are the channels an account of a provider type sends on:
 // which of a tenant's chains may name it.
@@ -39,6 +42,8 @@ func ChannelsOf(typ string) []event.Channel {
 		return []event.Channel{event.ChannelSMS, event.ChannelWhatsApp}
 	case TypeAWSSMS:
 		return []event.Channel{event.ChannelSMS}
+	case TypeFCM, TypeAPNs, TypeWebPush:
+		return []event.Channel{event.ChannelPush}
 	}
 	return nil
 }
@@ -109,8 +114,8 @@ type Credential struct {
 	// Name is the provider's name in the tenant's chain, a KV key token:
 	// letters, digits, '-' and '_'. Required.
 	Name string `json:"name"`
-	// Type is ses, sendgrid, smtp (email), twilio (SMS and WhatsApp) or
-	// awssms (SMS). Required.
+	// Type is ses, sendgrid, smtp (email), twilio (SMS and WhatsApp),
+	// awssms (SMS), fcm, apns or webpush (push). Required.
 	Type string `json:"type"`
 	// Endpoint replaces the API's base URL (every type but smtp).
 	Endpoint string `json:"endpoint,omitempty"`
@@ -159,6 +164,28 @@ type Credential struct {
 	OriginationIdentity string `json:"origination_identity,omitempty"`
 	ConfigurationSet    string `json:"configuration_set,omitempty"`
 
+	// ServiceAccount is a Google service account's key file (JSON), which
+	// names the Firebase project. Required for fcm.
+	ServiceAccount Secret `json:"service_account,omitzero"`
+
+	// AuthKey is the APNs .p8 key (PEM); APNsKeyID its id, TeamID the
+	// Apple developer team and Topic the app's bundle id. All required for
+	// apns. Production sends to APNs production rather than the sandbox.
+	// The endpoint, for apns, replaces APNs' host.
+	AuthKey    Secret `json:"auth_key,omitzero"`
+	APNsKeyID  string `json:"apns_key_id,omitempty"`
+	TeamID     string `json:"team_id,omitempty"`
+	Topic      string `json:"topic,omitempty"`
+	Production bool   `json:"production,omitempty"`
+
+	// VAPIDPublicKey and VAPIDPrivateKey are the Web Push key pair
+	// (base64url, P-256), and Contact the address push services may reach
+	// the sender at (mailto: or https:). All required for webpush; the
+	// public key is the one the tenant's pages subscribe with.
+	VAPIDPublicKey  string `json:"vapid_public_key,omitempty"`
+	VAPIDPrivateKey Secret `json:"vapid_private_key,omitzero"`
+	Contact         string `json:"contact,omitempty"`
+
 	// CreatedAt and UpdatedAt are set by the store.
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
@@ -170,7 +197,8 @@ func ValidName(s string) bool { return event.ValidTenant(s) }
 
 // Secret is the credential's main secret, the one its preview shows: the
 // SES or Amazon SMS secret access key, the SendGrid API key, the Twilio
-// auth token, the SMTP password.
+// auth token, the SMTP password, the FCM service account's or the APNs
+// private key, the VAPID private key.
 func (c Credential) Secret() Secret {
 	switch c.Type {
 	case TypeSES, TypeAWSSMS:
@@ -179,6 +207,10 @@ func (c Credential) Secret() Secret {
 		return c.APIKey
 	case TypeTwilio:
 		return c.AuthToken
+	case TypeFCM, TypeAPNs:
+		return c.pushKey()
+	case TypeWebPush:
+		return c.VAPIDPrivateKey
 	}
 	return c.Password
 }
@@ -241,6 +273,8 @@ func (c Credential) Validate() error {
 		if !slices.Contains(TLSModes, c.TLS) {
 			add("tls: %q is not one of mandatory, opportunistic, implicit, none", c.TLS)
 		}
+	case TypeFCM, TypeAPNs, TypeWebPush:
+		want = c.pushProblems(add)
 	default:
 		return fmt.Errorf("type: %q is not a provider type (want one of %v)", c.Type, Types)
 	}
@@ -270,7 +304,8 @@ func (c Credential) settings() []setting {
 	out := []setting{{"endpoint", c.Endpoint}, {"region", c.Region}, {"webhook_public_key", c.WebhookPublicKey},
 		{"host", c.Host}, {"username", c.Username}, {"tls", c.TLS}, {"account_sid", c.AccountSID}, {"from", c.From},
 		{"messaging_service_sid", c.MessagingServiceSID}, {"origination_identity", c.OriginationIdentity},
-		{"configuration_set", c.ConfigurationSet}}
+		{"configuration_set", c.ConfigurationSet}, {"apns_key_id", c.APNsKeyID}, {"team_id", c.TeamID},
+		{"topic", c.Topic}, {"vapid_public_key", c.VAPIDPublicKey}, {"contact", c.Contact}}
 	for i, arn := range c.SNSTopics {
 		out = append(out, setting{fmt.Sprintf("sns_topics[%d]", i), arn})
 	}
@@ -293,6 +328,10 @@ func (c Credential) fieldsSet() []fieldSet {
 		{"account_sid", c.AccountSID != ""}, {"auth_token", !c.AuthToken.IsZero()},
 		{"from", c.From != ""}, {"messaging_service_sid", c.MessagingServiceSID != ""},
 		{"origination_identity", c.OriginationIdentity != ""}, {"configuration_set", c.ConfigurationSet != ""},
+		{"service_account", !c.ServiceAccount.IsZero()}, {"auth_key", !c.AuthKey.IsZero()},
+		{"apns_key_id", c.APNsKeyID != ""}, {"team_id", c.TeamID != ""}, {"topic", c.Topic != ""},
+		{"production", c.Production}, {"vapid_public_key", c.VAPIDPublicKey != ""},
+		{"vapid_private_key", !c.VAPIDPrivateKey.IsZero()}, {"contact", c.Contact != ""},
 	}
 }
 
@@ -315,6 +354,14 @@ type Info struct {
 	MessagingServiceSID string   `json:"messaging_service_sid,omitempty"`
 	OriginationIdentity string   `json:"origination_identity,omitempty"`
 	ConfigurationSet    string   `json:"configuration_set,omitempty"`
+
+	ProjectID      string `json:"project_id,omitempty"`
+	APNsKeyID      string `json:"apns_key_id,omitempty"`
+	TeamID         string `json:"team_id,omitempty"`
+	Topic          string `json:"topic,omitempty"`
+	Production     bool   `json:"production,omitempty"`
+	VAPIDPublicKey string `json:"vapid_public_key,omitempty"`
+	Contact        string `json:"contact,omitempty"`
 
 	Preview   string    `json:"preview"`
 	KeyID     string    `json:"key_id"`

@@ -104,7 +104,7 @@ func TestCredentialValidate(t *testing.T) {
 		want string
 	}{
 		{func(c *vault.Credential) { c.Name = "acme.ses" }, sesCredential(), `name: "acme.ses" is not a provider name`},
-		{func(c *vault.Credential) { c.Type = "mailgun" }, sesCredential(), `type: "mailgun" is not a provider type (want one of [ses sendgrid smtp twilio awssms])`},
+		{func(c *vault.Credential) { c.Type = "mailgun" }, sesCredential(), `type: "mailgun" is not a provider type (want one of [ses sendgrid smtp twilio awssms fcm apns webpush])`},
 		{func(c *vault.Credential) { c.Region = "" }, sesCredential(), "region: is required for ses"},
 		{func(c *vault.Credential) { c.AccessKeyID = vault.Secret{} }, sesCredential(), "access_key_id, secret_access_key: both are required for ses"},
 		{func(c *vault.Credential) { c.APIKey = vault.Secret{} }, sendgridCredential(), "api_key: is required for sendgrid"},

@@ -78,6 +78,15 @@ type settings struct {
 
 	WebhookPublicKey string   `json:"webhook_public_key,omitempty"`
 	SNSTopics        []string `json:"sns_topics,omitempty"`
+
+	// ProjectID is the fcm service account's, for List to show.
+	ProjectID      string `json:"project_id,omitempty"`
+	APNsKeyID      string `json:"apns_key_id,omitempty"`
+	TeamID         string `json:"team_id,omitempty"`
+	Topic          string `json:"topic,omitempty"`
+	Production     bool   `json:"production,omitempty"`
+	VAPIDPublicKey string `json:"vapid_public_key,omitempty"`
+	Contact        string `json:"contact,omitempty"`
 }
 
 // payload is what is sealed: everything Get returns but the times.
@@ -89,6 +98,9 @@ type payload struct {
 	APIKey          string   `json:"api_key,omitempty"`
 	Password        string   `json:"password,omitempty"`
 	AuthToken       string   `json:"auth_token,omitempty"`
+	ServiceAccount  string   `json:"service_account,omitempty"`
+	AuthKey         string   `json:"auth_key,omitempty"`
+	VAPIDPrivateKey string   `json:"vapid_private_key,omitempty"`
 }
 
 // Put seals c under the current key and stores it, replacing the tenant's
@@ -198,6 +210,8 @@ func (r record) info(name string) Info {
 		AccountSID: set.AccountSID, From: set.From, MessagingServiceSID: set.MessagingServiceSID,
 		OriginationIdentity: set.OriginationIdentity, ConfigurationSet: set.ConfigurationSet,
 		WebhookPublicKey: set.WebhookPublicKey, SNSTopics: set.SNSTopics,
+		ProjectID: set.ProjectID, APNsKeyID: set.APNsKeyID, TeamID: set.TeamID, Topic: set.Topic,
+		Production: set.Production, VAPIDPublicKey: set.VAPIDPublicKey, Contact: set.Contact,
 		Preview: r.Preview, KeyID: r.KeyID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
@@ -258,11 +272,17 @@ func seal(tenant string, c Credential, keys *Keyring) (record, error) {
 	set := settings{Endpoint: c.Endpoint, Region: c.Region, Host: c.Host, Port: c.Port, Username: c.Username, TLS: c.TLS,
 		AccountSID: c.AccountSID, From: c.From, MessagingServiceSID: c.MessagingServiceSID,
 		OriginationIdentity: c.OriginationIdentity, ConfigurationSet: c.ConfigurationSet,
-		WebhookPublicKey: c.WebhookPublicKey, SNSTopics: c.SNSTopics}
+		WebhookPublicKey: c.WebhookPublicKey, SNSTopics: c.SNSTopics,
+		APNsKeyID: c.APNsKeyID, TeamID: c.TeamID, Topic: c.Topic, Production: c.Production,
+		VAPIDPublicKey: c.VAPIDPublicKey, Contact: c.Contact}
+	if c.Type == TypeFCM {
+		set.ProjectID, _ = projectOf(c.ServiceAccount)
+	}
 	plaintext, err := json.Marshal(payload{
 		Type: c.Type, Settings: set,
 		AccessKeyID: c.AccessKeyID.Reveal(), SecretAccessKey: c.SecretAccessKey.Reveal(),
 		APIKey: c.APIKey.Reveal(), Password: c.Password.Reveal(), AuthToken: c.AuthToken.Reveal(),
+		ServiceAccount: c.ServiceAccount.Reveal(), AuthKey: c.AuthKey.Reveal(), VAPIDPrivateKey: c.VAPIDPrivateKey.Reveal(),
 	})
 	if err != nil {
 		return record{}, fmt.Errorf("vault: %w", err)
@@ -295,6 +315,9 @@ func open(tenant, name string, rec record, keys *Keyring) (Credential, error) {
 		MessagingServiceSID: set.MessagingServiceSID,
 		OriginationIdentity: set.OriginationIdentity, ConfigurationSet: set.ConfigurationSet,
 		WebhookPublicKey: set.WebhookPublicKey, SNSTopics: set.SNSTopics,
+		ServiceAccount: NewSecret(p.ServiceAccount), AuthKey: NewSecret(p.AuthKey), APNsKeyID: set.APNsKeyID,
+		TeamID: set.TeamID, Topic: set.Topic, Production: set.Production,
+		VAPIDPublicKey: set.VAPIDPublicKey, VAPIDPrivateKey: NewSecret(p.VAPIDPrivateKey), Contact: set.Contact,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
 	}, nil
 }

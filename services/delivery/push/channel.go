@@ -45,6 +45,9 @@ type ChannelConfig struct {
 	// push.fcm, push.apns, push.webpush). At least one is required; a
 	// device of a kind with none fails with "no provider for <kind>".
 	Senders map[recipient.DeviceKind]NamedSender
+	// Accounts, when set, sends a tenant's devices through its own push
+	// accounts, kind by kind, over Senders.
+	Accounts *TenantSenders
 	// Composer writes the notifications. Defaults to apptext.New().
 	Composer *apptext.Composer
 	// Logger defaults to discarding.
@@ -87,6 +90,9 @@ func (cfg ChannelConfig) validate() error {
 		} else if s.Name == "" || s.Sender == nil {
 			problems = append(problems, fmt.Errorf("push.%s: provider is not set up", kind))
 		}
+	}
+	if a := cfg.Accounts; a != nil && (a.Accounts == nil || a.Build == nil) {
+		problems = append(problems, errors.New("push: the tenants' accounts are not set up (no vault, or no way to build a sender)"))
 	}
 	if cfg.MaxConcurrent < 0 {
 		problems = append(problems, fmt.Errorf("push.max_concurrent: %d is not a number of devices", cfg.MaxConcurrent))

@@ -25,6 +25,10 @@ type outcome struct {
 // and tells the protocol what came of it: delivered when any device took
 // it, each device's outcome in the note (or, when none did, the error).
 func (c *Channel) fanOut(ctx context.Context, d notification.Delivery, subscriber string, sends []send) (provider.Receipt, error) {
+	senders, err := c.senders(ctx, d.Tenant, sends)
+	if err != nil {
+		return provider.Receipt{}, err
+	}
 	outcomes := make([]outcome, len(sends))
 	slots := make(chan struct{}, c.cfg.MaxConcurrent)
 	var wg sync.WaitGroup
@@ -32,23 +36,26 @@ func (c *Channel) fanOut(ctx context.Context, d notification.Delivery, subscribe
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			outcomes[i] = c.sendOne(ctx, d.Tenant, subscriber, s)
+			outcomes[i] = c.sendOne(ctx, d.Tenant, subscriber, senders[s.device.Kind], s)
 		})
 	}
 	wg.Wait()
 	return settle(d, outcomes)
 }
 
-// sendOne sends to one device, and removes it when its service says it is
+// sendOne sends to one device through its kind's sender, and removes it when its service says it is
 // gone: a later notification should not try it again.
-func (c *Channel) sendOne(ctx context.Context, tenant, subscriber string, s send) outcome {
+func (c *Channel) sendOne(ctx context.Context, tenant, subscriber string, sender choice, s send) outcome {
 	o := outcome{device: s.device}
-	sender, ok := c.cfg.Senders[s.device.Kind]
-	if !ok {
+	switch {
+	case sender.err != nil:
+		o.err = sender.err
+		return o
+	case sender.sender.Sender == nil:
 		o.err = provider.Permanentf("no provider for %s", s.device.Kind)
 		return o
 	}
-	_, o.err = sender.Sender.Send(ctx, s.msg)
+	_, o.err = sender.sender.Sender.Send(ctx, s.msg)
 	if !IsGone(o.err) {
 		return o
 	}

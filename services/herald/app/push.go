@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/shared/recipient"
+	"github.com/heraldhq/herald/shared/vault"
 )
 
 // pushSender is one push provider as the channel takes it.
@@ -92,7 +93,11 @@ func (a *App) buildPush(ctx context.Context) (service, error) {
 	for kind, s := range a.pushSenders {
 		senders[kind] = push.NamedSender{Name: string(kind), Sender: s}
 	}
-	ch, err := push.NewChannel(push.ChannelConfig{Devices: goneDevices{dir}, Senders: senders,
+	tenantSenders, err := a.tenantPushSenders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := push.NewChannel(push.ChannelConfig{Devices: goneDevices{dir}, Senders: senders, Accounts: tenantSenders,
 		Logger: a.logger.With("service", "delivery", "channel", "push")})
 	if err != nil {
 		return nil, err
@@ -163,6 +168,45 @@ func (a *App) webPushSender(w WebPushConfig) (pushSender, error) {
 		AllowPrivateNetworks: a.cfg.Webhooks.AllowPrivateNetworks})
 	if err != nil {
 		return nil, fmt.Errorf("push.webpush: %w", err)
+	}
+	return s, nil
+}
+
+// tenantPushSenders sends a tenant's devices through its own push
+// accounts; none without a master key, when no tenant can have any.
+func (a *App) tenantPushSenders(ctx context.Context) (*push.TenantSenders, error) {
+	if a.keyring == nil {
+		return nil, nil
+	}
+	store, err := vault.Open(ctx, a.js, a.keyring)
+	if err != nil {
+		return nil, err
+	}
+	return &push.TenantSenders{Accounts: store, Build: a.buildPushAccount}, nil
+}
+
+// buildPushAccount makes a push sender of a tenant's own account, at the
+// moment of use, as buildAccount does an email provider. A Web Push
+// account dials through the same SSRF guard as the platform's.
+func (a *App) buildPushAccount(ctx context.Context, _ string, c vault.Credential) (push.Sender, error) {
+	switch c.Type {
+	case vault.TypeFCM:
+		return asSender(fcm.New(ctx, fcm.Config{CredentialsJSON: []byte(c.ServiceAccount.Reveal()), Endpoint: c.Endpoint}))
+	case vault.TypeAPNs:
+		return asSender(apns.New(apns.Config{KeyID: c.APNsKeyID, TeamID: c.TeamID, AuthKey: c.AuthKey.Reveal(),
+			Topic: c.Topic, Production: c.Production, Host: c.Endpoint}))
+	case vault.TypeWebPush:
+		return asSender(webpush.New(webpush.Config{VAPIDPublicKey: c.VAPIDPublicKey, VAPIDPrivateKey: c.VAPIDPrivateKey.Reveal(),
+			Subscriber: c.Contact, AllowPrivateNetworks: a.cfg.Webhooks.AllowPrivateNetworks}))
+	}
+	return nil, fmt.Errorf("%q is not a push provider type", c.Type)
+}
+
+// asSender is a constructor's answer as an interface: a nil *Sender in a
+// non-nil interface would pass for a sender.
+func asSender[S push.Sender](s S, err error) (push.Sender, error) {
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
