@@ -26,7 +26,7 @@ type Tenant struct {
 	LogoURL string `json:"logo_url,omitempty" doc:"Its logo (https), on the header bar of its emails' HTML part."`
 	Colour  string `json:"colour,omitempty" example:"#1f4e79" doc:"The header bar's colour, #rgb or #rrggbb."`
 
-	Retention *TenantRetention `json:"retention,omitempty" doc:"How long its history and payloads are kept; left out: the platform's."`
+	Retention *TenantRetention `json:"retention,omitempty" doc:"How long its history, payloads and inbox items are kept; left out: the platform's."`
 
 	InboxOrigins []string `json:"inbox_origins,omitempty" doc:"Web origins (https://app.acme.example; http only for localhost) whose pages may call the inbox routes with a subscriber token; at most 20. Empty: none."`
 
@@ -59,6 +59,7 @@ type NewTenant struct {
 type TenantRetention struct {
 	History  string `json:"history,omitempty" example:"90d" maxLength:"32" doc:"How long a notification stays listed after its last change (at most what the ledger keeps). Empty: the platform's ledger.retention."`
 	Payloads string `json:"payloads,omitempty" example:"30d" maxLength:"32" doc:"How long a rendered document is kept after it was stored, unless a notification carrying it may still be sent. Empty: the platform's documents.retention."`
+	Inbox    string `json:"inbox,omitempty" example:"30d" maxLength:"32" doc:"How long an item stays in a subscriber's in-app feed after it was written. Empty: the platform's inbox.retention."`
 }
 
 // TenantRetentionChanges are the retention periods to change; one left
@@ -66,6 +67,7 @@ type TenantRetention struct {
 type TenantRetentionChanges struct {
 	History  *string `json:"history,omitempty" example:"90d" maxLength:"32"`
 	Payloads *string `json:"payloads,omitempty" example:"30d" maxLength:"32"`
+	Inbox    *string `json:"inbox,omitempty" example:"30d" maxLength:"32"`
 }
 
 // TenantChanges are the fields of a tenant to change; those left out stay.
@@ -169,7 +171,7 @@ func (s *Service) createTenant(ctx context.Context, in *createTenantInput) (*cre
 	t := tenant.Tenant{ID: b.ID, Name: b.Name, Plan: b.Plan, Status: tenant.Status(b.Status),
 		From: b.From, Providers: b.Providers, SMSProviders: b.SMSProviders, WhatsAppProviders: b.WhatsAppProviders,
 		LogoURL: b.LogoURL, Colour: b.Colour, InboxOrigins: b.InboxOrigins}
-	err = TenantRetentionChanges{History: &b.Retention.History, Payloads: &b.Retention.Payloads}.apply(&t.Retention)
+	err = TenantRetentionChanges{History: &b.Retention.History, Payloads: &b.Retention.Payloads, Inbox: &b.Retention.Inbox}.apply(&t.Retention)
 	if err == nil {
 		t, err = st.tenants.Create(cctx, t)
 	}
@@ -247,7 +249,7 @@ func (c TenantRetentionChanges) apply(r *tenant.Retention) error {
 	for _, p := range []struct {
 		field string
 		value *string
-	}{{"history", c.History}, {"payloads", c.Payloads}} {
+	}{{"history", c.History}, {"payloads", c.Payloads}, {"inbox", c.Inbox}} {
 		if p.value == nil {
 			continue
 		}
@@ -296,6 +298,9 @@ func retentionOf(r tenant.Retention) *TenantRetention {
 	}
 	if r.Payloads != 0 {
 		out.Payloads = r.Payloads.String()
+	}
+	if r.Inbox != 0 {
+		out.Inbox = r.Inbox.String()
 	}
 	return out
 }

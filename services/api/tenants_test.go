@@ -71,10 +71,10 @@ func TestAnAdminSetsATenantsRetention(t *testing.T) {
 	require.Equal(t, http.StatusCreated, created.status, created.body)
 	require.Contains(t, created.body, `"retention":{"payloads":"60d"}`)
 
-	changed := b.sendJSON(t, http.MethodPatch, "/v1/tenants/acme", adminKey, `{"retention":{"history":"30d"}}`)
+	changed := b.sendJSON(t, http.MethodPatch, "/v1/tenants/acme", adminKey, `{"retention":{"history":"30d","inbox":"120d"}}`)
 	require.Equal(t, http.StatusOK, changed.status, changed.body)
 	got := b.do(t, http.MethodGet, "/v1/tenants/acme", adminKey, nil)
-	require.Equal(t, `{"history":"30d","payloads":"60d"}`, jsonField(t, got.body, "retention"), "a period left out stays")
+	require.Equal(t, `{"history":"30d","payloads":"60d","inbox":"120d"}`, jsonField(t, got.body, "retention"), "a period left out stays")
 
 	for body, says := range map[string]string{
 		`{"retention":{"history":"12h"}}`:                    `retention.history: 12h is shorter than a day`,
@@ -89,7 +89,7 @@ func TestAnAdminSetsATenantsRetention(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, refused.status, refused.body)
 	require.Contains(t, refused.body, `retention.payloads: \"1x\" is not a period`)
 
-	reset := b.sendJSON(t, http.MethodPatch, "/v1/tenants/acme", adminKey, `{"retention":{"history":"","payloads":""}}`)
+	reset := b.sendJSON(t, http.MethodPatch, "/v1/tenants/acme", adminKey, `{"retention":{"history":"","payloads":"","inbox":""}}`)
 	require.Equal(t, http.StatusOK, reset.status, reset.body)
 	require.NotContains(t, reset.body, "retention", "the platform's again")
 }

@@ -161,7 +161,7 @@ providers (likewise --sms-providers and --whatsapp-providers).`,
 // retentionFlag is --retention: how long the tenant's history and payloads
 // are kept (docs/tenants.md, "Retention").
 func retentionFlag(cmd *cobra.Command) {
-	cmd.Flags().String("retention", "", "how long its history and payloads are kept, e.g. history=90d,payloads=30d; "+
+	cmd.Flags().String("retention", "", "how long its history, payloads and inbox items are kept, e.g. history=90d,payloads=30d,inbox=30d; "+
 		"an empty period (history=) is the platform's")
 }
 
@@ -279,7 +279,8 @@ func printTenant(w io.Writer, t tenant.Tenant) {
 		rows = append(rows, [2]string{strings.ReplaceAll(c.flag, "-", " "), chain})
 	}
 	rows = append(rows, [2]string{"history kept", retentionOr(t.Retention.History, "ledger.retention")},
-		[2]string{"payloads kept", retentionOr(t.Retention.Payloads, "documents.retention")})
+		[2]string{"payloads kept", retentionOr(t.Retention.Payloads, "documents.retention")},
+		[2]string{"inbox kept", retentionOr(t.Retention.Inbox, "inbox.retention")})
 	rows = append(rows, [2]string{"created", t.CreatedAt.Format(time.RFC3339)}, [2]string{"updated", t.UpdatedAt.Format(time.RFC3339)})
 	tw := newTable(w)
 	for _, row := range rows {
@@ -305,9 +306,10 @@ func tenantsSetCommand() *cobra.Command {
 and notifications are dead-lettered with the reason until it is active again;
 redrive them then. --from "" and --providers "" (or --sms-providers "",
 --whatsapp-providers "") go back to the platform's. --retention sets how long
-its notification history and stored payloads are kept (a day to 3650d;
-history no longer than the ledger keeps), history= or payloads= going back
-to the platform's; a sweep in the history service removes what is older.`,
+its notification history, stored payloads and inbox items are kept (a day
+to 3650d; history no longer than the ledger keeps), history=, payloads= or
+inbox= going back to the platform's; a sweep in the history service (the
+inbox's, for inbox items) removes what is older.`,
 		Example: `  herald tenants set acme --status suspended
   herald tenants set acme --plan enterprise --providers acme-ses,sendgrid
   herald tenants set acme --sms-providers acme-twilio,awssms --whatsapp-providers acme-twilio
@@ -402,6 +404,7 @@ func changes(before, after tenant.Tenant) []string {
 	diff("inbox_origins", strings.Join(before.InboxOrigins, ","), strings.Join(after.InboxOrigins, ","))
 	diff("retention.history", periodOrEmpty(before.Retention.History), periodOrEmpty(after.Retention.History))
 	diff("retention.payloads", periodOrEmpty(before.Retention.Payloads), periodOrEmpty(after.Retention.Payloads))
+	diff("retention.inbox", periodOrEmpty(before.Retention.Inbox), periodOrEmpty(after.Retention.Inbox))
 	for _, c := range chainFlags {
 		diff(c.flag, strings.Join(before.Chain(c.channel), ","), strings.Join(after.Chain(c.channel), ","))
 	}

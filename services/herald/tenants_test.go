@@ -86,6 +86,7 @@ func TestTenantsCreateListShow(t *testing.T) {
 		"whatsapp providers:  (the platform's whatsapp.providers)",
 		"history kept:        (the platform's ledger.retention)",
 		"payloads kept:       (the platform's documents.retention)",
+		"inbox kept:          (the platform's inbox.retention)",
 		"created:             " + list[0].CreatedAt.Format(time.RFC3339),
 		"updated:             " + list[0].UpdatedAt.Format(time.RFC3339),
 		""}, "\n"), out)
@@ -174,19 +175,20 @@ func TestTenantsSetRetention(t *testing.T) {
 	_, err := herald(t, "tenants", "create", "acme", "--plan", "startup", "--retention", "payloads=60d")
 	require.NoError(t, err)
 
-	out, err := herald(t, "tenants", "set", "acme", "--retention", "history=30d,payloads=36h")
+	out, err := herald(t, "tenants", "set", "acme", "--retention", "history=30d,payloads=36h,inbox=14d")
 	require.NoError(t, err)
-	require.Equal(t, "updated tenant acme: retention.history: - → 30d; retention.payloads: 60d → 36h\n", out)
+	require.Equal(t, "updated tenant acme: retention.history: - → 30d; retention.payloads: 60d → 36h; retention.inbox: - → 14d\n", out)
 	out, err = herald(t, "tenants", "get", "acme")
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^history kept: +30d$`, out)
 	require.Regexp(t, `(?m)^payloads kept: +36h$`, out)
+	require.Regexp(t, `(?m)^inbox kept: +14d$`, out)
 
 	for spec, want := range map[string]string{
 		"history=90x":  `invalid tenant: retention.history: "90x" is not a period like 90d or 12h`,
 		"history=12h":  `invalid tenant: retention.history: 12h is shorter than a day, the least Herald keeps anything`,
 		"history=91d":  `invalid tenant: retention.history: 91d is longer than the ledger keeps notifications (90d, ledger.retention)`,
-		"ledger=1d":    `invalid tenant: retention: "ledger=1d" is not history=PERIOD or payloads=PERIOD`,
+		"ledger=1d":    `invalid tenant: retention: "ledger=1d" is not history=PERIOD, payloads=PERIOD or inbox=PERIOD`,
 		"payloads=-1d": `invalid tenant: retention.payloads: "-1d" is not a period like 90d or 12h`,
 	} {
 		_, err := herald(t, "tenants", "set", "acme", "--retention", spec)
@@ -194,7 +196,8 @@ func TestTenantsSetRetention(t *testing.T) {
 	}
 
 	acme := heraldJSON[tenant.Tenant](t, "tenants", "set", "acme", "--retention", "history=")
-	require.Equal(t, tenant.Retention{Payloads: tenant.Period(36 * time.Hour)}, acme.Retention, "history= is the platform's again")
+	require.Equal(t, tenant.Retention{Payloads: tenant.Period(36 * time.Hour), Inbox: tenant.Period(14 * 24 * time.Hour)}, acme.Retention,
+		"history= is the platform's again")
 	out, err = herald(t, "tenants", "show", "acme")
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^history kept: +\(the platform's ledger.retention\)$`, out)

@@ -214,6 +214,9 @@ type planner struct {
 	runs      []RunStart
 	// people counts those references resolved to, against maxPeople.
 	people int
+	// links are the routes' action URLs rendered for this event, by
+	// template (planner.link).
+	links map[string]string
 }
 
 func (p *planner) order(data event.OrderData) error {
@@ -297,6 +300,8 @@ type about struct {
 	order    string // the order's id; empty for a stock alert
 	locale   string
 	fill     func(*notification.Delivery)
+	// view is the event's data as a route's action_url sees it.
+	view map[string]any
 }
 
 // orderAbout is what an order's notifications concern.
@@ -307,7 +312,7 @@ func orderAbout(o event.Order) about {
 	}
 	return about{subject: o.ID, revision: o.Revision, order: o.ID, locale: o.Locale, fill: func(d *notification.Delivery) {
 		d.Order = summary
-	}}
+	}, view: dataView(&o, nil)}
 }
 
 // stockAbout is what a stock alert's notifications concern: it has no
@@ -315,7 +320,7 @@ func orderAbout(o event.Order) about {
 func stockAbout(ev event.Event, stock event.Stock) about {
 	return about{subject: ev.ID, locale: stock.Locale, fill: func(d *notification.Delivery) {
 		d.Stock = &stock
-	}}
+	}, view: dataView(nil, &stock)}
 }
 
 func (p *planner) fanOut(r Route, t target, a about) {
@@ -380,7 +385,7 @@ func (p *planner) plan(r Route, t target, ch event.Channel, fallback []notificat
 	d := notification.Delivery{
 		ID: notification.ID(key), DedupeKey: key, Tenant: p.ev.Tenant, Channel: ch, Priority: r.Priority,
 		Recipient: t.recipient(ch), Template: r.Template, Locale: cmp.Or(t.locale(a.locale), "en"), Fallback: fallback,
-		Category: r.Category, Required: r.Required, Run: r.Run,
+		Category: r.Category, Required: r.Required, Run: r.Run, ActionURL: p.link(r, a),
 		Event:     notification.EventRef{ID: p.ev.ID, Type: p.ev.Type, Source: p.ev.Source, Time: p.ev.Time},
 		CreatedAt: p.now,
 	}

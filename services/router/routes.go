@@ -53,6 +53,11 @@ type Route struct {
 	// business documents the trade depends on: no unsubscribe link, and an
 	// unsubscribe from the category does not hold them back.
 	Required bool `yaml:"required,omitempty" json:"required,omitempty"`
+	// ActionURL is the link the route's notifications open — "Open" on an
+	// inbox item, the click of a push: a template over the event's data
+	// ("https://app.example/orders/{{.Order.ID}}") rendering to an absolute
+	// http(s) URL of at most 2048 bytes. Defaults to none.
+	ActionURL string `yaml:"action_url,omitempty" json:"action_url,omitempty"`
 	// Steps make the route a workflow: each recipient it reaches gets a
 	// run that takes them in order (send, wait, throttle, digest,
 	// window). Defaults to none: one send, at once.
@@ -187,6 +192,11 @@ func (r Route) validate(field string) []string {
 	}
 	if r.Required && r.Category == "" {
 		bad("required", "a required route names its category, for recipients to see what they cannot leave")
+	}
+	if r.ActionURL != "" {
+		if err := checkActionURL(r.ActionURL, r.Event); err != nil {
+			bad("action_url", "%v", err)
+		}
 	}
 	return append(out, r.validateWorkflow(field)...)
 }

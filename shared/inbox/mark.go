@@ -211,20 +211,8 @@ func (s *Store) Erase(ctx context.Context, tenant, sub string) error {
 // to or not, and returns how many items it dropped. A background caller
 // runs it; each feed costs one read, and a write only when something goes.
 func (s *Store) Sweep(ctx context.Context, tenant string, l Limits) (int, error) {
-	keys, err := s.kv.ListKeysFiltered(ctx, tenant+".*")
-	if err != nil {
-		return 0, fmt.Errorf("inbox: listing the feeds of %s: %w", tenant, err)
-	}
-	dropped := 0
-	for key := range keys.Keys() {
-		n, err := s.sweepOne(ctx, tenant, key[len(tenant)+1:], l.WithDefaults())
-		if err != nil {
-			_ = keys.Stop()
-			return dropped, err
-		}
-		dropped += n
-	}
-	return dropped, nil
+	swept, err := s.sweepKeys(ctx, tenant+".*", func(string) Limits { return l }, 0)
+	return swept.Items, err
 }
 
 func (s *Store) sweepOne(ctx context.Context, tenant, token string, l Limits) (int, error) {

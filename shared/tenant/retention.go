@@ -19,7 +19,7 @@ import (
 // Retention is how long Herald keeps a tenant's data. A zero period is the
 // platform's: history as long as the ledger keeps notifications
 // (ledger.retention), documents as documents.retention says (forever
-// unless set).
+// unless set), inbox items as inbox.retention says (90 days unless set).
 type Retention struct {
 	// History is how long a notification stays listed after its last
 	// change.
@@ -28,6 +28,9 @@ type Retention struct {
 	// parties and their addresses) is kept after it was stored, unless a
 	// notification carrying it may still be sent.
 	Payloads Period `json:"payloads,omitzero"`
+	// Inbox is how long an item stays in a subscriber's in-app feed after
+	// it was written, read or not.
+	Inbox Period `json:"inbox,omitzero"`
 }
 
 // The bounds of a retention period. A day at least: the sweep runs hourly,
@@ -50,6 +53,7 @@ type retentionField struct {
 var retentionFields = []retentionField{
 	{"history", func(r *Retention) *Period { return &r.History }},
 	{"payloads", func(r *Retention) *Period { return &r.Payloads }},
+	{"inbox", func(r *Retention) *Period { return &r.Inbox }},
 }
 
 // problems lists what is wrong with r, each naming its field.
@@ -67,7 +71,7 @@ func (r Retention) problems() []string {
 	return out
 }
 
-// SetRetention applies "history=90d,payloads=30d" to r: each named period
+// SetRetention applies "history=90d,payloads=30d,inbox=30d" to r: each named period
 // is set, one given empty ("history=") goes back to the platform's, and
 // those not named stay. Every problem names its field; on any, r is left
 // as it was.
@@ -77,7 +81,7 @@ func SetRetention(r *Retention, spec string) error {
 	for part := range strings.SplitSeq(spec, ",") {
 		name, value, ok := strings.Cut(part, "=")
 		if !ok || !slices.ContainsFunc(retentionFields, func(f retentionField) bool { return f.name == name }) {
-			problems = append(problems, fmt.Sprintf("retention: %q is not history=PERIOD or payloads=PERIOD", part))
+			problems = append(problems, fmt.Sprintf("retention: %q is not history=PERIOD, payloads=PERIOD or inbox=PERIOD", part))
 			continue
 		}
 		if err := out.Set(name, value); err != nil {
@@ -91,12 +95,12 @@ func SetRetention(r *Retention, spec string) error {
 	return nil
 }
 
-// Set sets the period named field (history or payloads) to value, read as
+// Set sets the period named field (history, payloads or inbox) to value, read as
 // ParsePeriod does; a *ValidationError naming the field says why not.
 func (r *Retention) Set(field, value string) error {
 	i := slices.IndexFunc(retentionFields, func(f retentionField) bool { return f.name == field })
 	if i < 0 {
-		return &ValidationError{Problems: []string{fmt.Sprintf("retention.%s: not a retention (history, payloads)", field)}}
+		return &ValidationError{Problems: []string{fmt.Sprintf("retention.%s: not a retention (history, payloads, inbox)", field)}}
 	}
 	p, err := ParsePeriod(value)
 	if err != nil {

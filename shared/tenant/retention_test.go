@@ -65,15 +65,16 @@ func TestSetRetention(t *testing.T) {
 		{"history=90d,payloads=30d", tenant.Retention{History: tenant.Period(90 * day), Payloads: tenant.Period(30 * day)}, nil},
 		{"payloads=36h", tenant.Retention{History: was.History, Payloads: tenant.Period(36 * time.Hour)}, nil},
 		{"history=", tenant.Retention{Payloads: was.Payloads}, nil},
-		{" history = 2d", was, []string{`retention: " history = 2d" is not history=PERIOD or payloads=PERIOD`}},
+		{"inbox=30d", tenant.Retention{History: was.History, Payloads: was.Payloads, Inbox: tenant.Period(30 * day)}, nil},
+		{" history = 2d", was, []string{`retention: " history = 2d" is not history=PERIOD, payloads=PERIOD or inbox=PERIOD`}},
 		{"history=90x", was, []string{`retention.history: "90x" is not a period like 90d or 12h`}},
 		{"payloads=-1h", was, []string{`retention.payloads: "-1h" is not a period like 90d or 12h`}},
 		{"history=9999999d", was, []string{`retention.history: "9999999d" is not a period like 90d or 12h`}},
 		{"documents=30d,history=1d\x1b", was, []string{
-			`retention: "documents=30d" is not history=PERIOD or payloads=PERIOD`,
+			`retention: "documents=30d" is not history=PERIOD, payloads=PERIOD or inbox=PERIOD`,
 			`retention.history: "1d\x1b" is not a period like 90d or 12h`,
 		}},
-		{"90d", was, []string{`retention: "90d" is not history=PERIOD or payloads=PERIOD`}},
+		{"90d", was, []string{`retention: "90d" is not history=PERIOD, payloads=PERIOD or inbox=PERIOD`}},
 		{"history=2d,payloads=soon", was, []string{`retention.payloads: "soon" is not a period like 90d or 12h`}},
 	}
 	for _, tt := range tests {

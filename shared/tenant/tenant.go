@@ -56,7 +56,7 @@ type Tenant struct {
 	// (#rgb or #rrggbb). Empty: its name on the default colour.
 	LogoURL string `json:"logo_url,omitempty"`
 	Colour  string `json:"colour,omitempty"`
-	// Retention is how long its history and payloads are kept; unset
+	// Retention is how long its history, payloads and inbox items are kept; unset
 	// periods are the platform's.
 	Retention Retention `json:"retention,omitzero"`
 	// InboxOrigins are the web origins (scheme://host[:port]) whose pages

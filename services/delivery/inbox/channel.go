@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,16 +18,16 @@ import (
 	"github.com/heraldhq/herald/shared/inbox"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/provider"
+	"github.com/heraldhq/herald/shared/tenant"
 )
 
 // CallName is the provider the inbox write is known by in receipts, logs,
 // metrics and the ledger.
 const CallName = "inbox"
 
-// MaxActionURL is the longest action URL an item keeps, in bytes: a link
-// longer than a browser's address bar comfortably holds is not a link a
-// notification should carry, and the store bounds no item's size itself.
-const MaxActionURL = 2048
+// MaxActionURL is the longest action URL an item keeps, in bytes
+// (notification.CheckActionURL is the rule).
+const MaxActionURL = notification.MaxActionURL
 
 // ChannelConfig configures the inbox channel.
 type ChannelConfig struct {
@@ -38,12 +37,20 @@ type ChannelConfig struct {
 	// Composer writes the items. Defaults to apptext.New() (share the
 	// push channel's).
 	Composer *apptext.Composer
-	// Retention is how long an item is kept (YAML inbox.retention).
-	// Defaults to 90 days.
+	// Retention is how long an item is kept (YAML inbox.retention), unless
+	// its tenant sets its own (retention.inbox). Defaults to 90 days.
 	Retention time.Duration
+	// Tenants are where each tenant's own retention is read (tenant.Cache).
+	// Defaults to none: every tenant's items are kept for Retention.
+	Tenants Tenants
 	// MaxItems caps each subscriber's feed (YAML inbox.max_items).
 	// Defaults to 1000, at most inbox.MaxCap.
 	MaxItems int
+}
+
+// Tenants is the tenant registry as the inbox reads it (tenant.Cache).
+type Tenants interface {
+	Lookup(id string) (tenant.Tenant, bool)
 }
 
 // Channel writes notifications to their subscribers' feeds.
@@ -140,29 +147,35 @@ func (c *Channel) item(d notification.Delivery) (inbox.Item, error) {
 	}, nil
 }
 
-// actionURL is raw if it is a link an item may carry: absolute http(s),
-// at most MaxActionURL bytes. Anything else (javascript:, a relative
-// path) a browser would run or resolve against the app, so it fails the
-// notification for good rather than reach a feed.
+// actionURL is raw if it is a link an item may carry
+// (notification.CheckActionURL); anything else a browser would run or
+// resolve against the app, so it fails the notification for good rather
+// than reach a feed.
 func actionURL(raw string) (string, error) {
-	if raw == "" {
-		return "", nil
-	}
-	if len(raw) > MaxActionURL {
-		return "", provider.Permanentf("the action URL is %d bytes; at most %d", len(raw), MaxActionURL)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", provider.Permanentf("the action URL must be an absolute http or https URL")
+	if err := notification.CheckActionURL(raw); err != nil {
+		return "", provider.Permanentf("%w", err)
 	}
 	return raw, nil
 }
 
 // add writes the item. The store failing is transient: the protocol
 // retries, and the item's id makes the retry the same item.
-func (c *Channel) add(ctx context.Context, tenant, subscriber string, item inbox.Item) (provider.Receipt, error) {
-	if _, _, err := c.cfg.Store.Add(ctx, tenant, subscriber, item, c.limits); err != nil {
+func (c *Channel) add(ctx context.Context, tenantID, subscriber string, item inbox.Item) (provider.Receipt, error) {
+	if _, _, err := c.cfg.Store.Add(ctx, tenantID, subscriber, item, c.Limits(tenantID)); err != nil {
 		return provider.Receipt{}, fmt.Errorf("writing the inbox item: %w", err)
 	}
 	return provider.Receipt{Provider: CallName, MessageID: item.ID}, nil
+}
+
+// Limits are the limits of a tenant's feeds: its own retention if it sets
+// one, else the deployment's; the deployment's cap.
+func (c *Channel) Limits(tenantID string) inbox.Limits {
+	l := c.limits
+	if c.cfg.Tenants == nil {
+		return l
+	}
+	if t, ok := c.cfg.Tenants.Lookup(tenantID); ok && t.Retention.Inbox != 0 {
+		l.Retention = t.Retention.Inbox.Duration()
+	}
+	return l
 }

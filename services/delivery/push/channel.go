@@ -167,8 +167,14 @@ type send struct {
 	msg    Message
 }
 
-// messages writes d for each device, once per language.
+// messages writes d for each device, once per language, each opening d's
+// action URL when clicked. A link the inbox would refuse
+// (notification.CheckActionURL) fails the notification for good: a
+// device would run or resolve it against the app.
 func (c *Channel) messages(d notification.Delivery, devices []recipient.Device) ([]send, error) {
+	if err := notification.CheckActionURL(d.ActionURL); err != nil {
+		return nil, provider.Permanentf("%w", err)
+	}
 	texts := map[string]apptext.Text{}
 	sends := make([]send, len(devices))
 	for i, dev := range devices {
@@ -183,7 +189,7 @@ func (c *Channel) messages(d notification.Delivery, devices []recipient.Device) 
 		}
 		sends[i] = send{device: dev, msg: Message{
 			ID: d.ID, Token: dev.Token, Subscription: subscription(dev.Subscription),
-			Title: text.Title, Body: text.Body, CollapseID: collapseID(d),
+			Title: text.Title, Body: text.Body, URL: d.ActionURL, CollapseID: collapseID(d),
 		}}
 	}
 	return sends, nil

@@ -366,3 +366,28 @@ func TestEachTenantHasItsOwnBreaker(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "push/acme", tr.Calls[0].Breaker, "one breaker per tenant, not one for all")
 }
+
+// The notification's action URL is what each device opens when it is
+// clicked; one the inbox would refuse fails it for good, unsent.
+func TestAPushOpensTheActionURL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.channel(t, b.browser(t, "laptop", ""), device("ipad", recipient.DeviceAPNs, iPadToken),
+		device("phone-1", recipient.DeviceFCM, "fcm-token-1"))
+	d := shipped()
+	d.ActionURL = "https://app.example/orders/PO-2026-0042"
+	_, err := try(t, c, d)
+	require.NoError(t, err)
+
+	var payload webpush.Payload
+	require.NoError(t, json.Unmarshal(b.webpush.Pushes()[0].Plaintext, &payload))
+	require.Equal(t, d.ActionURL, payload.URL)
+	require.Equal(t, d.ActionURL, b.apns.Pushes()[0].URL)
+	require.Equal(t, d.ActionURL, b.fcm.Messages()[0].Data["url"])
+
+	d.ActionURL = "javascript:alert(1)"
+	_, err = c.Prepare(context.Background(), d)
+	require.True(t, provider.IsPermanent(err), "%v", err)
+	require.NotContains(t, err.Error(), d.ActionURL, "the link is not repeated")
+	require.Len(t, b.webpush.Pushes(), 1, "nothing more sent")
+}

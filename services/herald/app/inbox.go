@@ -20,16 +20,33 @@ func (a *App) configureInbox() error {
 }
 
 // buildInbox writes each notification into its subscriber's feed, the
-// inbox bucket, which the adapter opens on the protocol's connection.
+// inbox bucket, which the adapter opens on the protocol's connection —
+// each tenant's items kept as long as its retention.inbox says — and
+// sweeps the feeds nobody writes to, on the one replica that holds the
+// sweep's lease.
 func (a *App) buildInbox(ctx context.Context) (service, error) {
 	registry, err := a.tenantCache(ctx)
 	if err != nil {
 		return nil, err
 	}
+	ch, err := inboxchannel.NewChannel(inboxchannel.ChannelConfig{Retention: a.cfg.Inbox.Retention,
+		MaxItems: a.cfg.Inbox.MaxItems, Tenants: registry})
+	if err != nil {
+		return nil, err
+	}
 	c := a.inboxC
-	c.Registry, c.Quotas, c.Rates = registry, a.quotas(registry), a.rates(registry)
+	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
 	if err := a.openCircuits(ctx); err != nil {
 		return nil, err
 	}
-	return delivery.New(a.js, c)
+	d, err := delivery.New(a.js, c)
+	if err != nil {
+		return nil, err
+	}
+	sweep, err := inboxchannel.NewSweeper(a.js, inboxchannel.SweepConfig{Channel: ch, Locker: c.Locker,
+		Tenants: a.tenants, Logger: a.logger.With("service", "inbox-sweep"), MeterProvider: a.tel.MeterProvider()})
+	if err != nil {
+		return nil, err
+	}
+	return services{d, sweep}, nil
 }

@@ -183,11 +183,12 @@ var servicePermissions = map[string][]string{
 		consume("NOTIFY", "push-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns,
 		kvReadWrite("devices"), []string{"notify.status.*", "dlq.NOTIFY.*"}),
 	// The inbox channel: each subscriber's feed in the inbox bucket, its
-	// index read and written, and the contents of items the feed's cap or
-	// retention drops purged by subject.
+	// index read and written (and listed, by the retention sweep), and the
+	// contents of items the feed's cap or retention drops purged by
+	// subject.
 	"inbox": join(jsCommon, consume("NOTIFY", "inbox-critical"), consume("NOTIFY", "inbox-normal"),
 		consume("NOTIFY", "inbox-low"), ledger, dlqPayloads, readTenants, countQuotas, readSuppressions, readPreferences, shareCircuits, tellRuns,
-		[]string{"$KV.inbox.>", "$JS.API.DIRECT.GET.KV_inbox.>", "$JS.API.STREAM.PURGE.KV_inbox", "notify.status.*", "dlq.NOTIFY.*"}),
+		kvReadWrite("inbox"), []string{"$JS.API.STREAM.PURGE.KV_inbox", "notify.status.*", "dlq.NOTIFY.*"}),
 	// The webhook channel and its status feed: the endpoints' registry
 	// (read, and written to record an endpoint's health; followed by watch
 	// for disablings not yet told), outcomes (the ledger's writes) and the
