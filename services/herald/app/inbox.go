@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 
-	"github.com/heraldhq/herald/services/delivery"
 	inboxchannel "github.com/heraldhq/herald/services/delivery/inbox"
 	"github.com/heraldhq/herald/shared/event"
 )
@@ -34,16 +33,11 @@ func (a *App) buildInbox(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := a.inboxC
-	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
-	if err := a.openCircuits(ctx); err != nil {
-		return nil, err
-	}
-	d, err := delivery.New(a.js, c)
+	d, err := a.deliveryService(ctx, a.inboxC, ch, registry)
 	if err != nil {
 		return nil, err
 	}
-	sweep, err := inboxchannel.NewSweeper(a.js, inboxchannel.SweepConfig{Channel: ch, Locker: c.Locker,
+	sweep, err := inboxchannel.NewSweeper(a.js, inboxchannel.SweepConfig{Channel: ch, Locker: a.inboxC.Locker,
 		Tenants: a.tenants, Logger: a.logger.With("service", "inbox-sweep"), MeterProvider: a.tel.MeterProvider()})
 	if err != nil {
 		return nil, err

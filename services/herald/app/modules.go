@@ -267,6 +267,17 @@ func (a *App) rates(registry *tenant.Cache) *delivery.Rates {
 	}}
 }
 
+// deliveryService runs the delivery protocol with c on ch, its tenants
+// checked through registry: suspension, plan rate, monthly quota, and the
+// shared circuit breakers.
+func (a *App) deliveryService(ctx context.Context, c delivery.Config, ch delivery.Channel, registry *tenant.Cache) (*delivery.Service, error) {
+	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
+	if err := a.openCircuits(ctx); err != nil {
+		return nil, err
+	}
+	return delivery.New(a.js, c)
+}
+
 // names are the providers' names, in order.
 func names[P any](providers []delivery.Named[P]) []string {
 	out := make([]string, len(providers))
@@ -332,12 +343,7 @@ func buildText(channel event.Channel) func(*App, context.Context) (service, erro
 		if err != nil {
 			return nil, err
 		}
-		c := a.textC[channel]
-		c.Registry, c.Channel, c.Quotas, c.Rates = registry, ch, a.quotas(registry), a.rates(registry)
-		if err := a.openCircuits(ctx); err != nil {
-			return nil, err
-		}
-		return delivery.New(a.js, c)
+		return a.deliveryService(ctx, a.textC[channel], ch, registry)
 	}
 }
 
@@ -347,7 +353,6 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.emailC.Registry, a.emailC.Quotas, a.emailC.Rates = registry, a.quotas(registry), a.rates(registry)
 	accounts, err := a.accounts(ctx)
 	if err != nil {
 		return nil, err
@@ -357,12 +362,7 @@ func (a *App) buildDelivery(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := a.emailC
-	c.Channel = ch
-	if err := a.openCircuits(ctx); err != nil {
-		return nil, err
-	}
-	return delivery.New(a.js, c)
+	return a.deliveryService(ctx, a.emailC, ch, registry)
 }
 
 // configureDLQ reads dlq: — alerts and the resend sweep.

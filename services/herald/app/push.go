@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/delivery/push"
 	"github.com/heraldhq/herald/services/delivery/push/apns"
 	"github.com/heraldhq/herald/services/delivery/push/fcm"
@@ -102,12 +101,7 @@ func (a *App) buildPush(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := a.pushC
-	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
-	if err := a.openCircuits(ctx); err != nil {
-		return nil, err
-	}
-	return delivery.New(a.js, c)
+	return a.deliveryService(ctx, a.pushC, ch, registry)
 }
 
 // goneDevices is the directory as the push channel takes it: a gone

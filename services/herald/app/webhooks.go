@@ -80,12 +80,7 @@ func (a *App) buildWebhook(ctx context.Context) (service, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := a.webhookC
-	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
-	if err := a.openCircuits(ctx); err != nil {
-		return nil, err
-	}
-	d, err := delivery.New(a.js, c)
+	d, err := a.deliveryService(ctx, a.webhookC, ch, registry)
 	if err != nil {
 		return nil, err
 	}
