@@ -119,49 +119,42 @@ func (s *Service) listInbox(ctx context.Context, in *inboxListInput) (*inboxPage
 	return &inboxPageOutput{Body: out}, nil
 }
 
-func (s *Service) inboxCounts(ctx context.Context, _ *struct{}) (*inboxCountsOutput, error) {
+// onFeed calls op on the subscriber token's feed within the NATS
+// timeout, answering its error as the inbox answers errors.
+func onFeed[T any](ctx context.Context, s *Service, op func(ctx context.Context, st *inbox.Store, f feed) (T, error)) (T, error) {
+	var zero T
 	st, err := s.inbox()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	f := inboxFeed(ctx)
 	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	c, err := st.inbox.Counts(cctx, f.tenant, f.sub)
+	v, err := op(cctx, st.inbox, inboxFeed(ctx))
 	if err != nil {
-		return nil, s.inboxError(ctx, err)
+		return zero, s.inboxError(ctx, err)
 	}
-	return &inboxCountsOutput{Body: InboxCounts(c)}, nil
+	return v, nil
+}
+
+func (s *Service) inboxCounts(ctx context.Context, _ *struct{}) (*inboxCountsOutput, error) {
+	return onFeed(ctx, s, func(ctx context.Context, st *inbox.Store, f feed) (*inboxCountsOutput, error) {
+		c, err := st.Counts(ctx, f.tenant, f.sub)
+		return &inboxCountsOutput{Body: InboxCounts(c)}, err
+	})
 }
 
 func (s *Service) markInboxItem(ctx context.Context, in *inboxItemInput) (*inboxItemOutput, error) {
-	st, err := s.inbox()
-	if err != nil {
-		return nil, err
-	}
-	f := inboxFeed(ctx)
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	it, err := st.inbox.Mark(cctx, f.tenant, f.sub, in.ID, inbox.Action(in.Action))
-	if err != nil {
-		return nil, s.inboxError(ctx, err)
-	}
-	return &inboxItemOutput{Body: s.inboxItemOf(it, time.Now())}, nil
+	return onFeed(ctx, s, func(ctx context.Context, st *inbox.Store, f feed) (*inboxItemOutput, error) {
+		it, err := st.Mark(ctx, f.tenant, f.sub, in.ID, inbox.Action(in.Action))
+		return &inboxItemOutput{Body: s.inboxItemOf(it, time.Now())}, err
+	})
 }
 
 func (s *Service) readAllInbox(ctx context.Context, _ *struct{}) (*inboxReadAllOutput, error) {
-	st, err := s.inbox()
-	if err != nil {
-		return nil, err
-	}
-	f := inboxFeed(ctx)
-	cctx, cancel := context.WithTimeout(ctx, natsTimeout)
-	defer cancel()
-	n, err := st.inbox.ReadAll(cctx, f.tenant, f.sub)
-	if err != nil {
-		return nil, s.inboxError(ctx, err)
-	}
-	return &inboxReadAllOutput{Body: InboxReadAll{Read: n}}, nil
+	return onFeed(ctx, s, func(ctx context.Context, st *inbox.Store, f feed) (*inboxReadAllOutput, error) {
+		n, err := st.ReadAll(ctx, f.tenant, f.sub)
+		return &inboxReadAllOutput{Body: InboxReadAll{Read: n}}, err
+	})
 }
 
 // inboxError is the answer to a store error: an item the feed does not
