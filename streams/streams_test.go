@@ -109,7 +109,7 @@ func TestDeclaresDesignLayout(t *testing.T) {
 		"NOTIFY": {jetstream.WorkQueuePolicy, []string{"notify.email.*.*", "notify.sms.*.*", "notify.whatsapp.*.*", "notify.webhook.*.*", "notify.inbox.*.*", "notify.push.*.*"}, []string{"email-critical", "email-low", "email-normal",
 			"inbox-critical", "inbox-low", "inbox-normal", "push-critical", "push-low", "push-normal", "sms-critical", "sms-low", "sms-normal",
 			"webhook-critical", "webhook-low", "webhook-normal", "whatsapp-critical", "whatsapp-low", "whatsapp-normal"}},
-		"STATUS":               {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, []string{"history", "webhooks"}},
+		"STATUS":               {jetstream.LimitsPolicy, []string{"notify.status.*", "notify.accepted.*"}, []string{"alerts", "history", "webhooks"}},
 		"ADVISORIES":           {jetstream.LimitsPolicy, []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>"}, []string{"dlq"}},
 		"DLQ":                  {jetstream.LimitsPolicy, []string{"dlq.*.*"}, []string{"alerts"}},
 		"KV_dlq_redrives":      {jetstream.LimitsPolicy, []string{"$KV.dlq_redrives.>"}, nil},
@@ -225,7 +225,7 @@ func TestApplyCreatesThenLeavesAlone(t *testing.T) {
 	report, err := streams.Apply(ctx, n.JS, streams.Options{})
 	require.NoError(t, err)
 	require.NoError(t, report.Err())
-	require.Len(t, report, 68)
+	require.Len(t, report, 69)
 	for _, r := range report {
 		require.Equal(t, streams.Created, r.Action, r.String())
 	}

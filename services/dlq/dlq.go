@@ -12,7 +12,8 @@
 // Handling an advisory twice stores one entry: the second finds the
 // original gone, or the DLQ's duplicate window drops the copy.
 //
-// It also raises alerts on new dead letters (aggregated, see alert/),
+// It also raises alerts on new dead letters and on the monthly quota
+// thresholds tenants reach (aggregated together, see alert/ and quota.go),
 // exports the DLQ's depth, and runs the resend sweep (see sweep.go).
 package dlq
 
@@ -107,6 +108,8 @@ type Service struct {
 	wg      sync.WaitGroup
 	entries metric.Int64Counter
 	gauge   metric.Registration
+	// quotasSeen are the quota thresholds alerted (see handleStatus).
+	quotasSeen seenThresholds
 }
 
 // New returns a DLQ service.
@@ -140,7 +143,8 @@ func (s *Service) Start(ctx context.Context) error {
 	for _, c := range []struct {
 		stream, durable string
 		handle          consumer.Handler
-	}{{AdvisoryStream, AdvisoryDurable, s.handleAdvisory}, {Stream, AlertsDurable, s.handleEntry}} {
+	}{{AdvisoryStream, AdvisoryDurable, s.handleAdvisory}, {Stream, AlertsDurable, s.handleEntry},
+		{StatusStream, AlertsDurable, s.handleStatus}} {
 		cons, err := consumer.Lookup(ctx, s.js, c.stream, c.durable)
 		if err != nil {
 			return fmt.Errorf("dlq: %w", err)

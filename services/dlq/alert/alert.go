@@ -24,8 +24,23 @@ type Failure struct {
 	Time     time.Time `json:"time"`
 }
 
+// Quota is a tenant's month reaching a threshold of a channel's quota: 80 %
+// (a warning) or 100 % (the next notification is refused). Operators hear
+// of them beside the failures, in the same summaries.
+type Quota struct {
+	Tenant  string `json:"tenant"`
+	Channel string `json:"channel"`
+	Month   string `json:"month"` // yyyy-mm, UTC
+	Used    int64  `json:"used"`
+	Quota   int64  `json:"quota"`
+	// Threshold is the share reached, in percent.
+	Threshold int       `json:"threshold"`
+	Time      time.Time `json:"time"`
+}
+
 // Summary is what one alert says: how many failures since the last alert,
-// broken down, with the most frequent reasons.
+// broken down, with the most frequent reasons; and the quota thresholds
+// reached since.
 type Summary struct {
 	Count int `json:"count"`
 	// Since is when the previous alert of the same burst was cut, or when
@@ -41,6 +56,10 @@ type Summary struct {
 	TopReasons []ReasonCount `json:"top_reasons"`
 	// Example is the first failure of the window, verbatim, for context.
 	Example Failure `json:"example"`
+	// Quotas are the thresholds reached, by tenant, channel, month and
+	// threshold, at most 1,000; QuotasLeftOut counts those that did not fit.
+	Quotas        []Quota `json:"quotas,omitempty"`
+	QuotasLeftOut int     `json:"quotas_left_out,omitempty"`
 }
 
 // ReasonCount is how many failures had one reason class.
@@ -129,8 +148,25 @@ func (a *Aggregator) Add(f Failure) {
 		f.Time = now
 	}
 	class := ReasonClass(f.Reason) // outside the lock: it is the costly part
+	a.add(now, func(w *window) { w.addFailure(f, class) })
+}
+
+// AddQuota counts q for the next summary, as Add counts a failure: the
+// same windows, the same senders. It never waits on the network and is
+// safe for concurrent use.
+func (a *Aggregator) AddQuota(q Quota) {
+	now := a.cfg.Clock.Now()
+	if q.Time.IsZero() {
+		q.Time = now
+	}
+	a.add(now, func(w *window) { w.addQuota(q) })
+}
+
+// add counts into the pending window with f and wakes Run.
+func (a *Aggregator) add(now time.Time, f func(*window)) {
 	a.mu.Lock()
-	a.pending.add(f, class, cmp.Or(a.nextSince, now))
+	a.pending.open(cmp.Or(a.nextSince, now))
+	f(&a.pending)
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -185,8 +221,13 @@ func (a *Aggregator) emit(ctx context.Context, out *outbox) bool {
 	if !ok {
 		return false
 	}
-	a.cfg.Logger.WarnContext(ctx, "Herald gave up on messages",
-		"count", s.Count, "since", s.Since, "until", s.Until, "streams", s.ByStream, "top_reason", topReason(s))
+	if s.Count > 0 {
+		a.cfg.Logger.WarnContext(ctx, "Herald gave up on messages",
+			"count", s.Count, "since", s.Since, "until", s.Until, "streams", s.ByStream, "top_reason", topReason(s))
+	}
+	if n := len(s.Quotas) + s.QuotasLeftOut; n > 0 {
+		a.cfg.Logger.WarnContext(ctx, "tenants reached monthly quota thresholds", "count", n, "since", s.Since, "until", s.Until)
+	}
 	out.queue(ctx, s)
 	return true
 }
@@ -197,7 +238,7 @@ func (a *Aggregator) cut() (Summary, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	w := a.pending
-	if w.count == 0 {
+	if w.empty() {
 		a.nextSince = time.Time{}
 		return Summary{}, false
 	}
@@ -228,12 +269,31 @@ type window struct {
 	byStream map[string]int
 	byTenant map[string]int
 	byReason map[string]int
+	quotas   []Quota
+	// quotasLeftOut counts the thresholds past maxKeys.
+	quotasLeftOut int
 }
 
-func (w *window) add(f Failure, class string, since time.Time) {
+func (w *window) empty() bool { return w.count == 0 && len(w.quotas) == 0 && w.quotasLeftOut == 0 }
+
+// open starts the window at since unless something is pending already.
+func (w *window) open(since time.Time) {
+	if w.empty() {
+		*w = window{since: since, byStream: map[string]int{}, byTenant: map[string]int{}, byReason: map[string]int{}}
+	}
+}
+
+func (w *window) addQuota(q Quota) {
+	if len(w.quotas) >= maxKeys {
+		w.quotasLeftOut++
+		return
+	}
+	w.quotas = append(w.quotas, q)
+}
+
+func (w *window) addFailure(f Failure, class string) {
 	if w.count == 0 {
-		*w = window{since: since, example: f,
-			byStream: map[string]int{}, byTenant: map[string]int{}, byReason: map[string]int{}}
+		w.example = f
 	}
 	w.count++
 	bump(w.byStream, streamKey(f))
@@ -261,8 +321,17 @@ const topReasons = 5
 
 func (w window) summary(until time.Time) Summary {
 	s := Summary{Count: w.count, Since: w.since.UTC(), Until: until.UTC(),
-		ByStream: w.byStream, ByTenant: w.byTenant, Example: w.example}
+		ByStream: w.byStream, ByTenant: w.byTenant, Example: w.example, Quotas: w.quotas, QuotasLeftOut: w.quotasLeftOut}
 	s.Example.Time = s.Example.Time.UTC()
+	for i := range s.Quotas {
+		s.Quotas[i].Time = s.Quotas[i].Time.UTC()
+	}
+	// A tenant's thresholds together: they arrive in any order, from
+	// workers and replicas in parallel.
+	slices.SortStableFunc(s.Quotas, func(a, b Quota) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Month, b.Month),
+			cmp.Compare(a.Threshold, b.Threshold))
+	})
 	s.TopReasons = make([]ReasonCount, 0, topReasons) // [] in JSON, never null
 	for _, r := range ranked(w.byReason, topReasons) {
 		s.TopReasons = append(s.TopReasons, ReasonCount{Reason: r.key, Count: r.n})

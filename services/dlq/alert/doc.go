@@ -14,9 +14,14 @@
 //	go agg.Run(ctx) // returns once ctx ends and pending failures are flushed
 //	agg.Add(alert.Failure{Stream: "NOTIFY", Consumer: "email-normal", Reason: reason})
 //
+// The service also hands it the monthly quota thresholds tenants reach
+// (80 % and 100 % of a channel's quota) with [Aggregator.AddQuota]: they
+// share the failures' windows and summaries, so a month's end that takes
+// many tenants over their quotas makes a handful of alerts too.
+//
 // # How many alerts
 //
-// The first failure after a quiet period is alerted at once: nobody should
+// The first failure (or quota threshold) after a quiet period is alerted at once: nobody should
 // wait a window to learn that something broke. Then the window starts, and
 // failures are counted until it ends; if any came, one summary goes out and
 // a new window starts, otherwise the burst is over. So alerts are always at

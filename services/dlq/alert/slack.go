@@ -26,6 +26,13 @@ import (
 //	• 4,000 × `render failed after {n} tries: rendering {path}: template: missing`
 //	*Tenants*: acme 7,000 · globex 3,000
 //	*Example*: `notify.email.normal.acme` at 2026-05-04 10:00:00 UTC
+//
+// and, when tenants reached a monthly quota threshold since the last alert
+// (alone, if nothing failed):
+//
+//	:warning: 2 monthly quota thresholds reached
+//	• acme email 2026-05: 100 % — 1,000/1,000, the rest of the month is refused
+//	• globex sms 2026-05: 80 % — 400/500
 type Slack struct {
 	// URL is the incoming webhook's URL, a secret. Required.
 	URL string
@@ -52,24 +59,56 @@ const (
 	slackTenants = 5
 )
 
+// slackQuotas is how many quota thresholds an alert lists; the rest are
+// counted.
+const slackQuotas = 20
+
 func slackText(s Summary) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, ":rotating_light: Herald gave up on %s%s", plural(s.Count, "message"), lately(s))
+	if s.Count > 0 {
+		writeFailures(&b, s)
+	}
+	if len(s.Quotas) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		writeQuotas(&b, s)
+	}
+	return b.String()
+}
+
+func writeQuotas(b *strings.Builder, s Summary) {
+	all := len(s.Quotas) + s.QuotasLeftOut
+	fmt.Fprintf(b, ":warning: %s reached", plural(all, "monthly quota threshold"))
+	for _, q := range s.Quotas[:min(slackQuotas, len(s.Quotas))] {
+		fmt.Fprintf(b, "\n• %s %s %s: %d %% — %s/%s", slackEscape(q.Tenant), slackEscape(q.Channel), slackEscape(q.Month),
+			q.Threshold, thousands(int(q.Used)), thousands(int(q.Quota)))
+		if q.Threshold >= 100 {
+			b.WriteString(", the rest of the month is refused")
+		}
+	}
+	if more := all - slackQuotas; more > 0 {
+		fmt.Fprintf(b, "\n• …and %s more", thousands(more))
+	}
+}
+
+func writeFailures(b *strings.Builder, s Summary) {
+	fmt.Fprintf(b, ":rotating_light: Herald gave up on %s%s", plural(s.Count, "message"), lately(s))
 	b.WriteString("\n*Streams*")
 	for _, st := range ranked(s.ByStream, slackStreams) {
-		fmt.Fprintf(&b, "\n• %s: %s", slackEscape(st.key), thousands(st.n))
+		fmt.Fprintf(b, "\n• %s: %s", slackEscape(st.key), thousands(st.n))
 	}
 	if more := len(s.ByStream) - slackStreams; more > 0 {
-		fmt.Fprintf(&b, "\n• …and %s more", plural(more, "stream"))
+		fmt.Fprintf(b, "\n• …and %s more", plural(more, "stream"))
 	}
 	b.WriteString("\n*Top reasons*")
 	listed := 0
 	for _, r := range s.TopReasons {
-		fmt.Fprintf(&b, "\n• %s × %s", thousands(r.Count), slackCode(r.Reason))
+		fmt.Fprintf(b, "\n• %s × %s", thousands(r.Count), slackCode(r.Reason))
 		listed += r.Count
 	}
 	if other := s.Count - listed; other > 0 {
-		fmt.Fprintf(&b, "\n• %s × other reasons", thousands(other))
+		fmt.Fprintf(b, "\n• %s × other reasons", thousands(other))
 	}
 	var tenants []string
 	for _, t := range ranked(s.ByTenant, slackTenants) {
@@ -78,9 +117,8 @@ func slackText(s Summary) string {
 	if more := len(s.ByTenant) - slackTenants; more > 0 {
 		tenants = append(tenants, strconv.Itoa(more)+" more")
 	}
-	fmt.Fprintf(&b, "\n*Tenants*: %s", strings.Join(tenants, " · "))
-	fmt.Fprintf(&b, "\n*Example*: %s at %s", slackCode(s.Example.Subject), s.Example.Time.UTC().Format("2006-01-02 15:04:05 MST"))
-	return b.String()
+	fmt.Fprintf(b, "\n*Tenants*: %s", strings.Join(tenants, " · "))
+	fmt.Fprintf(b, "\n*Example*: %s at %s", slackCode(s.Example.Subject), s.Example.Time.UTC().Format("2006-01-02 15:04:05 MST"))
 }
 
 // lately says how long the summary covers, unless that rounds to nothing,

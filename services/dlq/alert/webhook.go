@@ -25,8 +25,17 @@ import (
 //	    "stream": "NOTIFY", "consumer": "email-normal", "subject": "notify.email.normal.acme",
 //	    "tenant": "acme", "reason": "faulty: permanent: HTTP 400: Illegal address (request id fake-123)",
 //	    "time": "2026-05-04T10:00:00.123Z"
-//	  }
+//	  },
+//	  "quotas": [
+//	    {"tenant": "acme", "channel": "email", "month": "2026-05", "used": 800, "quota": 1000,
+//	     "threshold": 80, "time": "2026-05-04T10:00:30Z"}
+//	  ]
 //	}
+//
+// quotas, the monthly quota thresholds tenants reached since the last
+// alert, is left out when there are none, and quotas_left_out counts those
+// past the first 1,000. A summary of quotas alone has a count of 0, empty
+// breakdowns and an empty example.
 type Webhook struct {
 	// URL is where summaries are posted. Treated as a secret. Required.
 	URL string
