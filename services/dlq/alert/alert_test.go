@@ -715,6 +715,18 @@ type hookSummary struct {
 	ByTenant   map[string]int `json:"by_tenant"`
 	TopReasons []hookReason   `json:"top_reasons"`
 	Example    hookFailure    `json:"example"`
+	Quotas     []hookQuota    `json:"quotas,omitempty"`
+	QuotasOut  int            `json:"quotas_left_out,omitempty"`
+}
+
+type hookQuota struct {
+	Tenant    string    `json:"tenant"`
+	Channel   string    `json:"channel"`
+	Month     string    `json:"month"`
+	Used      int64     `json:"used"`
+	Quota     int64     `json:"quota"`
+	Threshold int       `json:"threshold"`
+	Time      time.Time `json:"time"`
 }
 
 type hookReason struct {
