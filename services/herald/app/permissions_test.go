@@ -197,7 +197,8 @@ var servicePermissions = map[string][]string{
 		consume("NOTIFY", "webhook-low"), consume("KV_deliveries", "webhooks"), consume("STATUS", "webhooks"), ledger, dlqPayloads, readTenants,
 		webhookEndpoints, watchWebhookEndpoints, countQuotas, readPreferences, shareCircuits, tellRuns,
 		[]string{"notify.status.*", "notify.webhook.*.*", "notify.accepted.*", "dlq.NOTIFY.*", "dlq.KV_deliveries.webhooks", "dlq.STATUS.webhooks"}),
-	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), ledger, dlqPayloads,
+	// The dead letters and the tenants' quota thresholds, alerted together.
+	"dlq": join(jsCommon, consume("ADVISORIES", "dlq"), consume("DLQ", "alerts"), consume("STATUS", "alerts"), ledger, dlqPayloads,
 		// The original of a dead letter, from any stream; copies to the
 		// DLQ; the sweep watches its index (once, after an upgrade, lists
 		// the ledger) and resends to NOTIFY.
