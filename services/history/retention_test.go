@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -192,7 +193,17 @@ func (s *sweeping) take(t *testing.T, stream, durable string) {
 	ctx := heraldtest.Context(t)
 	cons, err := s.nats.JS.Consumer(ctx, stream, durable)
 	require.NoError(t, err)
-	batch, err := cons.FetchNoWait(100)
+	info := cons.CachedInfo()
+	if info.NumPending == 0 {
+		return
+	}
+	// A pinned consumer (STATUS > alerts) serves only a pull naming its
+	// group; Fetch returns once it has every pending message.
+	var opts []jetstream.FetchOpt
+	if groups := info.Config.PriorityGroups; len(groups) > 0 {
+		opts = append(opts, jetstream.FetchPriorityGroup(groups[0]))
+	}
+	batch, err := cons.Fetch(int(info.NumPending), opts...)
 	require.NoError(t, err)
 	for msg := range batch.Messages() {
 		require.NoError(t, msg.DoubleAck(ctx))
@@ -238,6 +249,7 @@ func TestRetentionSweepPurgesATenantsOldEventsOnceTaken(t *testing.T) {
 	s.take(t, "ORDERS", "router")
 	s.take(t, "INVENTORY", "router")
 	s.take(t, "STATUS", "webhooks")
+	s.take(t, "STATUS", "alerts") // the DLQ service's, for the quota thresholds
 	swept, err = s.svc.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, svchistory.Swept{Events: 4}, swept)
