@@ -26,13 +26,18 @@ func (s *Service) handleStatus(ctx context.Context, msg jetstream.Msg) consumer.
 		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(msg.Data(), &head); err != nil {
-		return consumer.GiveUp(fmt.Errorf("unreadable status event on %s: %w", msg.Subject(), err))
+		// Not a quota threshold; the status feed, whose event it is,
+		// dead-letters it, and a second entry would tell nothing more.
+		s.cfg.Logger.DebugContext(ctx, "unreadable status event skipped", "subject", msg.Subject(), "error", err)
+		return consumer.Done()
 	}
 	if head.Type != quota.WarningType && head.Type != quota.ExceededType {
 		return consumer.Done()
 	}
 	var ev quota.Event
 	if err := json.Unmarshal(msg.Data(), &ev); err != nil {
+		// A threshold the operators would not hear of: kept, and alerted,
+		// as a dead letter.
 		return consumer.GiveUp(fmt.Errorf("unreadable quota event on %s: %w", msg.Subject(), err))
 	}
 	if !s.quotasSeen.first(ev) {

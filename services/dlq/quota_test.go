@@ -149,3 +149,25 @@ func TestQuotaThresholdsReachTheAlertSendersAggregated(t *testing.T) {
 		require.NotContains(t, text, "s3cret")
 	}
 }
+
+// What cannot be read on notify.status.* is the status feed's to
+// dead-letter, not a second time here; but a quota event that cannot be
+// read is a threshold nobody would hear of, so it becomes a dead letter of
+// its own (which the alerts then carry).
+func TestAnUnreadableQuotaEventIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := heraldtest.Context(t)
+	b.service(t, dlq.SweepConfig{}, nil)
+
+	_, err := b.nats.JS.Publish(ctx, notification.StatusSubject("acme"), []byte("not json"))
+	require.NoError(t, err)
+	_, err = b.nats.JS.Publish(ctx, notification.StatusSubject("acme"), []byte(`{"type":"tenant.quota.warning","used":"lots"}`))
+	require.NoError(t, err)
+	b.statusSettled(t)
+
+	entries := b.dlq(t)
+	require.Len(t, entries, 1)
+	require.Equal(t, "dlq.STATUS.alerts", entries[0].Subject)
+	require.JSONEq(t, `{"type":"tenant.quota.warning","used":"lots"}`, string(entries[0].Data))
+}
