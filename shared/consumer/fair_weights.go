@@ -17,14 +17,14 @@ import "slices"
 // a hold, with a new slot) is put no earlier than the class's virtual time
 // less one pull's worth (catchUp), so a tenant that was idle for an hour
 // is not owed an hour. A pull takes Batch × weight (a weight-4 key's pull
-// is as long in virtual time as a weight-1 key's), so a key's share holds
-// too where the pulls, not the workers, bound what keys are served — but
-// with Batch 1, which says handling is slow and the workers are what
-// keys compete for, a pull stays one, and fresh keys keep a pull of Batch:
-// a weighted key that ran dry is ahead of the backlogs as long as any,
-// not longer. At a slot of the window (fair_slots.go), a weighted key's
-// turn is Quantum × weight messages, so its share holds too when more keys
-// than slots compete.
+// is as long in virtual time as a weight-1 key's): only one pull of a key
+// is made at a time, so with pulls of one size a key could not be handed
+// more than a pull a round trip, whatever its turn — with Batch 1, a
+// weighted key's extra messages wait in memory as a batch's do, ack wait
+// running. A fresh key keeps a pull of Batch: a weighted key that ran dry
+// is ahead of the backlogs as long as any, not longer. At a slot of the
+// window (fair_slots.go), a weighted key's turn is Quantum × weight
+// messages, so its share holds too when more keys than slots compete.
 
 // strideUnit is the virtual time of one message of a weight-1 key: large
 // enough that a stride of any sane weight loses little to rounding, small
