@@ -58,7 +58,9 @@ type FairConfig struct {
 	// Batch is how many of a key's messages one pull may take: the first
 	// is handled at once, the others wait in memory — ack wait running —
 	// and are handed out one a turn, as if pulled. At most Concurrency
-	// wait at a time. Defaults to 1; keep it 1 where handling is slow.
+	// wait at a time. A weighted key's pull takes Batch × its weight
+	// (fair_weights.go). Defaults to 1; keep it 1, and Weight nil, where
+	// handling is slow.
 	Batch int
 	// Discover is how often the stream is asked which keys have a
 	// backlog (new messages wake the loop at once, retried ones when
