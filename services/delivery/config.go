@@ -157,6 +157,12 @@ type Config struct {
 	// Rates, with Fair, hold each tenant's sends to its plan's rate. Nil:
 	// no rate.
 	Rates *Rates
+	// TenantWeight, with Fair, is a tenant's share of its priority while
+	// other tenants have deliveries waiting too: its plan's weight
+	// (tenant.Plan.Share). Asked at each of the tenant's pulls, so it
+	// answers from memory (the registry's cache). Nil: every tenant
+	// weighs 1.
+	TenantWeight func(tenant string) int
 }
 
 // DefaultWeights share the workers 6:3:1 between critical, normal and low

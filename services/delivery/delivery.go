@@ -225,6 +225,9 @@ func (s *Service) startFair(ctx context.Context) error {
 	if s.cfg.Rates != nil {
 		fc.Ready = s.ready
 	}
+	if weight := s.cfg.TenantWeight; weight != nil {
+		fc.Weight = func(_, tenant string) int { return weight(tenant) }
+	}
 	s.fair, err = consumer.StartFair(ctx, w.handle, fc)
 	if err != nil {
 		return fmt.Errorf("delivery: %w", err)

@@ -58,7 +58,9 @@ type FairConfig struct {
 	// Batch is how many of a key's messages one pull may take: the first
 	// is handled at once, the others wait in memory — ack wait running —
 	// and are handed out one a turn, as if pulled. At most Concurrency
-	// wait at a time. Defaults to 1; keep it 1 where handling is slow.
+	// wait at a time. A weighted key's pull takes Batch × its weight
+	// (fair_weights.go). Defaults to 1; keep it 1, and Weight nil, where
+	// handling is slow.
 	Batch int
 	// Discover is how often the stream is asked which keys have a
 	// backlog (new messages wake the loop at once, retried ones when
@@ -71,8 +73,16 @@ type FairConfig struct {
 	// others wait for a slot (fair_slots.go). Defaults to 32.
 	Window int
 	// Quantum is how many messages a key takes in its turn at a slot
-	// while others wait for one. Defaults to 256.
+	// while others wait for one (a weighted key, Quantum × its weight).
+	// Defaults to 256.
 	Quantum int
+	// Weight, when set, is a key's share of its class while other keys
+	// have messages too: a key of weight w is handed w messages for each
+	// one of a key of weight 1 (a tenant's plan's weight). A key alone is
+	// served everything, whatever its weight. Asked before each of the
+	// key's pulls, so it must answer from memory. Nil, or an answer below
+	// 1, is 1.
+	Weight func(class, key string) int
 }
 
 // Fair consumes several classes of keyed subjects so that no key's
@@ -139,7 +149,11 @@ type classState struct {
 	// class's name: its keys' consumers are one consumer to operators.
 	handle  Handler
 	current int // smooth weighted round robin
-	keys    map[string]*keyState
+	// vtime is the class's virtual time: the furthest pass of a key served
+	// from turns (fair_weights.go); lag is one pull's worth of it, as far
+	// as a key coming into line may be behind.
+	vtime, lag int64
+	keys       map[string]*keyState
 	// fresh and turns are the keys to serve, in line. fresh are keys that
 	// had nothing and now have work (or are new): a tenant's one order is
 	// served, for the messages of its first pull, ahead of the keys with a
@@ -171,6 +185,11 @@ type keyState struct {
 	buf []jetstream.Msg
 	// queued: in fresh or turns. fresh: goes in fresh, not turns.
 	queued, fresh bool
+	// weight is the key's share of its class, as Weight last answered (0:
+	// not asked yet, 1); pass is the virtual time of its next message:
+	// turns serves the key with the earliest (fair_weights.go).
+	weight int
+	pass   int64
 	// empty: the last pull found nothing, at dryAt; waits for a new
 	// message or the next discovery. readyAt: held back until then (Ready
 	// said no).
@@ -256,7 +275,7 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{},
+		f.classes = append(f.classes, &classState{Class: c, handle: handle, lag: int64(cfg.Batch) * strideUnit, keys: map[string]*keyState{},
 			waiting: map[string]*keyState{}, changing: map[string]bool{}})
 	}
 	nc := cfg.JetStream.Conn()
@@ -355,6 +374,7 @@ func (c *classState) enqueue(k *keyState) {
 		return
 	}
 	k.queued = true
+	c.catchUp(k)
 	if k.fresh {
 		c.fresh.push(k)
 	} else {
@@ -372,14 +392,20 @@ func (c *classState) wakeUp(k *keyState) {
 	c.enqueue(k)
 }
 
-// next takes the first key in line, fresh ones first. f.mu is held.
+// next takes the first key in line, fresh ones first, then the key of
+// turns whose pass is earliest (the first in line of those: keys of one
+// weight take turns round robin), and moves its pass on by the one
+// message it is handed. f.mu is held.
 func (c *classState) next() *keyState {
-	l := &c.turns
+	var k *keyState
 	if len(c.fresh) > 0 {
-		l = &c.fresh
+		k = c.fresh.pop()
+	} else {
+		k = c.turns.take(c.turns.earliest())
+		c.vtime = max(c.vtime, k.pass)
 	}
-	k := l.pop()
 	k.queued = false
+	k.pass += k.stride()
 	return k
 }
 
@@ -509,10 +535,12 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 // fetch pulls k's next messages: the first to handle, the others to k's
 // buf. k is back in line after, unless it ran dry or was held back.
 func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.Msg {
+	weight := f.weigh(c, k) // outside f.mu: Weight may take locks of its own
 	f.mu.Lock()
+	k.weight = weight
 	want, waitUntil := f.want(k)
+	n := f.batch(k)
 	f.mu.Unlock()
-	n := f.cfg.Batch
 	if f.cfg.Ready != nil {
 		ready, until := f.cfg.Ready(ctx, c.Name, k.key, want)
 		if ready <= 0 {
@@ -543,7 +571,7 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		k.pending = numPending(msgs[len(msgs)-1])
 		k.served += len(msgs)
 		k.run += len(msgs)
-		if k.served >= f.cfg.Quantum && k.served-len(msgs) < f.cfg.Quantum && len(c.waiting) > 0 {
+		if q := f.quantum(k); k.served >= q && k.served-len(msgs) < q && len(c.waiting) > 0 {
 			f.signalTurn() // its turn is over: another key waits for the slot
 		}
 		k.buf = append(k.buf, msgs[1:]...)
@@ -577,7 +605,7 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 	return nil
 }
 
-// want is how many k's next pull would take, for Ready: at most Batch and
+// want is how many k's next pull would take, for Ready: at most k's batch and
 // the room left in bufs, and no more than k is known to hold (at least
 // one), so that an allowance Ready spends is pulled — asking for one at a
 // time would cost a Redis round trip, a pull and a turn per message. What
@@ -591,7 +619,7 @@ func (f *Fair) want(k *keyState) (n int, waitUntil time.Time) {
 	if k.unpulled > 0 && time.Since(k.seenAt) < storeLag-time.Millisecond {
 		return 1, k.seenAt.Add(storeLag)
 	}
-	return max(min(f.cfg.Batch, f.cfg.Concurrency-f.buffered+1, max(k.unpulled, k.pending)), 1), time.Time{}
+	return max(min(f.batch(k), f.cfg.Concurrency-f.buffered+1, max(k.unpulled, k.pending)), 1), time.Time{}
 }
 
 // pull asks k's consumer for up to n messages, or, until waitUntil, for

@@ -186,7 +186,7 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 				// A key that ran dry after a pull's worth or less keeps its
 				// slot a moment: likely a trickle (one tenant's orders),
 				// which would otherwise wait for a slot at each message.
-			case k.served >= f.cfg.Quantum || fresh > 0 && !k.fresh && k.served >= f.cfg.Batch:
+			case k.served >= f.quantum(k) || fresh > 0 && !k.fresh && k.served >= f.cfg.Batch:
 				k.leaving = true
 				if k.queued && len(k.buf) == 0 {
 					c.fresh.remove(k)

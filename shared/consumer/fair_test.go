@@ -533,3 +533,106 @@ func TestARetriedMessageIsServedAfterItsDelayNotAtTheNextDiscovery(t *testing.T)
 		"each message was served again after its delay")
 	h.once(t, counts)
 }
+
+// weights is a FairConfig.Weight from a table: keys left out weigh 1.
+func weights(w map[string]int) func(class, key string) int {
+	return func(_, key string) int { return w[key] }
+}
+
+// share counts key's messages among got.
+func share(got []string, subject string) int {
+	n := 0
+	for _, s := range got {
+		if s == subject {
+			n++
+		}
+	}
+	return n
+}
+
+// Two keys with backlogs, weights 4 and 1: of the first 500 messages
+// handled, while both still have hundreds left, a is handed about four for
+// each of b's — whether a pull takes one message or a batch, with one
+// worker or several. A key is out of line while it is pulled, and others
+// are served meanwhile: it makes that up after, and a weighted key's pull
+// is longer (else, a pull at a time, it would get one message a round trip
+// like the other). The bounds, 3:1 to 5:1, allow for the few handled
+// out of order when several workers finish at once.
+func TestAKeysWeightSetsItsShareOfTheClass(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ batch, workers int }{{1, 1}, {1, 4}, {16, 4}} {
+		t.Run(fmt.Sprintf("batch %d, %d workers", tc.batch, tc.workers), func(t *testing.T) {
+			t.Parallel()
+			counts := map[string]int{"q.low.a": 1000, "q.low.b": 1000}
+			n := fairQueue(t, counts)
+			h := &handled{}
+			// Several workers compete for the keys when the handling, not
+			// the pulls, takes the time, as a send does.
+			slow := func(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+				time.Sleep(3 * time.Millisecond)
+				return h.handle(ctx, msg)
+			}
+			if tc.workers == 1 {
+				slow = h.handle
+			}
+			startFair(t, n, slow, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Batch: tc.batch,
+				Config: consumer.Config{Concurrency: tc.workers}, Weight: weights(map[string]int{"a": 4})})
+			got := h.wait(t, 500)[:500]
+			a, b := share(got, "q.low.a"), share(got, "q.low.b")
+			t.Logf("batch %d, %d workers: of the first 500: a %d, b %d", tc.batch, tc.workers, a, b)
+			require.GreaterOrEqual(t, a, 3*b, "a's share, at least 3:1")
+			require.LessOrEqual(t, a, 5*b, "a's share, at most 5:1: b is served too")
+		})
+	}
+}
+
+// A key's weight is a share of what others leave, not a cap: a weight-4
+// key alone is served everything. Nor is it a bank: its 300 alone moved the
+// class's time on, and a weight-1 key that comes then is not owed those
+// 300 — of the next 100, the weight-4 key has its four fifths, not the
+// fifth left once the newcomer had made up for the time it was away.
+func TestAKeyAloneIsServedEverythingAndOwedNothingAfter(t *testing.T) {
+	t.Parallel()
+	counts := map[string]int{"q.low.a": 300}
+	n := fairQueue(t, counts)
+	h := &handled{}
+	gate := make(chan struct{})
+	startFair(t, n, func(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+		if msg.Subject() == "q.low.a" && string(msg.Data()) == "299" {
+			<-gate // the one worker waits while b's and a's next are published
+		}
+		return h.handle(ctx, msg)
+	}, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Batch: 4, Weight: weights(map[string]int{"a": 4})})
+	require.Eventually(t, func() bool { return len(h.list()) == 299 }, 30*time.Second, 5*time.Millisecond)
+	for i := range 200 {
+		for _, subject := range []string{"q.low.b", "q.low.a"} {
+			_, err := n.JS.PublishAsync(subject, []byte(fmt.Sprint(300+i)))
+			require.NoError(t, err)
+		}
+	}
+	<-n.JS.PublishAsyncComplete()
+	close(gate)
+	got := h.wait(t, 700)
+	require.Equal(t, 300, share(got[:300], "q.low.a"), "a alone is served everything")
+	a := share(got[300:400], "q.low.a")
+	t.Logf("of the 100 after: a %d", a)
+	require.GreaterOrEqual(t, a, 60, "b came after a's 300 and is owed none of them")
+}
+
+// With more keys than slots, a weighted key's turn at a slot is Quantum ×
+// its weight: with one slot and turns of 25, a (weight 4) takes 100 in its
+// turn, b and c 25 each, so a has more than half of the first 300 — turns
+// of 25 for a too would give it a third.
+func TestAWeightedKeysTurnAtASlotIsLonger(t *testing.T) {
+	t.Parallel()
+	counts := map[string]int{"q.low.a": 400, "q.low.b": 400, "q.low.c": 400}
+	n := fairQueue(t, counts)
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Window: 1, Quantum: 25,
+		Weight: weights(map[string]int{"a": 4})})
+	got := h.wait(t, 1200)[:300]
+	h.once(t, counts)
+	a := share(got, "q.low.a")
+	t.Logf("of the first 300: a %d, b %d, c %d", a, share(got, "q.low.b"), share(got, "q.low.c"))
+	require.Greater(t, a, 150, "a's turns are four times as long")
+}

@@ -56,6 +56,14 @@ func (c *Cache) Plan(id string, plans Plans) (string, Plan) {
 	return t.Plan, plan
 }
 
+// Weight is tenant id's share of a priority beside other tenants with
+// deliveries waiting: its plan's weight (Plan.Share), 1 on no plan.
+// Answered from memory, for the fair loop's every pull.
+func (c *Cache) Weight(id string, plans Plans) int {
+	_, plan := c.Plan(id, plans)
+	return plan.Share()
+}
+
 // Stop ends the watch and waits for the cache to stop updating. Lookups
 // keep answering with the last values seen.
 func (c *Cache) Stop() { c.mirror.Stop() }

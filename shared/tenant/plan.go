@@ -31,6 +31,26 @@ type Plan struct {
 	// MaxPriority caps the priority of the tenant's notifications: free
 	// traffic is always low. Defaults to critical.
 	MaxPriority notification.Priority `yaml:"max_priority" json:"max_priority,omitempty"`
+	// Weight is the tenant's share of a priority's sends while other
+	// tenants have deliveries waiting too: a tenant of weight 4 is handed
+	// four for each one of a tenant of weight 1; alone, it is served
+	// everything. 1 to 100. Defaults to the built-in plan's: enterprise 4,
+	// startup 2, others 1.
+	Weight *int `yaml:"weight" json:"weight,omitempty"`
+}
+
+// MaxWeight is the largest Weight a plan may give: enough for any tier
+// of plans, and small enough that one tenant's weighted turn at a slot
+// (the fair loop's Quantum × weight) stays a few seconds' work.
+const MaxWeight = 100
+
+// Share is the plan's weight when tenants compete within a priority: its
+// Weight, or 1.
+func (p Plan) Share() int {
+	if p.Weight == nil || *p.Weight < 1 {
+		return 1
+	}
+	return *p.Weight
 }
 
 // Rate is the plan's rate limit: per minute, and its burst; limited is
@@ -80,8 +100,8 @@ func BuiltinPlans() Plans {
 			MonthlyQuota: map[event.Channel]int64{event.ChannelEmail: 100, event.ChannelWebhook: 100},
 			MaxPriority:  notification.PriorityLow},
 		"indie":      {Description: "One small business sending its own notifications.", RatePerMinute: limit(50)},
-		"startup":    {Description: "A growing product with several senders and channels.", RatePerMinute: limit(200)},
-		"enterprise": {Description: "Large volumes and negotiated terms."},
+		"startup":    {Description: "A growing product with several senders and channels.", RatePerMinute: limit(200), Weight: limit(2)},
+		"enterprise": {Description: "Large volumes and negotiated terms.", Weight: limit(4)},
 	}
 }
 
@@ -102,6 +122,7 @@ func (p Plans) WithDefaults() Plans {
 			Burst:         cmp.Or(plan.Burst, builtin.Burst),
 			MonthlyQuota:  plan.MonthlyQuota,
 			MaxPriority:   cmp.Or(plan.MaxPriority, builtin.MaxPriority),
+			Weight:        cmp.Or(plan.Weight, builtin.Weight),
 		}
 	}
 	return merged
@@ -139,6 +160,9 @@ func (p Plans) Validate() error {
 			case q < 1:
 				add("plans.%s.monthly_quota.%s: %d; a quota is at least 1 (leave the channel out for none)", name, c, q)
 			}
+		}
+		if w := plan.Weight; w != nil && (*w < 1 || *w > MaxWeight) {
+			add("plans.%s.weight: %d; a weight is 1 to %d (leave it out for the plan's default)", name, *w, MaxWeight)
 		}
 		if plan.MaxPriority != "" && !slices.Contains(notification.Priorities, plan.MaxPriority) {
 			add("plans.%s.max_priority: %q is not a priority (%s)", name, plan.MaxPriority, joined(notification.Priorities))

@@ -178,3 +178,30 @@ func TestPlanLimits(t *testing.T) {
 		`plans.y.burst: a burst needs a rate_per_minute`,
 	}, "\n"))
 }
+
+// A plan's weight is its tenants' share when they compete: enterprise 4,
+// startup 2, the others 1, unless the config file says otherwise (a plan
+// whose description it changes keeps its weight) — and a
+// weight set keeps the plan's other settings. Out of range, it is named as
+// the config file names it.
+func TestPlanWeights(t *testing.T) {
+	t.Parallel()
+	three := 3
+	plans := tenant.Plans{"indie": {Weight: &three}, "startup": {Description: "Ours."}, "partner": {}}.WithDefaults()
+	shares := map[string]int{}
+	for _, name := range plans.Names() {
+		shares[name] = plans[name].Share()
+	}
+	require.Equal(t, map[string]int{"enterprise": 4, "startup": 2, "indie": 3, "free": 1, "partner": 1}, shares)
+	perMinute, _, _ := plans["indie"].Rate()
+	require.Equal(t, 50, perMinute, "the built-in rate kept")
+	require.Equal(t, 1, tenant.Plan{}.Share(), "no plan: weight 1")
+
+	zero, over := 0, tenant.MaxWeight+1
+	bad := tenant.Plans{"x": {Weight: &zero}, "y": {Weight: &over}}.WithDefaults()
+	require.EqualError(t, bad.Validate(), strings.Join([]string{
+		`plans.x.weight: 0; a weight is 1 to 100 (leave it out for the plan's default)`,
+		`plans.y.weight: 101; a weight is 1 to 100 (leave it out for the plan's default)`,
+	}, "\n"))
+	require.NoError(t, tenant.Plans{"x": {Weight: &three}}.WithDefaults().Validate())
+}

@@ -58,6 +58,9 @@ func TestTheTenantsListShowsPlansAndThisMonthAgainstQuotas(t *testing.T) {
 	require.Regexp(t, `<th scope="row">email</th>\s*<td class="num"><meter[^>]*></meter> 3</td>\s*<td class="num">100</td>\s*<td class="num">97</td>\s*<td class="num"><span class="problem">2</span></td>`, d.body)
 	require.Regexp(t, `<th scope="row">sms</th>\s*<td class="num">0</td>\s*<td class="num">none</td>`, d.body)
 	require.Contains(t, d.body, "Herald does not store these", "rate-limit hits are said to be metrics only")
+	require.Contains(t, d.body, "<dt>Share beside other tenants</dt><dd>weight 1</dd>", "the free plan's weight")
+	g := br.get(t, "/console/tenants/globex")
+	require.Contains(t, g.body, "<dt>Share beside other tenants</dt><dd>weight 4</dd>", "the enterprise plan's weight")
 
 	require.Equal(t, http.StatusNotFound, br.get(t, "/console/tenants/initech").status)
 }

@@ -272,6 +272,7 @@ func (a *App) rates(registry *tenant.Cache) *delivery.Rates {
 // shared circuit breakers.
 func (a *App) deliveryService(ctx context.Context, c delivery.Config, ch delivery.Channel, registry *tenant.Cache) (*delivery.Service, error) {
 	c.Channel, c.Registry, c.Quotas, c.Rates = ch, registry, a.quotas(registry), a.rates(registry)
+	c.TenantWeight = func(id string) int { return registry.Weight(id, a.cfg.Plans) } // from memory: no round trip a pull
 	if err := a.openCircuits(ctx); err != nil {
 		return nil, err
 	}
