@@ -230,6 +230,42 @@ func RemoveShared(ctx context.Context, stream jetstream.Stream, durable string, 
 // StartFair begins consuming. Like Start, handlers run detached from
 // ctx's cancellation; Stop drains.
 func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
+	f, err := newFair(ctx, h, cfg)
+	if err != nil {
+		return nil, err
+	}
+	nc := f.cfg.JetStream.Conn()
+	for _, c := range f.classes {
+		sub, err := nc.Subscribe(c.Prefix+".*", func(m *nats.Msg) { f.seen(c, m.Subject) })
+		if err != nil {
+			f.unsubscribe()
+			return nil, fmt.Errorf("consumer: watching %s: %w", c.Prefix, err)
+		}
+		f.subs = append(f.subs, sub)
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	if err := f.discover(hctx); err != nil {
+		f.unsubscribe()
+		cancel()
+		return nil, err
+	}
+	if f.cfg.MeterProvider != nil {
+		if f.gauges, err = f.observe(f.cfg.MeterProvider); err != nil {
+			f.logger.WarnContext(ctx, "fair loop gauges not registered", "error", err)
+		}
+	}
+	f.rotate(hctx).Wait() // the keys found have their consumers
+	f.workers.Go(func() { f.follow(hctx) })
+	for range f.cfg.Concurrency {
+		f.workers.Go(func() { f.work(hctx) })
+	}
+	return f, nil
+}
+
+// newFair is a fair loop with its defaults set and its classes' handlers
+// made, not yet watching, discovering or serving.
+func newFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	if cfg.JetStream == nil {
 		return nil, errors.New("consumer: Config.JetStream is required")
 	}
@@ -258,32 +294,6 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		}
 		f.classes = append(f.classes, &classState{Class: c, handle: handle, keys: map[string]*keyState{},
 			waiting: map[string]*keyState{}, changing: map[string]bool{}})
-	}
-	nc := cfg.JetStream.Conn()
-	for _, c := range f.classes {
-		sub, err := nc.Subscribe(c.Prefix+".*", func(m *nats.Msg) { f.seen(c, m.Subject) })
-		if err != nil {
-			f.unsubscribe()
-			return nil, fmt.Errorf("consumer: watching %s: %w", c.Prefix, err)
-		}
-		f.subs = append(f.subs, sub)
-	}
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	f.cancel = cancel
-	if err := f.discover(hctx); err != nil {
-		f.unsubscribe()
-		cancel()
-		return nil, err
-	}
-	if cfg.MeterProvider != nil {
-		if f.gauges, err = f.observe(cfg.MeterProvider); err != nil {
-			f.logger.WarnContext(ctx, "fair loop gauges not registered", "error", err)
-		}
-	}
-	f.rotate(hctx).Wait() // the keys found have their consumers
-	f.workers.Go(func() { f.follow(hctx) })
-	for range cfg.Concurrency {
-		f.workers.Go(func() { f.work(hctx) })
 	}
 	return f, nil
 }
@@ -482,17 +492,7 @@ func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
 // Ready allows, and handles the first.
 func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) {
 	var acked string
-	defer func() {
-		f.mu.Lock()
-		k.busy--
-		if acked != "" {
-			k.acked = acked
-		}
-		if k.leaving && k.busy == 0 {
-			f.signalTurn() // its slot can be given up
-		}
-		f.mu.Unlock()
-	}()
+	defer func() { f.release(c, k, acked) }()
 	if msg == nil {
 		if msg = f.fetch(ctx, c, k); msg == nil {
 			return
@@ -503,6 +503,23 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 		acked = msg.Reply()
 	case retry:
 		f.wakeAfter(c, k.key, o.after)
+	}
+}
+
+// release is a worker done with k, having settled the message whose ack
+// subject is acked (if any). A key asked to leave, run dry or held back
+// can give its slot up only now, with nothing in hand: the follower is
+// told then. Told before (by the pull), it may find k busy and pass it
+// over, and nothing would tell it again until the next discovery.
+func (f *Fair) release(c *classState, k *keyState, acked string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k.busy--
+	if acked != "" {
+		k.acked = acked
+	}
+	if k.busy == 0 && (k.leaving || len(c.waiting) > 0 && (k.empty || !k.readyAt.IsZero())) {
+		f.signalTurn() // its slot can be given up
 	}
 }
 
@@ -561,9 +578,6 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		k.pending = 0
 		if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
 			k.empty, k.unpulled, k.fresh, k.dryAt = true, 0, false, time.Now()
-			if len(c.waiting) > 0 {
-				f.signalTurn() // its slot can serve another
-			}
 		} else { // heard of again during the pull: look once more
 			c.enqueue(k)
 			f.signal()
@@ -638,9 +652,6 @@ func (f *Fair) hold(c *classState, k *keyState, until time.Time) {
 	k.readyAt = until
 	c.hold(k)
 	f.signal() // an idle worker's wait may now be shorter
-	if len(c.waiting) > 0 {
-		f.signalTurn() // a held key's slot can serve another
-	}
 }
 
 // hold keeps k, whose readyAt is set, out of line until then. f.mu is
