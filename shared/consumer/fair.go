@@ -154,10 +154,12 @@ type classState struct {
 	// none, in line for one in waitFresh (new messages named them) or
 	// waitTurns (found by a discovery, or their turn ended). changing are
 	// keys whose consumers are being made or removed, and whether a
-	// message named them meanwhile.
+	// message named them meanwhile; freeing counts those being removed:
+	// slots about to be free, for the first keys waiting.
 	waiting              map[string]*keyState
 	waitFresh, waitTurns line
 	changing             map[string]bool
+	freeing              int
 	// backlog and backlogKeys are what the last discovery found: the
 	// class's messages in the stream, and how many keys hold them.
 	backlog, backlogKeys int64
@@ -669,7 +671,7 @@ func (f *Fair) drop(c *classState, k *keyState) {
 		return
 	}
 	c.vacate(k)
-	delete(c.changing, k.key)
+	c.vacated(k.key)
 	f.buffered -= len(k.buf)
 	k.buf = nil // a gone consumer's messages are delivered again by the next
 }

@@ -168,7 +168,10 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 			c.changing[k.key] = false
 			grants = append(grants, change{c, k})
 		}
+		// The slots being given up go to the first keys waiting: nobody
+		// else leaves for them.
 		waiting, fresh := c.waitingNow(now)
+		waiting, fresh = waiting-c.freeing, fresh-c.freeing
 		for _, k := range c.keys {
 			quiet := k.busy == 0 && !k.fetching && len(k.buf) == 0
 			switch {
@@ -236,10 +239,20 @@ func (f *Fair) change(done *sync.WaitGroup, fn func()) {
 func (c *classState) vacate(k *keyState) {
 	delete(c.keys, k.key)
 	c.changing[k.key] = false
+	c.freeing++
 	c.fresh.remove(k)
 	c.turns.remove(k)
 	c.held = slices.DeleteFunc(c.held, func(x *keyState) bool { return x == k })
 	k.queued = false
+}
+
+// vacated is key's consumer removed, or not: its slot is no longer being
+// freed. It returns whether a message named key meanwhile. f.mu is held.
+func (c *classState) vacated(key string) (heard bool) {
+	heard = c.changing[key]
+	delete(c.changing, key)
+	c.freeing--
+	return heard
 }
 
 // grant makes k's consumer and puts k in line.
@@ -291,8 +304,7 @@ func (f *Fair) giveUp(ctx context.Context, c *classState, k *keyState) {
 	f.mu.Lock()
 	defer f.signalTurn()
 	defer f.mu.Unlock()
-	heard := c.changing[k.key]
-	delete(c.changing, k.key)
+	heard := c.vacated(k.key)
 	if err != nil {
 		// Kept for a while: serving again, its messages settle.
 		if !errors.Is(err, errUnsettled) {

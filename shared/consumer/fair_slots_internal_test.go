@@ -61,6 +61,16 @@ func (l *slotLoop) follow() {
 	}
 }
 
+// turned takes in the turn signalled to the follower, which there must be.
+func (l *slotLoop) turned() {
+	l.t.Helper()
+	select {
+	case <-l.turn:
+	default:
+		l.t.Fatal("no turn signalled")
+	}
+}
+
 // serve is a worker's round: the next key's next message, handled; it
 // returns the key, or "" with none in line.
 func (l *slotLoop) serve() string {
@@ -118,4 +128,41 @@ func TestASlotIsGivenUpOnceTheWorkerOfAKeyThatStoppedIsDone(t *testing.T) {
 			require.Equal(t, "b", l.serve(), "b has a's slot")
 		})
 	}
+}
+
+// A slot being given up goes to the key waiting for it: another slot
+// holder whose turn ends meanwhile is not asked for its slot too. Asked,
+// it left for nobody — its turn cut short, a consumer removed and made
+// again — and the key that left first could have its slot back before
+// the waiting key's consumer was made, taking a second turn before the
+// waiting key had its first. The first giveUp is held in flight (the
+// loop's changes are all taken) while the second holder's turn ends.
+func TestASlotBeingGivenUpIsNotAskedOfASecondKey(t *testing.T) {
+	t.Parallel()
+	l := newSlotLoop(t, FairConfig{Window: 2, Quantum: 2})
+	l.publish("a", 4)
+	l.publish("b", 4)
+	l.rotate(l.ctx).Wait()
+	l.publish("c", 4)
+	first, second := l.serve(), l.serve()
+	require.ElementsMatch(t, []string{"a", "b"}, []string{first, second})
+	require.Equal(t, first, l.serve()) // first's turn is over: c waits
+
+	for range cap(l.changes) {
+		l.changes <- struct{}{}
+	}
+	l.turned()
+	givingFirst := l.rotate(l.ctx) // first's slot is being given up, for c
+	require.Equal(t, second, l.serve())
+	l.turned()
+	askingSecond := l.rotate(l.ctx) // second's turn is over too; c has first's slot to come
+
+	require.Equal(t, second, l.serve(), "second still serves")
+	for range cap(l.changes) {
+		<-l.changes
+	}
+	givingFirst.Wait()
+	askingSecond.Wait()
+	l.follow()
+	require.Equal(t, "c", l.serve(), "c has first's slot")
 }
