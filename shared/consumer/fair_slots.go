@@ -168,10 +168,12 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 			c.changing[k.key] = false
 			grants = append(grants, change{c, k})
 		}
-		// The slots being given up go to the first keys waiting: nobody
-		// else leaves for them.
+		// Keys whose turn is over stop for those waiting, but a slot is
+		// given up only for those that the slots being given up already
+		// will not serve: a key that stopped for one of them keeps its
+		// slot, and serves on if nobody waits once they are taken.
 		waiting, fresh := c.waitingNow(now)
-		waiting, fresh = waiting-c.freeing, fresh-c.freeing
+		unserved := waiting - c.freeing
 		for _, k := range c.keys {
 			quiet := k.busy == 0 && !k.fetching && len(k.buf) == 0
 			switch {
@@ -201,7 +203,8 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 			}
 			waiting-- // a slot will be free, for a fresh key first
 			fresh--
-			if quiet {
+			if quiet && unserved > 0 {
+				unserved--
 				c.vacate(k)
 				gives = append(gives, change{c, k})
 			}
