@@ -23,7 +23,11 @@ import (
 // more than a pull's worth: a trickle), and — while others wait — by
 // one that has taken Quantum messages in its turn, or, when a fresh key
 // waits, by one with a standing backlog (no longer fresh itself) that has
-// taken a pull's worth, once its messages in hand are settled. A consumer is
+// taken a pull's worth, once its messages in hand are settled. Slots are
+// given up one per key waiting: a key whose turn ends while the slots
+// already being given up will serve those waiting stops, and keeps its
+// slot; and none is given up while a key granted one has no consumer yet
+// (the next key would be served first). A consumer is
 // only removed with nothing delivered and unsettled: a message waiting out
 // a retry's delay would otherwise be delivered again at once, its count
 // toward MaxDeliver lost.
@@ -172,8 +176,13 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 		// given up only for those that the slots being given up already
 		// will not serve: a key that stopped for one of them keeps its
 		// slot, and serves on if nobody waits once they are taken.
+		// And none is given up while a key granted one has no consumer
+		// yet: the next key would be served before it.
 		waiting, fresh := c.waitingNow(now)
 		unserved := waiting - c.freeing
+		if len(c.changing) > c.freeing {
+			unserved = 0
+		}
 		for _, k := range c.keys {
 			quiet := k.busy == 0 && !k.fetching && len(k.buf) == 0
 			switch {
@@ -287,6 +296,7 @@ func (f *Fair) grant(ctx context.Context, c *classState, k *keyState) {
 	c.keys[k.key] = k
 	c.enqueue(k)
 	f.signal()
+	f.signalTurn() // slots held back meanwhile can be given up
 }
 
 // giveUp removes k's consumer, unless a message it delivered is not

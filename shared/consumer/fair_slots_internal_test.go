@@ -169,3 +169,41 @@ func TestASlotBeingGivenUpIsNotAskedOfASecondKey(t *testing.T) {
 	require.Equal(t, "c", l.serve(), "c, then the others in turn")
 	require.Equal(t, first, l.serve())
 }
+
+// While a key granted a slot has no consumer yet, no other slot is given
+// up: the key it went to would have its consumer first, if made sooner,
+// and be served first — a second turn for the key that left, before the
+// key granted the slot had its first (a consumer can take tens of
+// milliseconds to make on a loaded server). The grant is held in flight
+// (the loop's changes are all taken) while another holder's turn ends.
+func TestNoSlotIsGivenUpWhileAKeyGrantedOneHasNoConsumer(t *testing.T) {
+	t.Parallel()
+	l := newSlotLoop(t, FairConfig{Window: 2, Quantum: 2})
+	l.publish("a", 4)
+	l.publish("b", 4)
+	l.rotate(l.ctx).Wait()
+	l.publish("c", 4)
+	first, second := l.serve(), l.serve()
+	require.Equal(t, first, l.serve()) // first's turn is over: c waits
+	l.turned()
+	l.rotate(l.ctx).Wait() // first's slot is given up; first waits behind c
+
+	for range cap(l.changes) {
+		l.changes <- struct{}{}
+	}
+	l.turned()
+	grantingC := l.rotate(l.ctx) // c is granted first's slot
+	require.Equal(t, second, l.serve())
+	l.turned()
+	askingSecond := l.rotate(l.ctx) // second's turn is over: first waits
+
+	require.Contains(t, l.c.keys, second, "second keeps its slot until c has its consumer")
+	for range cap(l.changes) {
+		<-l.changes
+	}
+	grantingC.Wait()
+	askingSecond.Wait()
+	l.follow()
+	require.Equal(t, "c", l.serve())
+	require.Equal(t, first, l.serve(), "first has second's slot")
+}
