@@ -26,8 +26,8 @@ import (
 // taken a pull's worth, once its messages in hand are settled. Slots are
 // given up one per key waiting: a key whose turn ends while the slots
 // already being given up will serve those waiting stops, and keeps its
-// slot; and none is given up while a key granted one has no consumer yet
-// (the next key would be served first). A consumer is
+// slot; and no key whose turn is over gives its slot up while a key
+// granted one has no consumer yet (the next key would be served first). A consumer is
 // only removed with nothing delivered and unsettled: a message waiting out
 // a retry's delay would otherwise be delivered again at once, its count
 // toward MaxDeliver lost.
@@ -176,13 +176,14 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 		// given up only for those that the slots being given up already
 		// will not serve: a key that stopped for one of them keeps its
 		// slot, and serves on if nobody waits once they are taken.
-		// And none is given up while a key granted one has no consumer
-		// yet: the next key would be served before it.
+		// And no key whose turn is over gives its slot up while a key
+		// granted one has no consumer yet: the next key would be served
+		// before it. (A key with nothing to serve gives its slot up at
+		// once: a burst of new keys, each a message or two, is not made
+		// to take its slots in waves.)
 		waiting, fresh := c.waitingNow(now)
 		unserved := waiting - c.freeing
-		if len(c.changing) > c.freeing {
-			unserved = 0
-		}
+		granting := len(c.changing) > c.freeing
 		for _, k := range c.keys {
 			quiet := k.busy == 0 && !k.fetching && len(k.buf) == 0
 			switch {
@@ -212,7 +213,7 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 			}
 			waiting-- // a slot will be free, for a fresh key first
 			fresh--
-			if quiet && unserved > 0 {
+			if quiet && unserved > 0 && !(k.leaving && granting) {
 				unserved--
 				c.vacate(k)
 				gives = append(gives, change{c, k})
