@@ -176,14 +176,15 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 		// given up only for those that the slots being given up already
 		// will not serve: a key that stopped for one of them keeps its
 		// slot, and serves on if nobody waits once they are taken.
-		// And no key whose turn is over gives its slot up while a key
-		// granted one has no consumer yet: the next key would be served
-		// before it. (A key with nothing to serve gives its slot up at
-		// once: a burst of new keys, each a message or two, is not made
-		// to take its slots in waves.)
+		// And, with no fresh key waiting, no key whose turn is over gives
+		// its slot up while a key granted one has no consumer yet: the
+		// next key would be served before it. (Fresh keys are served
+		// ahead anyway, and a key with nothing to serve gives its slot up
+		// at once: a burst of new keys, each a message or two, is not
+		// made to take its slots in waves.)
 		waiting, fresh := c.waitingNow(now)
 		unserved := waiting - c.freeing
-		granting := len(c.changing) > c.freeing
+		granting := len(c.changing) > c.freeing && fresh <= 0
 		for _, k := range c.keys {
 			quiet := k.busy == 0 && !k.fetching && len(k.buf) == 0
 			switch {
