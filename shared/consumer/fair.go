@@ -168,10 +168,12 @@ type classState struct {
 	// none, in line for one in waitFresh (new messages named them) or
 	// waitTurns (found by a discovery, or their turn ended). changing are
 	// keys whose consumers are being made or removed, and whether a
-	// message named them meanwhile.
+	// message named them meanwhile; freeing counts those being removed:
+	// slots about to be free, for the first keys waiting.
 	waiting              map[string]*keyState
 	waitFresh, waitTurns line
 	changing             map[string]bool
+	freeing              int
 	// backlog and backlogKeys are what the last discovery found: the
 	// class's messages in the stream, and how many keys hold them.
 	backlog, backlogKeys int64
@@ -249,6 +251,42 @@ func RemoveShared(ctx context.Context, stream jetstream.Stream, durable string, 
 // StartFair begins consuming. Like Start, handlers run detached from
 // ctx's cancellation; Stop drains.
 func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
+	f, err := newFair(ctx, h, cfg)
+	if err != nil {
+		return nil, err
+	}
+	nc := f.cfg.JetStream.Conn()
+	for _, c := range f.classes {
+		sub, err := nc.Subscribe(c.Prefix+".*", func(m *nats.Msg) { f.seen(c, m.Subject) })
+		if err != nil {
+			f.unsubscribe()
+			return nil, fmt.Errorf("consumer: watching %s: %w", c.Prefix, err)
+		}
+		f.subs = append(f.subs, sub)
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel = cancel
+	if err := f.discover(hctx); err != nil {
+		f.unsubscribe()
+		cancel()
+		return nil, err
+	}
+	if f.cfg.MeterProvider != nil {
+		if f.gauges, err = f.observe(f.cfg.MeterProvider); err != nil {
+			f.logger.WarnContext(ctx, "fair loop gauges not registered", "error", err)
+		}
+	}
+	f.rotate(hctx).Wait() // the keys found have their consumers
+	f.workers.Go(func() { f.follow(hctx) })
+	for range f.cfg.Concurrency {
+		f.workers.Go(func() { f.work(hctx) })
+	}
+	return f, nil
+}
+
+// newFair is a fair loop with its defaults set and its classes' handlers
+// made, not yet watching, discovering or serving.
+func newFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 	if cfg.JetStream == nil {
 		return nil, errors.New("consumer: Config.JetStream is required")
 	}
@@ -277,32 +315,6 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		}
 		f.classes = append(f.classes, &classState{Class: c, handle: handle, lag: int64(cfg.Batch) * strideUnit, keys: map[string]*keyState{},
 			waiting: map[string]*keyState{}, changing: map[string]bool{}})
-	}
-	nc := cfg.JetStream.Conn()
-	for _, c := range f.classes {
-		sub, err := nc.Subscribe(c.Prefix+".*", func(m *nats.Msg) { f.seen(c, m.Subject) })
-		if err != nil {
-			f.unsubscribe()
-			return nil, fmt.Errorf("consumer: watching %s: %w", c.Prefix, err)
-		}
-		f.subs = append(f.subs, sub)
-	}
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	f.cancel = cancel
-	if err := f.discover(hctx); err != nil {
-		f.unsubscribe()
-		cancel()
-		return nil, err
-	}
-	if cfg.MeterProvider != nil {
-		if f.gauges, err = f.observe(cfg.MeterProvider); err != nil {
-			f.logger.WarnContext(ctx, "fair loop gauges not registered", "error", err)
-		}
-	}
-	f.rotate(hctx).Wait() // the keys found have their consumers
-	f.workers.Go(func() { f.follow(hctx) })
-	for range cfg.Concurrency {
-		f.workers.Go(func() { f.work(hctx) })
 	}
 	return f, nil
 }
@@ -508,17 +520,7 @@ func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
 // Ready allows, and handles the first.
 func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) {
 	var acked string
-	defer func() {
-		f.mu.Lock()
-		k.busy--
-		if acked != "" {
-			k.acked = acked
-		}
-		if k.leaving && k.busy == 0 {
-			f.signalTurn() // its slot can be given up
-		}
-		f.mu.Unlock()
-	}()
+	defer func() { f.release(c, k, acked) }()
 	if msg == nil {
 		if msg = f.fetch(ctx, c, k); msg == nil {
 			return
@@ -529,6 +531,23 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 		acked = msg.Reply()
 	case retry:
 		f.wakeAfter(c, k.key, o.after)
+	}
+}
+
+// release is a worker done with k, having settled the message whose ack
+// subject is acked (if any). A key asked to leave, run dry or held back
+// can give its slot up only now, with nothing in hand: the follower is
+// told then. Told before (by the pull), it may find k busy and pass it
+// over, and nothing would tell it again until the next discovery.
+func (f *Fair) release(c *classState, k *keyState, acked string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k.busy--
+	if acked != "" {
+		k.acked = acked
+	}
+	if k.busy == 0 && (k.leaving || len(c.waiting) > 0 && (k.empty || !k.readyAt.IsZero())) {
+		f.signalTurn() // its slot can be given up
 	}
 }
 
@@ -589,9 +608,6 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		k.pending = 0
 		if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
 			k.empty, k.unpulled, k.fresh, k.dryAt = true, 0, false, time.Now()
-			if len(c.waiting) > 0 {
-				f.signalTurn() // its slot can serve another
-			}
 		} else { // heard of again during the pull: look once more
 			c.enqueue(k)
 			f.signal()
@@ -666,9 +682,6 @@ func (f *Fair) hold(c *classState, k *keyState, until time.Time) {
 	k.readyAt = until
 	c.hold(k)
 	f.signal() // an idle worker's wait may now be shorter
-	if len(c.waiting) > 0 {
-		f.signalTurn() // a held key's slot can serve another
-	}
 }
 
 // hold keeps k, whose readyAt is set, out of line until then. f.mu is
@@ -686,7 +699,7 @@ func (f *Fair) drop(c *classState, k *keyState) {
 		return
 	}
 	c.vacate(k)
-	delete(c.changing, k.key)
+	c.vacated(k.key)
 	f.buffered -= len(k.buf)
 	k.buf = nil // a gone consumer's messages are delivered again by the next
 }

@@ -23,7 +23,11 @@ import (
 // more than a pull's worth: a trickle), and — while others wait — by
 // one that has taken Quantum messages in its turn, or, when a fresh key
 // waits, by one with a standing backlog (no longer fresh itself) that has
-// taken a pull's worth, once its messages in hand are settled. A consumer is
+// taken a pull's worth, once its messages in hand are settled. Slots are
+// given up one per key waiting: a key whose turn ends while the slots
+// already being given up will serve those waiting stops, and keeps its
+// slot; and no key whose turn is over gives its slot up while a key
+// granted one has no consumer yet (the next key would be served first). A consumer is
 // only removed with nothing delivered and unsettled: a message waiting out
 // a retry's delay would otherwise be delivered again at once, its count
 // toward MaxDeliver lost.
@@ -168,7 +172,19 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 			c.changing[k.key] = false
 			grants = append(grants, change{c, k})
 		}
+		// Keys whose turn is over stop for those waiting, but a slot is
+		// given up only for those that the slots being given up already
+		// will not serve: a key that stopped for one of them keeps its
+		// slot, and serves on if nobody waits once they are taken.
+		// And, with no fresh key waiting, no key whose turn is over gives
+		// its slot up while a key granted one has no consumer yet: the
+		// next key would be served before it. (Fresh keys are served
+		// ahead anyway, and a key with nothing to serve gives its slot up
+		// at once: a burst of new keys, each a message or two, is not
+		// made to take its slots in waves.)
 		waiting, fresh := c.waitingNow(now)
+		unserved := waiting - c.freeing
+		granting := len(c.changing) > c.freeing && fresh <= 0
 		for _, k := range c.keys {
 			quiet := k.busy == 0 && !k.fetching && len(k.buf) == 0
 			switch {
@@ -198,7 +214,8 @@ func (f *Fair) rotate(ctx context.Context) *sync.WaitGroup {
 			}
 			waiting-- // a slot will be free, for a fresh key first
 			fresh--
-			if quiet {
+			if quiet && unserved > 0 && !(k.leaving && granting) {
+				unserved--
 				c.vacate(k)
 				gives = append(gives, change{c, k})
 			}
@@ -236,10 +253,20 @@ func (f *Fair) change(done *sync.WaitGroup, fn func()) {
 func (c *classState) vacate(k *keyState) {
 	delete(c.keys, k.key)
 	c.changing[k.key] = false
+	c.freeing++
 	c.fresh.remove(k)
 	c.turns.remove(k)
 	c.held = slices.DeleteFunc(c.held, func(x *keyState) bool { return x == k })
 	k.queued = false
+}
+
+// vacated is key's consumer removed, or not: its slot is no longer being
+// freed. It returns whether a message named key meanwhile. f.mu is held.
+func (c *classState) vacated(key string) (heard bool) {
+	heard = c.changing[key]
+	delete(c.changing, key)
+	c.freeing--
+	return heard
 }
 
 // grant makes k's consumer and puts k in line.
@@ -271,6 +298,7 @@ func (f *Fair) grant(ctx context.Context, c *classState, k *keyState) {
 	c.keys[k.key] = k
 	c.enqueue(k)
 	f.signal()
+	f.signalTurn() // slots held back meanwhile can be given up
 }
 
 // giveUp removes k's consumer, unless a message it delivered is not
@@ -291,8 +319,7 @@ func (f *Fair) giveUp(ctx context.Context, c *classState, k *keyState) {
 	f.mu.Lock()
 	defer f.signalTurn()
 	defer f.mu.Unlock()
-	heard := c.changing[k.key]
-	delete(c.changing, k.key)
+	heard := c.vacated(k.key)
 	if err != nil {
 		// Kept for a while: serving again, its messages settle.
 		if !errors.Is(err, errUnsettled) {
