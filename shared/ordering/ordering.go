@@ -92,13 +92,10 @@ func (r *Redis) Register(ctx context.Context, slots []Slot) ([]bool, error) {
 	if len(slots) == 0 {
 		return nil, nil
 	}
-	cmds := make([]*redis.Cmd, len(slots))
-	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, s := range slots {
-			cmds[i] = register.Run(ctx, p, r.keys(s.Sequence), s.Member, s.Revision, r.ttl.Milliseconds())
-		}
-		return nil
-	})
+	cmds, err := r.registerAll(ctx, slots, register.EvalSha)
+	if redis.HasErrorPrefix(err, "NOSCRIPT") { // first use, or a Redis restarted since
+		cmds, err = r.registerAll(ctx, slots, register.Eval)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ordering: registering %d revisions: %w", len(slots), err)
 	}
@@ -111,6 +108,20 @@ func (r *Redis) Register(ctx context.Context, slots []Slot) ([]bool, error) {
 		ahead[i] = n == 1
 	}
 	return ahead, nil
+}
+
+// registerAll runs the register script for every slot, in one pipeline.
+func (r *Redis) registerAll(ctx context.Context, slots []Slot,
+	eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd,
+) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(slots))
+	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range slots {
+			cmds[i] = eval(ctx, p, r.keys(s.Sequence), s.Member, s.Revision, r.ttl.Milliseconds())
+		}
+		return nil
+	})
+	return cmds, err
 }
 
 // park keeps the delivery while a member is ahead of it, and returns the
