@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/services/delivery/email/emailtest"
@@ -166,4 +167,54 @@ func TestOtherOrdersAreNotHeld(t *testing.T) {
 	require.Eventually(t, func() bool { return o.entry(t, other).State == ledger.Delivered }, 60*time.Second, 10*time.Millisecond,
 		"PO-2 is sent while PO-1 is under way")
 	require.Equal(t, ledger.Sending, o.entry(t, first).State, "PO-1's send has not returned yet")
+}
+
+// A worker that recorded revision 1 delivered and stopped before releasing
+// revision 2 leaves it parked; the copy of revision 1 that comes back
+// finds it delivered and releases revision 2 then.
+func TestRedeliveredCopyOfASettledRevisionReleasesTheNext(t *testing.T) {
+	t.Parallel()
+	o := setupOrdered(t, nil)
+	r1, r2 := revision("PO-1", 1), revision("PO-1", 2)
+	ctx := heraldtest.Context(t)
+	_, err := o.seq.Register(ctx, []ordering.Slot{{Sequence: r1.Sequence.Key, Member: r1.DedupeKey, Revision: 1}})
+	require.NoError(t, err)
+	o.route(t, r2)
+	o.parked(t, r2, r1)
+
+	l, err := ledger.Open(ctx, o.nats.JS)
+	require.NoError(t, err)
+	require.NoError(t, l.Put(ctx, &ledger.Entry{DedupeKey: r1.DedupeKey, NotificationID: r1.ID, Tenant: "acme", Channel: "email",
+		State: ledger.Delivered, Provider: "ses", ProviderMessageID: "sent-before-the-crash"}))
+	body, err := json.Marshal(r1)
+	require.NoError(t, err)
+	o.publishRaw(t, r1.DedupeKey, body)
+
+	require.Eventually(t, func() bool { return o.entry(t, r2).State == ledger.Delivered }, 60*time.Second, 10*time.Millisecond)
+	require.Equal(t, []string{r2.ID}, o.order(), "revision 1 is not sent again")
+	e := o.entry(t, r2)
+	require.Equal(t, "released: revision 1 delivered", e.Attempts[len(e.Attempts)-1].Note)
+}
+
+// A revision the settler gives up at the consumer's last delivery — not
+// the protocol, which still had tries left — releases the next too.
+func TestRevisionGivenUpAtMaxDeliverReleasesTheNext(t *testing.T) {
+	t.Parallel()
+	o := setupOrdered(t, nil)
+	require.NoError(t, o.svc.Stop(heraldtest.Context(t)))
+	o.editConsumer(t, func(c *jetstream.ConsumerConfig) { c.MaxDeliver = 2 })
+	o.worker(t, o.nats.JS, func(c *config) { c.Sequences, c.MaxTries, c.Concurrency = o.seq, 10, 4 })
+	release := make(chan struct{})
+	o.ses.Faults(failing(release, 2, sestest.ServerError))
+	r1, r2 := revision("PO-1", 1), revision("PO-1", 2)
+	o.route(t, r1)
+	o.route(t, r2)
+	o.parked(t, r2, r1)
+	close(release)
+
+	o.waitSettled(t)
+	require.Len(t, o.dlq(t), 1, "revision 1 dead-lettered at its second delivery")
+	require.Equal(t, []string{r2.ID}, o.order())
+	e := o.entry(t, r2)
+	require.Equal(t, "released: revision 1 dead-lettered", e.Attempts[len(e.Attempts)-1].Note)
 }
