@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/embedded"
+	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/heraldtest"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/ordering"
@@ -124,4 +125,33 @@ func TestRevisionsAreNotPublishedUnregistered(t *testing.T) {
 		return info.NumRedelivered > 0
 	}, 30*time.Second, 50*time.Millisecond, "the event is routed again")
 	require.Empty(t, heraldtest.StreamMessages(t, n.JS, "DOCS"), "no revision published unregistered")
+}
+
+// A route without a document may be ordered too: its deliveries go
+// straight to NOTIFY, encoded before registration — the one found behind
+// says so all the same.
+func TestOrderedRouteWithoutDocumentMarksTheLaterRevision(t *testing.T) {
+	t.Parallel()
+	seq := ordering.New(heraldtest.RedisClient(t, heraldtest.RedisURL(t)), heraldtest.Prefix())
+	yes := true
+	var routes []router.Route
+	for _, ev := range []string{"order.created", "order.updated"} {
+		routes = append(routes, router.Route{Event: ev, Template: "order_note", Roles: []string{"supplier"},
+			Channels: []event.Channel{event.ChannelEmail}, Ordered: &yes})
+	}
+	n := startOrdered(t, seq, routes)
+	publishExample(t, n, "order.created", "orders.created")
+	publishExample(t, n, "order.updated", "orders.updated")
+
+	behind := map[int]bool{}
+	require.Eventually(t, func() bool {
+		for _, m := range heraldtest.StreamMessages(t, n.JS, "NOTIFY") {
+			d, err := notification.Decode(m.Data)
+			require.NoError(t, err)
+			require.NotNil(t, d.Sequence)
+			behind[d.Order.Revision] = d.Sequence.Behind
+		}
+		return len(behind) == 2
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, map[int]bool{1: false, 2: true}, behind)
 }
