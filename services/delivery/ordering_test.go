@@ -218,3 +218,31 @@ func TestRevisionGivenUpAtMaxDeliverReleasesTheNext(t *testing.T) {
 	e := o.entry(t, r2)
 	require.Equal(t, "released: revision 1 dead-lettered", e.Attempts[len(e.Attempts)-1].Note)
 }
+
+// A revision that falls back to its next channel is settled on this one:
+// the next revision here is released, and the fallback's notification,
+// on a channel whose sequence never knew it, waits for nothing.
+func TestFallbackReleasesTheNextRevisionAndIsNotOrdered(t *testing.T) {
+	t.Parallel()
+	o := setupOrdered(t, nil)
+	release := make(chan struct{})
+	o.ses.Faults(failing(release, 1, sestest.InvalidAddress))
+	r1, r2 := revision("PO-1", 1), revision("PO-1", 2)
+	smsKey := notification.Key{Tenant: "acme", Subject: "PO-1", Revision: 1, Document: "purchase_order",
+		Channel: event.ChannelSMS, Recipient: "+15550100"}.String()
+	r1.Fallback = []notification.FallbackStep{{Channel: event.ChannelSMS, Address: "+15550100", DedupeKey: smsKey}}
+	o.route(t, r1)
+	o.route(t, r2)
+	o.parked(t, r2, r1)
+	close(release)
+
+	require.Eventually(t, func() bool { return o.entry(t, r2).State == ledger.Delivered }, 60*time.Second, 10*time.Millisecond)
+	e := o.entry(t, r2)
+	require.Equal(t, "released: revision 1 fell back to another channel", e.Attempts[len(e.Attempts)-1].Note)
+	sms := o.streamMessages(t, "NOTIFY")
+	require.Len(t, sms, 1, "the fallback's notification")
+	d, err := notification.Decode(sms[0].Data)
+	require.NoError(t, err)
+	require.Equal(t, event.ChannelSMS, d.Channel)
+	require.Nil(t, d.Sequence)
+}
