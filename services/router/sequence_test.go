@@ -140,7 +140,10 @@ func TestOrderedRouteWithoutDocumentMarksTheLaterRevision(t *testing.T) {
 			Channels: []event.Channel{event.ChannelEmail}, Ordered: &yes})
 	}
 	n := startOrdered(t, seq, routes)
+	// One after the other: the router routes events at once, and a later
+	// revision registered before an earlier one is known goes first.
 	publishExample(t, n, "order.created", "orders.created")
+	require.Eventually(t, func() bool { return len(heraldtest.StreamMessages(t, n.JS, "NOTIFY")) == 1 }, 30*time.Second, 20*time.Millisecond)
 	publishExample(t, n, "order.updated", "orders.updated")
 
 	behind := map[int]bool{}
