@@ -8,6 +8,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/router"
 	"github.com/heraldhq/herald/shared/event"
+	"github.com/heraldhq/herald/shared/ordering"
 	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/shared/ratelimit"
 	"github.com/heraldhq/herald/shared/suppression"
@@ -20,7 +21,9 @@ import (
 // tenants.require_registered does by default) on a plan with a rate and a
 // monthly quota on every channel — each notification is counted, and the
 // rate is asked before each pull — and the tenant has suppressed addresses,
-// so each delivery's lookup searches a list that is not empty. The plan's
+// so each delivery's lookup searches a list that is not empty. The route is
+// ordered, as routes carrying a document are by default: each revision is
+// registered by the router and settled by its worker. The plan's
 // limits are set high enough that neither stops the run: what is measured
 // is their cost, not their effect. Config.Plain leaves all of it out.
 const (
@@ -39,6 +42,7 @@ type features struct {
 	registry *tenants.Cache
 	plans    tenants.Plans
 	rates    *delivery.Rates
+	seq      *ordering.Redis
 }
 
 // startFeatures registers the run's tenant on the bench plan and suppresses
@@ -73,7 +77,7 @@ func (e *env) startFeatures(ctx context.Context, redisPrefix string) (*features,
 		return nil, fmt.Errorf("bench: tenants: %w", err)
 	}
 	context.AfterFunc(ctx, cache.Stop)
-	f := &features{registry: cache, plans: plans}
+	f := &features{registry: cache, plans: plans, seq: ordering.New(e.rdb, redisPrefix)}
 	f.rates = &delivery.Rates{Limiter: ratelimit.New(e.rdb, redisPrefix), Rate: func(id string) (ratelimit.Limit, bool) {
 		_, plan := cache.Plan(id, plans)
 		perMinute, burst, limited := plan.Rate()
@@ -85,7 +89,11 @@ func (e *env) startFeatures(ctx context.Context, redisPrefix string) (*features,
 // routing is what the router checks of each event's tenant.
 func (f *features) routing(c router.Config) router.Config {
 	if f != nil {
-		c.Registry, c.RequireRegistered, c.Plans = f.registry, true, f.plans
+		c.Registry, c.RequireRegistered, c.Plans, c.Sequences = f.registry, true, f.plans, f.seq
+		for i := range c.Routes {
+			c.Routes[i].Ordered = new(bool)
+			*c.Routes[i].Ordered = true
+		}
 	}
 	return c
 }
@@ -93,7 +101,7 @@ func (f *features) routing(c router.Config) router.Config {
 // delivering is what delivery checks of each notification's tenant.
 func (f *features) delivering(c delivery.Config) delivery.Config {
 	if f != nil {
-		c.Registry, c.Quotas, c.Rates = f.registry, quota.Plans{Tenants: f.registry, Plans: f.plans}, f.rates
+		c.Registry, c.Quotas, c.Rates, c.Sequences = f.registry, quota.Plans{Tenants: f.registry, Plans: f.plans}, f.rates, f.seq
 	}
 	return c
 }

@@ -70,6 +70,11 @@ type Config struct {
 	Locker Locker
 	// Ledger records outcomes. Defaults to the "deliveries" bucket.
 	Ledger Ledger
+	// Sequences hold a notification of an ordered route while an earlier
+	// revision of its order, to the same recipient on the same channel, is
+	// pending, and release it when that one is settled (ordering.Redis,
+	// ordering.go). Defaults to none: notifications are not held.
+	Sequences Sequences
 	// Registry refuses the notifications of a suspended tenant: they are
 	// dead-lettered with its reason before anything is leased or recorded,
 	// to be redriven once the tenant is active again. Whether a tenant must

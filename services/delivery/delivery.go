@@ -143,7 +143,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
-		w := worker{Service: s, lockTTL: s.cfg.lockTTL(c.CachedInfo().Config.AckWait)}
+		w := worker{Service: s, lockTTL: s.cfg.lockTTL(c.CachedInfo().Config.AckWait), maxDeliver: c.CachedInfo().Config.MaxDeliver}
 		if err := s.loops.Start(ctx, c, w.handle); err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
@@ -218,7 +218,7 @@ func (s *Service) startFair(ctx context.Context) error {
 		classes = append(classes, consumer.Class{Name: durable, Prefix: fmt.Sprintf("notify.%s.%s", name, p),
 			Weight: s.cfg.Weights[p], Template: c.Config})
 	}
-	w := worker{Service: s, lockTTL: s.cfg.lockTTL(classes[0].Template.AckWait)}
+	w := worker{Service: s, lockTTL: s.cfg.lockTTL(classes[0].Template.AckWait), maxDeliver: classes[0].Template.MaxDeliver}
 	cfg := s.loops.Config
 	cfg.Concurrency *= len(classes)
 	fc := consumer.FairConfig{Config: cfg, Stream: Stream, Classes: classes, Batch: pullBatch}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,9 @@ import (
 type worker struct {
 	*Service
 	lockTTL time.Duration
+	// maxDeliver is the consumer's: a retry on the last delivery is given
+	// up by the settler, and settles the notification (ordering.go).
+	maxDeliver int
 }
 
 // job is one message on its way through the protocol.
@@ -41,6 +45,11 @@ type job struct {
 	// counting: the claim says the notification is Counted, and this
 	// worker is to count it (quota.go).
 	counting bool
+	// parked: the notification waits behind an earlier revision of its
+	// order, settled only when that one is (ordering.go); released: why a
+	// parked copy came back, told in its next attempt's note.
+	parked   bool
+	released string
 }
 
 var (
@@ -48,7 +57,15 @@ var (
 	errClaimedLate = errors.New("another worker claimed the notification without holding its lease (was Redis restarted?)")
 )
 
+// handle runs the protocol on msg, then releases the next revision of its
+// order if this one is settled (ordering.go).
 func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+	j := &job{msg: msg, log: w.cfg.Logger}
+	return w.release(ctx, j, w.protocol(ctx, j))
+}
+
+func (w worker) protocol(ctx context.Context, j *job) consumer.Outcome {
+	msg := j.msg
 	d, err := notification.Decode(msg.Data())
 	if err == nil {
 		err = ownTenant(msg.Subject(), d)
@@ -58,12 +75,13 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome 
 		w.cfg.Logger.ErrorContext(ctx, "malformed delivery; dead-lettering", "subject", msg.Subject(), "error", err)
 		return consumer.GiveUp(err)
 	}
+	j.d, j.log = d, w.cfg.Logger.With("notification_id", d.ID, "tenant", d.Tenant)
 	if err := w.admit(d.Tenant); err != nil {
 		w.metrics.outcome(ctx, d, "", "refused")
 		w.cfg.Logger.WarnContext(ctx, "tenant not served; dead-lettering", "notification_id", d.ID, "tenant", d.Tenant, "error", err)
 		return consumer.GiveUp(err)
 	}
-	j := &job{msg: msg, d: d, log: w.cfg.Logger.With("notification_id", d.ID, "tenant", d.Tenant)}
+	j.released = msg.Headers().Get(headerReleased)
 	// Delivered is final: a redelivered copy of a delivered notification
 	// is acked without queueing for the lease again — that is what broke
 	// the lockstep of copies that keep colliding. A first delivery skips
@@ -116,6 +134,9 @@ func (w worker) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome 
 		return o
 	}
 	if o, stop := w.heldBack(ctx, j); stop {
+		return o
+	}
+	if o, stop := w.wait(ctx, j); stop {
 		return o
 	}
 	if o, ok := w.count(ctx, j); !ok {
@@ -272,6 +293,7 @@ func (w worker) unclaim(ctx context.Context, j *job, cause error) {
 }
 
 func (w worker) duplicate(ctx context.Context, j *job, e ledger.Entry) consumer.Outcome {
+	j.entry = e
 	w.metrics.outcome(ctx, j.d, e.Provider, "duplicate")
 	j.log.InfoContext(ctx, "already delivered; acknowledging this copy unsent", "provider", e.Provider)
 	return w.tellRun(ctx, j)
@@ -296,7 +318,8 @@ func (w worker) try(ctx context.Context, j *job) consumer.Outcome {
 		result = w.chain.send(context.WithoutCancel(ctx), try.Calls)
 		err = result.Failures
 	}
-	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: provider.IsAmbiguous(err), Note: cmp.Or(result.Receipt.Note, try.Note)}
+	attempt := ledger.Attempt{Time: time.Now().UTC(), Provider: result.Receipt.Provider, Ambiguous: provider.IsAmbiguous(err),
+		Note: strings.Join(slices.DeleteFunc([]string{j.released, cmp.Or(result.Receipt.Note, try.Note)}, func(s string) bool { return s == "" }), "; ")}
 	if md, _ := j.msg.Metadata(); md != nil {
 		attempt.Delivery = md.NumDelivered
 	}

@@ -45,6 +45,13 @@ type Config struct {
 	// topic of 50,000 never holds the router. Defaults to 1000.
 	FanoutPage int `yaml:"fanout_page"`
 
+	// Sequences register each revision an ordered route publishes before
+	// it is published (ordering.Redis), so that a worker can hold a later
+	// revision until this one is settled. Defaults to none: routes'
+	// ordered option has no effect (herald sets it whenever Redis is
+	// configured).
+	Sequences Sequences `yaml:"-"`
+
 	// Registry admits each event's tenant before it is routed; a refused
 	// event is dead-lettered with the registry's reason. Defaults to none:
 	// every tenant is routed.

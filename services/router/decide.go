@@ -392,6 +392,10 @@ func (p *planner) plan(r Route, t target, ch event.Channel, fallback []notificat
 	if r.Document != "" {
 		d.Document = &notification.Document{Type: r.Document}
 	}
+	// Without Sequences to register it in, no notification is ordered.
+	if a.order != "" && r.ordered() && p.cfg.Sequences != nil {
+		d.Sequence = &notification.Sequence{Key: notification.SequenceKey(p.ev.Tenant, a.order, ch, d.Recipient.Address)}
+	}
 	a.fill(&d)
 	p.out = append(p.out, d)
 }

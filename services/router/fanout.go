@@ -147,6 +147,11 @@ func (s *Service) handlePage(ctx context.Context, msg jetstream.Msg) consumer.Ou
 	if invalid = s.settle(msg.Subject(), &d, f.StoredAt, invalid); invalid != nil {
 		return consumer.GiveUp(invalid)
 	}
+	if invalid, err = s.sequence(ctx, &d); err != nil {
+		return consumer.Retry(err, 2*time.Second, time.Minute)
+	} else if invalid != nil {
+		return consumer.GiveUp(invalid)
+	}
 	// The next page is asked for before this one is published or
 	// acknowledged: a crash in between replans only this page, and the
 	// request for the next, made again, is dropped as a duplicate.

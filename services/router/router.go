@@ -186,6 +186,11 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 	if invalid == nil && d.Outcome != Duplicate {
 		invalid = d.fit(s.js.Conn().MaxPayload())
 	}
+	if invalid == nil && d.Outcome != Duplicate {
+		if invalid, err = s.sequence(ctx, &d); err != nil {
+			return consumer.Retry(err, 2*time.Second, time.Minute)
+		}
+	}
 	span.SetAttributes(
 		attribute.String("cloudevents.event_id", d.Event.ID), attribute.String("cloudevents.event_type", d.Event.Type),
 		attribute.String("cloudevents.event_source", d.Event.Source), attribute.String("herald.tenant", d.Event.Tenant),

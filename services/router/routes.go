@@ -58,6 +58,14 @@ type Route struct {
 	// ("https://app.example/orders/{{.Order.ID}}") rendering to an absolute
 	// http(s) URL of at most 2048 bytes. Defaults to none.
 	ActionURL string `yaml:"action_url,omitempty" json:"action_url,omitempty"`
+	// Ordered keeps an order's revisions in order for each recipient and
+	// channel: revision N+1 is not handed to a provider before revision N
+	// is settled (delivered, failed for good, suppressed, skipped or
+	// dead-lettered). Other orders are never held. Only for order events,
+	// and not for a workflow's sends, which wait for their steps' times.
+	// Defaults to true for a route that carries a document and has no
+	// steps, false otherwise.
+	Ordered *bool `yaml:"ordered,omitempty" json:"ordered,omitempty"`
 	// Steps make the route a workflow: each recipient it reaches gets a
 	// run that takes them in order (send, wait, throttle, digest,
 	// window). Defaults to none: one send, at once.
@@ -117,6 +125,15 @@ const (
 	CategoryDocuments = "documents"
 	CategoryAlerts    = "alerts"
 )
+
+// ordered reports whether the route's notifications wait for their order's
+// earlier revisions (Ordered, or its default).
+func (r Route) ordered() bool {
+	if r.Ordered != nil {
+		return *r.Ordered
+	}
+	return r.Document != "" && len(r.Steps) == 0
+}
 
 // withDefaults fills a route's optional fields.
 func (r Route) withDefaults() Route {
@@ -192,6 +209,9 @@ func (r Route) validate(field string) []string {
 	}
 	if r.Required && r.Category == "" {
 		bad("required", "a required route names its category, for recipients to see what they cannot leave")
+	}
+	if r.Ordered != nil && *r.Ordered && (family != "order" || len(r.Steps) > 0) {
+		bad("ordered", "only an order event's route without steps keeps revisions in order (a workflow's sends wait for their steps' times)")
 	}
 	if r.ActionURL != "" {
 		if err := checkActionURL(r.ActionURL, r.Event); err != nil {

@@ -387,6 +387,8 @@ func (r Route) stepRoute(step int) Route {
 	s := *r.Steps[step].Send
 	out := r
 	out.Steps, out.CancelOn, out.Stage = nil, nil, step
+	// A workflow's sends wait for their steps' times, not for each other.
+	out.Ordered = new(bool)
 	if len(s.Channels) > 0 || len(s.Fallback) > 0 {
 		out.Channels, out.Fallback = s.Channels, s.Fallback
 	}

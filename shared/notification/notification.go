@@ -79,10 +79,15 @@ type Delivery struct {
 	// inbox item's link): http(s), at most 2048 bytes. Optional; nothing
 	// sets it yet (a notification asked for directly may, once the API
 	// takes one).
-	ActionURL string        `json:"action_url,omitempty"`
-	Event     EventRef      `json:"event"`
-	Order     *OrderSummary `json:"order,omitempty"`
-	Stock     *event.Stock  `json:"stock,omitempty"`
+	ActionURL string `json:"action_url,omitempty"`
+	// Sequence, on a notification of an ordered route, is the order's
+	// revisions to this recipient on this channel it takes its turn in
+	// (package ordering): it is not sent before an earlier revision is
+	// settled.
+	Sequence *Sequence     `json:"sequence,omitempty"`
+	Event    EventRef      `json:"event"`
+	Order    *OrderSummary `json:"order,omitempty"`
+	Stock    *event.Stock  `json:"stock,omitempty"`
 	// Digest, on a workflow's digest send, is every event the digest
 	// gathered (Order and Stock are its first one's).
 	Digest    *Digest   `json:"digest,omitempty"`
@@ -119,6 +124,20 @@ type DigestItem struct {
 	Stock   *event.Stock  `json:"stock,omitempty"`
 }
 
+// Sequence names the revisions of one order to one recipient on one
+// channel (tenant, order, channel, address), in which a notification waits
+// its turn. Behind says an earlier revision was pending when the router
+// registered this one: only then does a worker ask before sending.
+type Sequence struct {
+	Key    string `json:"key"`
+	Behind bool   `json:"behind,omitempty"`
+}
+
+// SequenceKey is the sequence of an order's notifications to address on c.
+func SequenceKey(tenant, order string, c event.Channel, address string) string {
+	return strings.Join([]string{tenant, order, string(c), address}, ":")
+}
+
 // FallbackStep is one channel of a fallback: the recipient's address on it
 // and the dedupe key the delivery would have there.
 type FallbackStep struct {
@@ -148,6 +167,9 @@ func (d Delivery) Next(reason string) (next Delivery, ok bool) {
 	next.Recipient.Address = step.Address
 	next.Fallback = slices.Clone(d.Fallback[1:])
 	next.FallbackOf = &FallbackOf{NotificationID: d.ID, Channel: d.Channel, Reason: reason}
+	// The sequence is per channel: the next channel's notification was
+	// never registered in one, and this one's settlement releases its own.
+	next.Sequence = nil
 	if len(next.Fallback) == 0 {
 		next.Fallback = nil
 	}

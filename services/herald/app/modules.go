@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/services/workflow"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
+	"github.com/heraldhq/herald/shared/ordering"
 	"github.com/heraldhq/herald/shared/quota"
 	"github.com/heraldhq/herald/shared/ratelimit"
 	"github.com/heraldhq/herald/shared/tenant"
@@ -135,6 +136,12 @@ func (a *App) buildRouter(ctx context.Context) (service, error) {
 		return nil, err
 	}
 	a.routerC.Registry, a.routerC.RequireRegistered, a.routerC.Plans = registry, *a.cfg.Tenants.RequireRegistered, a.cfg.Plans
+	// Ordered routes register their revisions where the workers hold them.
+	if a.rdb != nil {
+		a.routerC.Sequences = ordering.New(a.rdb, a.cfg.Redis.Prefix)
+	} else {
+		a.logger.Warn("no redis configured: routes' ordered option has no effect in this router")
+	}
 	return router.New(a.js, a.routerC)
 }
 
@@ -244,6 +251,7 @@ func (a *App) deliveryConfig(ch delivery.Channel, section string, d DeliveryConf
 	}
 	if a.rdb != nil {
 		c.Locker = lock.NewRedis(a.rdb, a.cfg.Redis.Prefix+"lock:")
+		c.Sequences = ordering.New(a.rdb, a.cfg.Redis.Prefix)
 	}
 	return c.WithDefaults()
 }

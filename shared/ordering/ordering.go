@@ -1,0 +1,197 @@
+// Package ordering keeps an order's revisions in order for each recipient
+// and channel: the router registers every revision it publishes (Register)
+// before any of them can reach a worker, a worker asks whether an earlier
+// revision is still pending (Park, only when the router said one was) and,
+// once its own revision is settled, releases the next (Settle).
+//
+// Each sequence (tenant, order, channel, recipient) is a sorted set in Redis
+// scored by revision — for the same revision, in the router's order — with
+// its parked deliveries beside it in a hash and the members already settled
+// in a set, all under one hash tag so a Redis Cluster keeps them on one
+// node and each step is one Lua script, atomic. A parked delivery is the
+// message itself: settling its predecessor hands it back to be published
+// again.
+package ordering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Slot is one revision of a sequence: Member (a dedupe key) at Revision.
+type Slot struct {
+	Sequence string
+	Member   string
+	Revision int
+}
+
+// Holder is the revision a parked delivery waits behind.
+type Holder struct {
+	Member   string
+	Revision int
+}
+
+// Released is a parked delivery its predecessor's settlement hands back.
+type Released struct {
+	Member string
+	Data   []byte
+}
+
+// Redis keeps sequences on one Redis (or a client-side-routed cluster).
+type Redis struct {
+	client redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+}
+
+// DefaultTTL is how long a sequence is kept after its last registration:
+// an order not revised for a week is not held for an older revision any
+// more (its members' deliveries have long been dead-lettered or sent).
+const DefaultTTL = 7 * 24 * time.Hour
+
+// New returns sequences whose keys start with prefix.
+func New(client redis.UniversalClient, prefix string) *Redis {
+	return &Redis{client: client, prefix: prefix, ttl: DefaultTTL}
+}
+
+// keys are a sequence's sorted set, parked hash and settled set.
+func (r *Redis) keys(sequence string) []string {
+	base := r.prefix + "order:{" + sequence + "}"
+	return []string{base, base + ":parked", base + ":settled"}
+}
+
+// register adds a member unless it is there or was settled: an event
+// routed again must not bring back a revision already sent, which nothing
+// would settle again. A revision's n-th member scores rev + n/1024, so
+// members of one revision keep the router's order. It returns 1 when a
+// member is ahead of this one.
+var register = redis.NewScript(`
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s then
+  if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 1 then return 0 end
+  local rev = tonumber(ARGV[2])
+  local n = math.min(redis.call('ZCOUNT', KEYS[1], rev, '(' .. (rev + 1)), 1023)
+  s = rev + n / 1024
+  redis.call('ZADD', KEYS[1], s, ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if head[1] == ARGV[1] then return 0 end
+return 1
+`)
+
+// Register records each slot's revision as pending, in one round trip, and
+// reports for each whether an earlier one was pending then: a delivery with
+// none ahead is sent without asking again.
+func (r *Redis) Register(ctx context.Context, slots []Slot) ([]bool, error) {
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	cmds, err := r.registerAll(ctx, slots, register.EvalSha)
+	if redis.HasErrorPrefix(err, "NOSCRIPT") { // first use, or a Redis restarted since
+		cmds, err = r.registerAll(ctx, slots, register.Eval)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ordering: registering %d revisions: %w", len(slots), err)
+	}
+	ahead := make([]bool, len(slots))
+	for i, c := range cmds {
+		n, err := c.Int()
+		if err != nil {
+			return nil, fmt.Errorf("ordering: registering %s: %w", slots[i].Member, err)
+		}
+		ahead[i] = n == 1
+	}
+	return ahead, nil
+}
+
+// registerAll runs the register script for every slot, in one pipeline.
+func (r *Redis) registerAll(ctx context.Context, slots []Slot,
+	eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd,
+) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(slots))
+	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range slots {
+			cmds[i] = eval(ctx, p, r.keys(s.Sequence), s.Member, s.Revision, r.ttl.Milliseconds())
+		}
+		return nil
+	})
+	return cmds, err
+}
+
+// park keeps the delivery while a member is ahead of it, and returns the
+// one just before it; nothing when it is first (or unknown: a sequence
+// lost with Redis's data holds nothing it no longer knows).
+var park = redis.NewScript(`
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s then return false end
+local before = redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. s, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+if #before == 0 then return false end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return before
+`)
+
+// Park keeps data, the delivery of member, until the revisions before it
+// are settled, and says which one it waits behind; ok is false when none is
+// pending any more, and the delivery is to be sent now.
+func (r *Redis) Park(ctx context.Context, sequence, member string, data []byte) (Holder, bool, error) {
+	v, err := park.Run(ctx, r.client, r.keys(sequence), member, data, r.ttl.Milliseconds()).StringSlice()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Holder{}, false, nil
+	case err != nil:
+		return Holder{}, false, fmt.Errorf("ordering: parking %s: %w", member, err)
+	case len(v) != 2:
+		return Holder{}, false, fmt.Errorf("ordering: parking %s: unexpected answer %q", member, v)
+	}
+	var score float64
+	if _, err := fmt.Sscan(v[1], &score); err != nil {
+		return Holder{}, false, fmt.Errorf("ordering: parking %s: score %q: %w", member, v[1], err)
+	}
+	return Holder{Member: v[0], Revision: int(math.Floor(score))}, true, nil
+}
+
+// Settle records member's revision as settled — removed from the
+// sequence, its parked copy dropped, remembered as settled so that an
+// event routed again does not bring it back — and returns the next
+// revision's delivery if it is parked, to be published again. One
+// transaction, without a script (the hot path: every ordered delivery
+// settles; Lua is costly on the embedded Redis of herald dev), and a second
+// read only when a revision is pending behind this one. A Park running
+// between the two sees nothing ahead of it and is sent, so none is missed.
+// The parked copy stays until its own member settles, so a release lost
+// between this and its publication is handed back by the next Settle of the
+// sequence (a redelivered copy's).
+func (r *Redis) Settle(ctx context.Context, sequence, member string) (*Released, error) {
+	k := r.keys(sequence)
+	var head *redis.StringSliceCmd
+	_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, k[0], member)
+		p.HDel(ctx, k[1], member)
+		p.SAdd(ctx, k[2], member)
+		p.PExpire(ctx, k[2], r.ttl)
+		head = p.ZRange(ctx, k[0], 0, 0)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ordering: settling %s: %w", member, err)
+	}
+	if len(head.Val()) == 0 {
+		return nil, nil
+	}
+	next := head.Val()[0]
+	data, err := r.client.HGet(ctx, k[1], next).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("ordering: settling %s: reading %s: %w", member, next, err)
+	}
+	return &Released{Member: next, Data: data}, nil
+}
