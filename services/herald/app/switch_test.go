@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +37,8 @@ type upgrade struct {
 	ses    *sestest.Server
 	locker *lock.Redis
 	sent   int // deliveries published
+	// logs are every replica's.
+	logs heraldtest.Buffer
 }
 
 const (
@@ -117,7 +121,7 @@ func (u *upgrade) replica(t *testing.T, fair bool) (stop func()) {
 	ch, err := email.NewChannel(email.ChannelConfig{From: "Orders <orders@acme.example>", Providers: []email.Named{{Name: "ses", Provider: provider}}})
 	require.NoError(t, err)
 	svc, err := delivery.New(js, delivery.Config{Channel: ch, Locker: u.locker, Concurrency: replicaWorkers / len(notification.Priorities),
-		RetryDelay: 50 * time.Millisecond, Fair: fair})
+		RetryDelay: 50 * time.Millisecond, Fair: fair, Logger: slog.New(slog.NewTextHandler(&u.logs, nil))})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(heraldtest.Context(t)))
 	var once sync.Once
@@ -249,4 +253,38 @@ func TestRollingUpgradeToFirstComeSendsEveryDeliveryOnce(t *testing.T) {
 		require.False(t, perTenant, "%s: no tenant's consumer is left", name)
 	}
 	require.Subset(t, u.consumers(t), durables)
+}
+
+// An old release's `streams apply` running mid-upgrade (a retried hook, an
+// operator) puts the first-come durables back and removes the tenants'
+// consumers under a fair replica, which then cannot make them beside the
+// durables and retries. Once `streams apply` runs with fair on again, the
+// same replica, not restarted, serves the rest: every delivery once.
+func TestFairReplicaRecoversFromAnOldApply(t *testing.T) {
+	t.Parallel()
+	u := newUpgrade(t, true)
+	u.replica(t, true)
+	require.Eventually(t, func() bool { return u.ses.Calls() >= sentBefore }, time.Minute, 5*time.Millisecond)
+	report := u.apply(t, false)
+	require.NotEmpty(t, byAction(report, streams.Removed), "the old apply removed the tenants' consumers")
+	require.Eventually(t, func() bool {
+		return strings.Contains(u.logs.String(), "filtered consumer not unique on workqueue stream")
+	},
+		time.Minute, 10*time.Millisecond, "the fair replica says why it cannot make a tenant's consumer")
+	stalled := u.ses.Calls()
+	report = u.apply(t, true)
+	require.Subset(t, byAction(report, streams.Removed), []string{"NOTIFY > email-normal", "NOTIFY > email-low", "NOTIFY > email-critical"})
+	u.settled(t)
+	require.Less(t, stalled, u.sent, "the old apply came while deliveries were waiting")
+}
+
+// byAction lists the consumers a report gives action, as "STREAM > name".
+func byAction(r streams.Report, action streams.Action) []string {
+	var out []string
+	for _, res := range r {
+		if res.Kind == "consumer" && res.Action == action {
+			out = append(out, res.Stream+" > "+res.Name)
+		}
+	}
+	return out
 }
