@@ -205,6 +205,9 @@ func run(ctx context.Context, js jetstream.JetStream, opts Options, write bool) 
 				apply = removeShared
 			}
 			res, err := apply(ctx, js, c, write)
+			if err == nil && write && isWorkQueue(s) && errors.Is(res.Err, errNotCreated) {
+				res, err = retryBesideFair(ctx, js, s, c)
+			}
 			if err != nil {
 				return report, err
 			}
@@ -215,6 +218,27 @@ func run(ctx context.Context, js jetstream.JetStream, opts Options, write bool) 
 }
 
 var errNotCreated = errors.New("not created")
+
+func isWorkQueue(s Stream) bool { return s.Config.Retention == jetstream.WorkQueuePolicy }
+
+// retryBesideFair creates durable c again after removing the per-tenant
+// consumers once more: a fair replica still running (a rolling upgrade
+// back to first come, first served) makes a tenant's consumer again
+// between their removal and the durable's creation, and the work queue
+// then refuses the durable as overlapping.
+func retryBesideFair(ctx context.Context, js jetstream.JetStream, s Stream, c Consumer) (Result, error) {
+	var res Result
+	for range 3 {
+		if _, err := removePerTenant(ctx, js, s, true); err != nil {
+			return res, err
+		}
+		var err error
+		if res, err = applyConsumer(ctx, js, c, true); err != nil || !errors.Is(res.Err, errNotCreated) {
+			return res, err
+		}
+	}
+	return res, nil
+}
 
 // removePerTenant removes the consumers a fair loop made from s's
 // durables (<durable>_<tenant>), so that the durables can be made again.

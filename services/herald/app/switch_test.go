@@ -123,7 +123,9 @@ func (u *upgrade) replica(t *testing.T, fair bool) (stop func()) {
 	svc, err := delivery.New(js, delivery.Config{Channel: ch, Locker: u.locker, Concurrency: replicaWorkers / len(notification.Priorities),
 		RetryDelay: 50 * time.Millisecond, Fair: fair, Logger: slog.New(slog.NewTextHandler(&u.logs, nil))})
 	require.NoError(t, err)
-	require.NoError(t, svc.Start(heraldtest.Context(t)))
+	// As a process's: its followers (templates, suppressions,
+	// preferences) live as long as it does, not a round trip's 30 s.
+	require.NoError(t, svc.Start(t.Context()))
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -152,14 +154,15 @@ func (u *upgrade) holdAfter(release <-chan struct{}) {
 // dead-lettered.
 func (u *upgrade) settled(t *testing.T) {
 	t.Helper()
-	ctx := heraldtest.Context(t)
-	notify, err := u.nats.JS.Stream(ctx, "NOTIFY")
+	notify, err := u.nats.JS.Stream(heraldtest.Context(t), "NOTIFY")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
 		info, err := notify.Info(ctx)
 		require.NoError(t, err)
 		return info.State.Msgs == 0
-	}, 2*time.Minute, 20*time.Millisecond, "nothing left pending: SES has %d of %d", u.ses.Calls(), u.sent)
+	}, 3*time.Minute, 20*time.Millisecond, "nothing left pending: SES has %d of %d", u.ses.Calls(), u.sent)
 	ids := map[string]int{}
 	for _, r := range u.ses.Received() {
 		ids[r.Tags[ses.TagNotificationID]]++
