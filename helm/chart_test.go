@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
@@ -688,9 +689,15 @@ func TestTheStreamsJobAppliesWhatTheServicesDeclare(t *testing.T) {
 	herald := buildHerald(t)
 	for name, tt := range map[string]struct {
 		values string
-		want   map[string]time.Duration // stream → max_age on the server
-		fifo   bool                     // NOTIFY's declared consumers exist
+		// from, when set, is the release upgraded from: its job ran first.
+		from string
+		want map[string]time.Duration // stream → max_age on the server
+		fifo bool                     // NOTIFY's declared consumers exist
 	}{
+		"upgraded from first come, first served": {from: "config: {streams: {replicas: 1}, scheduling: {fair: false}}",
+			values: "config: {streams: {replicas: 1}}", fifo: false, want: map[string]time.Duration{"KV_deliveries": 2160 * time.Hour}},
+		"upgraded from fair": {from: "config: {streams: {replicas: 1}}",
+			values: "config: {streams: {replicas: 1}, scheduling: {fair: false}}", fifo: true, want: map[string]time.Duration{"KV_deliveries": 2160 * time.Hour}},
 		"defaults": {values: "config: {streams: {replicas: 1}}", fifo: false, want: map[string]time.Duration{
 			"KV_deliveries": 2160 * time.Hour, "KV_idempotency": 24 * time.Hour, "OBJ_documents": 0}},
 		"tuned": {values: `
@@ -707,6 +714,14 @@ config:
 			t.Parallel()
 			r := mustInstall(t, values(t, tt.values))
 			n := heraldtest.StartNATS(t)
+			if tt.from != "" {
+				runJob(t, mustInstall(t, values(t, tt.from)), herald, "herald-streams", n.Server.URL())
+				if tt.fifo { // the fair release had served a tenant
+					_, err := n.JS.CreateConsumer(heraldtest.Context(t), "NOTIFY", jetstream.ConsumerConfig{Name: "email-normal_acme",
+						FilterSubject: "notify.email.normal.acme", AckPolicy: jetstream.AckExplicitPolicy})
+					require.NoError(t, err)
+				}
+			}
 			runJob(t, r, herald, "herald-streams", n.Server.URL())
 
 			services := loadConfig(t, r).WithDefaults()
@@ -717,6 +732,9 @@ config:
 				lines = append(lines, res.String())
 			}
 			require.Zero(t, report.Drifted(), "herald streams apply --dry-run, as the services declare them:\n%s", strings.Join(lines, "\n"))
+			for _, res := range report { // neither mode's consumers are left beside the other's
+				require.NotEqual(t, streams.Extra, res.Action, "%s", res)
+			}
 			for stream, age := range tt.want {
 				s, err := n.JS.Stream(heraldtest.Context(t), stream)
 				require.NoError(t, err)
@@ -1437,6 +1455,21 @@ func TestNotes(t *testing.T) {
 
 	notes = mustInstall(t, values(t, "history: {existingSecret: herald-history}")).notes
 	require.Contains(t, notes, "services.history is disabled: the api lists\nfrom an index nothing in this release keeps up to date")
+}
+
+// The notes say which scheduling the release runs, and how an upgrade
+// from the other converted: by the hook before the new pods, or — with the
+// hook disabled — by the first new pod.
+func TestNotesSayHowTheSchedulingConverts(t *testing.T) {
+	t.Parallel()
+	notes := mustInstall(t, nil).notes
+	require.Contains(t, notes, "Scheduling: fair (config.scheduling.fair: true)")
+	require.Contains(t, notes, "On an upgrade from first come, first served")
+	require.Contains(t, notes, "the hook Job removed\nthe shared consumers (NOTIFY > email-normal, …) before the new pods served")
+
+	notes = mustInstall(t, values(t, "{config: {scheduling: {fair: false}}, streamsJob: {enabled: false}}")).notes
+	require.Contains(t, notes, "Scheduling: first come, first served (config.scheduling.fair: false)")
+	require.Contains(t, notes, "On an upgrade from fair scheduling,\nthe first new pod to start (streamsJob is disabled) removed the tenants' consumers")
 }
 
 func TestNotesSayWhatTheNewerChannelsLack(t *testing.T) {

@@ -22,9 +22,13 @@ const (
 	// Template: a consumer not created because consumers are made from it
 	// per tenant (Options.Templates).
 	Template Action = "template"
-	// Removed: a consumer made per tenant from a declared durable
-	// (<durable>_<tenant>) on a work queue that is no longer a template: it
-	// would overlap the durable, which the server then refuses to create.
+	// Removed: a consumer that overlaps what the declarations now make on
+	// a work queue, which the server refuses. Either one made per tenant
+	// from a declared durable (<durable>_<tenant>) whose stream is no
+	// longer a template (back to first come, first served), or a declared
+	// durable of a stream that now is one (on to per tenant: a FIFO
+	// deployment made it). Its unacknowledged messages go to the consumers
+	// that replace it.
 	Removed Action = "removed"
 
 	// What Check reports, changing nothing: Missing would be created,
@@ -60,12 +64,25 @@ func (r Result) String() string {
 	switch r.Action {
 	case Template:
 		s += " (made per tenant from this declaration: scheduling.fair)"
-	case Removed:
-		s += " (made per tenant while scheduling.fair was on; its messages stay for the durable)"
-	case Extra:
-		s += " (made per tenant while scheduling.fair was on: apply removes it)"
+	case Removed, Extra:
+		s += " " + r.switchNote()
 	}
 	return s
+}
+
+// switchNote says which way a Removed or Extra consumer's stream switches,
+// and where its unacknowledged messages go.
+func (r Result) switchNote() string {
+	if _, perTenant := DurableOf(r.Name); perTenant {
+		if r.Action == Extra {
+			return "(made per tenant while scheduling.fair was on: apply removes it, and the durable takes its unacknowledged messages)"
+		}
+		return "(per tenant → first come, first served: its unacknowledged messages go to the durable)"
+	}
+	if r.Action == Extra {
+		return "(first come, first served while scheduling.fair is on: apply removes it, and the tenants' consumers take its unacknowledged messages)"
+	}
+	return "(first come, first served → per tenant: its unacknowledged messages go to the tenants' consumers)"
 }
 
 // Report is every result of one Apply, in declaration order.
@@ -106,7 +123,9 @@ type Options struct {
 	MaxAge map[string]time.Duration
 	// Templates are the streams whose declared consumers are not created:
 	// they are the templates of consumers made per tenant
-	// (scheduling.fair: NOTIFY).
+	// (scheduling.fair: NOTIFY, DOCS). A declared durable found on the
+	// server is removed: a deployment serving first come, first served made
+	// it, and on a work queue it would overlap the tenants' consumers.
 	Templates []string
 }
 
@@ -181,11 +200,14 @@ func run(ctx context.Context, js jetstream.JetStream, opts Options, write bool) 
 			}
 		}
 		for _, c := range s.Consumers {
+			apply := applyConsumer
 			if slices.Contains(opts.Templates, s.Config.Name) {
-				report = append(report, Result{Kind: "consumer", Stream: c.Stream, Name: c.Config.Durable, File: c.File, Action: Template})
-				continue
+				apply = removeShared
 			}
-			res, err := applyConsumer(ctx, js, c, write)
+			res, err := apply(ctx, js, c, write)
+			if err == nil && write && isWorkQueue(s) && errors.Is(res.Err, errNotCreated) {
+				res, err = retryBesideFair(ctx, js, s, c)
+			}
 			if err != nil {
 				return report, err
 			}
@@ -196,6 +218,27 @@ func run(ctx context.Context, js jetstream.JetStream, opts Options, write bool) 
 }
 
 var errNotCreated = errors.New("not created")
+
+func isWorkQueue(s Stream) bool { return s.Config.Retention == jetstream.WorkQueuePolicy }
+
+// retryBesideFair creates durable c again after removing the per-tenant
+// consumers once more: a fair replica still running (a rolling upgrade
+// back to first come, first served) makes a tenant's consumer again
+// between their removal and the durable's creation, and the work queue
+// then refuses the durable as overlapping.
+func retryBesideFair(ctx context.Context, js jetstream.JetStream, s Stream, c Consumer) (Result, error) {
+	var res Result
+	for range 3 {
+		if _, err := removePerTenant(ctx, js, s, true); err != nil {
+			return res, err
+		}
+		var err error
+		if res, err = applyConsumer(ctx, js, c, true); err != nil || !errors.Is(res.Err, errNotCreated) {
+			return res, err
+		}
+	}
+	return res, nil
+}
 
 // removePerTenant removes the consumers a fair loop made from s's
 // durables (<durable>_<tenant>), so that the durables can be made again.
@@ -225,6 +268,28 @@ func removePerTenant(ctx context.Context, js jetstream.JetStream, s Stream, writ
 		return out, fmt.Errorf("listing consumers of %s: %w", s.Config.Name, err)
 	}
 	return out, nil
+}
+
+// removeShared removes c, a declared durable that consumers made per
+// tenant replace: a deployment serving first come, first served made it.
+// Already gone, c is reported as the Template it is.
+func removeShared(ctx context.Context, js jetstream.JetStream, c Consumer, write bool) (Result, error) {
+	res := Result{Kind: "consumer", Stream: c.Stream, Name: c.Config.Durable, File: c.File, Action: Template}
+	_, err := js.Consumer(ctx, c.Stream, c.Config.Durable)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return res, nil
+	case err != nil:
+		return res, fmt.Errorf("consumer %s > %s: %w", c.Stream, c.Config.Durable, err)
+	case !write:
+		res.Action = Extra
+		return res, nil
+	}
+	if err := js.DeleteConsumer(ctx, c.Stream, c.Config.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return res, fmt.Errorf("consumer %s > %s: %w", c.Stream, c.Config.Durable, err)
+	}
+	res.Action = Removed
+	return res, nil
 }
 
 func applyStream(ctx context.Context, js jetstream.JetStream, s Stream, write bool) (Result, error) {

@@ -160,3 +160,26 @@ func TestStreamsApplyRefusesAServerWithoutMessageSchedules(t *testing.T) {
 		require.ErrorContains(t, err, "nats-server 2.13.9 is too old: Herald needs nats-server 2.14.0 or newer", args)
 	}
 }
+
+// A deployment that served first come, first served, checked with
+// scheduling.fair on (the default): `herald streams check` reports its
+// durables as drift and exits non-zero; `herald streams apply` removes them,
+// saying where their unacknowledged deliveries go; the check then passes.
+func TestStreamsCheckAndApplySwitchToFair(t *testing.T) {
+	n := heraldtest.StartNATSWithStreams(t)
+	t.Setenv("NATS_URL", n.Server.URL())
+	t.Setenv("HERALD_CONFIG", "")
+	out, err := herald(t, "streams", "check")
+	require.ErrorContains(t, err, "drifted from the server", out)
+	require.Contains(t, out, "extra     consumer NOTIFY > email-normal (first come, first served while scheduling.fair is on: "+
+		"apply removes it, and the tenants' consumers take its unacknowledged messages)")
+
+	out, err = herald(t, "streams", "apply")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "removed   consumer NOTIFY > email-normal (first come, first served → per tenant: "+
+		"its unacknowledged messages go to the tenants' consumers)")
+
+	out, err = herald(t, "streams", "check")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "template  consumer NOTIFY > email-normal")
+}

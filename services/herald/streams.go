@@ -20,7 +20,7 @@ func streamsCommand() *cobra.Command {
 		Use:   "streams",
 		Short: "Apply or print the JetStream streams and consumers Herald declares",
 	}
-	cmd.AddCommand(streamsApplyCommand(), streamsPrintCommand())
+	cmd.AddCommand(streamsApplyCommand(), streamsCheckCommand(), streamsPrintCommand())
 	return cmd
 }
 
@@ -36,54 +36,76 @@ it reports what is missing, what differs (field: server → declared) and what
 it would remove, and exits non-zero when anything has drifted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			// The retentions it applies are checked first: a mistyped
-			// ledger.retention would otherwise expire the ledger at once.
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			opts := cfg.StreamOptions()
-			if cmd.Flags().Changed("replicas") {
-				opts.Replicas, _ = cmd.Flags().GetInt("replicas")
-			}
-			js, closeNATS, err := connectJetStream(cfg.NATS.URL)
-			if err != nil {
-				return err
-			}
-			defer closeNATS()
-			// RUNS allows message schedules: an older server cannot hold it.
-			if err := streams.CheckServerVersion(js.Conn().ConnectedServerVersion()); err != nil {
-				return fmt.Errorf("nats at %s: %w", js.Conn().ConnectedUrlRedacted(), err)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
 			dry, _ := cmd.Flags().GetBool("dry-run")
-			apply := streams.Apply
-			if dry {
-				apply = streams.Check
-			}
-			report, err := apply(ctx, js, opts)
-			for _, r := range report {
-				fmt.Fprintln(cmd.OutOrStdout(), r)
-			}
-			if err != nil {
-				return err
-			}
-			if drifted := report.Drifted(); drifted > 0 {
-				return fmt.Errorf("%d declaration(s) drifted from the server (see above); herald streams apply makes them match", drifted)
-			}
-			if refused := report.Refused(); refused > 0 {
-				return fmt.Errorf("%d declaration(s) refused by the server (see above)", refused)
-			}
-			return nil
+			return runStreamsApply(cmd, dry)
 		},
 	}
 	cmd.Flags().Int("replicas", 0, "override num_replicas of every stream (3 on a cluster)")
 	cmd.Flags().Bool("dry-run", false, "change nothing: report what is missing, differs or would be removed")
 	return cmd
+}
+
+func streamsCheckCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Report how the server differs from the declarations, changing nothing (apply --dry-run)",
+		Long: `Report what herald streams apply would do, changing nothing: what is missing,
+what differs (field: server → declared) and what it would remove — such as the
+first-come consumers of a deployment switching to scheduling.fair, or the
+tenants' consumers of one switching back. Exits non-zero when anything has
+drifted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runStreamsApply(cmd, true) },
+	}
+	cmd.Flags().Int("replicas", 0, "override num_replicas of every stream (3 on a cluster)")
+	return cmd
+}
+
+// runStreamsApply applies the declarations to NATS_URL, or with dry only
+// reports what applying would change; it prints every result.
+func runStreamsApply(cmd *cobra.Command, dry bool) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	// The retentions it applies are checked first: a mistyped
+	// ledger.retention would otherwise expire the ledger at once.
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	opts := cfg.StreamOptions()
+	if cmd.Flags().Changed("replicas") {
+		opts.Replicas, _ = cmd.Flags().GetInt("replicas")
+	}
+	js, closeNATS, err := connectJetStream(cfg.NATS.URL)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	// RUNS allows message schedules: an older server cannot hold it.
+	if err := streams.CheckServerVersion(js.Conn().ConnectedServerVersion()); err != nil {
+		return fmt.Errorf("nats at %s: %w", js.Conn().ConnectedUrlRedacted(), err)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+	defer cancel()
+	apply := streams.Apply
+	if dry {
+		apply = streams.Check
+	}
+	report, err := apply(ctx, js, opts)
+	for _, r := range report {
+		fmt.Fprintln(cmd.OutOrStdout(), r)
+	}
+	if err != nil {
+		return err
+	}
+	if drifted := report.Drifted(); drifted > 0 {
+		return fmt.Errorf("%d declaration(s) drifted from the server (see above); herald streams apply makes them match", drifted)
+	}
+	if refused := report.Refused(); refused > 0 {
+		return fmt.Errorf("%d declaration(s) refused by the server (see above)", refused)
+	}
+	return nil
 }
 
 func streamsPrintCommand() *cobra.Command {

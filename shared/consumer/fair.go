@@ -236,7 +236,10 @@ const storeLag = 100 * time.Millisecond
 // RemoveShared removes the durable that a fair loop's classes replace: a
 // deployment serving first come, first served made it, and on a work
 // queue it would overlap the keys' consumers. Its unacknowledged messages
-// go to them. A durable already gone is no error.
+// go to them. `herald streams apply` with fair on removes it before the new
+// replicas start; this is the safety net for a deployment that did not run
+// it (services applying nothing at start, no hook). A durable already gone
+// is no error.
 func RemoveShared(ctx context.Context, stream jetstream.Stream, durable string, logger *slog.Logger) error {
 	err := stream.DeleteConsumer(ctx, durable)
 	switch {

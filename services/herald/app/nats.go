@@ -88,6 +88,8 @@ func (a *App) applyStreams(ctx context.Context) error {
 		switch {
 		case r.Action == streams.Created:
 			a.logger.InfoContext(ctx, "created from declaration", "kind", r.Kind, "stream", r.Stream, "name", r.Name)
+		case r.Action == streams.Removed: // a switch of scheduling.fair, not drift
+			a.logger.InfoContext(ctx, "removed consumer: scheduling switched", "stream", r.Stream, "name", r.Name, "note", r.String())
 		case r.Action != streams.Unchanged && r.Action != streams.Template:
 			a.logger.WarnContext(ctx, "server differed from declaration", "kind", r.Kind, "stream", r.Stream, "name", r.Name,
 				"action", r.Action, "changes", r.Changes)
