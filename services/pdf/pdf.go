@@ -346,9 +346,6 @@ func (s *Service) settle(ctx context.Context, req documents.Request) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	for _, d := range req.Deliveries {
-		if d.Sequence == nil || d.Order == nil {
-			continue
-		}
 		next, err := ordering.Release(ctx, s.cfg.Sequences, s.js, d, "failed: its document was not rendered")
 		if err != nil {
 			return fmt.Errorf("releasing the order's next revision after %s: %w", d.ID, err)

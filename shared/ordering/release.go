@@ -27,7 +27,13 @@ type Settler interface {
 // delivery worker once it is sent or given up, the renderer when its
 // document is never rendered. A release that fails is to be retried by
 // settling d again: the parked copy stays until its own member settles.
+//
+// A delivery without a sequence, or naming no order (one forged so), is in
+// no sequence: nothing is settled.
 func Release(ctx context.Context, seqs Settler, js jetstream.JetStream, d notification.Delivery, how string) (string, error) {
+	if d.Sequence == nil || d.Order == nil {
+		return "", nil
+	}
 	r, err := seqs.Settle(ctx, d.Sequence.Key, d.DedupeKey)
 	if err != nil || r == nil {
 		return "", err
