@@ -157,10 +157,17 @@ func TestRevisionWhoseDocumentIsNotRenderedReleasesTheNext(t *testing.T) {
 	require.True(t, r2.Deliveries[0].Sequence.Behind)
 	o.submit(t, r1)
 	o.submit(t, r2)
-	held := fmt.Sprintf("held behind revision 1 (notification %s)", r1.Deliveries[0].ID)
-	require.Eventually(t, func() bool { return o.entry(t, r2.Deliveries[0]).Reason == held }, 60*time.Second, 10*time.Millisecond, held)
+	waiting := fmt.Sprintf("held behind revision 1 (notification %s)", r1.Deliveries[0].ID)
+	require.Eventually(t, func() bool { return o.entry(t, r2.Deliveries[0]).Reason == waiting }, 60*time.Second, 10*time.Millisecond, waiting)
 	close(f.gate)
 
+	// Revision 1 is settled before its request is dead-lettered: nothing
+	// holds revision 2 any more (a probe that parks nothing then).
+	require.Eventually(t, func() bool { return len(o.messages(t, "DLQ")) == 1 }, 60*time.Second, 10*time.Millisecond)
+	d2 := r2.Deliveries[0]
+	_, held, err := o.seq.Park(heraldtest.Context(t), d2.Sequence.Key, d2.DedupeKey, []byte("probe"))
+	require.NoError(t, err)
+	require.False(t, held, "revision 1 settled")
 	require.Eventually(t, func() bool { return o.entry(t, r2.Deliveries[0]).State == ledger.Delivered }, 60*time.Second, 10*time.Millisecond,
 		"revision 2 is sent once revision 1 is given up")
 	e := o.entry(t, r2.Deliveries[0])
@@ -168,7 +175,7 @@ func TestRevisionWhoseDocumentIsNotRenderedReleasesTheNext(t *testing.T) {
 	require.Len(t, fake.Received(), 1, "revision 1 is never sent")
 	require.Equal(t, r2.Deliveries[0].ID, fake.Received()[0].Tags[ses.TagNotificationID])
 	dlq := o.messages(t, "DLQ")
-	require.Len(t, dlq, 1, "revision 1's render request")
+	require.Len(t, dlq, 1, "revision 1's render request, once")
 	require.Contains(t, dlq[0].Header.Get(deadletter.HeaderReason), "render failed after 2 tries")
 }
 
