@@ -256,3 +256,24 @@ func TestFailedReleaseRetriesTheRequest(t *testing.T) {
 	require.Eventually(t, func() bool { return len(o.messages(t, "DLQ")) == 1 }, 60*time.Second, 10*time.Millisecond)
 	require.Len(t, o.messages(t, "STATUS"), 1)
 }
+
+// On the request's last try a release that fails cannot be retried: the
+// request is dead-lettered, its reason saying the release failed too, so
+// that replaying it is known to release the order's next revisions.
+func TestReleaseFailingOnTheLastTryIsInTheDeadLettersReason(t *testing.T) {
+	t.Parallel()
+	r1 := revision(t, 1)
+	f := &failingFor{object: r1.Object, gate: make(chan struct{}), err: &render.InputError{Problems: []string{"no font has ☃"}}}
+	close(f.gate)
+	o := setupOrdered(t, f, 1)
+	ctx := heraldtest.Context(t)
+	o.register(t, &r1)
+	d := r1.Deliveries[0]
+	require.NoError(t, o.rdb.Set(ctx, o.prefix+"order:{"+d.Sequence.Key+"}:settled", "not a set", 0).Err())
+	o.submit(t, r1)
+
+	require.Eventually(t, func() bool { return len(o.messages(t, "DLQ")) == 1 }, 60*time.Second, 10*time.Millisecond)
+	reason := o.messages(t, "DLQ")[0].Header.Get(deadletter.HeaderReason)
+	require.Contains(t, reason, "no font has ☃")
+	require.Contains(t, reason, "releasing the order's next revision after "+d.ID)
+}
