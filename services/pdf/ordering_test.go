@@ -277,3 +277,30 @@ func TestReleaseFailingOnTheLastTryIsInTheDeadLettersReason(t *testing.T) {
 	require.Contains(t, reason, "no font has ☃")
 	require.Contains(t, reason, "releasing the order's next revision after "+d.ID)
 }
+
+// A request forged by one tenant, its delivery naming another tenant's
+// sequence, settles nothing there: the other tenant's revision 2 stays
+// parked behind its revision 1.
+func TestForgedRequestSettlesNoOtherTenantsRevisions(t *testing.T) {
+	t.Parallel()
+	r1 := revision(t, 1)
+	f := &failingFor{object: r1.Object, gate: make(chan struct{}), err: &render.InputError{Problems: []string{"no font has ☃"}}}
+	close(f.gate)
+	o := setupOrdered(t, f, 2)
+	ctx := heraldtest.Context(t)
+	theirs := notification.SequenceKey("globex", "PO-9", event.ChannelEmail, "olga@zarya.example")
+	ahead, err := o.seq.Register(ctx, []ordering.Slot{{Sequence: theirs, Member: "globex-r1", Revision: 1}, {Sequence: theirs, Member: "globex-r2", Revision: 2}})
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, true}, ahead)
+	_, held, err := o.seq.Park(ctx, theirs, "globex-r2", []byte("globex's revision 2"))
+	require.NoError(t, err)
+	require.True(t, held)
+
+	r1.Deliveries[0].Sequence.Key, r1.Deliveries[0].DedupeKey = theirs, "globex-r1"
+	o.submit(t, r1)
+	require.Eventually(t, func() bool { return len(o.messages(t, "DLQ")) == 1 }, 60*time.Second, 10*time.Millisecond)
+	h, held, err := o.seq.Park(ctx, theirs, "globex-r2", []byte("globex's revision 2"))
+	require.NoError(t, err)
+	require.True(t, held, "globex's revision 1 is still pending")
+	require.Equal(t, ordering.Holder{Member: "globex-r1", Revision: 1}, h)
+}

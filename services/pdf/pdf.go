@@ -346,6 +346,9 @@ func (s *Service) settle(ctx context.Context, req documents.Request) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	for _, d := range req.Deliveries {
+		if d.Sequence != nil && !strings.HasPrefix(d.Sequence.Key, req.Tenant+":") {
+			continue // a forged request settles no other tenant's revisions
+		}
 		next, err := ordering.Release(ctx, s.cfg.Sequences, s.js, d, "failed: its document was not rendered")
 		if err != nil {
 			return fmt.Errorf("releasing the order's next revision after %s: %w", d.ID, err)
