@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/notification"
 	"github.com/heraldhq/herald/shared/ordering"
-	"github.com/heraldhq/herald/shared/telemetry"
 )
 
 // Sequences hold and release the revisions of ordered routes
@@ -22,8 +18,8 @@ type Sequences interface {
 }
 
 // headerReleased, on a parked delivery published again, says which
-// revision's settlement released it and how: its next attempt tells it.
-const headerReleased = "Herald-Released"
+// revision's settlement released it and how (ordering.Release).
+const headerReleased = ordering.HeaderReleased
 
 // wait parks a notification while an earlier revision of its order, to the
 // same recipient on the same channel, is pending: the message itself is
@@ -71,11 +67,11 @@ func (w worker) release(ctx context.Context, j *job, o consumer.Outcome) consume
 		return o
 	}
 	ctx = context.WithoutCancel(ctx)
-	r, err := w.cfg.Sequences.Settle(ctx, s.Key, j.d.DedupeKey)
-	if err == nil && r != nil {
-		err = w.republish(ctx, j, r, how)
-	}
+	next, err := ordering.Release(ctx, w.cfg.Sequences, w.js, j.d, how)
 	if err == nil {
+		if next != "" {
+			j.log.InfoContext(ctx, "released the order's next revision", "next_notification_id", next)
+		}
 		return o
 	}
 	err = fmt.Errorf("releasing the order's next revision: %w", err)
@@ -118,23 +114,4 @@ func (w worker) settledAs(j *job, o consumer.Outcome) (string, bool) {
 		return string(e.State), true
 	}
 	return "", false
-}
-
-// republish publishes the released delivery again on its subject, with a
-// message id of its own and its releaser's, so that two releases by one
-// settlement (a redelivered copy settling again) are one message.
-func (w worker) republish(ctx context.Context, j *job, r *ordering.Released, how string) error {
-	next, err := notification.Decode(r.Data)
-	if err != nil {
-		return fmt.Errorf("parked delivery %s: %w", r.Member, err)
-	}
-	msg := nats.NewMsg(notification.Subject(next.Channel, next.Priority, next.Tenant))
-	msg.Data = r.Data
-	msg.Header.Set(jetstream.MsgIDHeader, "released:"+next.DedupeKey+":"+j.d.ID)
-	msg.Header.Set(headerReleased, fmt.Sprintf("released: revision %d %s", j.d.Order.Revision, how))
-	if _, err := telemetry.PublishMsg(ctx, w.js, msg); err != nil {
-		return fmt.Errorf("publishing parked delivery %s: %w", next.ID, err)
-	}
-	j.log.InfoContext(ctx, "released the order's next revision", "next_notification_id", next.ID)
-	return nil
 }

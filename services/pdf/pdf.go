@@ -8,7 +8,10 @@
 // A failed render is retried with a growing delay; when the consumer's
 // deliveries are exhausted the request is dead-lettered with its reason, and
 // a failed status event goes out for each waiting notification: none waits
-// forever in silence.
+// forever in silence. A waiting delivery of an ordered route is then
+// settled in its order's sequence, and the next revision parked behind it
+// released: a revision whose document is never rendered does not hold the
+// order's later ones.
 //
 // Several requests may name one document: the parts of a large fan-out, or
 // a later event that adds recipients to a revision. Whichever finds the
@@ -38,6 +41,7 @@ import (
 	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/documents"
 	"github.com/heraldhq/herald/shared/notification"
+	"github.com/heraldhq/herald/shared/ordering"
 	"github.com/heraldhq/herald/shared/telemetry"
 	"github.com/heraldhq/herald/streams"
 )
@@ -91,6 +95,15 @@ type Config struct {
 	// not hold up another's single order. Off, the durable "pdf" takes
 	// requests first come, first served.
 	Fair bool
+	// Sequences settle the ordered deliveries of a request given up,
+	// releasing the revisions parked behind them. Nil when no Redis is
+	// configured: routes are then not ordered.
+	Sequences Sequences
+}
+
+// Sequences release the revisions of ordered routes (ordering.Redis).
+type Sequences interface {
+	Settle(ctx context.Context, sequence, member string) (*ordering.Released, error)
 }
 
 // WithDefaults returns the config with every unset field filled in.
@@ -217,14 +230,14 @@ func (s *Service) Stop(ctx context.Context) error {
 func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
 	var req documents.Request
 	if err := json.Unmarshal(msg.Data(), &req); err != nil || req.Object == "" || req.Type == "" {
-		return s.giveUp(ctx, req, fmt.Errorf("malformed render request: %v", cmp.Or(err, errors.New("missing object or type"))))
+		return s.giveUp(ctx, msg, req, fmt.Errorf("malformed render request: %v", cmp.Or(err, errors.New("missing object or type"))))
 	}
 	if tokens := strings.Split(msg.Subject(), "."); len(tokens) == 4 && tokens[3] != req.Tenant {
-		return s.giveUp(ctx, req, fmt.Errorf("forged render request: tenant %q published on %s", req.Tenant, msg.Subject()))
+		return s.giveUp(ctx, msg, req, fmt.Errorf("forged render request: tenant %q published on %s", req.Tenant, msg.Subject()))
 	}
 	if !documents.BelongsTo(req.Object, req.Tenant) {
 		// Rendering over, or releasing, another tenant's document.
-		return s.giveUp(ctx, req, fmt.Errorf("forged render request: object %s is not tenant %q's", req.Object, req.Tenant))
+		return s.giveUp(ctx, msg, req, fmt.Errorf("forged render request: object %s is not tenant %q's", req.Object, req.Tenant))
 	}
 	ref, err := s.document(ctx, req)
 	if err == nil {
@@ -238,9 +251,9 @@ func (s *Service) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcom
 		// The order itself cannot be rendered (a character no font has, a
 		// malformed amount), or a delivery can never be published: no retry
 		// can change that.
-		return s.giveUp(ctx, req, err)
+		return s.giveUp(ctx, msg, req, err)
 	case s.lastTry(msg):
-		return s.giveUp(ctx, req, fmt.Errorf("render failed after %d tries: %w", s.maxDeliver, err))
+		return s.giveUp(ctx, msg, req, fmt.Errorf("render failed after %d tries: %w", s.maxDeliver, err))
 	}
 	s.count(ctx, req, "retry")
 	s.cfg.Logger.WarnContext(ctx, "document not ready; will retry", "object", req.Object, "tenant", req.Tenant, "error", err)
@@ -298,17 +311,53 @@ func (s *Service) release(ctx context.Context, req documents.Request, ref notifi
 	return err
 }
 
-// giveUp gives up on a request: every notification that waited on it is
-// told it failed (a status event), then the request is dead-lettered. If
-// the DLQ cannot be written the request comes back, and the status events
-// are published again within STATUS's duplicate window, dropped there.
-func (s *Service) giveUp(ctx context.Context, req documents.Request, cause error) consumer.Outcome {
+// giveUp gives up on a request: the order's revisions waiting behind its
+// deliveries are released, every notification that waited on it is told
+// it failed (a status event), then the request is dead-lettered. If the DLQ
+// cannot be written the request comes back, and the status events are
+// published again within STATUS's duplicate window, dropped there. A
+// release that fails retries the request instead — its next try gives up
+// and releases again — unless this is its last try: it is dead-lettered
+// then, saying so, and replaying it releases them.
+func (s *Service) giveUp(ctx context.Context, msg jetstream.Msg, req documents.Request, cause error) consumer.Outcome {
+	if err := s.settle(ctx, req); err != nil {
+		if !s.lastTry(msg) {
+			s.count(ctx, req, "retry")
+			s.cfg.Logger.WarnContext(ctx, "document given up, but the order's next revisions not released; will retry",
+				"object", req.Object, "tenant", req.Tenant, "error", err)
+			return consumer.Retry(fmt.Errorf("%w (giving up: %w)", err, cause), s.cfg.RetryDelay, time.Minute)
+		}
+		cause = fmt.Errorf("%w; %w", cause, err)
+	}
 	s.count(ctx, req, "failed")
 	s.cfg.Logger.ErrorContext(ctx, "giving up on a document; dead-lettering", "object", req.Object, "tenant", req.Tenant, "error", cause)
 	for _, d := range req.Deliveries {
 		s.publishFailed(ctx, d, cause)
 	}
 	return consumer.GiveUp(cause)
+}
+
+// settle settles each waiting delivery of an ordered route in its
+// sequence, as failed — it will never be sent — and publishes again the
+// revision parked behind it, if one is.
+func (s *Service) settle(ctx context.Context, req documents.Request) error {
+	if s.cfg.Sequences == nil {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, d := range req.Deliveries {
+		if d.Sequence != nil && !strings.HasPrefix(d.Sequence.Key, req.Tenant+":") {
+			continue // a forged request settles no other tenant's revisions
+		}
+		next, err := ordering.Release(ctx, s.cfg.Sequences, s.js, d, "failed: its document was not rendered")
+		if err != nil {
+			return fmt.Errorf("releasing the order's next revision after %s: %w", d.ID, err)
+		}
+		if next != "" {
+			s.cfg.Logger.InfoContext(ctx, "released the order's next revision", "notification_id", d.ID, "next_notification_id", next)
+		}
+	}
+	return nil
 }
 
 func (s *Service) publishFailed(ctx context.Context, d notification.Delivery, cause error) {

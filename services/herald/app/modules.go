@@ -214,6 +214,9 @@ func (a *App) configureWorkflow() error {
 func (a *App) configurePDF() error {
 	a.pdfC = pdf.Config{Concurrency: a.cfg.PDF.Concurrency, Fair: a.cfg.FairScheduling(), Logger: a.logger.With("service", "pdf"),
 		MeterProvider: a.tel.MeterProvider(), Tenants: a.tenants, TracerProvider: a.tracer}.WithDefaults()
+	if a.rdb != nil { // a render given up releases the order's revisions parked behind it
+		a.pdfC.Sequences = ordering.New(a.rdb, a.cfg.Redis.Prefix)
+	}
 	return a.pdfC.Validate()
 }
 
