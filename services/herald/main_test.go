@@ -48,7 +48,7 @@ func TestStreamsPrint(t *testing.T) {
 
 	out, err = herald(t, "streams", "print")
 	require.NoError(t, err)
-	require.Equal(t, 68, strings.Count(out, "# streams/"))
+	require.Equal(t, 69, strings.Count(out, "# streams/"))
 }
 
 func TestStreamsApplyAndPublish(t *testing.T) {
@@ -60,12 +60,12 @@ func TestStreamsApplyAndPublish(t *testing.T) {
 	// and DOCS (1) are templates, made per tenant by the services.
 	out, err := herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 49, strings.Count(out, "created "), out)
+	require.Equal(t, 50, strings.Count(out, "created "), out)
 	require.Equal(t, 19, strings.Count(out, "template "), out)
 	require.Contains(t, out, "template  consumer NOTIFY > email-normal (made per tenant from this declaration: scheduling.fair)")
 	out, err = herald(t, "streams", "apply")
 	require.NoError(t, err)
-	require.Equal(t, 49, strings.Count(out, "unchanged "), out)
+	require.Equal(t, 50, strings.Count(out, "unchanged "), out)
 
 	out, err = herald(t, "publish", "../../examples/events/order.created.json")
 	require.NoError(t, err)
