@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/heraldhq/herald/shared/redisconn"
 )
 
 var (
@@ -28,16 +30,16 @@ var (
 )
 
 // Redis takes leases on one Redis (or a client-side-routed cluster).
-// Concurrent acquires and releases share round trips (see batcher).
+// Concurrent acquires and releases share round trips (redisconn.Batcher).
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
-	batch  *batcher
+	batch  *redisconn.Batcher
 }
 
 // NewRedis returns a locker whose keys are prefix+key.
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
-	return &Redis{client: client, prefix: prefix, batch: &batcher{client: client}}
+	return &Redis{client: client, prefix: prefix, batch: redisconn.NewBatcher(client)}
 }
 
 // Lease is a held lock.
@@ -60,7 +62,7 @@ func (r *Redis) Acquire(ctx context.Context, key string, ttl time.Duration) (*Le
 	}
 	l := &Lease{r: r, key: r.prefix + key, token: hex.EncodeToString(b[:])}
 	cmd := redis.NewBoolCmd(ctx, "set", l.key, l.token, "px", ttl.Milliseconds(), "nx")
-	_ = r.batch.do(ctx, cmd)
+	_ = r.batch.Do(ctx, cmd)
 	ok, err := cmd.Result()
 	switch {
 	case err != nil:
@@ -86,7 +88,7 @@ return 0`)
 // Release gives the lease back if it is still this owner's.
 func (l *Lease) Release(ctx context.Context) error {
 	cmd := redis.NewCmd(ctx, "evalsha", release.Hash(), 1, l.key, l.token)
-	err := l.r.batch.do(ctx, cmd)
+	err := l.r.batch.Do(ctx, cmd)
 	if redis.HasErrorPrefix(err, "NOSCRIPT") { // a Redis restarted since the script was loaded
 		cmd = release.Eval(ctx, l.r.client, []string{l.key}, l.token)
 	}

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/heraldhq/herald/shared/redisconn"
 )
 
 // Slot is one revision of a sequence: Member (a dedupe key) at Revision.
@@ -45,6 +47,7 @@ type Released struct {
 // Redis keeps sequences on one Redis (or a client-side-routed cluster).
 type Redis struct {
 	client redis.UniversalClient
+	batch  *redisconn.Batcher
 	prefix string
 	ttl    time.Duration
 }
@@ -56,7 +59,7 @@ const DefaultTTL = 7 * 24 * time.Hour
 
 // New returns sequences whose keys start with prefix.
 func New(client redis.UniversalClient, prefix string) *Redis {
-	return &Redis{client: client, prefix: prefix, ttl: DefaultTTL}
+	return &Redis{client: client, batch: redisconn.NewBatcher(client), prefix: prefix, ttl: DefaultTTL}
 }
 
 // keys are a sequence's sorted set, parked hash and settled set.
@@ -157,41 +160,47 @@ func (r *Redis) Park(ctx context.Context, sequence, member string, data []byte) 
 	return Holder{Member: v[0], Revision: int(math.Floor(score))}, true, nil
 }
 
-// Settle records member's revision as settled — removed from the
-// sequence, its parked copy dropped, remembered as settled so that an
-// event routed again does not bring it back — and returns the next
-// revision's delivery if it is parked, to be published again. One
-// transaction, without a script (the hot path: every ordered delivery
-// settles; Lua is costly on the embedded Redis of herald dev), and a second
-// read only when a revision is pending behind this one. A Park running
-// between the two sees nothing ahead of it and is sent, so none is missed.
-// The parked copy stays until its own member settles, so a release lost
-// between this and its publication is handed back by the next Settle of the
-// sequence (a redelivered copy's).
+// settle removes a member from its sequence, drops its parked copy,
+// remembers it as settled (an event routed again must not bring it back),
+// and returns the next revision's parked delivery, if it is parked.
+var settle = redis.NewScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[1])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if #head == 0 then return false end
+local data = redis.call('HGET', KEYS[2], head[1])
+if not data then return false end
+return {head[1], data}
+`)
+
+// Settle records member's revision as settled and returns the next
+// revision's delivery if it is parked, to be published again. It is the
+// hot path — every ordered delivery settles — so it is one script sent
+// with the other workers' settlements (redisconn.Batcher): one round trip
+// for many. The parked copy stays until its own member settles, so a
+// release lost between this and its publication is handed back by the
+// next Settle of the sequence (a redelivered copy's).
 func (r *Redis) Settle(ctx context.Context, sequence, member string) (*Released, error) {
-	k := r.keys(sequence)
-	var head *redis.StringSliceCmd
-	_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZRem(ctx, k[0], member)
-		p.HDel(ctx, k[1], member)
-		p.SAdd(ctx, k[2], member)
-		p.PExpire(ctx, k[2], r.ttl)
-		head = p.ZRange(ctx, k[0], 0, 0)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ordering: settling %s: %w", member, err)
+	keys := r.keys(sequence)
+	args := []any{"evalsha", settle.Hash(), len(keys)}
+	for _, k := range keys {
+		args = append(args, k)
 	}
-	if len(head.Val()) == 0 {
-		return nil, nil
+	cmd := redis.NewCmd(ctx, append(args, member, r.ttl.Milliseconds())...)
+	err := r.batch.Do(ctx, cmd)
+	if redis.HasErrorPrefix(err, "NOSCRIPT") { // first use, or a Redis restarted since
+		cmd = settle.Eval(ctx, r.client, keys, member, r.ttl.Milliseconds())
 	}
-	next := head.Val()[0]
-	data, err := r.client.HGet(ctx, k[1], next).Bytes()
+	v, err := cmd.StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("ordering: settling %s: reading %s: %w", member, next, err)
+		return nil, fmt.Errorf("ordering: settling %s: %w", member, err)
+	case len(v) != 2:
+		return nil, fmt.Errorf("ordering: settling %s: unexpected answer of %d values", member, len(v))
 	}
-	return &Released{Member: next, Data: data}, nil
+	return &Released{Member: v[0], Data: []byte(v[1])}, nil
 }

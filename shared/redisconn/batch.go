@@ -1,4 +1,4 @@
-package lock
+package redisconn
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // maxBatch bounds the commands one round trip carries.
 const maxBatch = 256
 
-// batcher sends the commands of concurrent callers to Redis together: one
+// Batcher sends the commands of concurrent callers to Redis together: one
 // pipeline, one write and one read for all of them, instead of a round trip
 // each. There is no background goroutine: the first caller to find no
 // round trip under way leads one, for itself and everyone queued; callers
@@ -20,12 +20,20 @@ const maxBatch = 256
 //
 // Pipelining changes nothing of each command's meaning: Redis runs them one
 // by one, in order, each as atomic as it was alone.
-type batcher struct {
+//
+// The leases (shared/lock) and the orders' sequences (shared/ordering) each
+// keep one: every delivery takes a lease, gives it back and settles its
+// revision, and on two cores a round trip each was a tenth of a delivery's
+// cost.
+type Batcher struct {
 	client  redis.UniversalClient
 	mu      sync.Mutex
 	queue   []*call
 	leading bool
 }
+
+// NewBatcher sends its callers' commands to client.
+func NewBatcher(client redis.UniversalClient) *Batcher { return &Batcher{client: client} }
 
 type call struct {
 	cmd      redis.Cmder
@@ -33,11 +41,11 @@ type call struct {
 	finished bool // set before wake: the result is in cmd; else, lead
 }
 
-// do runs cmd, with whatever other commands are waiting, and returns when
+// Do runs cmd, with whatever other commands are waiting, and returns when
 // its result is in. It does not give up on ctx: a command sent cannot be
 // taken back (a lease taken while its caller stopped waiting would be held
 // for nothing until its TTL), and the client's own timeouts bound the wait.
-func (b *batcher) do(ctx context.Context, cmd redis.Cmder) error {
+func (b *Batcher) Do(ctx context.Context, cmd redis.Cmder) error {
 	c := &call{cmd: cmd, wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
@@ -68,7 +76,7 @@ func (b *batcher) do(ctx context.Context, cmd redis.Cmder) error {
 
 // exec sends batch in one pipeline and wakes every caller in it but self.
 // Per-command results (and errors) land in each command.
-func (b *batcher) exec(ctx context.Context, batch []*call, self *call) {
+func (b *Batcher) exec(ctx context.Context, batch []*call, self *call) {
 	pipe := b.client.Pipeline()
 	for _, c := range batch {
 		_ = pipe.Process(ctx, c.cmd)
@@ -87,7 +95,7 @@ func (b *batcher) exec(ctx context.Context, batch []*call, self *call) {
 // a command could not reach its node: after a master dies and its replica
 // takes over, the client would otherwise keep dialling the dead address
 // for its slots (go-redis reloads on MOVED, which a dead node never sends).
-func (b *batcher) followCluster(ctx context.Context, batch []*call) {
+func (b *Batcher) followCluster(ctx context.Context, batch []*call) {
 	cc, ok := b.client.(*redis.ClusterClient)
 	if !ok {
 		return
