@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -119,6 +120,11 @@ type Fair struct {
 	wakes  map[foundKey]wake
 	wakeAt time.Time
 	rewake chan struct{}
+
+	// idleWakes counts the workers woken to find no key in line,
+	// emptyPulls the pulls that found nothing: work the loop did for no
+	// delivery.
+	idleWakes, emptyPulls atomic.Int64
 }
 
 // note is what the core subscription heard of a key since the last pick:
@@ -406,25 +412,37 @@ func (c *classState) unhold(now time.Time) time.Time {
 
 // work takes the next key's next message, until Stop.
 func (f *Fair) work(ctx context.Context) {
+	woken := false
 	for {
 		select {
 		case <-f.quit:
 			return
 		default:
 		}
-		c, k, msg, wait := f.pick()
+		c, k, msg, more, wait := f.pick()
 		if k == nil {
+			if woken {
+				f.idleWakes.Add(1)
+			}
+			woken = false
 			select {
 			case <-f.quit:
 				return
 			case <-f.wake:
+				woken = true
 			case <-time.After(wait):
 			}
 			continue
 		}
-		// There may be more: the next idle worker looks (and, finding
-		// some, wakes the next), rather than every worker at once.
-		f.signal()
+		woken = false
+		// More in line: the next idle worker takes it (and, finding more
+		// still, wakes the next), rather than every worker at once. With
+		// nothing left it sleeps on: a worker woken to an empty line
+		// costs two switches and the loop's lock for nothing — at a
+		// steady trickle, one per delivery.
+		if more {
+			f.signal()
+		}
 		f.serve(ctx, c, k, msg)
 	}
 }
@@ -432,11 +450,25 @@ func (f *Fair) work(ctx context.Context) {
 // pick is the next key to serve: the class by smooth weighted round robin
 // among those with a key in line, then that class's first key in line,
 // with a message already pulled if it has one (the key then goes back in
-// line behind the others). With none, wait is how long until a held-back
-// key is ready.
-func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
+// line behind the others); more says a key is still in line after it.
+// With none, wait is how long until a held-back key is ready.
+func (f *Fair) pick() (c *classState, k *keyState, msg jetstream.Msg, more bool, wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	c, k, msg, wait = f.take()
+	if k != nil {
+		more = f.inLine()
+	}
+	return c, k, msg, more, wait
+}
+
+// inLine says whether any class has a key in line. f.mu is held.
+func (f *Fair) inLine() bool {
+	return slices.ContainsFunc(f.classes, func(c *classState) bool { return len(c.fresh)+len(c.turns) > 0 })
+}
+
+// take is pick's choice. f.mu is held.
+func (f *Fair) take() (*classState, *keyState, jetstream.Msg, time.Duration) {
 	f.absorb()
 	now := time.Now()
 	wait := f.cfg.Discover
@@ -554,10 +586,14 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		if len(k.buf) == 0 {
 			k.fresh = false
 		}
+		f.drained(c, k)
 		c.enqueue(k) // it may hold more, for the next worker
-		f.signal()
+		if k.queued {
+			f.signal()
+		}
 		return msgs[0]
 	case err == nil:
+		f.emptyPulls.Add(1)
 		k.pending = 0
 		if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
 			k.empty, k.unpulled, k.fresh, k.dryAt = true, 0, false, time.Now()
@@ -575,6 +611,23 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		f.drop(c, k)
 	}
 	return nil
+}
+
+// drained has k, whose pull the server answered with none left after it
+// and which no sighting since says holds more, run dry with its last
+// pull, rather than be pulled once more to hear so: at a trickle that
+// empty pull was a round trip per delivery. A message published after
+// the pull is heard of and wakes k; one the server hands back later (a
+// retry's delay, an ack wait run out) wakes it as a dry pull would have
+// left it. f.mu is held.
+func (f *Fair) drained(c *classState, k *keyState) {
+	if k.pending > 0 || k.unpulled > 0 {
+		return
+	}
+	k.empty, k.dryAt = true, time.Now()
+	if len(k.buf) == 0 && len(c.waiting) > 0 {
+		f.signalTurn() // its slot can serve another
+	}
 }
 
 // want is how many k's next pull would take, for Ready: at most Batch and
