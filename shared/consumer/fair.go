@@ -74,6 +74,12 @@ type FairConfig struct {
 	// Quantum is how many messages a key takes in its turn at a slot
 	// while others wait for one. Defaults to 256.
 	Quantum int
+	// MinConcurrency, when set, has the handlers in flight at once
+	// follow their latency, between it and Concurrency (limit.go): as
+	// many as a slow provider needs, as few as the cores sustain when it
+	// answers at once. Zero keeps Concurrency in flight whenever there
+	// is work.
+	MinConcurrency int
 }
 
 // Fair consumes several classes of keyed subjects so that no key's
@@ -125,6 +131,8 @@ type Fair struct {
 	// emptyPulls the pulls that found nothing: work the loop did for no
 	// delivery.
 	idleWakes, emptyPulls atomic.Int64
+	// limit bounds the handlers in flight, when MinConcurrency is set.
+	limit *limiter
 }
 
 // note is what the core subscription heard of a key since the last pick:
@@ -256,6 +264,9 @@ func StartFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		wake: make(chan struct{}, 1), turn: make(chan struct{}, 1), quit: make(chan struct{}),
 		changes: make(chan struct{}, changing), notes: map[foundKey]note{},
 		wakes: map[foundKey]wake{}, rewake: make(chan struct{}, 1)}
+	if cfg.MinConcurrency > 0 {
+		f.limit = newLimiter(cfg.MinConcurrency, cfg.Concurrency)
+	}
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
 		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, c.Template.AckWait, h)
@@ -419,8 +430,12 @@ func (f *Fair) work(ctx context.Context) {
 			return
 		default:
 		}
+		if f.limit != nil && !f.limit.acquire(f.quit) {
+			return
+		}
 		c, k, msg, more, wait := f.pick()
 		if k == nil {
+			f.release(0)
 			if woken {
 				f.idleWakes.Add(1)
 			}
@@ -443,7 +458,15 @@ func (f *Fair) work(ctx context.Context) {
 		if more {
 			f.signal()
 		}
-		f.serve(ctx, c, k, msg)
+		f.release(f.serve(ctx, c, k, msg))
+	}
+}
+
+// release ends a worker's turn under the limit, which took took (zero:
+// it handled nothing).
+func (f *Fair) release(took time.Duration) {
+	if f.limit != nil {
+		f.limit.release(took)
 	}
 }
 
@@ -511,8 +534,9 @@ func (f *Fair) take() (*classState, *keyState, jetstream.Msg, time.Duration) {
 }
 
 // serve handles msg, or, with none in hand, pulls k's next messages, if
-// Ready allows, and handles the first.
-func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) {
+// Ready allows, and handles the first; took is how long the handler took
+// (zero: none ran).
+func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) (took time.Duration) {
 	var acked string
 	defer func() {
 		f.mu.Lock()
@@ -530,12 +554,16 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 			return
 		}
 	}
-	switch o := c.handle(ctx, msg); o.settle {
+	start := time.Now()
+	o := c.handle(ctx, msg)
+	took = max(time.Since(start), time.Nanosecond)
+	switch o.settle {
 	case done, giveUp:
 		acked = msg.Reply()
 	case retry:
 		f.wakeAfter(c, k.key, o.after)
 	}
+	return took
 }
 
 // fetch pulls k's next messages: the first to handle, the others to k's

@@ -3,8 +3,11 @@ package consumer_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stretchr/testify/require"
 
@@ -41,4 +44,36 @@ func TestATrickleWakesNoWorkerAndPullsNothingInVain(t *testing.T) {
 	wakes, emptyPulls := f.Idle()
 	require.LessOrEqual(t, emptyPulls, int64(trickle/10), "pulls that found nothing")
 	require.LessOrEqual(t, wakes, int64(trickle/10), "workers woken to an empty line")
+}
+
+// queueing is a handler whose sends share one resource, as sends to a
+// provider that answers at once share the cores: each takes 100 µs per
+// send in flight, at least 1 ms. It notes the most in flight at once.
+type queueing struct {
+	inflight, peak atomic.Int64
+	handled        handled
+}
+
+func (q *queueing) handle(ctx context.Context, msg jetstream.Msg) consumer.Outcome {
+	n := q.inflight.Add(1)
+	defer q.inflight.Add(-1)
+	for p := q.peak.Load(); n > p && !q.peak.CompareAndSwap(p, n); p = q.peak.Load() {
+	}
+	time.Sleep(max(time.Millisecond, time.Duration(n)*100*time.Microsecond))
+	return q.handled.handle(ctx, msg)
+}
+
+// With MinConcurrency set, a backlog whose sends only wait on each other
+// is not handled by every worker at once: the limit stays near the ten
+// in flight the shared resource sustains, far under the 64 workers.
+func TestSendsThatQueueOnEachOtherAreNotAllInFlight(t *testing.T) {
+	t.Parallel()
+	counts := map[string]int{"q.low.a": 1500, "q.low.b": 1500}
+	n := fairQueue(t, counts)
+	q := &queueing{}
+	startFair(t, n, q.handle, consumer.FairConfig{Config: consumer.Config{Concurrency: 64}, MinConcurrency: 4,
+		Batch: 16, Classes: []consumer.Class{class("low", 1)}})
+	q.handled.wait(t, 3000)
+	q.handled.once(t, counts)
+	require.Less(t, q.peak.Load(), int64(32), "sends in flight at once")
 }
