@@ -27,7 +27,9 @@ func slowProvider(int) time.Duration { return 200 * time.Millisecond }
 
 // cores take 100 µs per send in flight, at least 1 ms (the round trips):
 // beyond 10 in flight, sends wait on each other.
-func cores(inflight int) time.Duration { return max(time.Millisecond, time.Duration(inflight)*100*time.Microsecond) }
+func cores(inflight int) time.Duration {
+	return max(time.Millisecond, time.Duration(inflight)*100*time.Microsecond)
+}
 
 // A provider that takes 200 ms whatever the sends in flight has the limit
 // grow to the most; once it answers at once and the sends queue on the
