@@ -41,9 +41,9 @@ func TestATrickleWakesNoWorkerAndPullsNothingInVain(t *testing.T) {
 		h.wait(t, i+1)
 	}
 	h.once(t, map[string]int{"q.low.a": trickle})
-	wakes, emptyPulls := f.Idle()
-	require.LessOrEqual(t, emptyPulls, int64(trickle/10), "pulls that found nothing")
-	require.LessOrEqual(t, wakes, int64(trickle/10), "workers woken to an empty line")
+	w := f.Work()
+	require.LessOrEqual(t, w.EmptyPulls, int64(trickle/10), "pulls that found nothing")
+	require.LessOrEqual(t, w.IdleWakes, int64(trickle/10), "workers woken to an empty line")
 }
 
 // queueing is a handler whose sends share one resource, as sends to a

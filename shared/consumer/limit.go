@@ -19,7 +19,7 @@ import (
 // handling time with the best (lowest) mean of the last probeEvery
 // windows — the baseline — and sets
 //
-//	limit = limit × gradient + limit/4,  gradient = baseline / mean ∈ [½, 1]
+//	limit = limit × gradient + limit/4,  gradient = 1.25 × baseline / mean ∈ [½, 1]
 //
 // so that the limit grows by a quarter while handling takes what it took
 // with fewer in flight (a provider's latency: the sends wait on the
@@ -27,7 +27,8 @@ import (
 // Every probeEvery windows one runs at half the limit, so that the
 // baseline is what fewer in flight take now, not what they took before a
 // change: a provider that answered slowly and now answers at once, whose
-// sends now queue, is found out. A window that never had half the limit
+// sends now queue, is found out — and if half as many went clearly
+// faster (by more than tolerance), the limit stays at half. A window that never had half the limit
 // in flight (the work, not the limit, set how many ran) does not grow it.
 type limiter struct {
 	mu       sync.Mutex
@@ -54,6 +55,11 @@ const (
 	probeEvery = 16
 	// minWindow is the fewest handlings a window averages.
 	minWindow = 16
+	// tolerance is how much slower than the baseline a window may be
+	// before the limit shrinks: noise (a collection, another process on
+	// the cores) is not taken for sends queueing, which a probe at half
+	// the limit shows as twice as slow.
+	tolerance = 1.25
 )
 
 // newLimiter starts at least, the limit it never goes under; most is the
@@ -129,8 +135,8 @@ func (l *limiter) sample(took time.Duration) {
 	if l.n < max(l.current(), minWindow) {
 		return
 	}
-	mean := l.sum / time.Duration(l.n)
-	limited := l.peak < l.current()/2
+	mean, ran := l.sum/time.Duration(l.n), l.current()
+	limited := l.peak < ran/2
 	probed := l.probing
 	l.n, l.sum, l.peak = 0, 0, l.inflight
 	l.means = append(l.means, mean)
@@ -140,9 +146,14 @@ func (l *limiter) sample(took time.Duration) {
 	l.windows++
 	l.probing = l.windows%probeEvery == 0
 	if probed {
-		return // a probe measures the baseline; the limit stays
+		// Half as many in flight went clearly faster: they were
+		// queueing on each other, and half is the limit now.
+		if before := l.means[max(len(l.means)-2, 0)]; tolerance*float64(mean) < float64(before) {
+			l.limit = float64(ran)
+		}
+		return // otherwise the probe is only a baseline
 	}
-	gradient := min(max(float64(slices.Min(l.means))/float64(mean), 0.5), 1)
+	gradient := min(max(tolerance*float64(slices.Min(l.means))/float64(mean), 0.5), 1)
 	next := l.limit*gradient + l.limit/4
 	if limited {
 		next = min(next, l.limit)
@@ -155,4 +166,25 @@ func (l *limiter) Limit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.current()
+}
+
+// FairWork is what a fair loop did for no delivery since it started, and
+// how many handlers its limit lets run at once now.
+type FairWork struct {
+	// IdleWakes are workers woken to find no key in line.
+	IdleWakes int64
+	// EmptyPulls are pulls that found nothing.
+	EmptyPulls int64
+	// Limit is the handlers in flight the limit allows now; 0 without
+	// MinConcurrency (Concurrency, whenever there is work).
+	Limit int
+}
+
+// Work is what f did for no delivery, and its limit now.
+func (f *Fair) Work() FairWork {
+	w := FairWork{IdleWakes: f.idleWakes.Load(), EmptyPulls: f.emptyPulls.Load()}
+	if f.limit != nil {
+		w.Limit = f.limit.Limit()
+	}
+	return w
 }
