@@ -433,7 +433,7 @@ func (f *Fair) work(ctx context.Context) {
 		if f.limit != nil && !f.limit.acquire(f.quit) {
 			return
 		}
-		c, k, msg, more, wait := f.pick()
+		c, k, msg, wait := f.pick()
 		if k == nil {
 			f.release(0)
 			if woken {
@@ -450,14 +450,9 @@ func (f *Fair) work(ctx context.Context) {
 			continue
 		}
 		woken = false
-		// More in line: the next idle worker takes it (and, finding more
-		// still, wakes the next), rather than every worker at once. With
-		// nothing left it sleeps on: a worker woken to an empty line
-		// costs two switches and the loop's lock for nothing — at a
-		// steady trickle, one per delivery.
-		if more {
-			f.signal()
-		}
+		// There may be more: the next idle worker looks (and, finding
+		// some, wakes the next), rather than every worker at once.
+		f.signal()
 		f.release(f.serve(ctx, c, k, msg))
 	}
 }
@@ -473,25 +468,11 @@ func (f *Fair) release(took time.Duration) {
 // pick is the next key to serve: the class by smooth weighted round robin
 // among those with a key in line, then that class's first key in line,
 // with a message already pulled if it has one (the key then goes back in
-// line behind the others); more says a key is still in line after it.
-// With none, wait is how long until a held-back key is ready.
-func (f *Fair) pick() (c *classState, k *keyState, msg jetstream.Msg, more bool, wait time.Duration) {
+// line behind the others). With none, wait is how long until a held-back
+// key is ready.
+func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c, k, msg, wait = f.take()
-	if k != nil {
-		more = f.inLine()
-	}
-	return c, k, msg, more, wait
-}
-
-// inLine says whether any class has a key in line. f.mu is held.
-func (f *Fair) inLine() bool {
-	return slices.ContainsFunc(f.classes, func(c *classState) bool { return len(c.fresh)+len(c.turns) > 0 })
-}
-
-// take is pick's choice. f.mu is held.
-func (f *Fair) take() (*classState, *keyState, jetstream.Msg, time.Duration) {
 	f.absorb()
 	now := time.Now()
 	wait := f.cfg.Discover

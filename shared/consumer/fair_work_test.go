@@ -16,12 +16,10 @@ import (
 )
 
 // At a trickle — one message at a time, each handled before the next is
-// published — the loop does no work for nothing: no worker is woken to
-// an empty line, and no key is pulled again only to find it has none.
-// Each of those was one per delivery: a worker taking a key woke the
-// next idle one whether or not more was in line, and a key that had
-// just handed over its last message went back in line for an empty pull.
-func TestATrickleWakesNoWorkerAndPullsNothingInVain(t *testing.T) {
+// published — no key is pulled again only to find it has none: a key
+// that had just handed over its last message went back in line for an
+// empty pull, a round trip per delivery.
+func TestATricklePullsNothingInVain(t *testing.T) {
 	t.Parallel()
 	n := fairQueue(t, nil)
 	h := &handled{}
@@ -43,7 +41,6 @@ func TestATrickleWakesNoWorkerAndPullsNothingInVain(t *testing.T) {
 	h.once(t, map[string]int{"q.low.a": trickle})
 	w := f.Work()
 	require.LessOrEqual(t, w.EmptyPulls, int64(trickle/10), "pulls that found nothing")
-	require.LessOrEqual(t, w.IdleWakes, int64(trickle/10), "workers woken to an empty line")
 }
 
 // queueing is a handler whose sends share one resource, as sends to a
@@ -75,5 +72,5 @@ func TestSendsThatQueueOnEachOtherAreNotAllInFlight(t *testing.T) {
 		Batch: 16, Classes: []consumer.Class{class("low", 1)}})
 	q.handled.wait(t, 3000)
 	q.handled.once(t, counts)
-	require.Less(t, q.peak.Load(), int64(32), "sends in flight at once")
+	require.Less(t, q.peak.Load(), int64(48), "sends in flight at once")
 }
