@@ -31,7 +31,6 @@ import (
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
-	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
@@ -122,34 +121,13 @@ type Report struct {
 	Writes            int64   `json:"jetstream_writes"`
 	WritesPerDelivery float64 `json:"jetstream_writes_per_delivery"`
 	CPUSeconds        float64 `json:"cpu_seconds"`
-	// Work is what the fair loop did for no delivery, per delivery: a
-	// count the machine's load does not move, unlike the latencies.
-	Work          Work    `json:"fair_loop"`
-	PeakRSSMB     float64 `json:"peak_rss_mb"`
-	EmbeddedNATS  bool    `json:"embedded_nats"`
-	EmbeddedRedis bool    `json:"embedded_redis"`
-	Cores         int     `json:"cores"`
-	GoVersion     string  `json:"go_version"`
+	PeakRSSMB         float64 `json:"peak_rss_mb"`
+	EmbeddedNATS      bool    `json:"embedded_nats"`
+	EmbeddedRedis     bool    `json:"embedded_redis"`
+	Cores             int     `json:"cores"`
+	GoVersion         string  `json:"go_version"`
 
 	Histogram *hdrhistogram.Histogram `json:"-"`
-}
-
-// Work is what the fair loop did during a run for no delivery.
-type Work struct {
-	// IdleWakesPerDelivery are workers woken to find no tenant in line.
-	IdleWakesPerDelivery float64 `json:"idle_wakes_per_delivery"`
-	// EmptyPullsPerDelivery are pulls that found nothing.
-	EmptyPullsPerDelivery float64 `json:"empty_pulls_per_delivery"`
-	// Limit is how many sends the loop let run at once at the run's
-	// end (it follows their latency).
-	Limit int `json:"in_flight_limit"`
-}
-
-// work is the fair loop's work between from and to, over delivered.
-func work(from, to consumer.FairWork, delivered int) Work {
-	per := func(n int64) float64 { return float64(n) / float64(max(delivered, 1)) }
-	return Work{IdleWakesPerDelivery: per(to.IdleWakes - from.IdleWakes),
-		EmptyPullsPerDelivery: per(to.EmptyPulls - from.EmptyPulls), Limit: to.Limit}
 }
 
 // Latency is the end-to-end latency distribution, event publish to
@@ -206,7 +184,7 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	if err != nil {
 		return Report{}, err
 	}
-	startCPU, start, startWork := cpuTime(), time.Now(), env.sent.Work()
+	startCPU, start := cpuTime(), time.Now()
 	done := make(chan error, 1)
 	go func() { done <- w.publish(ctx, env.js, cfg.Rate) }()
 	report, err := w.wait(ctx, got, cfg.Timeout, progress)
@@ -233,7 +211,6 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 		report.Writes = writes - startWrites
 		report.WritesPerDelivery = float64(report.Writes) / float64(max(report.Delivered, 1))
 	}
-	report.Work = work(startWork, env.sent.Work(), report.Delivered)
 	report.PeakRSSMB = peakRSSMB()
 	report.EmbeddedNATS, report.EmbeddedRedis = cfg.NATSURL == "", cfg.RedisURL == ""
 	report.Cores, report.GoVersion = runtime.GOMAXPROCS(0), runtime.Version()
@@ -260,8 +237,6 @@ type env struct {
 	rdb   redis.UniversalClient
 	dir   string
 	url   string // NATS's
-	// sent is the delivery service startServices started.
-	sent *delivery.Service
 }
 
 func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, error) {
@@ -367,7 +342,6 @@ func (e *env) startServices(ctx context.Context, cfg Config, far *farSide, feats
 	if err != nil {
 		return nil, err
 	}
-	e.sent = d
 	return startAll(ctx, append(services, d))
 }
 
