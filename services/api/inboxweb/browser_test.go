@@ -107,15 +107,24 @@ func TestInboxInTheBrowser(t *testing.T) {
 	require.Equal(t, "Open|Document", b.eval(`[...root.querySelectorAll("li a")].map((a) => a.textContent).join("|")`))
 	b.screenshot()
 
-	b.click(`li[data-id="itm-1"] button[data-action="read"]`)
-	b.poll(`root.querySelector(".badge").textContent === "1"`, "the badge counts 1 unread")
+	// She presses "Mark as read" on one item while another tab reads the
+	// other: the stream redraws the list between her press and her release,
+	// and the click still reads hers.
+	x, y := b.center(`li[data-id="itm-1"] button[data-action="read"]`)
+	b.do(chromedp.MouseEvent(chromedp.MousePressed, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	fake.elsewhere("6", "itm-2", "read")
+	b.poll(`root.querySelector('li[data-id="itm-2"]').className === "read"`, "the other tab's read is drawn")
+	b.do(chromedp.MouseEvent(chromedp.MouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	b.poll(`root.querySelector(".badge").hidden && root.querySelector('li[data-id="itm-1"]').className === "read"`,
+		"her click read the item: none unread")
 	require.Contains(t, fake.posted(), "read itm-1")
-	require.Equal(t, "Notifications, 1 unread", b.eval(`root.querySelector(".bell").getAttribute("aria-label")`))
+	require.Equal(t, "Notifications", b.eval(`root.querySelector(".bell").getAttribute("aria-label")`))
 
 	const hostile = `<img src=x onerror=alert(1)>`
 	fake.push("7", &item{ID: "itm-3", Title: hostile, Body: "<b>not bold</b>", ActionURL: "javascript:alert(1)", CreatedAt: now})
-	b.poll(`root.querySelector(".badge").textContent === "2" && root.querySelector("li").dataset.id === "itm-3"`,
+	b.poll(`root.querySelector(".badge").textContent === "1" && root.querySelector("li").dataset.id === "itm-3"`,
 		"the live item is on top and counted")
+	require.Equal(t, "Notifications, 1 unread", b.eval(`root.querySelector(".bell").getAttribute("aria-label")`))
 	require.Equal(t, hostile, b.eval(`root.querySelector("li .title").textContent`), "shown as text")
 	require.Equal(t, "0 0", b.eval(`root.querySelectorAll("img, b").length + " " + root.querySelector("li").querySelectorAll("a").length`),
 		"no element made of the item, no link to a javascript: URL")
@@ -129,7 +138,7 @@ func TestInboxInTheBrowser(t *testing.T) {
 	require.Equal(t, "true", b.eval(`String(document.activeElement === root.host && root.activeElement === root.querySelector(".bell"))`),
 		"the focus is back on the bell")
 
-	fake.archive("8", "itm-2")
+	fake.elsewhere("8", "itm-2", "archive")
 	b.poll(`root.querySelector(".badge").textContent === "1" && !root.querySelector('li[data-id="itm-2"]')`,
 		"an item archived elsewhere leaves the list and the count")
 	fake.sync("9", &item{ID: "itm-4", Title: "PO-2026-0043 confirmed", CreatedAt: now})
@@ -283,15 +292,21 @@ func (b *browser) poll(expr, why string) {
 // middle with the mouse, as a user would, rather than calling its click().
 func (b *browser) click(sel string) {
 	b.t.Helper()
+	b.do(chromedp.MouseClickXY(b.center(sel)))
+}
+
+// center scrolls an element of the shadow root into view and is the
+// middle of it in the viewport.
+func (b *browser) center(sel string) (x, y float64) {
+	b.t.Helper()
 	b.poll(`root.querySelector(`+strconv.Quote(sel)+`) !== null`, "waiting for "+sel)
-	var x, y float64
 	pos := b.eval(`(() => { const el = root.querySelector(` + strconv.Quote(sel) + `);
 		el.scrollIntoView({ block: "center" });
 		const r = el.getBoundingClientRect();
 		return (r.left + r.width / 2) + " " + (r.top + r.height / 2); })()`)
 	_, err := fmt.Sscan(pos, &x, &y)
 	require.NoError(b.t, err)
-	b.do(chromedp.MouseClickXY(x, y))
+	return x, y
 }
 
 // requireNoErrors checks the page wrote no error to its console: no

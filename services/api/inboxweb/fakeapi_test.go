@@ -184,14 +184,21 @@ func (f *fakeInbox) push(id string, it *item) {
 	f.frames <- fmt.Sprintf("id: %s\nevent: item\ndata: %s\n\n", id, data)
 }
 
-// archive archives an item as another of the subscriber's tabs would and
-// sends the change on the open stream.
-func (f *fakeInbox) archive(eventID, id string) {
+// elsewhere reads or archives an item as another of the subscriber's tabs
+// would and sends the change on the open stream.
+func (f *fakeInbox) elsewhere(eventID, id, action string) {
 	f.mu.Lock()
 	now := time.Now()
 	var changed []map[string]any
 	for _, it := range f.items {
-		if it.ID == id {
+		if it.ID != id {
+			continue
+		}
+		switch action {
+		case "read":
+			it.ReadAt, it.SeenAt = &now, &now
+			changed = append(changed, map[string]any{"id": id, "read_at": now, "seen_at": now})
+		case "archive":
 			it.ArchivedAt = &now
 			changed = append(changed, map[string]any{"id": id, "archived_at": now})
 		}

@@ -244,6 +244,7 @@ time { display: block; margin-top: .2rem; font-size: .75rem; color: var(--herald
       this._session = null;
       this._lastEventId = "";
       this._seenAsked = new Set();
+      this._looks = new WeakMap(); // each item element → what it was drawn from
       this._build();
     }
 
@@ -597,7 +598,30 @@ time { display: block; margin-top: .2rem; font-size: .75rem; color: var(--herald
       this._refocus = null;
       const { tag } = pickLocale(this.getAttribute("locale"));
       const now = Date.now();
-      this._list.replaceChildren(...this._items.map((item) => this._renderItem(item, t, tag, now)));
+      // An item drawn as it still is keeps its element (only its time is
+      // told again): a press and a release on its button make a click even
+      // when the stream redraws the list in between, and a scrolled list
+      // keeps its place.
+      const drawn = new Map([...this._list.children].map((li) => [li.dataset.id, li]));
+      const rows = this._items.map((item) => {
+        const look = JSON.stringify([tag, item.title, item.body, item.created_at, item.action_url, item.document_url, !!item.read_at]);
+        const li = drawn.get(item.id);
+        if (li && this._looks.get(li) === look) {
+          const time = li.querySelector("time"), told = relativeTime(item.created_at, tag, now);
+          if (time.textContent !== told) time.textContent = told;
+          return li;
+        }
+        const fresh = this._renderItem(item, t, tag, now);
+        this._looks.set(fresh, look);
+        return fresh;
+      });
+      // What is no longer drawn leaves first, so that what stays is not
+      // moved for it (a moved element is a new target to the mouse).
+      const kept = new Set(rows);
+      for (const li of drawn.values()) if (!kept.has(li)) li.remove();
+      rows.forEach((li, i) => {
+        if (this._list.children[i] !== li) this._list.insertBefore(li, this._list.children[i] || null);
+      });
       this._status.className = this._failed ? "failed" : "empty";
       this._status.textContent = this._failed ? t.failed : t.empty;
       this._status.hidden = !this._failed && (!this._loaded || this._items.length > 0);
