@@ -80,15 +80,23 @@ func crossing(tenant string, channel event.Channel, quotaPerMonth int64, thresho
 }
 
 // statusSettled waits until the service has taken and settled everything
-// published on notify.status.*.
+// published on notify.status.* so far: the consumer has been handed the
+// last of it and holds nothing unacknowledged. Its pending count alone
+// is not enough — the server counts a stored message for its consumers
+// after the publisher has its acknowledgement, so on a loaded machine the
+// count could read 0 before the last events were counted.
 func (b *bundle) statusSettled(t *testing.T) {
 	t.Helper()
 	ctx := heraldtest.Context(t)
+	stream, err := b.nats.JS.Stream(ctx, dlq.StatusStream)
+	require.NoError(t, err)
+	last, err := stream.GetLastMsgForSubject(ctx, "notify.status.*")
+	require.NoError(t, err)
 	cons, err := b.nats.JS.Consumer(ctx, dlq.StatusStream, dlq.AlertsDurable)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		info, err := cons.Info(ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+		return err == nil && info.Delivered.Stream >= last.Sequence && info.NumPending == 0 && info.NumAckPending == 0
 	}, 20*time.Second, 10*time.Millisecond)
 }
 
