@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -120,6 +121,10 @@ type Report struct {
 	// status events, acknowledged or not.
 	Writes            int64   `json:"jetstream_writes"`
 	WritesPerDelivery float64 `json:"jetstream_writes_per_delivery"`
+	// RedisRoundTrips are the round trips the run's services made to
+	// Redis: a command alone, or a pipeline of many, is one.
+	RedisRoundTrips            int64   `json:"redis_round_trips"`
+	RedisRoundTripsPerDelivery float64 `json:"redis_round_trips_per_delivery"`
 	CPUSeconds        float64 `json:"cpu_seconds"`
 	PeakRSSMB         float64 `json:"peak_rss_mb"`
 	EmbeddedNATS      bool    `json:"embedded_nats"`
@@ -184,6 +189,7 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	if err != nil {
 		return Report{}, err
 	}
+	startTrips := env.trips.Load()
 	startCPU, start := cpuTime(), time.Now()
 	done := make(chan error, 1)
 	go func() { done <- w.publish(ctx, env.js, cfg.Rate) }()
@@ -211,6 +217,8 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 		report.Writes = writes - startWrites
 		report.WritesPerDelivery = float64(report.Writes) / float64(max(report.Delivered, 1))
 	}
+	report.RedisRoundTrips = env.trips.Load() - startTrips
+	report.RedisRoundTripsPerDelivery = float64(report.RedisRoundTrips) / float64(max(report.Delivered, 1))
 	report.PeakRSSMB = peakRSSMB()
 	report.EmbeddedNATS, report.EmbeddedRedis = cfg.NATSURL == "", cfg.RedisURL == ""
 	report.Cores, report.GoVersion = runtime.GOMAXPROCS(0), runtime.Version()
@@ -235,8 +243,29 @@ type env struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	rdb   redis.UniversalClient
+	trips atomic.Int64 // rdb's round trips (roundTrips)
 	dir   string
 	url   string // NATS's
+}
+
+// roundTrips counts a client's round trips to Redis: each command sent
+// alone, and each pipeline.
+type roundTrips struct{ n *atomic.Int64 }
+
+func (r roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (r roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
 }
 
 func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, error) {
@@ -256,6 +285,7 @@ func startEnv(ctx context.Context, cfg Config, apply streams.Options) (*env, err
 		e.close()
 		return nil, fmt.Errorf("redis: %w", redact.Error(err, redisURL))
 	}
+	e.rdb.AddHook(roundTrips{&e.trips})
 	return e, nil
 }
 

@@ -125,7 +125,10 @@ func TestRunTenantsServesTheSmallTenantDuringTheBurstOnlyWhenFair(t *testing.T) 
 // (routed once per tenant and id) and its accepted record, and each
 // delivery its message on NOTIFY, its ledger claim and its outcome — the
 // outcome's write is the status event. With the checks, the quota's
-// counter adds at most one write per delivery.
+// counter adds at most one write per delivery. Redis's round trips are
+// counted too: without the checks, a delivery's lease taken and given
+// back, two at the most (concurrent ones share a round trip); with them,
+// at least each order's registration of its revisions.
 func TestRunCountsTheWritesOfEachDelivery(t *testing.T) {
 	t.Parallel()
 	plain, err := bench.Run(context.Background(), bench.Config{Orders: 20, Recipients: 3, Concurrency: 8, Plain: true}, nil)
@@ -133,10 +136,14 @@ func TestRunCountsTheWritesOfEachDelivery(t *testing.T) {
 	require.Equal(t, 60, plain.Delivered)
 	require.EqualValues(t, 3*20+3*60, plain.Writes)
 	require.InDelta(t, float64(3*20+3*60)/60, plain.WritesPerDelivery, 1e-9)
+	require.Positive(t, plain.RedisRoundTrips)
+	require.LessOrEqual(t, plain.RedisRoundTrips, int64(2*60))
+	require.InDelta(t, float64(plain.RedisRoundTrips)/60, plain.RedisRoundTripsPerDelivery, 1e-9)
 
 	checked, err := bench.Run(context.Background(), bench.Config{Orders: 20, Recipients: 3, Concurrency: 8}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 60, checked.Delivered)
 	require.Greater(t, checked.Writes, plain.Writes, "the quota was counted")
 	require.LessOrEqual(t, checked.Writes, plain.Writes+60, "at most a counter write a delivery")
+	require.GreaterOrEqual(t, checked.RedisRoundTrips, int64(20), "each order registered its revisions")
 }

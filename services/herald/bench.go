@@ -246,6 +246,7 @@ func printReport(w io.Writer, bc bench.Config, r bench.Report) {
 	row("lost", "%d", r.Lost)
 	row("retries", "%d", r.Retries)
 	row("jetstream writes", "%d (%.2f per delivery)", r.Writes, r.WritesPerDelivery)
+	row("redis round trips", "%d (%.2f per delivery)", r.RedisRoundTrips, r.RedisRoundTripsPerDelivery)
 	row("cpu", "%.2f s (%.2f ms per delivery) on %d cores", r.CPUSeconds, 1000*r.CPUSeconds/float64(max(r.Delivered, 1)), r.Cores)
 	row("peak rss", "%.0f MB", r.PeakRSSMB)
 	row("go", "%s", r.GoVersion)
