@@ -221,7 +221,8 @@ func (s *Service) startFair(ctx context.Context) error {
 	w := worker{Service: s, lockTTL: s.cfg.lockTTL(classes[0].Template.AckWait), maxDeliver: classes[0].Template.MaxDeliver}
 	cfg := s.loops.Config
 	cfg.Concurrency *= len(classes)
-	fc := consumer.FairConfig{Config: cfg, Stream: Stream, Classes: classes, Batch: pullBatch}
+	fc := consumer.FairConfig{Config: cfg, Stream: Stream, Classes: classes, Batch: pullBatch,
+		MinConcurrency: min(leastInFlight, cfg.Concurrency)}
 	if s.cfg.Rates != nil {
 		fc.Ready = s.ready
 	}
@@ -239,6 +240,21 @@ func (s *Service) startFair(ctx context.Context) error {
 // out one a turn: a send takes milliseconds, its ack wait tens of seconds,
 // and a pull per delivery was a round trip per delivery.
 const pullBatch = 16
+
+// leastInFlight is the fewest sends the fair loop keeps in flight when
+// they queue on the cores: an order's deliveries (a handful of
+// recipients) still start together. Above it, the sends in flight follow
+// their latency up to Concurrency per priority.
+const leastInFlight = 8
+
+// Work is what the fair loop did for no delivery, and its limit on the
+// sends in flight now; zero served first come, first served.
+func (s *Service) Work() consumer.FairWork {
+	if s.fair == nil {
+		return consumer.FairWork{}
+	}
+	return s.fair.Work()
+}
 
 // Stop drains: sends under way finish and are acknowledged.
 func (s *Service) Stop(ctx context.Context) error {
