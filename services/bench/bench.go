@@ -126,7 +126,7 @@ type Report struct {
 	// Redis: a command alone, or a pipeline of many, is one.
 	RedisRoundTrips            int64   `json:"redis_round_trips"`
 	RedisRoundTripsPerDelivery float64 `json:"redis_round_trips_per_delivery"`
-	CPUSeconds        float64 `json:"cpu_seconds"`
+	CPUSeconds                 float64 `json:"cpu_seconds"`
 	// Work is what the fair loop did for no delivery, per delivery: a
 	// count the machine's load does not move, unlike the latencies.
 	Work          Work    `json:"fair_loop"`
