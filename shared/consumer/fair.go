@@ -84,11 +84,12 @@ type FairConfig struct {
 	// key's pulls, so it must answer from memory. Nil, or an answer below
 	// 1, is 1.
 	Weight func(class, key string) int
-	// MinConcurrency, when set, has the handlers in flight at once
-	// follow their latency, between it and Concurrency (limit.go): as
-	// many as a slow provider needs, as few as the cores sustain when it
-	// answers at once. Zero keeps Concurrency in flight whenever there
-	// is work.
+	// MinConcurrency, when set, bounds the handlers in flight at once by
+	// the share of their time they say they wait outside (Waited; see
+	// limit.go): MinConcurrency when they wait on nothing — what the
+	// cores sustain — and more, up to Concurrency, as much as covers a
+	// slow provider. Zero keeps Concurrency in flight whenever there is
+	// work.
 	MinConcurrency int
 }
 
@@ -476,7 +477,7 @@ func (f *Fair) work(ctx context.Context) {
 		}
 		c, k, msg, wait := f.pick()
 		if k == nil {
-			f.endTurn(0)
+			f.endTurn(0, 0)
 			if woken {
 				f.idleWakes.Add(1)
 			}
@@ -498,11 +499,11 @@ func (f *Fair) work(ctx context.Context) {
 	}
 }
 
-// endTurn ends a worker's turn under the limit, which took took (zero:
-// it handled nothing).
-func (f *Fair) endTurn(took time.Duration) {
+// endTurn ends a worker's turn under the limit, which took took, waited
+// of it outside (took zero: it handled nothing).
+func (f *Fair) endTurn(took, waited time.Duration) {
 	if f.limit != nil {
-		f.limit.release(took)
+		f.limit.release(took, waited)
 	}
 }
 
@@ -557,8 +558,9 @@ func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
 
 // serve handles msg, or, with none in hand, pulls k's next messages, if
 // Ready allows, and handles the first; took is how long the handler took
-// (zero: none ran).
-func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) (took time.Duration) {
+// (zero: none ran), waited how much of it the handler said it waited
+// outside (Waited).
+func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) (took, waited time.Duration) {
 	var acked string
 	defer func() { f.release(c, k, acked) }()
 	if msg == nil {
@@ -566,16 +568,23 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 			return
 		}
 	}
+	hctx, waits := ctx, (*atomic.Int64)(nil)
+	if f.limit != nil {
+		hctx, waits = withWaits(ctx)
+	}
 	start := time.Now()
-	o := c.handle(ctx, msg)
+	o := c.handle(hctx, msg)
 	took = max(time.Since(start), time.Nanosecond)
+	if waits != nil {
+		waited = time.Duration(waits.Load())
+	}
 	switch o.settle {
 	case done, giveUp:
 		acked = msg.Reply()
 	case retry:
 		f.wakeAfter(c, k.key, o.after)
 	}
-	return took
+	return took, waited
 }
 
 // release is a worker done with k, having settled the message whose ack

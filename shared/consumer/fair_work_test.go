@@ -45,8 +45,11 @@ func TestATricklePullsNothingInVain(t *testing.T) {
 
 // queueing is a handler whose sends share one resource, as sends to a
 // provider that answers at once share the cores: each takes 100 µs per
-// send in flight, at least 1 ms. It notes the most in flight at once.
+// send in flight, at least 1 ms. With wait set, it spends that long more
+// waiting on a provider, and says so (consumer.Waited). It notes the most
+// in flight at once.
 type queueing struct {
+	wait           time.Duration
 	inflight, peak atomic.Int64
 	handled        handled
 }
@@ -57,15 +60,17 @@ func (q *queueing) handle(ctx context.Context, msg jetstream.Msg) consumer.Outco
 	for p := q.peak.Load(); n > p && !q.peak.CompareAndSwap(p, n); p = q.peak.Load() {
 	}
 	time.Sleep(max(time.Millisecond, time.Duration(n)*100*time.Microsecond))
+	if q.wait > 0 {
+		time.Sleep(q.wait)
+		consumer.Waited(ctx, q.wait)
+	}
 	return q.handled.handle(ctx, msg)
 }
 
-// With MinConcurrency set, a backlog whose sends only wait on each other
-// is not handled by every worker at once: the limit stays near the ten
-// in flight the shared resource sustains, under the 64 workers. (Quiet,
-// the peak stays under 48; under -race on two busy cores the handlers'
-// measured latency is mostly the machine's, and it reached 57 — so the
-// bound is the workers, which every peak reaches without the limit.)
+// With MinConcurrency set, a backlog whose sends wait on nothing outside
+// — they only queue on each other — is handled MinConcurrency at a time,
+// not by every one of the 64 workers; sends that wait on a provider ten
+// times as long as their own work have more in flight.
 func TestSendsThatQueueOnEachOtherAreNotAllInFlight(t *testing.T) {
 	t.Parallel()
 	counts := map[string]int{"q.low.a": 1500, "q.low.b": 1500}
@@ -75,5 +80,17 @@ func TestSendsThatQueueOnEachOtherAreNotAllInFlight(t *testing.T) {
 		Batch: 16, Classes: []consumer.Class{class("low", 1)}})
 	q.handled.wait(t, 3000)
 	q.handled.once(t, counts)
-	require.Less(t, q.peak.Load(), int64(64), "sends in flight at once")
+	require.LessOrEqual(t, q.peak.Load(), int64(4), "sends in flight at once")
+}
+
+func TestSendsThatWaitOnTheProviderAreManyInFlight(t *testing.T) {
+	t.Parallel()
+	counts := map[string]int{"q.low.a": 600, "q.low.b": 600}
+	n := fairQueue(t, counts)
+	q := &queueing{wait: 20 * time.Millisecond}
+	startFair(t, n, q.handle, consumer.FairConfig{Config: consumer.Config{Concurrency: 64}, MinConcurrency: 4,
+		Batch: 16, Classes: []consumer.Class{class("low", 1)}})
+	q.handled.wait(t, 1200)
+	q.handled.once(t, counts)
+	require.Greater(t, q.peak.Load(), int64(16), "more than the least in flight while sends wait on the provider")
 }
