@@ -243,13 +243,13 @@ func (s *Service) startFair(ctx context.Context) error {
 const pullBatch = 16
 
 // leastInFlight is the sends the fair loop keeps in flight when the
-// provider answers at once and they only queue on the cores: 6 a core.
-// Measured on two cores (herald bench --tenants --concurrency N): a small
-// tenant's p99 beside a 50,000 burst was 1.2–1.9× its p99 alone with 8
-// or 12 in flight, 2.8× with 16, 3–7× with 64 — the bulk tenant losing
-// 5–10 % of its throughput at 12. Above it, the sends in flight follow
-// the share of their time spent waiting on the provider (chain.call
-// tells it), up to Concurrency per priority.
+// provider answers at once and they only queue on the cores: 18 a core.
+// Measured on two cores (herald bench --tenants --concurrency N, the fair
+// loop's workers 3 N): a small tenant's p99 beside a 50,000 burst was
+// 1.2–1.9× its p99 alone with 24 or 36 workers, 2.8× with 48, 3–7× with
+// 192 — the bulk tenant losing 5–10 % of its throughput with 36. Above
+// it, the sends in flight follow the share of their time spent waiting
+// on the provider (chain.call tells it), up to Concurrency per priority.
 var leastInFlight = 18 * runtime.GOMAXPROCS(0)
 
 // Work is what the fair loop did for no delivery, and its limit on the

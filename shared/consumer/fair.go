@@ -463,8 +463,22 @@ func (c *classState) unhold(now time.Time) time.Time {
 	return c.heldUntil
 }
 
-// work takes the next key's next message, until Stop.
+// work takes the next key's next message, until Stop. Under a limit, a
+// worker holds a slot for as long as the limit allows it, idle or not, as
+// a pool of that many workers would: a slot handed to another worker at
+// every turn was a goroutine woken for nothing at every delivery.
 func (f *Fair) work(ctx context.Context) {
+	holding := false
+	defer func() {
+		if holding {
+			f.limit.leave()
+		}
+	}()
+	if f.limit != nil {
+		if holding = f.limit.acquire(f.quit); !holding {
+			return
+		}
+	}
 	woken := false
 	for {
 		select {
@@ -472,12 +486,8 @@ func (f *Fair) work(ctx context.Context) {
 			return
 		default:
 		}
-		if f.limit != nil && !f.limit.acquire(f.quit) {
-			return
-		}
 		c, k, msg, wait := f.pick()
 		if k == nil {
-			f.endTurn(0, 0)
 			if woken {
 				f.idleWakes.Add(1)
 			}
@@ -495,15 +505,13 @@ func (f *Fair) work(ctx context.Context) {
 		// There may be more: the next idle worker looks (and, finding
 		// some, wakes the next), rather than every worker at once.
 		f.signal()
-		f.endTurn(f.serve(ctx, c, k, msg))
-	}
-}
-
-// endTurn ends a worker's turn under the limit, which took took, waited
-// of it outside (took zero: it handled nothing).
-func (f *Fair) endTurn(took, waited time.Duration) {
-	if f.limit != nil {
-		f.limit.release(took, waited)
+		took, waited := f.serve(ctx, c, k, msg)
+		if f.limit != nil && !f.limit.keep(took, waited) {
+			// The limit came down: this worker waits for a slot again.
+			if holding = f.limit.acquire(f.quit); !holding {
+				return
+			}
+		}
 	}
 }
 

@@ -76,15 +76,27 @@ func (l *limiter) tryAcquire() bool {
 	return true
 }
 
-// release ends one, which took took, waited of it outside (took zero: it
-// handled nothing, and is not a sample).
-func (l *limiter) release(took, waited time.Duration) {
+// keep samples a handling that took took, waited of it outside, and
+// says whether its worker keeps its slot: false, the slot given up, when
+// the limit came down below the slots held.
+func (l *limiter) keep(took, waited time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.inflight--
 	if took > 0 {
 		l.sample(took, min(waited, took))
 	}
+	if l.inflight > l.limit {
+		l.inflight--
+		return false
+	}
+	return true
+}
+
+// leave gives a slot back.
+func (l *limiter) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inflight--
 	if l.inflight < l.limit {
 		l.signal()
 	}
@@ -110,6 +122,9 @@ func (l *limiter) sample(took, waited time.Duration) {
 	target := float64(l.min) * (1 + 2*float64(l.waited)/float64(worked))
 	l.limit = int(min(max(target, float64(l.min)), float64(l.max)))
 	l.n, l.took, l.waited = 0, 0, 0
+	if l.inflight < l.limit {
+		l.signal() // room for a waiting worker
+	}
 }
 
 // waitedKey finds a handling's waits in its context.

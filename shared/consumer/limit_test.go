@@ -22,7 +22,9 @@ func drive(l *limiter, demand, rounds int, s send) {
 		}
 		took, waited := s(started)
 		for range started {
-			l.release(took, waited)
+			if l.keep(took, waited) {
+				l.leave()
+			}
 		}
 	}
 }
@@ -74,8 +76,8 @@ func TestNoMoreThanTheLimitStartAtOnce(t *testing.T) {
 		require.True(t, l.tryAcquire())
 	}
 	require.False(t, l.tryAcquire(), "a fifth beyond a limit of 4")
-	l.release(0, 0)
-	require.True(t, l.tryAcquire(), "one ended: one more may start")
+	l.leave()
+	require.True(t, l.tryAcquire(), "one left: one more may start")
 }
 
 // A handler's waits reach the loop through its context; outside a loop
@@ -87,4 +89,26 @@ func TestWaitedAddsToTheHandlingsWaits(t *testing.T) {
 	Waited(ctx, 2*time.Millisecond)
 	require.Equal(t, 5*time.Millisecond, time.Duration(waits.Load()))
 	Waited(context.Background(), time.Second) // no loop: nothing to tell
+}
+
+// When the limit comes down, workers over it give their slots up at their
+// next handling, until as many hold one as the limit allows; the rest keep
+// theirs.
+func TestWorkersOverALowerLimitGiveTheirSlotsUp(t *testing.T) {
+	t.Parallel()
+	l := newLimiter(4, 192)
+	drive(l, 1000, 50, slowProvider)
+	require.Equal(t, 192, l.Limit())
+	for range 20 {
+		require.True(t, l.tryAcquire())
+	}
+	gaveUp := 0
+	for range 192 + 20 { // a window of handlings at once, then one more each
+		if !l.keep(time.Millisecond, 0) {
+			gaveUp++
+		}
+	}
+	require.Equal(t, 4, l.Limit())
+	require.Equal(t, 16, gaveUp, "20 held slots, 4 allowed")
+	require.Equal(t, 4, l.inflight)
 }
