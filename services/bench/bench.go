@@ -32,6 +32,7 @@ import (
 	"github.com/heraldhq/herald/services/delivery"
 	"github.com/heraldhq/herald/services/pdf"
 	"github.com/heraldhq/herald/services/router"
+	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/embedded"
 	"github.com/heraldhq/herald/shared/event"
 	"github.com/heraldhq/herald/shared/lock"
@@ -125,14 +126,35 @@ type Report struct {
 	// Redis: a command alone, or a pipeline of many, is one.
 	RedisRoundTrips            int64   `json:"redis_round_trips"`
 	RedisRoundTripsPerDelivery float64 `json:"redis_round_trips_per_delivery"`
-	CPUSeconds        float64 `json:"cpu_seconds"`
-	PeakRSSMB         float64 `json:"peak_rss_mb"`
-	EmbeddedNATS      bool    `json:"embedded_nats"`
-	EmbeddedRedis     bool    `json:"embedded_redis"`
-	Cores             int     `json:"cores"`
-	GoVersion         string  `json:"go_version"`
+	CPUSeconds                 float64 `json:"cpu_seconds"`
+	// Work is what the fair loop did for no delivery, per delivery: a
+	// count the machine's load does not move, unlike the latencies.
+	Work          Work    `json:"fair_loop"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	EmbeddedNATS  bool    `json:"embedded_nats"`
+	EmbeddedRedis bool    `json:"embedded_redis"`
+	Cores         int     `json:"cores"`
+	GoVersion     string  `json:"go_version"`
 
 	Histogram *hdrhistogram.Histogram `json:"-"`
+}
+
+// Work is what the fair loop did during a run for no delivery.
+type Work struct {
+	// IdleWakesPerDelivery are workers woken to find no tenant in line.
+	IdleWakesPerDelivery float64 `json:"idle_wakes_per_delivery"`
+	// EmptyPullsPerDelivery are pulls that found nothing.
+	EmptyPullsPerDelivery float64 `json:"empty_pulls_per_delivery"`
+	// Limit is how many sends the loop let run at once at the run's
+	// end (it follows their latency).
+	Limit int `json:"in_flight_limit"`
+}
+
+// work is the fair loop's work between from and to, over delivered.
+func work(from, to consumer.FairWork, delivered int) Work {
+	per := func(n int64) float64 { return float64(n) / float64(max(delivered, 1)) }
+	return Work{IdleWakesPerDelivery: per(to.IdleWakes - from.IdleWakes),
+		EmptyPullsPerDelivery: per(to.EmptyPulls - from.EmptyPulls), Limit: to.Limit}
 }
 
 // Latency is the end-to-end latency distribution, event publish to
@@ -190,7 +212,7 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 		return Report{}, err
 	}
 	startTrips := env.trips.Load()
-	startCPU, start := cpuTime(), time.Now()
+	startCPU, start, startWork := cpuTime(), time.Now(), env.sent.Work()
 	done := make(chan error, 1)
 	go func() { done <- w.publish(ctx, env.js, cfg.Rate) }()
 	report, err := w.wait(ctx, got, cfg.Timeout, progress)
@@ -219,6 +241,7 @@ func Run(ctx context.Context, cfg Config, progress func(Progress)) (Report, erro
 	}
 	report.RedisRoundTrips = env.trips.Load() - startTrips
 	report.RedisRoundTripsPerDelivery = float64(report.RedisRoundTrips) / float64(max(report.Delivered, 1))
+	report.Work = work(startWork, env.sent.Work(), report.Delivered)
 	report.PeakRSSMB = peakRSSMB()
 	report.EmbeddedNATS, report.EmbeddedRedis = cfg.NATSURL == "", cfg.RedisURL == ""
 	report.Cores, report.GoVersion = runtime.GOMAXPROCS(0), runtime.Version()
@@ -246,6 +269,8 @@ type env struct {
 	trips atomic.Int64 // rdb's round trips (roundTrips)
 	dir   string
 	url   string // NATS's
+	// sent is the delivery service startServices started.
+	sent *delivery.Service
 }
 
 // roundTrips counts a client's round trips to Redis: each command sent
@@ -372,6 +397,7 @@ func (e *env) startServices(ctx context.Context, cfg Config, far *farSide, feats
 	if err != nil {
 		return nil, err
 	}
+	e.sent = d
 	return startAll(ctx, append(services, d))
 }
 

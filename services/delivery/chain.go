@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/shared/consumer"
 	"github.com/heraldhq/herald/shared/provider"
 	"github.com/heraldhq/herald/shared/telemetry"
 )
@@ -75,7 +76,9 @@ func (c chain) call(ctx context.Context, call Call) (r provider.Receipt, err err
 			ctx, cancel = context.WithTimeout(ctx, c.timeout)
 			defer cancel()
 		}
+		start := time.Now()
 		r, err := call.Send(ctx)
+		consumer.Waited(ctx, time.Since(start)) // the fair loop's limit counts the provider's time
 		switch {
 		case err != nil:
 			return r, err

@@ -104,7 +104,10 @@ type Config struct {
 	// (recipient.PreferenceCache).
 	Preferences Preferences
 	// Concurrency is how many messages are sent at once per priority.
-	// Defaults to 8.
+	// Defaults to 8. Served fairly, it is the most: the sends in flight
+	// follow the share of their time spent waiting on the provider, as
+	// many as a slow provider needs, as few as the cores sustain when it
+	// answers at once (leastInFlight).
 	Concurrency int
 	// MaxTries is how many passes over the providers a notification gets
 	// before it is given up (failed, retryable) and dead-lettered. Waiting

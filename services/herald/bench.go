@@ -247,6 +247,10 @@ func printReport(w io.Writer, bc bench.Config, r bench.Report) {
 	row("retries", "%d", r.Retries)
 	row("jetstream writes", "%d (%.2f per delivery)", r.Writes, r.WritesPerDelivery)
 	row("redis round trips", "%d (%.2f per delivery)", r.RedisRoundTrips, r.RedisRoundTripsPerDelivery)
+	if r.Scheduling == "fair" {
+		row("fair loop", "%.3f idle wakes, %.3f empty pulls per delivery; %d sends in flight at most at the end",
+			r.Work.IdleWakesPerDelivery, r.Work.EmptyPullsPerDelivery, r.Work.Limit)
+	}
 	row("cpu", "%.2f s (%.2f ms per delivery) on %d cores", r.CPUSeconds, 1000*r.CPUSeconds/float64(max(r.Delivered, 1)), r.Cores)
 	row("peak rss", "%.0f MB", r.PeakRSSMB)
 	row("go", "%s", r.GoVersion)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -83,6 +84,13 @@ type FairConfig struct {
 	// key's pulls, so it must answer from memory. Nil, or an answer below
 	// 1, is 1.
 	Weight func(class, key string) int
+	// MinConcurrency, when set, bounds the handlers in flight at once by
+	// the share of their time they say they wait outside (Waited; see
+	// limit.go): MinConcurrency when they wait on nothing — what the
+	// cores sustain — and more, up to Concurrency, as much as covers a
+	// slow provider. Zero keeps Concurrency in flight whenever there is
+	// work.
+	MinConcurrency int
 }
 
 // Fair consumes several classes of keyed subjects so that no key's
@@ -129,6 +137,13 @@ type Fair struct {
 	wakes  map[foundKey]wake
 	wakeAt time.Time
 	rewake chan struct{}
+
+	// idleWakes counts the workers woken to find no key in line,
+	// emptyPulls the pulls that found nothing: work the loop did for no
+	// delivery.
+	idleWakes, emptyPulls atomic.Int64
+	// limit bounds the handlers in flight, when MinConcurrency is set.
+	limit *limiter
 }
 
 // note is what the core subscription heard of a key since the last pick:
@@ -310,6 +325,9 @@ func newFair(ctx context.Context, h Handler, cfg FairConfig) (*Fair, error) {
 		wake: make(chan struct{}, 1), turn: make(chan struct{}, 1), quit: make(chan struct{}),
 		changes: make(chan struct{}, changing), notes: map[foundKey]note{},
 		wakes: map[foundKey]wake{}, rewake: make(chan struct{}, 1)}
+	if cfg.MinConcurrency > 0 {
+		f.limit = newLimiter(cfg.MinConcurrency, cfg.Concurrency)
+	}
 	for _, c := range cfg.Classes {
 		c.Weight = max(c.Weight, 1)
 		handle, err := wrap(cfg.Config, cfg.Stream, c.Name, c.Template.MaxDeliver, c.Template.AckWait, h)
@@ -445,8 +463,23 @@ func (c *classState) unhold(now time.Time) time.Time {
 	return c.heldUntil
 }
 
-// work takes the next key's next message, until Stop.
+// work takes the next key's next message, until Stop. Under a limit, a
+// worker holds a slot for as long as the limit allows it, idle or not, as
+// a pool of that many workers would: a slot handed to another worker at
+// every turn was a goroutine woken for nothing at every delivery.
 func (f *Fair) work(ctx context.Context) {
+	holding := false
+	defer func() {
+		if holding {
+			f.limit.leave()
+		}
+	}()
+	if f.limit != nil {
+		if holding = f.limit.acquire(f.quit); !holding {
+			return
+		}
+	}
+	woken := false
 	for {
 		select {
 		case <-f.quit:
@@ -455,18 +488,30 @@ func (f *Fair) work(ctx context.Context) {
 		}
 		c, k, msg, wait := f.pick()
 		if k == nil {
+			if woken {
+				f.idleWakes.Add(1)
+			}
+			woken = false
 			select {
 			case <-f.quit:
 				return
 			case <-f.wake:
+				woken = true
 			case <-time.After(wait):
 			}
 			continue
 		}
+		woken = false
 		// There may be more: the next idle worker looks (and, finding
 		// some, wakes the next), rather than every worker at once.
 		f.signal()
-		f.serve(ctx, c, k, msg)
+		took, waited := f.serve(ctx, c, k, msg)
+		if f.limit != nil && !f.limit.keep(took, waited) {
+			// The limit came down: this worker waits for a slot again.
+			if holding = f.limit.acquire(f.quit); !holding {
+				return
+			}
+		}
 	}
 }
 
@@ -520,8 +565,10 @@ func (f *Fair) pick() (*classState, *keyState, jetstream.Msg, time.Duration) {
 }
 
 // serve handles msg, or, with none in hand, pulls k's next messages, if
-// Ready allows, and handles the first.
-func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) {
+// Ready allows, and handles the first; took is how long the handler took
+// (zero: none ran), waited how much of it the handler said it waited
+// outside (Waited).
+func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstream.Msg) (took, waited time.Duration) {
 	var acked string
 	defer func() { f.release(c, k, acked) }()
 	if msg == nil {
@@ -529,12 +576,23 @@ func (f *Fair) serve(ctx context.Context, c *classState, k *keyState, msg jetstr
 			return
 		}
 	}
-	switch o := c.handle(ctx, msg); o.settle {
+	hctx, waits := ctx, (*atomic.Int64)(nil)
+	if f.limit != nil {
+		hctx, waits = withWaits(ctx)
+	}
+	start := time.Now()
+	o := c.handle(hctx, msg)
+	took = max(time.Since(start), time.Nanosecond)
+	if waits != nil {
+		waited = time.Duration(waits.Load())
+	}
+	switch o.settle {
 	case done, giveUp:
 		acked = msg.Reply()
 	case retry:
 		f.wakeAfter(c, k.key, o.after)
 	}
+	return took, waited
 }
 
 // release is a worker done with k, having settled the message whose ack
@@ -604,10 +662,14 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		if len(k.buf) == 0 {
 			k.fresh = false
 		}
+		f.drained(c, k)
 		c.enqueue(k) // it may hold more, for the next worker
-		f.signal()
+		if k.queued {
+			f.signal()
+		}
 		return msgs[0]
 	case err == nil:
+		f.emptyPulls.Add(1)
 		k.pending = 0
 		if k.unpulled == 0 || time.Since(k.seenAt) >= storeLag {
 			k.empty, k.unpulled, k.fresh, k.dryAt = true, 0, false, time.Now()
@@ -622,6 +684,20 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		f.drop(c, k)
 	}
 	return nil
+}
+
+// drained has k, whose pull the server answered with none left after it
+// and which no sighting since says holds more, run dry with its last
+// pull, rather than be pulled once more to hear so: at a trickle that
+// empty pull was a round trip per delivery. A message published after
+// the pull is heard of and wakes k; one the server hands back later (a
+// retry's delay, an ack wait run out) wakes it as a dry pull would have
+// left it. f.mu is held.
+func (f *Fair) drained(c *classState, k *keyState) {
+	if k.pending > 0 || k.unpulled > 0 {
+		return
+	}
+	k.empty, k.dryAt = true, time.Now() // its worker's release tells the follower
 }
 
 // want is how many k's next pull would take, for Ready: at most k's batch and

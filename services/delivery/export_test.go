@@ -1,0 +1,4 @@
+package delivery
+
+// LeastInFlight is leastInFlight, for the tests outside the package.
+var LeastInFlight = leastInFlight
