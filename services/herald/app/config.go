@@ -301,8 +301,11 @@ type WebhooksConfig struct {
 
 // DeliveryConfig tunes a channel's delivery workers.
 type DeliveryConfig struct {
-	// Concurrency is how many messages are sent at once per priority.
-	// Defaults to 8.
+	// Concurrency is how many messages are sent at once per priority, at
+	// the most. Defaults to 8. Served fairly (scheduling.fair), fewer are
+	// in flight while the provider answers at once — 18 a core across the
+	// priorities, what the cores sustain — and all of them while it keeps
+	// the sends waiting.
 	Concurrency int `yaml:"concurrency"`
 	// Timeout bounds one call to one provider. Defaults to 10s.
 	Timeout time.Duration `yaml:"timeout"`

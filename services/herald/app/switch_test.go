@@ -47,11 +47,6 @@ const (
 	// replicaWorkers is a replica's workers: 4 per priority, first come,
 	// first served or fair alike.
 	replicaWorkers = 12
-	// heldAtLeast is the fewest sends a replica keeps in flight when its
-	// provider slows down: first come, first served keeps every worker's;
-	// a fair replica's adaptive limit goes down to 8 (delivery's
-	// leastInFlight), leaving the other workers waiting for a turn.
-	heldAtLeast = 8
 	// sentBefore is how many sends the old replica makes before the next
 	// replicaWorkers calls, whoever makes them, are held by a slow
 	// provider: the upgrade comes with every send the old replica has in
@@ -208,7 +203,10 @@ func roll(t *testing.T, from, to, apply bool) *upgrade {
 	release := make(chan struct{})
 	u.holdAfter(release)
 	stopOld := u.replica(t, from)
-	require.Eventually(t, func() bool { return u.ses.Calls() >= sentBefore+heldAtLeast }, time.Minute, 5*time.Millisecond,
+	// Every worker's: first come, first served keeps them all in flight,
+	// and a fair replica too — its limit's least (delivery's
+	// leastInFlight, 18 sends a core) is above its 12 workers.
+	require.Eventually(t, func() bool { return u.ses.Calls() >= sentBefore+replicaWorkers }, time.Minute, 5*time.Millisecond,
 		"the old replica's sends in flight are held")
 	if apply {
 		u.apply(t, to)
