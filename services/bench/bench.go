@@ -146,7 +146,8 @@ type Work struct {
 	// EmptyPullsPerDelivery are pulls that found nothing.
 	EmptyPullsPerDelivery float64 `json:"empty_pulls_per_delivery"`
 	// Limit is how many sends the loop let run at once at the run's
-	// end (it follows their latency).
+	// end (it follows the share of their time spent waiting on the
+	// provider).
 	Limit int `json:"in_flight_limit"`
 }
 

@@ -244,12 +244,12 @@ const pullBatch = 16
 
 // leastInFlight is the sends the fair loop keeps in flight when the
 // provider answers at once and they only queue on the cores: 18 a core.
-// Measured on two cores (herald bench --tenants --concurrency N, the fair
-// loop's workers 3 N): a small tenant's p99 beside a 50,000 burst was
-// 1.2–1.9× its p99 alone with 24 or 36 workers, 2.8× with 48, 3–7× with
-// 192 — the bulk tenant losing 5–10 % of its throughput with 36. Above
-// it, the sends in flight follow the share of their time spent waiting
-// on the provider (chain.call tells it), up to Concurrency per priority.
+// Measured on two cores (herald bench --tenants, docs/BENCHMARKS.md): a
+// small tenant's p99 beside a 50,000 burst was 1.9–2.2× its p99 alone
+// with 36 in flight, 2.6–4.8× with all 192 workers — the bulk tenant
+// alone 8 % slower, a burst 7 %. Above it, the sends in flight follow the
+// share of their time spent waiting on the provider (chain.call tells
+// it), up to Concurrency per priority.
 var leastInFlight = 18 * runtime.GOMAXPROCS(0)
 
 // Work is what the fair loop did for no delivery, and its limit on the

@@ -662,7 +662,7 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 		if len(k.buf) == 0 {
 			k.fresh = false
 		}
-		f.drained(c, k)
+		f.drained(k)
 		c.enqueue(k) // it may hold more, for the next worker
 		if k.queued {
 			f.signal()
@@ -693,7 +693,7 @@ func (f *Fair) fetch(ctx context.Context, c *classState, k *keyState) jetstream.
 // the pull is heard of and wakes k; one the server hands back later (a
 // retry's delay, an ack wait run out) wakes it as a dry pull would have
 // left it. f.mu is held.
-func (f *Fair) drained(c *classState, k *keyState) {
+func (f *Fair) drained(k *keyState) {
 	if k.pending > 0 || k.unpulled > 0 {
 		return
 	}
