@@ -64,6 +64,25 @@ func (o *orderedBundle) route(t *testing.T, d notification.Delivery) {
 	o.publishRaw(t, d.DedupeKey, body)
 }
 
+// routeTogether is two router workers routing the events of later and
+// earlier in the same instant: later's registration runs first, then
+// earlier's, then each publishes its own.
+func (o *orderedBundle) routeTogether(t *testing.T, later, earlier notification.Delivery) {
+	t.Helper()
+	var aheads []bool
+	for _, d := range []notification.Delivery{later, earlier} {
+		ahead, err := o.seq.Register(heraldtest.Context(t), []ordering.Slot{{Sequence: d.Sequence.Key, Member: d.DedupeKey, Revision: d.Order.Revision}})
+		require.NoError(t, err)
+		aheads = append(aheads, ahead[0])
+	}
+	for i, d := range []notification.Delivery{later, earlier} {
+		d.Sequence.Behind = aheads[i]
+		body, err := json.Marshal(d)
+		require.NoError(t, err)
+		o.publishRaw(t, d.DedupeKey, body)
+	}
+}
+
 // order is the notification ids SES accepted, in the order it did.
 func (o *orderedBundle) order() []string {
 	var ids []string
@@ -126,6 +145,23 @@ func TestLaterRevisionWaitsForTheEarlierOneToBeSent(t *testing.T) {
 	require.Equal(t, ledger.Delivered, e.State)
 	require.Equal(t, "released: revision 1 delivered", e.Attempts[len(e.Attempts)-1].Note)
 	require.Empty(t, o.dlq(t))
+}
+
+// Two revisions routed in the same instant by two router workers, the
+// later registered first — nothing earlier was known to it then: it asks
+// again at its send, finds the earlier one registered since, and waits
+// for it. One worker takes the later first, as it was published first.
+func TestRevisionsRoutedInTheSameInstantKeepTheirOrder(t *testing.T) {
+	t.Parallel()
+	o := setupOrdered(t, func(c *config) { c.Concurrency = 1 })
+	r1, r2 := revision("PO-1", 1), revision("PO-1", 2)
+	o.routeTogether(t, r2, r1)
+
+	o.waitSettled(t)
+	require.Equal(t, []string{r1.ID, r2.ID}, o.order(), "revision 1, then revision 2")
+	e := o.entry(t, r2)
+	require.Equal(t, ledger.Delivered, e.State)
+	require.Equal(t, "released: revision 1 delivered", e.Attempts[len(e.Attempts)-1].Note)
 }
 
 // A revision dead-lettered releases the next, which says so.

@@ -127,7 +127,8 @@ type DigestItem struct {
 // Sequence names the revisions of one order to one recipient on one
 // channel (tenant, order, channel, address), in which a notification waits
 // its turn. Behind says an earlier revision was pending when the router
-// registered this one: only then does a worker ask before sending.
+// registered this one, or may be being routed (ordering.Redis.Register):
+// only then does a worker ask before sending.
 type Sequence struct {
 	Key    string `json:"key"`
 	Behind bool   `json:"behind,omitempty"`

@@ -1,13 +1,14 @@
 // Package ordering keeps an order's revisions in order for each recipient
 // and channel: the router registers every revision it publishes (Register)
 // before any of them can reach a worker, a worker asks whether an earlier
-// revision is still pending (Park, only when the router said one was) and,
+// revision is still pending (Park, only when the router said one was, or
+// may be: a revision past a gap) and,
 // once its own revision is settled, releases the next (Settle).
 //
 // Each sequence (tenant, order, channel, recipient) is a sorted set in Redis
 // scored by revision — for the same revision, in the router's order — with
 // its parked deliveries beside it in a hash and the members already settled
-// in a set, all under one hash tag so a Redis Cluster keeps them on one
+// in a set and the highest revision registered, all under one hash tag so a Redis Cluster keeps them on one
 // node and each step is one Lua script, atomic. A parked delivery is the
 // message itself: settling its predecessor hands it back to be published
 // again.
@@ -62,35 +63,47 @@ func New(client redis.UniversalClient, prefix string) *Redis {
 	return &Redis{client: client, batch: redisconn.NewBatcher(client), prefix: prefix, ttl: DefaultTTL}
 }
 
-// keys are a sequence's sorted set, parked hash and settled set.
+// keys are a sequence's sorted set, parked hash, settled set and highest
+// revision registered.
 func (r *Redis) keys(sequence string) []string {
 	base := r.prefix + "order:{" + sequence + "}"
-	return []string{base, base + ":parked", base + ":settled"}
+	return []string{base, base + ":parked", base + ":settled", base + ":high"}
 }
 
 // register adds a member unless it is there or was settled: an event
 // routed again must not bring back a revision already sent, which nothing
 // would settle again. A revision's n-th member scores rev + n/1024, so
 // members of one revision keep the router's order. It returns 1 when a
-// member is ahead of this one.
+// member is ahead of this one, and when the revision is more than one past
+// the highest registered before it (KEYS[4]): the revision between may be
+// in another router worker's hands, not registered yet — two revisions
+// routed in the same instant — and the worker is to ask again at its send.
 var register = redis.NewScript(`
+local rev = tonumber(ARGV[2])
+local high = tonumber(redis.call('GET', KEYS[4]) or '0')
+if rev > high then
+  redis.call('SET', KEYS[4], rev, 'PX', ARGV[3])
+else
+  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+end
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s then
   if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 1 then return 0 end
-  local rev = tonumber(ARGV[2])
   local n = math.min(redis.call('ZCOUNT', KEYS[1], rev, '(' .. (rev + 1)), 1023)
   s = rev + n / 1024
   redis.call('ZADD', KEYS[1], s, ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if rev > high + 1 then return 1 end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
 if head[1] == ARGV[1] then return 0 end
 return 1
 `)
 
 // Register records each slot's revision as pending, in one round trip, and
-// reports for each whether an earlier one was pending then: a delivery with
-// none ahead is sent without asking again.
+// reports for each whether an earlier one was pending then, or may be
+// being routed (a gap in the revisions): a delivery with none ahead is sent
+// without asking again.
 func (r *Redis) Register(ctx context.Context, slots []Slot) ([]bool, error) {
 	if len(slots) == 0 {
 		return nil, nil

@@ -44,7 +44,7 @@ func TestRevisionsWaitByNumberThenRouterOrder(t *testing.T) {
 	t.Parallel()
 	s := sequences(t)
 	ctx := heraldtest.Context(t)
-	require.False(t, register(t, s, "r3", 3), "a later revision that arrives first is first while nothing earlier is known")
+	require.True(t, register(t, s, "r3", 3), "a later revision that arrives first asks again at its send: one before it may be being routed")
 	require.False(t, register(t, s, "r2", 2), "an earlier revision registered late goes ahead of the later one")
 	require.True(t, register(t, s, "r3-shipped", 3))
 
@@ -63,4 +63,30 @@ func TestRevisionsWaitByNumberThenRouterOrder(t *testing.T) {
 	next, err = s.Settle(ctx, "acme:PO-1:email:olga", "r3")
 	require.NoError(t, err)
 	require.Equal(t, &ordering.Released{Member: "r3-shipped", Data: []byte("r3-shipped's delivery")}, next)
+}
+
+// A revision one past the highest registered, or not past it, is sent
+// unasked when nothing is pending before it; one further on asks again at
+// its send (the revision between may be in another router worker's
+// hands), and is sent then if nothing earlier was registered since.
+func TestARevisionPastAGapAsksAgainAtItsSend(t *testing.T) {
+	t.Parallel()
+	s := sequences(t)
+	ctx := heraldtest.Context(t)
+	require.False(t, register(t, s, "r1", 1), "the first revision")
+	_, err := s.Settle(ctx, "acme:PO-1:email:olga", "r1")
+	require.NoError(t, err)
+	require.False(t, register(t, s, "r2", 2), "the next revision")
+	_, err = s.Settle(ctx, "acme:PO-1:email:olga", "r2")
+	require.NoError(t, err)
+	require.True(t, register(t, s, "r4", 4), "revision 3 may be being routed")
+	_, held, err := s.Park(ctx, "acme:PO-1:email:olga", "r4", []byte("r4's delivery"))
+	require.NoError(t, err)
+	require.False(t, held, "no revision 3 came: sent at its send")
+	_, err = s.Settle(ctx, "acme:PO-1:email:olga", "r4")
+	require.NoError(t, err)
+	require.False(t, register(t, s, "r4-shipped", 4), "the same revision again")
+	_, err = s.Settle(ctx, "acme:PO-1:email:olga", "r4-shipped")
+	require.NoError(t, err)
+	require.False(t, register(t, s, "r5", 5), "the next revision after the gap")
 }
