@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,12 +32,23 @@ import (
 // The "settle-only" case leaves out the claim: one ledger write per
 // delivery instead of two, what relying on the Redis lease alone would
 // cost (it is not what Herald does: see README "Delivered exactly once").
+//
+// The "open-loop" case is claim+settle with the orders published on a
+// schedule, 200 a second (1,000 deliveries/s, as `herald bench --orders
+// 2000 --rate 200`), and reports the latency from an order's scheduled
+// publish to its delivery's settlement: the floor of the open loop's p99,
+// on the machine of the day, to divide Herald's by.
+//
+//	go test ./services/bench -run '^$' -bench 'Floor/open-loop' -benchtime 10000x
 func BenchmarkTheProtocolsFloor(b *testing.B) {
-	b.Run("claim+settle", func(b *testing.B) { protocolsFloor(b, true) })
-	b.Run("settle-only", func(b *testing.B) { protocolsFloor(b, false) })
+	b.Run("claim+settle", func(b *testing.B) { protocolsFloor(b, true, 0) })
+	b.Run("settle-only", func(b *testing.B) { protocolsFloor(b, false, 0) })
+	b.Run("open-loop", func(b *testing.B) { protocolsFloor(b, true, 200) })
 }
 
-func protocolsFloor(b *testing.B, claim bool) {
+// protocolsFloor runs b.N deliveries; rate is orders per second, 0 for a
+// burst.
+func protocolsFloor(b *testing.B, claim bool, rate float64) {
 	const recipients = 5
 	ctx := context.Background()
 	srv, err := embedded.StartNATS(embedded.NATSConfig{StoreDir: b.TempDir()})
@@ -67,6 +79,8 @@ func protocolsFloor(b *testing.B, claim bool) {
 	}
 	var settled atomic.Int64
 	done := make(chan struct{})
+	published := make([]atomic.Int64, orders) // each order's scheduled publish, ns
+	latencies := make([]time.Duration, total)
 
 	// The router's part: each order consumed, its deliveries published.
 	rc, err := router.Consume(func(m jetstream.Msg) {
@@ -114,7 +128,13 @@ func protocolsFloor(b *testing.B, claim bool) {
 					b.Error(err)
 				}
 				_ = m.Ack()
-				if settled.Add(1) == int64(total) {
+				n := settled.Add(1)
+				var order, r int
+				if _, err := fmt.Sscanf(m.Headers().Get(jetstream.MsgIDHeader), "o%d-%d", &order, &r); err != nil {
+					b.Error(err)
+				}
+				latencies[n-1] = time.Duration(time.Now().UnixNano() - published[order].Load())
+				if n == int64(total) {
 					close(done)
 				}
 			}
@@ -128,6 +148,12 @@ func protocolsFloor(b *testing.B, claim bool) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := range orders {
+		at := time.Now()
+		if rate > 0 {
+			at = start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+			time.Sleep(time.Until(at))
+		}
+		published[i].Store(at.UnixNano())
 		if _, err := js.PublishAsync("orders.created", []byte(fmt.Sprintf("o%d", i)), jetstream.WithMsgID(fmt.Sprintf("o%d", i))); err != nil {
 			b.Fatal(err)
 		}
@@ -141,7 +167,14 @@ func protocolsFloor(b *testing.B, claim bool) {
 	wg.Wait()
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "deliveries/s")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(total), "cpu-ms/delivery")
+	if rate > 0 {
+		slices.Sort(latencies)
+		b.ReportMetric(ms(latencies[total/2]), "p50-ms")
+		b.ReportMetric(ms(latencies[total*99/100]), "p99-ms")
+	}
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func processCPU() time.Duration {
 	var ru syscall.Rusage

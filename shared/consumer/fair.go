@@ -707,11 +707,15 @@ func (f *Fair) drained(k *keyState) {
 // k is known to hold can be stale (another replica's loop pulls from the
 // same consumer): a pull then brings fewer than granted, and the rest of
 // the grant is lost. A message heard of a moment ago and not yet pulled
-// may not be stored yet: the pull waits for it until waitUntil, and takes
-// only it. Decided before Ready answers, so that a sighting meanwhile does
-// not turn a pull of what was granted into a wait for one. f.mu is held.
+// may not be stored yet: unless k's last pull said more were stored after
+// it (pending), the pull waits for it until waitUntil, and takes only it —
+// a pull of many would wait for all of them. With more stored, it takes
+// them at once: an order's five deliveries, heard of together at a
+// trickle, are two pulls, not five. Decided before Ready answers, so that
+// a sighting meanwhile does not turn a pull of what was granted into a
+// wait for one. f.mu is held.
 func (f *Fair) want(k *keyState) (n int, waitUntil time.Time) {
-	if k.unpulled > 0 && time.Since(k.seenAt) < storeLag-time.Millisecond {
+	if k.pending == 0 && k.unpulled > 0 && time.Since(k.seenAt) < storeLag-time.Millisecond {
 		return 1, k.seenAt.Add(storeLag)
 	}
 	return max(min(f.batch(k), f.cfg.Concurrency-f.buffered+1, max(k.unpulled, k.pending)), 1), time.Time{}

@@ -43,6 +43,33 @@ func TestATricklePullsNothingInVain(t *testing.T) {
 	require.LessOrEqual(t, w.EmptyPulls, int64(trickle/10), "pulls that found nothing")
 }
 
+// Messages heard of in small bursts while the loop is ahead of their
+// publisher — an order's five deliveries at a trickle — are pulled in two
+// or three pulls a burst, not one each: once a pull says more are stored
+// after its message, the next takes them all, without waiting for the
+// ones still to come.
+func TestABurstHeardOfTogetherIsPulledInFewPulls(t *testing.T) {
+	t.Parallel()
+	n := fairQueue(t, nil)
+	a := &allowance{}
+	h := &handled{}
+	startFair(t, n, h.handle, consumer.FairConfig{Classes: []consumer.Class{class("low", 1)}, Batch: 16,
+		Config: consumer.Config{Concurrency: 8}, Ready: a.ready})
+	const bursts, each = 40, 5
+	for b := range bursts {
+		for i := range each {
+			_, err := n.JS.PublishAsync("q.low.a", []byte(fmt.Sprint(b*each+i)))
+			require.NoError(t, err)
+		}
+		<-n.JS.PublishAsyncComplete()
+		h.wait(t, (b+1)*each)
+	}
+	h.once(t, map[string]int{"q.low.a": bursts * each})
+	calls, _ := a.spent()
+	t.Logf("%d bursts of %d: %d pulls", bursts, each, calls)
+	require.Less(t, calls, bursts*7/2, "a pull of one for the first of a burst, then the rest stored after it")
+}
+
 // queueing is a handler whose sends share one resource, as sends to a
 // provider that answers at once share the cores: each takes 100 µs per
 // send in flight, at least 1 ms. With wait set, it spends that long more
