@@ -707,33 +707,40 @@ func (f *Fair) drained(k *keyState) {
 // k is known to hold can be stale (another replica's loop pulls from the
 // same consumer): a pull then brings fewer than granted, and the rest of
 // the grant is lost. A message heard of a moment ago and not yet pulled
-// may not be stored yet: unless k's last pull said more were stored after
-// it (pending), the pull waits for it until waitUntil, and takes only it —
-// a pull of many would wait for all of them. With more stored, it takes
-// them at once: an order's five deliveries, heard of together at a
-// trickle, are two pulls, not five. Decided before Ready answers, so that
-// a sighting meanwhile does not turn a pull of what was granted into a
-// wait for one. f.mu is held.
+// may not be stored yet: if the pull finds none stored, it waits for one
+// until waitUntil (pull). Decided before Ready answers, so that a sighting
+// meanwhile does not turn a pull of what was granted into a wait for one.
+// f.mu is held.
 func (f *Fair) want(k *keyState) (n int, waitUntil time.Time) {
-	if k.pending == 0 && k.unpulled > 0 && time.Since(k.seenAt) < storeLag-time.Millisecond {
-		return 1, k.seenAt.Add(storeLag)
+	n = max(min(f.batch(k), f.cfg.Concurrency-f.buffered+1, max(k.unpulled, k.pending)), 1)
+	if k.unpulled > 0 && time.Since(k.seenAt) < storeLag-time.Millisecond {
+		waitUntil = k.seenAt.Add(storeLag)
 	}
-	return max(min(f.batch(k), f.cfg.Concurrency-f.buffered+1, max(k.unpulled, k.pending)), 1), time.Time{}
+	return n, waitUntil
 }
 
-// pull asks k's consumer for up to n messages, or, until waitUntil, for
-// one not yet stored: the server hands it over as soon as it is stored;
-// otherwise the pull answers at once, with what there is.
+// pull asks k's consumer for up to n messages and takes what is stored at
+// once. Only if none is, and one heard of may not be stored yet (until
+// waitUntil), does it wait — for that one alone, handed over as soon as
+// the server stores it: a wait for n would wait for all n. At a trickle a
+// key is pulled just after its messages were heard of, and by then they
+// are nearly always stored: an order's five deliveries are one pull, where
+// waiting for the first one made them two or more, and taking one a pull
+// made them five — each pull a Ready call (a Redis round trip, for the
+// plan's rate) and a wake, one after the other on the tenant's key.
 func (f *Fair) pull(k *keyState, n int, waitUntil time.Time) ([]jetstream.Msg, error) {
-	var (
-		batch jetstream.MessageBatch
-		err   error
-	)
-	if wait := time.Until(waitUntil); wait > time.Millisecond {
-		batch, err = k.consumer.Fetch(1, jetstream.FetchMaxWait(wait))
-	} else {
-		batch, err = k.consumer.FetchNoWait(n)
+	msgs, err := fetched(k.consumer.FetchNoWait(n))
+	if len(msgs) > 0 || err != nil {
+		return msgs, err
 	}
+	if wait := time.Until(waitUntil); wait > time.Millisecond {
+		return fetched(k.consumer.Fetch(1, jetstream.FetchMaxWait(wait)))
+	}
+	return nil, nil
+}
+
+// fetched is what a pull brought; a pull that found nothing is no error.
+func fetched(batch jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -741,7 +748,10 @@ func (f *Fair) pull(k *keyState, n int, waitUntil time.Time) ([]jetstream.Msg, e
 	for m := range batch.Messages() {
 		msgs = append(msgs, m)
 	}
-	return msgs, batch.Error()
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return msgs, err
+	}
+	return msgs, nil
 }
 
 // numPending is how many more messages msg's consumer held when it was
