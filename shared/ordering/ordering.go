@@ -2,16 +2,16 @@
 // and channel: the router registers every revision it publishes (Register)
 // before any of them can reach a worker, a worker asks whether an earlier
 // revision is still pending (Park, only when the router said one was, or
-// may be: a revision past a gap) and,
-// once its own revision is settled, releases the next (Settle).
+// may be: a revision past a gap) and, once its own revision is settled,
+// releases the next (Settle).
 //
 // Each sequence (tenant, order, channel, recipient) is a sorted set in Redis
 // scored by revision — for the same revision, in the router's order — with
-// its parked deliveries beside it in a hash and the members already settled
-// in a set and the highest revision registered, all under one hash tag so a Redis Cluster keeps them on one
-// node and each step is one Lua script, atomic. A parked delivery is the
-// message itself: settling its predecessor hands it back to be published
-// again.
+// its parked deliveries beside it in a hash, the members already settled in
+// a set and the highest revision registered, all under one hash tag so a
+// Redis Cluster keeps them on one node and each step is one Lua script,
+// atomic. A parked delivery is the message itself: settling its
+// predecessor hands it back to be published again.
 package ordering
 
 import (
