@@ -264,8 +264,10 @@ func TestLoadWithDuplicatesAndFaultsSendsEachEmailOnce(t *testing.T) {
 // bulk tenant's 300 deliveries are queued, then acme's 5, and acme's are
 // among the first delivered — where first come, first served would
 // deliver them last. Ahead of acme's go the sends already in flight when
-// they come (up to the workers, 64: bulk's pulls take what is stored, so
-// its sends fill them) and the turns they take with bulk's after.
+// they come — as many as the limit on sends in flight allows (36 on two
+// cores, more while sends wait on the provider): bulk's pulls take what
+// is stored, so its sends fill them — and the turns they take with
+// bulk's after. Seen: 7 – 68.
 func TestATenantsBacklogDoesNotDelayAnothers(t *testing.T) {
 	t.Parallel()
 	for _, fair := range []bool{true, false} {
@@ -298,7 +300,7 @@ func TestATenantsBacklogDoesNotDelayAnothers(t *testing.T) {
 				}
 			}
 			if fair {
-				require.Less(t, lastAcme, 100, "acme's five were served in turn with bulk's backlog")
+				require.Less(t, lastAcme, 150, "acme's five were served in turn with bulk's backlog")
 			} else {
 				require.Greater(t, lastAcme, 250, "first come, first served: acme's five wait for bulk's backlog")
 			}
