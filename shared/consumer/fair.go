@@ -739,7 +739,7 @@ func (f *Fair) pull(k *keyState, n int, waitUntil time.Time) ([]jetstream.Msg, e
 	return nil, nil
 }
 
-// fetched is what a pull brought; a pull that found nothing is no error.
+// fetched is what a pull brought.
 func fetched(batch jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
 	if err != nil {
 		return nil, err
@@ -748,10 +748,7 @@ func fetched(batch jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
 	for m := range batch.Messages() {
 		msgs = append(msgs, m)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-		return msgs, err
-	}
-	return msgs, nil
+	return msgs, batch.Error()
 }
 
 // numPending is how many more messages msg's consumer held when it was
